@@ -1,0 +1,244 @@
+//! The tool author's API: [`Tool`], its [`Definition`], results and errors.
+
+use crate::bindings::toolhost::tool::{cancellation, progress, types as wit};
+use serde_json::Value;
+
+/// Whether calls of a tool may run beside other calls of the same batch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ExecutionMode {
+    #[default]
+    Parallel,
+    /// One sequential tool in a batch makes the whole batch run in order.
+    Sequential,
+}
+
+/// What a tool tells the model and the host about itself.
+#[derive(Clone, Debug)]
+pub struct Definition {
+    pub name: String,
+    pub label: String,
+    pub description: String,
+    /// JSON Schema of the arguments object, as JSON text (kept byte for byte).
+    pub parameters: String,
+    pub prompt_snippet: Option<String>,
+    pub prompt_guidelines: Vec<String>,
+    pub execution_mode: ExecutionMode,
+}
+
+impl Definition {
+    pub fn new(
+        name: impl Into<String>,
+        label: impl Into<String>,
+        description: impl Into<String>,
+        parameters: impl Into<String>,
+    ) -> Self {
+        Definition {
+            name: name.into(),
+            label: label.into(),
+            description: description.into(),
+            parameters: parameters.into(),
+            prompt_snippet: None,
+            prompt_guidelines: Vec::new(),
+            execution_mode: ExecutionMode::Parallel,
+        }
+    }
+
+    pub fn prompt_snippet(mut self, snippet: impl Into<String>) -> Self {
+        self.prompt_snippet = Some(snippet.into());
+        self
+    }
+
+    pub fn prompt_guideline(mut self, guideline: impl Into<String>) -> Self {
+        self.prompt_guidelines.push(guideline.into());
+        self
+    }
+
+    pub fn sequential(mut self) -> Self {
+        self.execution_mode = ExecutionMode::Sequential;
+        self
+    }
+
+    pub(crate) fn into_wit(self) -> wit::ToolDefinition {
+        wit::ToolDefinition {
+            name: self.name,
+            label: self.label,
+            description: self.description,
+            parameters: self.parameters,
+            prompt_snippet: self.prompt_snippet,
+            prompt_guidelines: self.prompt_guidelines,
+            execution_mode: match self.execution_mode {
+                ExecutionMode::Parallel => wit::ExecutionMode::Parallel,
+                ExecutionMode::Sequential => wit::ExecutionMode::Sequential,
+            },
+        }
+    }
+}
+
+/// One block of a result.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Content {
+    Text(String),
+    /// Base64 data and its MIME type.
+    Image {
+        data: String,
+        mime_type: String,
+    },
+}
+
+impl Content {
+    fn into_wit(self) -> wit::ContentBlock {
+        match self {
+            Content::Text(t) => wit::ContentBlock::Text(t),
+            Content::Image { data, mime_type } => {
+                wit::ContentBlock::Image(wit::Image { data, mime_type })
+            }
+        }
+    }
+}
+
+/// The value of a call that did not fail.
+#[derive(Clone, Debug, Default)]
+pub struct ToolOutput {
+    pub content: Vec<Content>,
+    /// Structured details for the agent (not shown to the model). `None` is absent.
+    pub details: Option<Value>,
+    /// Ask the agent loop to stop after this batch (only if every result agrees).
+    pub terminate: bool,
+    /// Tools this call made available.
+    pub added_tool_names: Vec<String>,
+}
+
+impl ToolOutput {
+    /// A result with a single text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolOutput {
+            content: vec![Content::Text(text.into())],
+            ..Default::default()
+        }
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    pub fn terminate(mut self) -> Self {
+        self.terminate = true;
+        self
+    }
+
+    pub(crate) fn into_wit(self) -> wit::ToolResult {
+        wit::ToolResult {
+            content: self.content.into_iter().map(Content::into_wit).collect(),
+            details: self.details.map(|d| d.to_string()),
+            terminate: self.terminate,
+            added_tool_names: self.added_tool_names,
+        }
+    }
+}
+
+/// A tool failure: its message becomes the text of the error result, exactly.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolError(String);
+
+/// The text of a call that noticed cancellation (Pi's `Operation aborted`).
+pub const OPERATION_ABORTED: &str = "Operation aborted";
+
+impl ToolError {
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError(message.into())
+    }
+
+    /// The error for a call that noticed it was cancelled.
+    pub fn aborted() -> Self {
+        ToolError(OPERATION_ABORTED.to_string())
+    }
+
+    pub fn message(&self) -> &str {
+        &self.0
+    }
+
+    pub(crate) fn into_message(self) -> String {
+        self.0
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for ToolError {
+    fn from(message: String) -> Self {
+        ToolError(message)
+    }
+}
+
+impl From<&str> for ToolError {
+    fn from(message: &str) -> Self {
+        ToolError(message.to_string())
+    }
+}
+
+/// Facts about the running call, and its progress and cancellation channels.
+#[derive(Clone, Debug)]
+pub struct Context {
+    pub tool_call_id: String,
+    /// Absolute real path of the workspace; relative paths resolve against it.
+    pub cwd: String,
+    pub home: Option<String>,
+    /// Filesystem roots granted to this component.
+    pub roots: Vec<String>,
+    pub session_id: Option<String>,
+}
+
+impl Context {
+    pub(crate) fn from_wit(c: wit::CallContext) -> Self {
+        Context {
+            tool_call_id: c.tool_call_id,
+            cwd: c.cwd,
+            home: c.home,
+            roots: c.roots,
+            session_id: c.session_id,
+        }
+    }
+
+    /// Whether the call was cancelled (Pi's `signal.aborted`).
+    pub fn is_cancelled(&self) -> bool {
+        cancellation::is_cancelled()
+    }
+
+    /// `Err(Operation aborted)` once the call is cancelled: `ctx.check_cancelled()?`.
+    pub fn check_cancelled(&self) -> Result<(), ToolError> {
+        if self.is_cancelled() {
+            Err(ToolError::aborted())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Send a progress update (Pi's `onUpdate`).
+    pub fn update(&self, content: Vec<Content>, details: Option<Value>) {
+        progress::update(&wit::PartialResult {
+            content: content.into_iter().map(Content::into_wit).collect(),
+            details: details.map(|d| d.to_string()),
+        });
+    }
+}
+
+/// A tool. Implementations are usually unit structs exported with
+/// [`export_tools!`](crate::export_tools).
+pub trait Tool: Sync {
+    /// The definition the model sees. Called once when the host loads the component.
+    fn definition(&self) -> Definition;
+
+    /// Rewrite raw arguments before validation (compatibility shims for old
+    /// argument shapes). `Ok(None)` keeps them as they are.
+    fn prepare_arguments(&self, _args: Value) -> Result<Option<Value>, ToolError> {
+        Ok(None)
+    }
+
+    /// Run the tool with validated arguments.
+    fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError>;
+}
