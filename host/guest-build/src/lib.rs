@@ -1,0 +1,130 @@
+//! Compile a cargo workspace of guest components (`wasm32-wasip2`) from a
+//! build script: one nested `cargo build` with its own target directory, the
+//! host's compiler flags kept out, rerun triggers on the sources, and a clear
+//! message when the wasm target is not installed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::{env, fs};
+
+/// The target every guest is built for; its output is already a component.
+pub const WASM_TARGET: &str = "wasm32-wasip2";
+
+/// A guest workspace to build.
+pub struct GuestWorkspace<'a> {
+    /// Directory holding the workspace's `Cargo.toml`.
+    pub dir: &'a Path,
+    /// Packages to build (`-p`), each a `cdylib`.
+    pub packages: &'a [&'a str],
+    /// Name of the subdirectory of the shared guest target directory.
+    pub target_name: &'a str,
+}
+
+impl GuestWorkspace<'_> {
+    /// Build the packages in release mode and return each package's `.wasm`
+    /// path, in the order given. Panics (failing the build script) with the
+    /// cause when the build fails.
+    pub fn build(&self) -> Vec<PathBuf> {
+        self.watch();
+        ensure_wasm_target();
+        let target_dir = guest_target_dir().join(self.target_name);
+        let mut cargo = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        cargo
+            .current_dir(self.dir)
+            .args(["build", "--release", "--target", WASM_TARGET])
+            .arg("--target-dir")
+            .arg(&target_dir);
+        for package in self.packages {
+            cargo.args(["-p", package]);
+        }
+        // The host's flags (coverage, sanitizers, native CPU) must not leak
+        // into the guest build.
+        for var in [
+            "RUSTFLAGS",
+            "CARGO_ENCODED_RUSTFLAGS",
+            "CARGO_BUILD_RUSTFLAGS",
+            "RUSTC_WRAPPER",
+            "RUSTC_WORKSPACE_WRAPPER",
+            "CARGO_TARGET_DIR",
+            "CARGO_BUILD_TARGET",
+        ] {
+            cargo.env_remove(var);
+        }
+        let status = cargo
+            .status()
+            .expect("failed to run cargo to build the guest components");
+        assert!(
+            status.success(),
+            "building the guest components in {} failed (see the errors above)",
+            self.dir.display()
+        );
+        self.packages
+            .iter()
+            .map(|p| {
+                target_dir
+                    .join(WASM_TARGET)
+                    .join("release")
+                    .join(format!("{}.wasm", p.replace('-', "_")))
+            })
+            .collect()
+    }
+
+    /// Rerun the build script when the workspace's sources or the WIT change
+    /// (its own `target/` excluded, so a manual build there changes nothing).
+    fn watch(&self) {
+        println!(
+            "cargo:rerun-if-changed={}",
+            self.dir.join("Cargo.toml").display()
+        );
+        println!(
+            "cargo:rerun-if-changed={}",
+            self.dir.join("Cargo.lock").display()
+        );
+        for entry in fs::read_dir(self.dir)
+            .expect("reading the guest workspace")
+            .flatten()
+        {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if entry.path().is_dir() && !name.starts_with('.') && name != "target" {
+                println!("cargo:rerun-if-changed={}", entry.path().display());
+            }
+        }
+    }
+}
+
+/// The repository's `wit/` directory, watched by every guest build.
+pub fn watch_wit(repo: &Path) {
+    println!("cargo:rerun-if-changed={}", repo.join("wit").display());
+}
+
+/// Guests get their own target directory beside the host's, shared by every
+/// host profile, so switching between debug and release does not rebuild them.
+fn guest_target_dir() -> PathBuf {
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("run from a build script"));
+    // OUT_DIR is <target>/<profile>/build/<package>-<hash>/out.
+    let host_target = env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .or_else(|| out_dir.ancestors().nth(4).map(Path::to_path_buf))
+        .expect("locating the target directory");
+    host_target.join("wasm-guests")
+}
+
+/// Fail early, with the fix, when the wasm target's standard library is missing.
+fn ensure_wasm_target() {
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = Command::new(rustc)
+        .args(["--print", "target-libdir", "--target", WASM_TARGET])
+        .output()
+        .expect("failed to run rustc");
+    let libdir = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let installed = out.status.success()
+        && fs::read_dir(&libdir).is_ok_and(|mut d| {
+            d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("libstd-")))
+        });
+    assert!(
+        installed,
+        "the Rust target {WASM_TARGET} is not installed; toolhost's tools are WebAssembly \
+         components built for it. Install it with: rustup target add {WASM_TARGET}"
+    );
+}

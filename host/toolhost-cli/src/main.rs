@@ -1,0 +1,302 @@
+//! `toolhost`: list, call and run sandboxed agent tools from a terminal.
+//!
+//! Parsing, printing and exit codes only; the work is the library's.
+//! Exit codes: 0 success, 1 the tool reported an error, 2 usage or host error.
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use toolhost::{
+    AssistantMessage, CancellationToken, ContentBlock, Event, Host, NoEvents, ToolCall, ToolInfo,
+};
+
+#[derive(Parser)]
+#[command(
+    name = "toolhost",
+    version,
+    about = "Run an LLM agent's tools as sandboxed WebAssembly components"
+)]
+struct Cli {
+    /// Directory the tools work in and may read (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Load a tool component from this .wasm file (repeatable; granted nothing).
+    #[arg(long = "extension", global = true, value_name = "FILE")]
+    extensions: Vec<PathBuf>,
+    /// Comma-separated tools the model may call (default: read, bash, edit,
+    /// write that exist, plus every extension tool).
+    #[arg(
+        long,
+        global = true,
+        value_delimiter = ',',
+        value_name = "NAMES",
+        conflicts_with = "all_tools"
+    )]
+    tools: Option<Vec<String>>,
+    /// Make every loaded tool active.
+    #[arg(long, global = true)]
+    all_tools: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show the loaded tools: a table, or their definitions with --json.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call one tool (active or not) through the full pipeline and print its result.
+    Call {
+        /// The tool's name.
+        name: String,
+        /// Arguments as a JSON object.
+        #[arg(default_value = "{}")]
+        args: String,
+        /// Print the ToolResultMessage as JSON instead of its text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the tool calls of an assistant message (a file, or - for stdin):
+    /// events as JSON lines, then a turn_end line with the result messages.
+    Run {
+        #[arg(value_name = "FILE")]
+        file: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("toolhost: starting the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("toolhost: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<ExitCode> {
+    let mut builder = Host::builder();
+    if let Some(dir) = &cli.workspace {
+        builder = builder.workspace(dir);
+    }
+    for ext in &cli.extensions {
+        builder = builder.extension(ext);
+    }
+    if let Some(tools) = &cli.tools {
+        builder = builder.active_tools(tools.iter().map(|t| t.trim().to_string()));
+    }
+    if cli.all_tools {
+        builder = builder.all_tools_active();
+    }
+    let host = builder.build().await.context("loading the tools")?;
+    for d in host.diagnostics() {
+        eprintln!("toolhost: warning: {d}");
+    }
+    match cli.command {
+        Command::List { json } => list(&host, json),
+        Command::Call { name, args, json } => call(&host, name, &args, json).await,
+        Command::Run { file } => run_batch(&host, &file).await,
+    }
+}
+
+fn list(host: &Host, json: bool) -> Result<ExitCode> {
+    let tools = host.tools();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&tools)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    print!("{}", table(&tools));
+    for tool in &tools {
+        let d = &tool.definition;
+        println!("\n{} ({})", d.name, d.label);
+        println!("{}", indent(&d.description));
+        println!("  parameters: {}", serde_json::to_string(&d.parameters)?);
+        if let Some(snippet) = &d.prompt_snippet {
+            println!("  prompt snippet: {snippet}");
+        }
+        for g in &d.prompt_guidelines {
+            println!("  guideline: {g}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line per tool: name, state, mode, source and parameter names
+/// (`*` marks required ones).
+fn table(tools: &[ToolInfo]) -> String {
+    let rows: Vec<[String; 5]> = tools
+        .iter()
+        .map(|t| {
+            let d = &t.definition;
+            [
+                d.name.clone(),
+                if t.active { "yes" } else { "no" }.to_string(),
+                serde_json::to_value(d.execution_mode)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                t.source.to_string(),
+                parameter_summary(&d.parameters),
+            ]
+        })
+        .collect();
+    let header = ["NAME", "ACTIVE", "MODE", "SOURCE", "PARAMETERS"].map(str::to_string);
+    let mut widths = header.clone().map(|h| h.len());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn parameter_summary(schema: &Value) -> String {
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    schema["properties"]
+        .as_object()
+        .map(|props| {
+            props
+                .iter()
+                .map(|(name, p)| {
+                    let ty = p["type"].as_str().unwrap_or("any");
+                    let star = if required.contains(&name.as_str()) {
+                        "*"
+                    } else {
+                        ""
+                    };
+                    format!("{name}{star}: {ty}")
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("  {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+async fn call(host: &Host, name: String, args: &str, json: bool) -> Result<ExitCode> {
+    let arguments: Value = serde_json::from_str(args)
+        .with_context(|| format!("the arguments of {name} are not valid JSON: {args}"))?;
+    // `call` names its tool explicitly: make it callable for this run.
+    let mut active = host.active_tools();
+    active.push(name.clone());
+    host.set_active_tools(&active);
+    let message = AssistantMessage::from_calls(vec![ToolCall {
+        id: "call_1".into(),
+        name,
+        arguments,
+    }]);
+    let outcome = host
+        .run_batch(&message, cancel_on_ctrl_c(), Arc::new(NoEvents))
+        .await;
+    let result = outcome
+        .results
+        .into_iter()
+        .next()
+        .context("the batch returned no result")?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&result)?)?;
+    } else {
+        for block in &result.content {
+            match block {
+                ContentBlock::Text { text } => writeln!(out, "{text}")?,
+                ContentBlock::Image { data, mime_type } => {
+                    writeln!(out, "[image {mime_type}, {} bytes of base64]", data.len())?
+                }
+            }
+        }
+    }
+    Ok(if result.is_error {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+async fn run_batch(host: &Host, file: &str) -> Result<ExitCode> {
+    let text = if file == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("reading the assistant message from stdin")?;
+        s
+    } else {
+        std::fs::read_to_string(file).with_context(|| format!("reading {file}"))?
+    };
+    let raw: Value =
+        serde_json::from_str(&text).with_context(|| format!("{file} is not valid JSON"))?;
+    let message = match AssistantMessage::from_json(raw) {
+        Ok(m) => m,
+        Err(e) => bail!("{file}: {e}"),
+    };
+    let sink =
+        Arc::new(|event: Event| print_line(&serde_json::to_value(&event).unwrap_or_default()));
+    let outcome = host.run_batch(&message, cancel_on_ctrl_c(), sink).await;
+    print_line(&json!({
+        "type": "turn_end",
+        "message": message.raw,
+        "toolResults": outcome.results,
+        "terminate": outcome.terminate,
+    }));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One JSON value per line, written whole even when calls finish at once.
+fn print_line(value: &Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{value}");
+    let _ = out.flush();
+}
+
+/// A token cancelled by the first Ctrl-C (the batch then ends with every
+/// call's result; a second Ctrl-C kills the process).
+fn cancel_on_ctrl_c() -> CancellationToken {
+    let token = CancellationToken::new();
+    let t = token.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("toolhost: cancelling (Ctrl-C again to quit)");
+            t.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+    token
+}

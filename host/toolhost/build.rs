@@ -1,0 +1,40 @@
+//! Builds the built-in tool components (the `guest-tools/` workspace) and
+//! embeds them: `$OUT_DIR/builtins.rs` defines one `BuiltinComponent` per tool
+//! with its bytes and content hash, so the `toolhost` binary is one
+//! self-contained file.
+
+use guest_build::GuestWorkspace;
+use std::path::PathBuf;
+use std::{env, fs};
+
+/// Built-in tools: (tool name, guest crate).
+const BUILTINS: &[(&str, &str)] = &[("read", "toolhost-tool-read"), ("ls", "toolhost-tool-ls")];
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let repo = manifest_dir.join("../..");
+    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
+    guest_build::watch_wit(&repo);
+    let crates: Vec<&str> = BUILTINS.iter().map(|(_, krate)| *krate).collect();
+    let wasm = GuestWorkspace {
+        dir: &repo.join("guest-tools"),
+        packages: &crates,
+        target_name: "guest-tools",
+    }
+    .build();
+
+    let mut code = String::from("/// The built-in tool components, embedded at build time.\n");
+    code.push_str("pub(crate) const BUILTIN_COMPONENTS: &[BuiltinComponent] = &[\n");
+    for ((tool, _), path) in BUILTINS.iter().zip(&wasm) {
+        let bytes = fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        let hash = blake3::hash(&bytes).to_hex();
+        let copy = out_dir.join(format!("{tool}.wasm"));
+        fs::write(&copy, &bytes).unwrap();
+        code.push_str(&format!(
+            "    BuiltinComponent {{ name: {tool:?}, bytes: include_bytes!({copy:?}), hash: {hash:?} }},\n",
+            hash = hash.as_str(),
+        ));
+    }
+    code.push_str("];\n");
+    fs::write(out_dir.join("builtins.rs"), code).unwrap();
+}

@@ -1,0 +1,21 @@
+//! Errors of the library API: outcomes a caller acts on.
+//!
+//! Failures of a single tool call never surface here: they become an error
+//! result bound to that call (see [`crate::pipeline`]).
+
+/// What went wrong building or driving a [`crate::Host`].
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The workspace directory cannot be used.
+    #[error("workspace {path}: {reason}")]
+    Workspace { path: String, reason: String },
+    /// A component could not be loaded; `path` names the file (or built-in).
+    #[error("{path}: {reason}")]
+    Load { path: String, reason: String },
+    /// The runtime could not be set up.
+    #[error("{0}")]
+    Runtime(String),
+    /// Input to the host (an assistant message, arguments) is malformed.
+    #[error("{0}")]
+    InvalidInput(String),
+}

@@ -1,0 +1,57 @@
+//! toolhost runs an LLM agent's tools as sandboxed WebAssembly components,
+//! with the call pipeline of the Pi coding agent.
+//!
+//! # Architecture: where a tool call goes
+//!
+//! * [`Host`] ([`host`]) holds the tools of one workspace. Building it loads
+//!   the built-in components embedded in the binary ([`builtin`]) and any
+//!   extension files, through the [`loader`], into the [`registry`] (with the
+//!   active set the model may call).
+//! * [`Host::run_batch`] takes an assistant message. The scheduler
+//!   ([`schedule`]) decides parallel or sequential execution and the event
+//!   order; each call goes through the [`pipeline`]: lookup → fresh instance →
+//!   `prepare-arguments` → [`validate`] (coercion + JSON Schema) → before
+//!   [`hooks`] → execute → after hooks → result message.
+//! * Each call runs in a [`sandbox`]: a fresh store from a cached instance
+//!   template, memory and time limits, cancellation, and only the host
+//!   Operations ([`ops`]) its component was granted.
+//! * One shared wasmtime engine ([`engine`]) with a pooling allocator, epoch
+//!   interruption and a compiled-code cache on disk serves every host.
+//! * Everything the caller sees is a Pi-shaped [`message`] or [`events`]
+//!   value; a failing call is an error result bound to its call id, never a
+//!   host error.
+
+pub mod bindings;
+mod builtin;
+pub mod engine;
+pub mod error;
+pub mod events;
+pub mod hooks;
+mod host;
+mod loader;
+pub mod message;
+pub mod ops;
+mod pipeline;
+pub mod registry;
+pub mod sandbox;
+mod schedule;
+pub mod validate;
+
+pub use builtin::DEFAULT_ACTIVE_TOOLS;
+pub use engine::{Runtime, RuntimeOptions};
+pub use error::Error;
+pub use events::{Event, EventSink, NoEvents};
+pub use hooks::{
+    AfterToolCallContext, AfterToolCallResult, BeforeToolCallContext, BeforeToolCallResult,
+    ToolHooks,
+};
+pub use host::{Host, HostBuilder};
+pub use message::{
+    AssistantMessage, ContentBlock, PartialResult, StopReason, ToolCall, ToolResult,
+    ToolResultMessage,
+};
+pub use pipeline::OPERATION_ABORTED;
+pub use registry::{Diagnostic, ExecutionMode, ToolDefinition, ToolInfo, ToolSource};
+pub use sandbox::{Capabilities, Limits};
+pub use schedule::BatchOutcome;
+pub use tokio_util::sync::CancellationToken;

@@ -1,0 +1,135 @@
+//! Loading a component: compile (or take from the cache), check its imports
+//! against its grants, instantiate it once to read its definitions, and check
+//! each definition before it reaches the registry.
+
+use crate::bindings::types;
+use crate::engine::Runtime;
+use crate::error::Error;
+use crate::registry::{ExecutionMode, RegisteredTool, ToolDefinition, ToolSource};
+use crate::sandbox::{CallSignals, Capabilities, Limits, Sandbox};
+use crate::validate::ArgumentSchema;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// A component to load and what it is allowed.
+pub(crate) struct ComponentSpec<'a> {
+    pub bytes: &'a [u8],
+    /// Content hash (blake3, hex): the compile cache key.
+    pub hash: String,
+    /// Names the component in messages (a path, or `built-in read`).
+    pub origin: String,
+    pub source: ToolSource,
+    pub caps: Capabilities,
+    pub limits: Limits,
+}
+
+pub(crate) async fn load(
+    runtime: &Arc<Runtime>,
+    spec: ComponentSpec<'_>,
+) -> Result<Vec<RegisteredTool>, Error> {
+    let origin = spec.origin.clone();
+    let fail = |reason: String| Error::Load {
+        path: origin.clone(),
+        reason,
+    };
+    let component = runtime.load_component(spec.bytes, &spec.hash, &spec.origin)?;
+    let sandbox = Arc::new(Sandbox::new(
+        runtime.clone(),
+        &component,
+        spec.caps,
+        spec.limits,
+        &spec.origin,
+    )?);
+    // Never cancelled: loading ends by result, trap or deadline.
+    let signals = CallSignals::new(CancellationToken::new(), Duration::ZERO);
+    let mut instance = sandbox.instantiate(signals).await.map_err(|e| {
+        fail(format!(
+            "instantiating failed: {}",
+            e.message("definitions")
+        ))
+    })?;
+    let definitions = instance.definitions().await.map_err(|e| {
+        fail(format!(
+            "reading its definitions failed: {}",
+            e.message("definitions")
+        ))
+    })?;
+    drop(instance);
+    if definitions.is_empty() {
+        return Err(fail("defines no tools".into()));
+    }
+    let mut tools: Vec<RegisteredTool> = Vec::new();
+    for def in definitions {
+        let name = def.name.clone();
+        let (definition, schema) = check_definition(def)
+            .map_err(|reason| fail(format!("tool {name:?} has an invalid definition: {reason}")))?;
+        if tools.iter().any(|t| t.definition.name == definition.name) {
+            return Err(fail(format!("defines tool {name} twice")));
+        }
+        tools.push(RegisteredTool {
+            definition,
+            schema,
+            sandbox: sandbox.clone(),
+            source: spec.source.clone(),
+        });
+    }
+    Ok(tools)
+}
+
+/// Tool names as the model providers accept them.
+fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn check_definition(
+    def: types::ToolDefinition,
+) -> Result<(ToolDefinition, ArgumentSchema), String> {
+    if !valid_name(&def.name) {
+        return Err("the name must be 1 to 64 characters of letters, digits, '_' or '-'".into());
+    }
+    if def.description.trim().is_empty() {
+        return Err("the description is empty".into());
+    }
+    let parameters: serde_json::Value = serde_json::from_str(&def.parameters)
+        .map_err(|e| format!("parameters are not valid JSON: {e}"))?;
+    let schema = ArgumentSchema::compile(&parameters)
+        .map_err(|e| format!("parameters are not a usable JSON Schema: {e}"))?;
+    let label = if def.label.trim().is_empty() {
+        def.name.clone()
+    } else {
+        def.label
+    };
+    Ok((
+        ToolDefinition {
+            name: def.name,
+            label,
+            description: def.description,
+            parameters,
+            prompt_snippet: def.prompt_snippet.filter(|s| !s.trim().is_empty()),
+            prompt_guidelines: def.prompt_guidelines,
+            execution_mode: match def.execution_mode {
+                types::ExecutionMode::Parallel => ExecutionMode::Parallel,
+                types::ExecutionMode::Sequential => ExecutionMode::Sequential,
+            },
+        },
+        schema,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::valid_name;
+
+    #[test]
+    fn names() {
+        assert!(valid_name("read"));
+        assert!(valid_name("my_tool-2"));
+        assert!(!valid_name(""));
+        assert!(!valid_name("has space"));
+        assert!(!valid_name(&"x".repeat(65)));
+    }
+}

@@ -1,0 +1,628 @@
+//! The `fs-read` Operations: a trait, a local backend confined to granted
+//! roots, and an in-memory backend for tests.
+//!
+//! # What the local backend defends against
+//!
+//! A tool (possibly hostile) names any absolute path. The backend must touch
+//! nothing outside the granted roots:
+//!
+//! * `..` is resolved lexically first (as Pi's `path.resolve` does), so
+//!   `/ws/../etc/passwd` is `/etc/passwd` and is refused by prefix.
+//! * Absolute paths outside every root are refused by prefix.
+//! * Symlinks are followed with `cap-std` handles opened on each root: on
+//!   Linux this is `openat2(RESOLVE_BENEATH)`, so the kernel refuses any
+//!   resolution that leaves the root, including a symlink swapped in while the
+//!   call runs (no check-then-use race).
+//! * A symlink with an absolute target that stays inside a root (which
+//!   `RESOLVE_BENEATH` refuses) is resolved step by step here, then opened
+//!   again through the handle, so the kernel still has the last word.
+//! * Opens are non-blocking, so a FIFO in the workspace cannot hang a call.
+
+use crate::bindings::fs_types::{DirEntry, EntryKind, ErrorCode, FsError, Metadata};
+use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Component, Path, PathBuf};
+use std::sync::RwLock;
+
+/// Largest chunk returned by one read (guests loop for more).
+pub const MAX_READ_CHUNK: u64 = 4 * 1024 * 1024;
+
+/// Symlinks followed in one resolution before giving up (Linux's limit).
+const MAX_SYMLINK_HOPS: usize = 40;
+
+/// Read access to a set of roots (Pi's `ReadOperations`). Paths are absolute.
+pub trait FsRead: Send + Sync + std::fmt::Debug {
+    /// Metadata of `path`, following symlinks.
+    fn stat(&self, path: &str) -> Result<Metadata, FsError>;
+    /// Up to `max_bytes` (capped at [`MAX_READ_CHUNK`]) bytes from `offset`.
+    fn read(&self, path: &str, offset: u64, max_bytes: u64) -> Result<Vec<u8>, FsError>;
+    /// The directory's entries with the kinds of their (followed) targets.
+    fn list_dir(&self, path: &str) -> Result<Vec<DirEntry>, FsError>;
+    /// The granted roots, as absolute paths.
+    fn roots(&self) -> Vec<String>;
+}
+
+pub(crate) fn fs_error(code: ErrorCode, message: impl Into<String>) -> FsError {
+    FsError {
+        code,
+        message: message.into(),
+    }
+}
+
+fn outside(path: &str) -> FsError {
+    fs_error(
+        ErrorCode::OutsideRoots,
+        format!("{path} is outside the granted roots"),
+    )
+}
+
+/// Lexically normalise an absolute path; `None` if it is not absolute.
+fn normalize(path: &str) -> Option<PathBuf> {
+    let p = Path::new(path);
+    if !p.is_absolute() {
+        return None;
+    }
+    let mut out = PathBuf::from("/");
+    for c in p.components() {
+        match c {
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(s) => out.push(s),
+        }
+    }
+    Some(out)
+}
+
+/// A granted directory, open as a capability.
+#[derive(Debug)]
+struct Root {
+    path: PathBuf,
+    dir: Dir,
+}
+
+/// `fs-read` on the local disk, confined to granted roots.
+#[derive(Debug)]
+pub struct LocalFs {
+    roots: Vec<Root>,
+}
+
+/// Where an absolute path lands: a root and a path relative to it.
+struct Located<'a> {
+    root: &'a Root,
+    rel: PathBuf,
+}
+
+impl Located<'_> {
+    fn rel(&self) -> &Path {
+        if self.rel.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            &self.rel
+        }
+    }
+}
+
+impl LocalFs {
+    /// Open each root (canonicalised: its real path is what tools see).
+    pub fn new(roots: &[PathBuf]) -> io::Result<LocalFs> {
+        let roots = roots
+            .iter()
+            .map(|r| {
+                let path = r.canonicalize()?;
+                let dir = Dir::open_ambient_dir(&path, cap_std::ambient_authority())?;
+                Ok(Root { path, dir })
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok(LocalFs { roots })
+    }
+
+    /// The root holding `abs` lexically (the longest match), if any.
+    fn locate_lexical(&self, abs: &Path) -> Option<Located<'_>> {
+        self.roots
+            .iter()
+            .filter_map(|root| {
+                abs.strip_prefix(&root.path).ok().map(|rel| Located {
+                    root,
+                    rel: rel.to_path_buf(),
+                })
+            })
+            .max_by_key(|l| l.root.path.as_os_str().len())
+    }
+
+    fn is_root_ancestor(&self, abs: &Path) -> bool {
+        self.roots.iter().any(|r| r.path.starts_with(abs))
+    }
+
+    /// Run `op` on the path's root handle; if the kernel reports an escape
+    /// (an absolute symlink), resolve links step by step and run it once more.
+    fn with_path<T>(
+        &self,
+        path: &str,
+        op: impl Fn(&Dir, &Path) -> io::Result<T>,
+    ) -> Result<T, FsError> {
+        let abs = normalize(path).ok_or_else(|| {
+            fs_error(
+                ErrorCode::InvalidInput,
+                format!("{path} is not an absolute path"),
+            )
+        })?;
+        let located = self.locate_lexical(&abs).ok_or_else(|| outside(path))?;
+        match op(&located.root.dir, located.rel()) {
+            Err(e) if is_escape(&e) => {
+                let resolved = self.resolve_links(&abs, path)?;
+                op(&resolved.root.dir, resolved.rel()).map_err(|e| io_error(&e, path))
+            }
+            other => other.map_err(|e| io_error(&e, path)),
+        }
+    }
+
+    /// Follow symlinks one component at a time, keeping every step inside a
+    /// root. Components above the roots are taken as they are (roots are real
+    /// paths, so their ancestors hold no links on the way to them).
+    fn resolve_links(&self, abs: &Path, shown: &str) -> Result<Located<'_>, FsError> {
+        let mut queue: VecDeque<PathBuf> = abs
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(s) => Some(PathBuf::from(s)),
+                _ => None,
+            })
+            .collect();
+        let mut current = PathBuf::from("/");
+        let mut hops = 0;
+        while let Some(name) = queue.pop_front() {
+            if name == Path::new("..") {
+                current.pop();
+                continue;
+            }
+            if name == Path::new(".") {
+                continue;
+            }
+            let candidate = current.join(&name);
+            let Some(at) = self.locate_lexical(&candidate) else {
+                if self.is_root_ancestor(&candidate) {
+                    current = candidate;
+                    continue;
+                }
+                return Err(outside(shown));
+            };
+            let meta = match at.root.dir.symlink_metadata(at.rel()) {
+                Ok(meta) => meta,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    // Nothing to follow past a missing component; the
+                    // operation itself reports it.
+                    current = candidate;
+                    current.extend(queue.drain(..));
+                    break;
+                }
+                Err(e) => return Err(io_error(&e, shown)),
+            };
+            if !meta.file_type().is_symlink() {
+                current = candidate;
+                continue;
+            }
+            hops += 1;
+            if hops > MAX_SYMLINK_HOPS {
+                return Err(fs_error(
+                    ErrorCode::TooManyLinks,
+                    format!("{shown}: too many levels of symbolic links"),
+                ));
+            }
+            let target = rustix::fs::readlinkat(&at.root.dir, at.rel(), Vec::new())
+                .map_err(|e| io_error(&io::Error::from(e), shown))?;
+            let target = PathBuf::from(target.to_string_lossy().into_owned());
+            if target.is_absolute() {
+                current = PathBuf::from("/");
+            }
+            let mut front: Vec<PathBuf> = target
+                .components()
+                .filter_map(|c| match c {
+                    Component::Normal(s) => Some(PathBuf::from(s)),
+                    Component::ParentDir => Some(PathBuf::from("..")),
+                    _ => None,
+                })
+                .collect();
+            while let Some(c) = front.pop() {
+                queue.push_front(c);
+            }
+        }
+        self.locate_lexical(&current).ok_or_else(|| outside(shown))
+    }
+}
+
+/// cap-std's refusal of a path that leaves the directory handle.
+fn is_escape(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::PermissionDenied && e.raw_os_error().is_none()
+}
+
+/// Map an I/O error to the WIT error, naming the path the tool gave.
+fn io_error(e: &io::Error, path: &str) -> FsError {
+    use rustix::io::Errno;
+    if is_escape(e) {
+        return outside(path);
+    }
+    let code = match Errno::from_io_error(e) {
+        Some(Errno::NOENT) => ErrorCode::NotFound,
+        Some(Errno::NOTDIR) => ErrorCode::NotADirectory,
+        Some(Errno::ISDIR) => ErrorCode::IsADirectory,
+        Some(Errno::EXIST) => ErrorCode::AlreadyExists,
+        Some(Errno::ACCESS) | Some(Errno::PERM) => ErrorCode::PermissionDenied,
+        Some(Errno::LOOP) => ErrorCode::TooManyLinks,
+        Some(Errno::INVAL) => ErrorCode::InvalidInput,
+        _ => match e.kind() {
+            io::ErrorKind::NotFound => ErrorCode::NotFound,
+            io::ErrorKind::PermissionDenied => ErrorCode::PermissionDenied,
+            _ => ErrorCode::Other,
+        },
+    };
+    fs_error(code, format!("{path}: {e}"))
+}
+
+fn kind_of(ft: cap_std::fs::FileType) -> EntryKind {
+    if ft.is_dir() {
+        EntryKind::Directory
+    } else if ft.is_file() {
+        EntryKind::File
+    } else if ft.is_symlink() {
+        EntryKind::Symlink
+    } else {
+        EntryKind::Other
+    }
+}
+
+fn metadata_of(m: &cap_std::fs::Metadata) -> Metadata {
+    let modified_ms = m.modified().ok().and_then(|t| {
+        t.into_std()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .map(|d| d.as_millis() as i64)
+    });
+    Metadata {
+        kind: kind_of(m.file_type()),
+        size: m.len(),
+        modified_ms,
+    }
+}
+
+impl FsRead for LocalFs {
+    fn stat(&self, path: &str) -> Result<Metadata, FsError> {
+        self.with_path(path, |dir, rel| dir.metadata(rel))
+            .map(|m| metadata_of(&m))
+    }
+
+    fn read(&self, path: &str, offset: u64, max_bytes: u64) -> Result<Vec<u8>, FsError> {
+        let want = max_bytes.min(MAX_READ_CHUNK);
+        self.with_path(path, |dir, rel| {
+            let mut options = OpenOptions::new();
+            options
+                .read(true)
+                .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+            let mut file = dir.open_with(rel, &options)?;
+            if file.metadata()?.is_dir() {
+                return Err(io::Error::from_raw_os_error(
+                    rustix::io::Errno::ISDIR.raw_os_error(),
+                ));
+            }
+            file.seek(SeekFrom::Start(offset))?;
+            let mut buf = Vec::new();
+            file.take(want).read_to_end(&mut buf)?;
+            Ok(buf)
+        })
+    }
+
+    fn list_dir(&self, path: &str) -> Result<Vec<DirEntry>, FsError> {
+        let names = self.with_path(path, |dir, rel| {
+            dir.read_dir(rel)?
+                .map(|entry| {
+                    let entry = entry?;
+                    let kind = entry.file_type().map(kind_of).ok();
+                    Ok((entry.file_name().to_string_lossy().into_owned(), kind))
+                })
+                .collect::<io::Result<Vec<_>>>()
+        })?;
+        let base = path.trim_end_matches('/');
+        Ok(names
+            .into_iter()
+            .map(|(name, kind)| {
+                // A symlink's kind is its target's, when the target is reachable.
+                let kind = match kind {
+                    Some(EntryKind::Symlink) | None => {
+                        self.stat(&format!("{base}/{name}")).ok().map(|m| m.kind)
+                    }
+                    known => known,
+                };
+                DirEntry { name, kind }
+            })
+            .collect())
+    }
+
+    fn roots(&self) -> Vec<String> {
+        self.roots
+            .iter()
+            .map(|r| r.path.to_string_lossy().into_owned())
+            .collect()
+    }
+}
+
+/// One node of [`MemoryFs`].
+#[derive(Clone, Debug)]
+pub enum MemoryNode {
+    File(Vec<u8>),
+    Dir,
+    Symlink(String),
+}
+
+/// `fs-read` over an in-memory tree (tests; tools behave exactly as on disk,
+/// including refusals outside the roots and symlink following).
+#[derive(Debug, Default)]
+pub struct MemoryFs {
+    roots: Vec<PathBuf>,
+    nodes: RwLock<BTreeMap<PathBuf, MemoryNode>>,
+}
+
+impl MemoryFs {
+    /// An empty tree with these roots (each an existing directory).
+    pub fn new(roots: &[&str]) -> MemoryFs {
+        let fs = MemoryFs {
+            roots: roots.iter().map(PathBuf::from).collect(),
+            nodes: RwLock::default(),
+        };
+        for root in roots {
+            fs.insert(root, MemoryNode::Dir);
+        }
+        fs
+    }
+
+    /// Add or replace a node, creating parent directories.
+    pub fn insert(&self, path: &str, node: MemoryNode) {
+        let path = normalize(path).expect("MemoryFs paths are absolute");
+        let mut nodes = self.nodes.write().expect("memory fs lock");
+        for ancestor in path.ancestors().skip(1) {
+            nodes
+                .entry(ancestor.to_path_buf())
+                .or_insert(MemoryNode::Dir);
+        }
+        nodes.insert(path, node);
+    }
+
+    pub fn write_file(&self, path: &str, contents: impl Into<Vec<u8>>) {
+        self.insert(path, MemoryNode::File(contents.into()));
+    }
+
+    fn in_roots(&self, p: &Path) -> bool {
+        self.roots.iter().any(|r| p.starts_with(r))
+    }
+
+    /// Follow symlinks in every component; the result must stay in the roots.
+    fn resolve(&self, path: &str) -> Result<(PathBuf, MemoryNode), FsError> {
+        let abs = normalize(path).ok_or_else(|| {
+            fs_error(
+                ErrorCode::InvalidInput,
+                format!("{path} is not an absolute path"),
+            )
+        })?;
+        if !self.in_roots(&abs) {
+            return Err(outside(path));
+        }
+        let nodes = self.nodes.read().expect("memory fs lock");
+        let mut queue: VecDeque<PathBuf> = abs
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(s) => Some(PathBuf::from(s)),
+                _ => None,
+            })
+            .collect();
+        let mut current = PathBuf::from("/");
+        let mut hops = 0;
+        while let Some(name) = queue.pop_front() {
+            if name == Path::new("..") {
+                current.pop();
+                continue;
+            }
+            let candidate = current.join(&name);
+            let above_roots = self.roots.iter().any(|r| r.starts_with(&candidate));
+            if !above_roots && !self.in_roots(&candidate) {
+                return Err(outside(path));
+            }
+            match nodes.get(&candidate) {
+                Some(MemoryNode::Symlink(target)) => {
+                    hops += 1;
+                    if hops > MAX_SYMLINK_HOPS {
+                        return Err(fs_error(ErrorCode::TooManyLinks, path.to_string()));
+                    }
+                    let target = Path::new(target);
+                    if target.is_absolute() {
+                        current = PathBuf::from("/");
+                    }
+                    let mut front: Vec<PathBuf> = target
+                        .components()
+                        .filter_map(|c| match c {
+                            Component::Normal(s) => Some(PathBuf::from(s)),
+                            Component::ParentDir => Some(PathBuf::from("..")),
+                            _ => None,
+                        })
+                        .collect();
+                    while let Some(c) = front.pop() {
+                        queue.push_front(c);
+                    }
+                }
+                Some(MemoryNode::File(_)) if !queue.is_empty() => {
+                    return Err(fs_error(ErrorCode::NotADirectory, path.to_string()));
+                }
+                Some(_) => current = candidate,
+                None if above_roots => current = candidate,
+                None => return Err(fs_error(ErrorCode::NotFound, path.to_string())),
+            }
+        }
+        if !self.in_roots(&current) {
+            return Err(outside(path));
+        }
+        let node = nodes
+            .get(&current)
+            .cloned()
+            .ok_or_else(|| fs_error(ErrorCode::NotFound, path.to_string()))?;
+        Ok((current, node))
+    }
+}
+
+impl FsRead for MemoryFs {
+    fn stat(&self, path: &str) -> Result<Metadata, FsError> {
+        let (_, node) = self.resolve(path)?;
+        Ok(match node {
+            MemoryNode::File(bytes) => Metadata {
+                kind: EntryKind::File,
+                size: bytes.len() as u64,
+                modified_ms: None,
+            },
+            _ => Metadata {
+                kind: EntryKind::Directory,
+                size: 0,
+                modified_ms: None,
+            },
+        })
+    }
+
+    fn read(&self, path: &str, offset: u64, max_bytes: u64) -> Result<Vec<u8>, FsError> {
+        match self.resolve(path)? {
+            (_, MemoryNode::File(bytes)) => {
+                let start = (offset as usize).min(bytes.len());
+                let end = start.saturating_add(max_bytes.min(MAX_READ_CHUNK) as usize);
+                Ok(bytes[start..end.min(bytes.len())].to_vec())
+            }
+            _ => Err(fs_error(ErrorCode::IsADirectory, path.to_string())),
+        }
+    }
+
+    fn list_dir(&self, path: &str) -> Result<Vec<DirEntry>, FsError> {
+        let (dir, node) = self.resolve(path)?;
+        if !matches!(node, MemoryNode::Dir) {
+            return Err(fs_error(ErrorCode::NotADirectory, path.to_string()));
+        }
+        let children: Vec<String> = {
+            let nodes = self.nodes.read().expect("memory fs lock");
+            nodes
+                .keys()
+                .filter(|p| p.parent() == Some(dir.as_path()))
+                .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .collect()
+        };
+        let base = dir.to_string_lossy();
+        Ok(children
+            .into_iter()
+            .map(|name| {
+                let kind = self
+                    .stat(&format!("{}/{name}", base.trim_end_matches('/')))
+                    .ok()
+                    .map(|m| m.kind);
+                DirEntry { name, kind }
+            })
+            .collect())
+    }
+
+    fn roots(&self) -> Vec<String> {
+        self.roots
+            .iter()
+            .map(|r| r.to_string_lossy().into_owned())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn local(dir: &Path) -> LocalFs {
+        LocalFs::new(&[dir.to_path_buf()]).unwrap()
+    }
+
+    #[test]
+    fn refuses_dotdot_absolute_and_symlink_escapes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        std::fs::write(tmp.path().join("secret.txt"), "s").unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("secret.txt"), ws.join("abs-out")).unwrap();
+        std::os::unix::fs::symlink("../secret.txt", ws.join("rel-out")).unwrap();
+        let fs = local(&ws);
+        let ws = ws.canonicalize().unwrap();
+        let w = ws.to_str().unwrap();
+        for p in [
+            format!("{w}/../secret.txt"),
+            format!("{w}/abs-out"),
+            format!("{w}/rel-out"),
+            "/etc/passwd".to_string(),
+        ] {
+            let err = fs.read(&p, 0, 10).unwrap_err();
+            assert_eq!(err.code, ErrorCode::OutsideRoots, "{p}: {}", err.message);
+        }
+    }
+
+    #[test]
+    fn follows_symlinks_that_stay_inside() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().canonicalize().unwrap();
+        std::fs::create_dir(ws.join("sub")).unwrap();
+        std::fs::write(ws.join("sub/a.txt"), "hello").unwrap();
+        std::os::unix::fs::symlink(ws.join("sub/a.txt"), ws.join("abs-in")).unwrap();
+        std::os::unix::fs::symlink("sub", ws.join("rel-dir")).unwrap();
+        std::os::unix::fs::symlink(ws.join("sub"), ws.join("abs-dir")).unwrap();
+        let fs = local(&ws);
+        let w = ws.to_str().unwrap();
+        assert_eq!(fs.read(&format!("{w}/abs-in"), 0, 100).unwrap(), b"hello");
+        assert_eq!(
+            fs.read(&format!("{w}/rel-dir/a.txt"), 1, 3).unwrap(),
+            b"ell"
+        );
+        assert_eq!(
+            fs.read(&format!("{w}/abs-dir/a.txt"), 0, 100).unwrap(),
+            b"hello"
+        );
+        let entries = fs.list_dir(w).unwrap();
+        let kind = |n: &str| entries.iter().find(|e| e.name == n).unwrap().kind;
+        assert_eq!(kind("abs-dir"), Some(EntryKind::Directory));
+        assert_eq!(kind("abs-in"), Some(EntryKind::File));
+    }
+
+    #[test]
+    fn maps_errors() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fs = local(tmp.path());
+        let w = tmp.path().canonicalize().unwrap();
+        let w = w.to_str().unwrap();
+        assert_eq!(
+            fs.stat(&format!("{w}/nope")).unwrap_err().code,
+            ErrorCode::NotFound
+        );
+        assert_eq!(fs.read(w, 0, 1).unwrap_err().code, ErrorCode::IsADirectory);
+        assert_eq!(
+            fs.stat("relative").unwrap_err().code,
+            ErrorCode::InvalidInput
+        );
+    }
+
+    #[test]
+    fn memory_fs_matches_local_rules() {
+        let fs = MemoryFs::new(&["/ws"]);
+        fs.write_file("/ws/a.txt", "abc");
+        fs.insert("/ws/link", MemoryNode::Symlink("/ws/a.txt".into()));
+        fs.insert("/ws/out", MemoryNode::Symlink("/etc/passwd".into()));
+        assert_eq!(fs.read("/ws/link", 1, 10).unwrap(), b"bc");
+        assert_eq!(
+            fs.read("/ws/out", 0, 1).unwrap_err().code,
+            ErrorCode::OutsideRoots
+        );
+        assert_eq!(
+            fs.read("/ws/../etc", 0, 1).unwrap_err().code,
+            ErrorCode::OutsideRoots
+        );
+        let names: Vec<_> = fs
+            .list_dir("/ws")
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, ["a.txt", "link", "out"]);
+    }
+}

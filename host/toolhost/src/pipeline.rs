@@ -1,0 +1,266 @@
+//! One tool call's way through the host (spec §2.2, §2.3, §2.6):
+//!
+//! start event → lookup in the active set → fresh instance →
+//! prepare-arguments → validate and coerce → before hooks → (scheduled) →
+//! execute with progress and cancellation → after hooks → end event.
+//!
+//! Every failure on the way becomes an error result bound to the call's id,
+//! with Pi's texts; nothing escapes as a panic or a host error.
+
+use crate::events::{Event, EventSink};
+use crate::hooks::{AfterToolCallContext, BeforeToolCallContext};
+use crate::host::HostInner;
+use crate::message::{AssistantMessage, PartialResult, ToolCall, ToolResult, ToolResultMessage};
+use crate::registry::RegisteredTool;
+use crate::sandbox::{CallInstance, CallSignals};
+use crate::validate;
+use serde_json::Value;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Pi's text for a call that noticed the abort.
+pub const OPERATION_ABORTED: &str = "Operation aborted";
+
+/// A call that has its final result.
+#[derive(Clone, Debug)]
+pub(crate) struct Finished {
+    pub call: ToolCall,
+    pub result: ToolResult,
+    pub is_error: bool,
+}
+
+/// A call that passed preparation and waits to execute.
+pub(crate) struct ReadyCall {
+    call: ToolCall,
+    tool: Arc<RegisteredTool>,
+    args: Value,
+    instance: CallInstance,
+    signals: Arc<CallSignals>,
+}
+
+pub(crate) enum Preflight {
+    /// Ended before execution (not found, invalid, blocked, aborted, crashed).
+    Done(Box<Finished>),
+    Ready(Box<ReadyCall>),
+}
+
+/// What every call of one batch shares.
+pub(crate) struct BatchContext {
+    pub host: Arc<HostInner>,
+    pub message: Arc<AssistantMessage>,
+    pub cancel: CancellationToken,
+    pub sink: Arc<dyn EventSink>,
+}
+
+impl BatchContext {
+    pub(crate) fn start(&self, call: &ToolCall) {
+        self.sink.emit(Event::ToolExecutionStart {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            args: call.arguments.clone(),
+        });
+    }
+
+    fn end(&self, finished: &Finished) {
+        self.sink.emit(Event::ToolExecutionEnd {
+            tool_call_id: finished.call.id.clone(),
+            tool_name: finished.call.name.clone(),
+            result: finished.result.clone(),
+            is_error: finished.is_error,
+        });
+    }
+
+    /// An error outcome decided by the host: its end event goes out now.
+    pub(crate) fn fail(
+        &self,
+        call: &ToolCall,
+        text: impl Into<String>,
+        terminate: bool,
+    ) -> Finished {
+        let mut result = ToolResult::error(text);
+        result.terminate = terminate;
+        let finished = Finished {
+            call: call.clone(),
+            result,
+            is_error: true,
+        };
+        self.end(&finished);
+        finished
+    }
+
+    /// The result message of a finished call, with its two events.
+    pub(crate) fn message(&self, finished: &Finished) -> ToolResultMessage {
+        let message = ToolResultMessage::new(&finished.call, &finished.result, finished.is_error);
+        self.sink.emit(Event::MessageStart {
+            message: message.clone(),
+        });
+        self.sink.emit(Event::MessageEnd {
+            message: message.clone(),
+        });
+        message
+    }
+
+    /// A preflight outcome that ends the call with a host-decided error.
+    fn done(&self, call: &ToolCall, text: impl Into<String>, terminate: bool) -> Preflight {
+        Preflight::Done(Box::new(self.fail(call, text, terminate)))
+    }
+
+    /// Everything before execution. The start event has been emitted.
+    pub(crate) async fn preflight(&self, call: &ToolCall) -> Preflight {
+        if self.cancel.is_cancelled() {
+            // §7.6: after an abort every call still gets its result.
+            return self.done(call, OPERATION_ABORTED, false);
+        }
+        let tool = self
+            .host
+            .registry
+            .read()
+            .expect("registry lock")
+            .get_active(&call.name);
+        let Some(tool) = tool else {
+            return self.done(call, format!("Tool {} not found", call.name), false);
+        };
+        let name = &call.name;
+        let signals = CallSignals::new(self.cancel.clone(), self.host.cancel_grace);
+        let mut instance = match tool.sandbox.instantiate(signals.clone()).await {
+            Ok(instance) => instance,
+            Err(failure) => return self.done(call, failure.message(name), false),
+        };
+
+        // §7.4: the prepared arguments are validated and executed; the stored
+        // call (events, messages) keeps what the model sent.
+        let raw = call.arguments.to_string();
+        let prepared = match instance.prepare_arguments(name, &raw).await {
+            Err(failure) => return self.done(call, failure.message(name), false),
+            Ok(Err(thrown)) => return self.done(call, thrown, false),
+            Ok(Ok(None)) => call.arguments.clone(),
+            Ok(Ok(Some(text))) => match serde_json::from_str(&text) {
+                Ok(value) => value,
+                Err(e) => {
+                    let text =
+                        format!("Tool {name} prepared arguments that are not valid JSON: {e}");
+                    return self.done(call, text, false);
+                }
+            },
+        };
+        let args = match tool.schema.coerce_and_validate(&prepared) {
+            Ok(args) => args,
+            Err(issues) => {
+                let text = validate::failure_text(name, &issues, &prepared);
+                return self.done(call, text, false);
+            }
+        };
+
+        let mut ctx = BeforeToolCallContext {
+            assistant_message: self.message.clone(),
+            tool_call: call.clone(),
+            args,
+            cancel: self.cancel.clone(),
+        };
+        for hook in &self.host.hooks {
+            let verdict = hook.before_tool_call(&mut ctx).await;
+            match verdict {
+                // A hook that fails blocks the call (fail closed).
+                Err(thrown) => return self.done(call, thrown, false),
+                Ok(verdict) => {
+                    if self.cancel.is_cancelled() {
+                        return self.done(call, OPERATION_ABORTED, false);
+                    }
+                    if let Some(v) = verdict.filter(|v| v.block) {
+                        let reason = v
+                            .reason
+                            .unwrap_or_else(|| "Tool execution was blocked".to_string());
+                        return self.done(call, reason, v.terminate);
+                    }
+                }
+            }
+        }
+        if self.cancel.is_cancelled() {
+            return self.done(call, OPERATION_ABORTED, false);
+        }
+        Preflight::Ready(Box::new(ReadyCall {
+            call: call.clone(),
+            tool,
+            args: ctx.args,
+            instance,
+            signals,
+        }))
+    }
+
+    /// Execute a prepared call, run the after hooks and emit its end event.
+    pub(crate) async fn execute(&self, ready: ReadyCall) -> Finished {
+        let ReadyCall {
+            call,
+            tool,
+            args,
+            mut instance,
+            signals,
+        } = ready;
+        if self.cancel.is_cancelled() {
+            return self.fail(&call, OPERATION_ABORTED, false);
+        }
+        let sink = self.sink.clone();
+        let (id, name, raw_args) = (call.id.clone(), call.name.clone(), call.arguments.clone());
+        signals.on_progress(move |partial: PartialResult| {
+            sink.emit(Event::ToolExecutionUpdate {
+                tool_call_id: id.clone(),
+                tool_name: name.clone(),
+                args: raw_args.clone(),
+                partial_result: partial,
+            })
+        });
+        let context = self.host.call_context(&call.id, &tool);
+        let outcome = instance
+            .execute(&call.name, context, &args.to_string())
+            .await;
+        signals.settle();
+        drop(instance); // Free the pool slot before the hooks run.
+        let (mut result, mut is_error) = match outcome {
+            Ok(Ok(result)) => (result, false),
+            Ok(Err(thrown)) => (ToolResult::error(thrown), true),
+            Err(failure) => (ToolResult::error(failure.message(&call.name)), true),
+        };
+
+        for hook in &self.host.hooks {
+            let ctx = AfterToolCallContext {
+                assistant_message: self.message.clone(),
+                tool_call: call.clone(),
+                args: args.clone(),
+                result: result.clone(),
+                is_error,
+                cancel: self.cancel.clone(),
+            };
+            match hook.after_tool_call(&ctx).await {
+                Err(thrown) => {
+                    result = ToolResult::error(thrown);
+                    is_error = true;
+                }
+                Ok(Some(patch)) => {
+                    if let Some(content) = patch.content {
+                        result.content = content;
+                    }
+                    if let Some(details) = patch.details {
+                        result.details = Some(details);
+                    }
+                    if let Some(usage) = patch.usage {
+                        result.usage = Some(usage);
+                    }
+                    if let Some(terminate) = patch.terminate {
+                        result.terminate = terminate;
+                    }
+                    if let Some(flag) = patch.is_error {
+                        is_error = flag;
+                    }
+                }
+                Ok(None) => {}
+            }
+        }
+        let finished = Finished {
+            call,
+            result,
+            is_error,
+        };
+        self.end(&finished);
+        finished
+    }
+}

@@ -1,0 +1,180 @@
+//! Every loaded tool and the active set the model may call.
+//!
+//! Order decides collisions (spec §3.1, §7.7): built-ins first; an extension
+//! may replace a built-in; among extensions the first to define a name wins.
+//! Every collision is reported as a [`Diagnostic`], never silent.
+
+use crate::sandbox::Sandbox;
+use crate::validate::ArgumentSchema;
+use serde::Serialize;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Whether calls of a tool may run beside others in a batch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ExecutionMode {
+    #[default]
+    Parallel,
+    Sequential,
+}
+
+/// A tool's definition as the model and the agent see it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolDefinition {
+    pub name: String,
+    pub label: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_snippet: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub prompt_guidelines: Vec<String>,
+    pub execution_mode: ExecutionMode,
+}
+
+/// Where a tool comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum ToolSource {
+    Builtin,
+    Extension { path: PathBuf },
+}
+
+impl std::fmt::Display for ToolSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ToolSource::Builtin => f.write_str("built-in"),
+            ToolSource::Extension { path } => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// A registered tool with what it needs to run.
+pub(crate) struct RegisteredTool {
+    pub definition: ToolDefinition,
+    pub schema: ArgumentSchema,
+    pub sandbox: Arc<Sandbox>,
+    pub source: ToolSource,
+}
+
+/// A tool as listed to people: its definition, origin and whether it is active.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolInfo {
+    #[serde(flatten)]
+    pub definition: ToolDefinition,
+    pub source: ToolSource,
+    pub active: bool,
+}
+
+/// A problem found while loading, named by file (or tool) and cause.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    pub path: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Registry {
+    tools: Vec<Arc<RegisteredTool>>,
+    active: Vec<String>,
+}
+
+impl Registry {
+    /// Add a tool, applying the collision rules; returns a diagnostic for a
+    /// collision.
+    pub(crate) fn add(&mut self, tool: RegisteredTool) -> Option<Diagnostic> {
+        let name = tool.definition.name.clone();
+        let Some(i) = self.tools.iter().position(|t| t.definition.name == name) else {
+            self.tools.push(Arc::new(tool));
+            return None;
+        };
+        let existing = &self.tools[i];
+        match (&existing.source, &tool.source) {
+            (ToolSource::Builtin, ToolSource::Extension { path }) => {
+                let d = Diagnostic {
+                    path: path.display().to_string(),
+                    message: format!("tool {name} replaces the built-in {name}"),
+                };
+                self.tools[i] = Arc::new(tool);
+                Some(d)
+            }
+            _ => Some(Diagnostic {
+                path: tool.source.to_string(),
+                message: format!(
+                    "tool {name} is ignored: {} already provides it",
+                    existing.source
+                ),
+            }),
+        }
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+        self.tools
+            .iter()
+            .find(|t| t.definition.name == name)
+            .cloned()
+    }
+
+    /// A tool the model may call now.
+    pub(crate) fn get_active(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+        if self.active.iter().any(|a| a == name) {
+            self.get(name)
+        } else {
+            None
+        }
+    }
+
+    pub(crate) fn active(&self) -> &[String] {
+        &self.active
+    }
+
+    /// Replace the active set: unknown names are dropped, order as given,
+    /// duplicates once (spec §3.1).
+    pub(crate) fn set_active(&mut self, names: &[String]) {
+        let mut active: Vec<String> = Vec::new();
+        for name in names {
+            if self.get(name).is_some() && !active.contains(name) {
+                active.push(name.clone());
+            }
+        }
+        self.active = active;
+    }
+
+    pub(crate) fn infos(&self) -> Vec<ToolInfo> {
+        self.tools
+            .iter()
+            .map(|t| ToolInfo {
+                definition: t.definition.clone(),
+                source: t.source.clone(),
+                active: self.active.contains(&t.definition.name),
+            })
+            .collect()
+    }
+
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.tools
+            .iter()
+            .map(|t| t.definition.name.clone())
+            .collect()
+    }
+
+    /// Extension tool names (auto-activated when loaded, as in Pi).
+    pub(crate) fn extension_names(&self) -> Vec<String> {
+        self.tools
+            .iter()
+            .filter(|t| matches!(t.source, ToolSource::Extension { .. }))
+            .map(|t| t.definition.name.clone())
+            .collect()
+    }
+}

@@ -1,0 +1,604 @@
+//! Running a tool component in a sandbox: one fresh [`Store`] per call from a
+//! cached [`ToolComponentPre`], with a memory limit, a deadline, cancellation
+//! and only the capabilities the component was granted.
+//!
+//! # The sandbox, per call
+//!
+//! * WASI is linked deny-by-default: no preopened directories, no environment
+//!   variables, no arguments, no network; stdout is discarded and stderr is
+//!   captured (capped) to explain crashes.
+//! * `toolhost:tool` Operations are linked only when granted: a component
+//!   importing one that is not granted is refused when it is loaded, with a
+//!   message naming the capability ([`check_imports`]).
+//! * Linear memory is capped by a [`ResourceLimiter`]: growing past the limit
+//!   traps at once and the call reports the limit.
+//! * Time is capped by epoch interruption (the guest traps at the first tick
+//!   past its deadline, and yields to the scheduler at every tick) and by a
+//!   timer around the whole call (a guest blocked in an async host call).
+//! * Cancellation is cooperative first (`is-cancelled`, host operations fail
+//!   with `cancelled`), then forced: a call still running a grace period
+//!   after cancellation is dropped, which unwinds the guest.
+
+use crate::bindings::{
+    ToolComponent, ToolComponentPre, WIT_PACKAGE, cancellation, fs_read, fs_types, progress, types,
+};
+use crate::engine::Runtime;
+use crate::error::Error;
+use crate::message::{ContentBlock, PartialResult, ToolResult};
+use crate::ops::fs::FsRead;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::{ResourceLimiter, Store, UpdateDeadline};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// Most progress updates forwarded for one call; later ones are dropped.
+pub const MAX_PROGRESS_UPDATES: u32 = 10_000;
+/// Largest progress update forwarded (bytes of its text and image data).
+pub const MAX_PROGRESS_BYTES: usize = 1 << 20;
+/// Guest stderr kept to explain a crash.
+const STDERR_CAPTURE: usize = 64 << 10;
+
+/// Resource limits of one call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Linear memory of the call's instance, in bytes.
+    pub memory_bytes: usize,
+    /// Wall time from instantiation to result.
+    pub time: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            memory_bytes: 256 << 20,
+            time: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Host services granted to a component. `None` means not granted (and not linked).
+#[derive(Clone, Debug, Default)]
+pub struct Capabilities {
+    pub fs_read: Option<Arc<dyn FsRead>>,
+}
+
+/// How a call ends when the sandbox, not the tool, ends it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum CallFailure {
+    Timeout(Duration),
+    MemoryLimit(usize),
+    /// Cancelled and not finished within the grace period.
+    Killed,
+    Trap {
+        reason: String,
+        stderr: String,
+    },
+    Start(String),
+}
+
+impl CallFailure {
+    /// The error text the model sees.
+    pub(crate) fn message(&self, tool: &str) -> String {
+        match self {
+            CallFailure::Timeout(limit) => format!(
+                "Tool {tool} timed out after {} seconds and was stopped",
+                ryu_js::Buffer::new().format(limit.as_secs_f64())
+            ),
+            CallFailure::MemoryLimit(bytes) => format!(
+                "Tool {tool} exceeded its memory limit of {} MiB and was stopped",
+                bytes >> 20
+            ),
+            CallFailure::Killed => "Operation aborted".to_string(),
+            CallFailure::Trap { reason, stderr } => {
+                let stderr = stderr.trim();
+                if stderr.is_empty() {
+                    format!("Tool {tool} crashed: {reason}")
+                } else {
+                    format!("Tool {tool} crashed: {reason}\n{stderr}")
+                }
+            }
+            CallFailure::Start(reason) => format!("Tool {tool} could not start: {reason}"),
+        }
+    }
+}
+
+/// Markers raised from inside the store, recognised when the call fails.
+#[derive(Debug, thiserror::Error)]
+enum Stop {
+    #[error("deadline exceeded")]
+    Deadline,
+    #[error("memory limit exceeded")]
+    Memory,
+}
+
+/// Where a call's progress updates go.
+type ProgressFn = Box<dyn Fn(PartialResult) + Send + Sync>;
+
+/// The signals shared between the pipeline and one running call.
+pub(crate) struct CallSignals {
+    /// Cooperative cancellation: the tool sees it and should stop.
+    pub cancel: CancellationToken,
+    /// How long a cancelled call may run on before it is stopped.
+    grace: Duration,
+    progress: Mutex<Option<ProgressFn>>,
+    updates: AtomicU32,
+    settled: AtomicBool,
+}
+
+impl CallSignals {
+    pub(crate) fn new(cancel: CancellationToken, grace: Duration) -> Arc<CallSignals> {
+        Arc::new(CallSignals {
+            cancel,
+            grace,
+            progress: Mutex::new(None),
+            updates: AtomicU32::new(0),
+            settled: AtomicBool::new(false),
+        })
+    }
+
+    /// Route progress updates of the call to `f` until [`Self::settle`].
+    pub(crate) fn on_progress(&self, f: impl Fn(PartialResult) + Send + Sync + 'static) {
+        *self.progress.lock().expect("progress lock") = Some(Box::new(f));
+    }
+
+    /// The call has settled: later updates are ignored.
+    pub(crate) fn settle(&self) {
+        self.settled.store(true, Ordering::SeqCst);
+        self.progress.lock().expect("progress lock").take();
+    }
+
+    fn forward(&self, partial: PartialResult) {
+        if self.settled.load(Ordering::SeqCst) {
+            return;
+        }
+        if self.updates.fetch_add(1, Ordering::Relaxed) >= MAX_PROGRESS_UPDATES {
+            return;
+        }
+        let size: usize = partial
+            .content
+            .iter()
+            .map(|b| match b {
+                ContentBlock::Text { text } => text.len(),
+                ContentBlock::Image { data, .. } => data.len(),
+            })
+            .sum();
+        if size > MAX_PROGRESS_BYTES {
+            return;
+        }
+        if let Some(f) = self.progress.lock().expect("progress lock").as_ref() {
+            f(partial);
+        }
+    }
+}
+
+/// The per-call store state: WASI, limits, signals and granted backends.
+pub(crate) struct CallState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limiter: MemoryLimiter,
+    signals: Arc<CallSignals>,
+    fs_read: Option<Arc<dyn FsRead>>,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+struct MemoryLimiter {
+    max_bytes: usize,
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.max_bytes {
+            // Trap now rather than fail the allocation: the call's result
+            // then names the limit instead of a guest-specific abort.
+            return Err(Stop::Memory.into());
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 1_000_000)
+    }
+}
+
+impl types::Host for CallState {}
+impl fs_types::Host for CallState {}
+
+impl progress::Host for CallState {
+    fn update(&mut self, partial: types::PartialResult) {
+        let Ok(details) = partial
+            .details
+            .as_deref()
+            .map(serde_json::from_str)
+            .transpose()
+        else {
+            return; // Unparseable details: not a valid update.
+        };
+        self.signals.forward(PartialResult {
+            content: partial.content.into_iter().map(content_from_wit).collect(),
+            details,
+        });
+    }
+}
+
+impl cancellation::Host for CallState {
+    fn is_cancelled(&mut self) -> bool {
+        self.signals.cancel.is_cancelled()
+    }
+}
+
+impl CallState {
+    fn fs_read(&self) -> Result<&Arc<dyn FsRead>, fs_types::FsError> {
+        if self.signals.cancel.is_cancelled() {
+            return Err(fs_types::FsError {
+                code: fs_types::ErrorCode::Cancelled,
+                message: "the call was cancelled".into(),
+            });
+        }
+        // Unreachable when the import is linked only with the grant; kept as
+        // a second line of defence.
+        self.fs_read.as_ref().ok_or_else(|| fs_types::FsError {
+            code: fs_types::ErrorCode::PermissionDenied,
+            message: "fs-read is not granted".into(),
+        })
+    }
+}
+
+impl fs_read::Host for CallState {
+    fn stat(&mut self, path: String) -> Result<fs_types::Metadata, fs_types::FsError> {
+        self.fs_read()?.stat(&path)
+    }
+
+    fn read_file(
+        &mut self,
+        path: String,
+        offset: u64,
+        max_bytes: u64,
+    ) -> Result<Vec<u8>, fs_types::FsError> {
+        self.fs_read()?.read(&path, offset, max_bytes)
+    }
+
+    fn list_dir(&mut self, path: String) -> Result<Vec<fs_types::DirEntry>, fs_types::FsError> {
+        self.fs_read()?.list_dir(&path)
+    }
+}
+
+pub(crate) fn content_from_wit(block: types::ContentBlock) -> ContentBlock {
+    match block {
+        types::ContentBlock::Text(text) => ContentBlock::Text { text },
+        types::ContentBlock::Image(img) => ContentBlock::Image {
+            data: img.data,
+            mime_type: img.mime_type,
+        },
+    }
+}
+
+/// Interfaces every component may import: data types and the call's own
+/// progress and cancellation channels.
+const ALWAYS_LINKED: &[&str] = &["types", "fs-types", "progress", "cancellation"];
+
+/// Refuse a component whose imports exceed its grants, naming the capability.
+pub(crate) fn check_imports(
+    runtime: &Runtime,
+    component: &Component,
+    caps: &Capabilities,
+    origin: &str,
+) -> Result<(), Error> {
+    let refuse = |reason: String| Error::Load {
+        path: origin.to_string(),
+        reason,
+    };
+    let ty = component.component_type();
+    for (name, _) in ty.imports(runtime.engine()) {
+        if name.starts_with("wasi:") {
+            continue; // Linked deny-by-default: nothing is reachable unless granted.
+        }
+        let Some(rest) = name.strip_prefix("toolhost:tool/") else {
+            return Err(refuse(format!(
+                "imports {name}, which toolhost does not provide"
+            )));
+        };
+        let (interface, version) = rest.split_once('@').unwrap_or((rest, ""));
+        if version != "0.1.0" {
+            return Err(refuse(format!(
+                "imports {name}: built for toolhost:tool@{version}, but this host provides {WIT_PACKAGE}"
+            )));
+        }
+        if ALWAYS_LINKED.contains(&interface) {
+            continue;
+        }
+        match interface {
+            "fs-read" if caps.fs_read.is_some() => {}
+            "fs-read" => {
+                return Err(refuse(format!(
+                    "imports {name} (read files), which is not granted to it"
+                )));
+            }
+            _ => {
+                return Err(refuse(format!(
+                    "imports {name}, which this host does not provide"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A loaded component, ready to instantiate for each call.
+pub(crate) struct Sandbox {
+    runtime: Arc<Runtime>,
+    pre: ToolComponentPre<CallState>,
+    caps: Capabilities,
+    limits: Limits,
+}
+
+impl Sandbox {
+    pub(crate) fn new(
+        runtime: Arc<Runtime>,
+        component: &Component,
+        caps: Capabilities,
+        limits: Limits,
+        origin: &str,
+    ) -> Result<Sandbox, Error> {
+        check_imports(&runtime, component, &caps, origin)?;
+        let load_error = |reason: String| Error::Load {
+            path: origin.to_string(),
+            reason,
+        };
+        let mut linker = Linker::<CallState>::new(runtime.engine());
+        let linked = (|| -> wasmtime::Result<()> {
+            wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+            types::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
+            fs_types::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
+            progress::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
+            cancellation::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
+            if caps.fs_read.is_some() {
+                fs_read::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
+            }
+            Ok(())
+        })();
+        linked.map_err(|e| load_error(format!("linking host interfaces: {e}")))?;
+        let instance_pre = linker
+            .instantiate_pre(component)
+            .map_err(|e| load_error(format!("cannot be linked: {e}")))?;
+        let pre = ToolComponentPre::new(instance_pre).map_err(|e| {
+            load_error(format!(
+                "does not export toolhost:tool/tool@0.1.0 as expected: {e}"
+            ))
+        })?;
+        Ok(Sandbox {
+            runtime,
+            pre,
+            caps,
+            limits,
+        })
+    }
+
+    /// The roots this component may read, for its call context.
+    pub(crate) fn fs_roots(&self) -> Vec<String> {
+        self.caps
+            .fs_read
+            .as_ref()
+            .map(|fs| fs.roots())
+            .unwrap_or_default()
+    }
+
+    /// A fresh instance in a fresh store, for one call.
+    pub(crate) async fn instantiate(
+        &self,
+        signals: Arc<CallSignals>,
+    ) -> Result<CallInstance, CallFailure> {
+        let permit = self
+            .runtime
+            .slots
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| CallFailure::Start("the runtime is shutting down".into()))?;
+        let stderr = MemoryOutputPipe::new(STDERR_CAPTURE);
+        let wasi = WasiCtx::builder()
+            .stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .build();
+        let state = CallState {
+            wasi,
+            table: ResourceTable::new(),
+            limiter: MemoryLimiter {
+                max_bytes: self.limits.memory_bytes,
+            },
+            signals: signals.clone(),
+            fs_read: self.caps.fs_read.clone(),
+        };
+        let mut store = Store::new(self.runtime.engine(), state);
+        store.limiter(|s| &mut s.limiter);
+        let deadline = Instant::now() + self.limits.time;
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            if Instant::now() >= deadline {
+                return Err(Stop::Deadline.into());
+            }
+            Ok(UpdateDeadline::Yield(1))
+        });
+        let mut instance = CallInstance {
+            store,
+            tool: None,
+            deadline,
+            signals,
+            stderr,
+            limits: self.limits,
+            _permit: permit,
+        };
+        let pre = self.pre.clone();
+        let tool = instance
+            .guard(|store| Box::pin(async move { pre.instantiate_async(store).await }))
+            .await?;
+        instance.tool = Some(Arc::new(tool));
+        Ok(instance)
+    }
+}
+
+type StoreFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = wasmtime::Result<T>> + Send + 'a>>;
+
+/// One call's instance. Dropping it frees the store and its pool slot.
+pub(crate) struct CallInstance {
+    store: Store<CallState>,
+    tool: Option<Arc<ToolComponent>>,
+    deadline: Instant,
+    signals: Arc<CallSignals>,
+    stderr: MemoryOutputPipe,
+    limits: Limits,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl CallInstance {
+    /// Run `f` on the store under the call's deadline, and stop it when it
+    /// outlives cancellation by the grace period. Dropping the future unwinds
+    /// the guest; the store is dropped with the instance.
+    async fn guard<T>(
+        &mut self,
+        f: impl for<'a> FnOnce(&'a mut Store<CallState>) -> StoreFuture<'a, T>,
+    ) -> Result<T, CallFailure> {
+        let cancel = self.signals.cancel.clone();
+        let grace = self.signals.grace;
+        let killed = async move {
+            cancel.cancelled().await;
+            tokio::time::sleep(grace).await;
+        };
+        let deadline = tokio::time::Instant::from_std(self.deadline);
+        enum Outcome<T> {
+            Done(wasmtime::Result<T>),
+            Timeout,
+            Killed,
+        }
+        let outcome = {
+            let fut = f(&mut self.store);
+            tokio::select! {
+                biased;
+                out = fut => Outcome::Done(out),
+                _ = tokio::time::sleep_until(deadline) => Outcome::Timeout,
+                _ = killed => Outcome::Killed,
+            }
+        };
+        match outcome {
+            Outcome::Done(Ok(value)) => Ok(value),
+            Outcome::Done(Err(e)) => Err(self.classify(&e)),
+            Outcome::Timeout => Err(CallFailure::Timeout(self.limits.time)),
+            Outcome::Killed => Err(CallFailure::Killed),
+        }
+    }
+
+    fn classify(&self, e: &wasmtime::Error) -> CallFailure {
+        if let Some(stop) = e.downcast_ref::<Stop>() {
+            return match stop {
+                Stop::Deadline => CallFailure::Timeout(self.limits.time),
+                Stop::Memory => CallFailure::MemoryLimit(self.limits.memory_bytes),
+            };
+        }
+        let reason = match e.downcast_ref::<wasmtime::Trap>() {
+            Some(trap) => trap.to_string(),
+            None => e.to_string().lines().next().unwrap_or_default().to_string(),
+        };
+        let reason = reason.trim_start_matches("wasm trap: ").to_string();
+        // The guest's stderr explains a panic; the hint about backtraces
+        // (which a guest cannot produce) is noise for the model.
+        let stderr: Vec<String> = String::from_utf8_lossy(&self.stderr.contents())
+            .lines()
+            .filter(|l| !l.starts_with("note: run with `RUST_BACKTRACE=1`"))
+            .map(str::to_string)
+            .collect();
+        CallFailure::Trap {
+            reason,
+            stderr: stderr.join("\n"),
+        }
+    }
+
+    fn tool(&self) -> Arc<ToolComponent> {
+        self.tool.clone().expect("instantiated")
+    }
+
+    pub(crate) async fn definitions(&mut self) -> Result<Vec<types::ToolDefinition>, CallFailure> {
+        let tool = self.tool();
+        self.guard(|store| {
+            Box::pin(async move { tool.toolhost_tool_tool().call_definitions(store).await })
+        })
+        .await
+    }
+
+    pub(crate) async fn prepare_arguments(
+        &mut self,
+        name: &str,
+        arguments: &str,
+    ) -> Result<Result<Option<String>, String>, CallFailure> {
+        let tool = self.tool();
+        let (name, arguments) = (name.to_string(), arguments.to_string());
+        self.guard(|store| {
+            Box::pin(async move {
+                tool.toolhost_tool_tool()
+                    .call_prepare_arguments(store, &name, &arguments)
+                    .await
+            })
+        })
+        .await
+    }
+
+    pub(crate) async fn execute(
+        &mut self,
+        name: &str,
+        context: types::CallContext,
+        arguments: &str,
+    ) -> Result<Result<ToolResult, String>, CallFailure> {
+        let tool = self.tool();
+        let (name, arguments) = (name.to_string(), arguments.to_string());
+        let out = self
+            .guard(|store| {
+                Box::pin(async move {
+                    tool.toolhost_tool_tool()
+                        .call_execute(store, &name, &context, &arguments)
+                        .await
+                })
+            })
+            .await?;
+        Ok(out.and_then(result_from_wit))
+    }
+}
+
+/// A guest's result in host form; details that are not JSON fail the call.
+fn result_from_wit(r: types::ToolResult) -> Result<ToolResult, String> {
+    let details = match r.details.as_deref() {
+        None => None,
+        Some(text) => Some(
+            serde_json::from_str(text)
+                .map_err(|e| format!("The tool returned details that are not valid JSON: {e}"))?,
+        ),
+    };
+    Ok(ToolResult {
+        content: r.content.into_iter().map(content_from_wit).collect(),
+        details,
+        usage: None,
+        added_tool_names: r.added_tool_names,
+        terminate: r.terminate,
+    })
+}
