@@ -1,0 +1,36 @@
+//! Builds the test guests (`tests/guests/`) once and exposes their paths as
+//! constants (`toolhost_tests::TESTKIT`, …).
+
+use guest_build::GuestWorkspace;
+use std::path::PathBuf;
+use std::{env, fs};
+
+/// (constant name, guest crate).
+const GUESTS: &[(&str, &str)] = &[("TESTKIT", "testkit"), ("FSPROBE", "fsprobe")];
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let repo = manifest_dir.join("..");
+    guest_build::watch_wit(&repo);
+    // The test guests are built on the SDK.
+    println!(
+        "cargo:rerun-if-changed={}",
+        repo.join("guest-tools/sdk").display()
+    );
+    let crates: Vec<&str> = GUESTS.iter().map(|(_, krate)| *krate).collect();
+    let wasm = GuestWorkspace {
+        dir: &manifest_dir.join("guests"),
+        packages: &crates,
+        target_name: "test-guests",
+    }
+    .build();
+    let mut code = String::new();
+    for ((name, krate), path) in GUESTS.iter().zip(&wasm) {
+        code.push_str(&format!(
+            "/// The `{krate}` test guest component.\npub const {name}: &str = {:?};\n",
+            path.display().to_string()
+        ));
+    }
+    let out = PathBuf::from(env::var("OUT_DIR").unwrap()).join("guests.rs");
+    fs::write(out, code).unwrap();
+}

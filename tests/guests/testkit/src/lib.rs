@@ -1,0 +1,276 @@
+//! A multi-tool guest for the host's tests: slow, fast, sequential, crashing,
+//! spinning, sleeping, chatty and terminating tools, plus argument shims.
+
+use std::time::{Duration, Instant};
+use toolhost_sdk::serde_json::{self, Value, json};
+use toolhost_sdk::{Content, Context, Definition, Tool, ToolError, ToolOutput};
+
+fn ms(args: &Value) -> u64 {
+    args["ms"].as_f64().unwrap_or(0.0) as u64
+}
+
+/// Sleep in small steps, stopping with `Operation aborted` when cancelled.
+fn nap(ctx: &Context, total: u64) -> Result<(), ToolError> {
+    let end = Instant::now() + Duration::from_millis(total);
+    while Instant::now() < end {
+        ctx.check_cancelled()?;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    ctx.check_cancelled()
+}
+
+const MS_SCHEMA: &str = r#"{"type":"object","properties":{"ms":{"type":"number"}}}"#;
+
+/// Returns its arguments as JSON text (`echoed: {...}`).
+struct Echo;
+impl Tool for Echo {
+    fn definition(&self) -> Definition {
+        Definition::new(
+            "echo",
+            "Echo",
+            "Returns its validated arguments.",
+            r#"{"type":"object","required":["value"],"properties":{"value":{"type":"string"},"count":{"type":"integer"},"flag":{"type":"boolean"},"ratio":{"type":"number"},"tags":{"type":"array","items":{"type":"string"}},"opts":{"type":"object","properties":{"deep":{"type":"boolean"}}},"mode":{"anyOf":[{"const":"a"},{"const":"b"}]}}}"#,
+        )
+    }
+    fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(format!("echoed: {args}")))
+    }
+}
+
+/// Waits `ms` milliseconds, checking for cancellation.
+struct Slow;
+impl Tool for Slow {
+    fn definition(&self) -> Definition {
+        Definition::new("slow", "Slow", "Waits, then answers.", MS_SCHEMA)
+    }
+    fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+        nap(ctx, ms(&args))?;
+        Ok(ToolOutput::text(format!(
+            "slow done after {} ms",
+            ms(&args)
+        )))
+    }
+}
+
+struct Fast;
+impl Tool for Fast {
+    fn definition(&self) -> Definition {
+        Definition::new("fast", "Fast", "Answers at once.", r#"{"type":"object"}"#)
+    }
+    fn execute(&self, _ctx: &Context, _args: Value) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text("fast done"))
+    }
+}
+
+/// A sequential tool: its presence makes the whole batch sequential.
+struct Step;
+impl Tool for Step {
+    fn definition(&self) -> Definition {
+        Definition::new("step", "Step", "Waits, one call at a time.", MS_SCHEMA).sequential()
+    }
+    fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+        nap(ctx, ms(&args))?;
+        Ok(ToolOutput::text(format!(
+            "step done after {} ms",
+            ms(&args)
+        )))
+    }
+}
+
+/// Panics (a trap for the host).
+struct Crash;
+impl Tool for Crash {
+    fn definition(&self) -> Definition {
+        Definition::new("crash", "Crash", "Panics.", r#"{"type":"object"}"#)
+    }
+    fn execute(&self, _ctx: &Context, _args: Value) -> Result<ToolOutput, ToolError> {
+        panic!("testkit crash requested");
+    }
+}
+
+/// Loops forever without looking at cancellation.
+struct Spin;
+impl Tool for Spin {
+    fn definition(&self) -> Definition {
+        Definition::new("spin", "Spin", "Never returns.", r#"{"type":"object"}"#)
+    }
+    fn execute(&self, _ctx: &Context, _args: Value) -> Result<ToolOutput, ToolError> {
+        let mut n: u64 = 0;
+        loop {
+            n = std::hint::black_box(n.wrapping_add(1));
+        }
+    }
+}
+
+/// Blocks in one host sleep, ignoring cancellation.
+struct Sleepy;
+impl Tool for Sleepy {
+    fn definition(&self) -> Definition {
+        Definition::new("sleepy", "Sleepy", "Sleeps without looking up.", MS_SCHEMA)
+    }
+    fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+        std::thread::sleep(Duration::from_millis(ms(&args)));
+        Ok(ToolOutput::text("sleepy woke up"))
+    }
+}
+
+/// Sends `count` progress updates, then answers.
+struct Progress;
+impl Tool for Progress {
+    fn definition(&self) -> Definition {
+        Definition::new(
+            "progress",
+            "Progress",
+            "Reports progress.",
+            r#"{"type":"object","properties":{"count":{"type":"number"}}}"#,
+        )
+    }
+    fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+        let count = args["count"].as_f64().unwrap_or(1.0) as u64;
+        for n in 1..=count {
+            ctx.update(
+                vec![Content::Text(format!("partial {n}"))],
+                Some(json!({"n": n})),
+            );
+        }
+        Ok(ToolOutput::text("progress done"))
+    }
+}
+
+/// Asks the loop to stop after this batch.
+struct Terminate;
+impl Tool for Terminate {
+    fn definition(&self) -> Definition {
+        Definition::new(
+            "terminate",
+            "Terminate",
+            "Ends the run.",
+            r#"{"type":"object"}"#,
+        )
+    }
+    fn execute(&self, _ctx: &Context, _args: Value) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text("terminating").terminate())
+    }
+}
+
+/// Allocates `mb` megabytes, touching every page.
+struct Hog;
+impl Tool for Hog {
+    fn definition(&self) -> Definition {
+        Definition::new(
+            "hog",
+            "Hog",
+            "Allocates memory.",
+            r#"{"type":"object","properties":{"mb":{"type":"number"}}}"#,
+        )
+    }
+    fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+        let mb = args["mb"].as_f64().unwrap_or(1.0) as usize;
+        let mut blocks: Vec<Vec<u8>> = Vec::new();
+        for _ in 0..mb {
+            blocks.push(vec![1u8; 1 << 20]);
+        }
+        Ok(ToolOutput::text(format!("held {} MiB", blocks.len())))
+    }
+}
+
+/// Recurses `depth` times: with `frames`, each call keeps 64 bytes on the
+/// guest's stack in linear memory; without, only on the wasm call stack.
+struct Recurse;
+fn down(n: u64) -> u64 {
+    if n == 0 {
+        return 0;
+    }
+    std::hint::black_box(down(std::hint::black_box(n - 1))) + 1
+}
+fn down_with_frames(n: u64, pad: [u8; 64]) -> u64 {
+    if n == 0 {
+        return pad[0] as u64;
+    }
+    let pad = std::hint::black_box(pad);
+    std::hint::black_box(down_with_frames(n - 1, pad)) + 1
+}
+impl Tool for Recurse {
+    fn definition(&self) -> Definition {
+        Definition::new(
+            "recurse",
+            "Recurse",
+            "Recurses.",
+            r#"{"type":"object","properties":{"depth":{"type":"number"},"frames":{"type":"boolean"}}}"#,
+        )
+    }
+    fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+        let depth = args["depth"].as_f64().unwrap_or(1.0) as u64;
+        let reached = if args["frames"].as_bool().unwrap_or(false) {
+            down_with_frames(depth, [0; 64])
+        } else {
+            down(depth)
+        };
+        Ok(ToolOutput::text(format!("depth {reached}")))
+    }
+}
+
+/// Accepts a legacy shape through prepare-arguments: `{"old": x}` → `{"value": x}`.
+struct Legacy;
+impl Tool for Legacy {
+    fn definition(&self) -> Definition {
+        Definition::new(
+            "legacy",
+            "Legacy",
+            "Takes value, or the legacy old.",
+            r#"{"type":"object","required":["value"],"properties":{"value":{"type":"string"}}}"#,
+        )
+    }
+    fn prepare_arguments(&self, args: Value) -> Result<Option<Value>, ToolError> {
+        match args.get("old") {
+            Some(old) => Ok(Some(json!({ "value": old }))),
+            None => Ok(None),
+        }
+    }
+    fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(format!(
+            "legacy got {}",
+            serde_json::to_string(&args).unwrap_or_default()
+        )))
+    }
+}
+
+/// Its prepare-arguments always throws.
+struct PrepFail;
+impl Tool for PrepFail {
+    fn definition(&self) -> Definition {
+        Definition::new(
+            "prepfail",
+            "PrepFail",
+            "Cannot prepare.",
+            r#"{"type":"object"}"#,
+        )
+    }
+    fn prepare_arguments(&self, _args: Value) -> Result<Option<Value>, ToolError> {
+        Err(ToolError::new("prepare failed: unsupported argument shape"))
+    }
+    fn execute(&self, _ctx: &Context, _args: Value) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text("unreachable"))
+    }
+}
+
+/// Throws the message it is given.
+struct Fail;
+impl Tool for Fail {
+    fn definition(&self) -> Definition {
+        Definition::new(
+            "fail",
+            "Fail",
+            "Throws.",
+            r#"{"type":"object","properties":{"message":{"type":"string"}}}"#,
+        )
+    }
+    fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+        Err(ToolError::new(args["message"].as_str().unwrap_or("failed")))
+    }
+}
+
+toolhost_sdk::export_tools!(
+    Echo, Slow, Fast, Step, Crash, Spin, Sleepy, Progress, Terminate, Hog, Recurse, Legacy,
+    PrepFail, Fail
+);

@@ -1,0 +1,230 @@
+//! The `toolhost` command: list, call and run, as a person or a script uses it.
+
+use crate::support::*;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+/// The `toolhost` binary built beside this test binary (by `cargo test --workspace`).
+fn toolhost_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe.parent().unwrap().parent().unwrap().join("toolhost");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo test --workspace`",
+        bin.display()
+    );
+    bin
+}
+
+fn toolhost(ws: &Workspace, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut cmd = Command::new(toolhost_bin());
+    cmd.arg("--workspace").arg(&ws.path).args(args);
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(s) = stdin {
+        input.write_all(s.as_bytes()).unwrap();
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+#[test]
+fn list_shows_the_built_ins_with_their_exact_texts() {
+    let ws = Workspace::new();
+    let out = toolhost(&ws, &["list"], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("NAME  ACTIVE  MODE      SOURCE    PARAMETERS\n"),
+        "{text}"
+    );
+    assert!(text.contains(
+        "read  yes     parallel  built-in  path*: string, offset: number, limit: number\n"
+    ));
+    assert!(text.contains("ls    no      parallel  built-in  path: string, limit: number\n"));
+    assert!(text.contains(
+        "  Read the contents of a file. Supports text files and images (jpg, png, gif, webp, bmp)."
+    ));
+
+    let out = toolhost(&ws, &["list", "--json"], None);
+    let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ls = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "ls")
+        .unwrap();
+    assert_eq!(
+        ls["description"],
+        "List directory contents. Returns entries sorted alphabetically, with '/' suffix for directories. Includes dotfiles. Output is truncated to 500 entries or 50KB (whichever is hit first)."
+    );
+    assert_eq!(
+        serde_json::to_string(&ls["parameters"]).unwrap(),
+        r#"{"type":"object","properties":{"path":{"type":"string","description":"Directory to list (default: current directory)"},"limit":{"type":"number","description":"Maximum number of entries to return (default: 500)"}}}"#
+    );
+    assert_eq!(ls["promptSnippet"], "List directory contents");
+}
+
+#[test]
+fn call_prints_the_text_and_sets_the_exit_code() {
+    let ws = Workspace::new();
+    ws.write("a.txt", "Hello, world!\nLine 2\nLine 3");
+    let out = toolhost(&ws, &["call", "read", r#"{"path":"a.txt"}"#], None);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout(&out), "Hello, world!\nLine 2\nLine 3\n");
+
+    let out = toolhost(&ws, &["call", "read", r#"{"path":"missing.txt"}"#], None);
+    assert_eq!(out.status.code(), Some(1), "a tool error exits 1");
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "ENOENT: no such file or directory, access '{}/missing.txt'\n",
+            ws.str()
+        )
+    );
+
+    let out = toolhost(&ws, &["call", "ls", r#"{"limit":0}"#, "--json"], None);
+    assert_eq!(out.status.code(), Some(1));
+    let msg: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(msg["toolName"], "ls");
+    assert_eq!(msg["isError"], true);
+    assert_eq!(
+        msg["content"][0]["text"],
+        "Invalid limit: 0. Use a positive number of entries."
+    );
+
+    let out = toolhost(&ws, &["call", "read", "{not json"], None);
+    assert_eq!(out.status.code(), Some(2), "bad input exits 2");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the arguments of read are not valid JSON")
+    );
+}
+
+#[test]
+fn run_streams_the_parallel_event_order_then_turn_end() {
+    let ws = Workspace::new();
+    let batch = json!({"role": "assistant", "stopReason": "toolUse", "content": [
+        {"type": "text", "text": "Let me look."},
+        {"type": "toolCall", "id": "c1", "name": "slow", "arguments": {"ms": 400}},
+        {"type": "toolCall", "id": "c2", "name": "fast", "arguments": {}},
+        {"type": "toolCall", "id": "c3", "name": "nope", "arguments": {}},
+    ]});
+    let out = toolhost(
+        &ws,
+        &["--extension", toolhost_tests::TESTKIT, "run", "-"],
+        Some(&batch.to_string()),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let shape: Vec<String> = lines
+        .iter()
+        .map(|e| {
+            let id = e["toolCallId"]
+                .as_str()
+                .or(e["message"]["toolCallId"].as_str())
+                .unwrap_or("");
+            format!("{} {id}", e["type"].as_str().unwrap())
+                .trim()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            "tool_execution_start c1",
+            "tool_execution_start c2",
+            "tool_execution_start c3",
+            "tool_execution_end c3",
+            "tool_execution_end c2",
+            "tool_execution_end c1",
+            "message_start c1",
+            "message_end c1",
+            "message_start c2",
+            "message_end c2",
+            "message_start c3",
+            "message_end c3",
+            "turn_end",
+        ]
+    );
+    assert_eq!(lines[3]["isError"], true);
+    assert_eq!(
+        lines[3]["result"]["content"][0]["text"],
+        "Tool nope not found"
+    );
+    let end = lines.last().unwrap();
+    assert_eq!(end["toolResults"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        end["toolResults"][0]["content"][0]["text"],
+        "slow done after 400 ms"
+    );
+    assert_eq!(end["terminate"], false);
+}
+
+#[test]
+fn run_is_sequential_when_a_sequential_tool_is_in_the_batch() {
+    let ws = Workspace::new();
+    let batch = json!({"role": "assistant", "content": [
+        {"type": "toolCall", "id": "c1", "name": "slow", "arguments": {"ms": 200}},
+        {"type": "toolCall", "id": "c2", "name": "step", "arguments": {"ms": 10}},
+    ]});
+    let file = ws.write("batch.json", batch.to_string());
+    let out = toolhost(
+        &ws,
+        &[
+            "--extension",
+            toolhost_tests::TESTKIT,
+            "run",
+            file.to_str().unwrap(),
+        ],
+        None,
+    );
+    let types: Vec<String> = stdout(&out)
+        .lines()
+        .map(|l| {
+            let e: Value = serde_json::from_str(l).unwrap();
+            e["type"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "tool_execution_start",
+            "tool_execution_end",
+            "message_start",
+            "message_end",
+            "tool_execution_start",
+            "tool_execution_end",
+            "message_start",
+            "message_end",
+            "turn_end"
+        ]
+    );
+}
+
+#[test]
+fn run_rejects_a_malformed_message_with_exit_2() {
+    let ws = Workspace::new();
+    let out = toolhost(&ws, &["run", "-"], Some(r#"{"role":"user","content":[]}"#));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected role \"assistant\""));
+}

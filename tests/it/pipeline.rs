@@ -1,0 +1,527 @@
+//! The call pipeline and the batch scheduler (spec §2 with §7.4–§7.6).
+
+use crate::support::*;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use toolhost::{
+    AfterToolCallContext, AfterToolCallResult, AssistantMessage, BeforeToolCallContext,
+    BeforeToolCallResult, CancellationToken, ContentBlock, Event, StopReason, ToolHooks,
+};
+
+fn message(calls: &[(&str, &str, Value)]) -> AssistantMessage {
+    AssistantMessage::from_calls(
+        calls
+            .iter()
+            .map(|(id, name, args)| tool_call(id, name, args.clone()))
+            .collect(),
+    )
+}
+
+#[test]
+fn parallel_batch_follows_pis_observed_event_order() {
+    let ws = Workspace::new();
+    let host = host(&ws);
+    let batch = message(&[
+        ("c1", "slow", json!({"ms": 400})),
+        ("c2", "fast", json!({})),
+        ("c3", "nope", json!({})),
+    ]);
+    let (outcome, events) = run(&host, &batch, CancellationToken::new());
+    let mut want: Vec<String> = [
+        "start c1",
+        "start c2",
+        "start c3",
+        "end c3 error",
+        "end c2",
+        "end c1",
+    ]
+    .map(String::from)
+    .to_vec();
+    want.extend(message_lines(&["c1", "c2", "c3"]));
+    assert_eq!(events.lines(), want);
+    let texts: Vec<String> = outcome.results.iter().map(|r| r.text()).collect();
+    assert_eq!(
+        texts,
+        ["slow done after 400 ms", "fast done", "Tool nope not found"]
+    );
+    assert!(!outcome.terminate);
+}
+
+#[test]
+fn unknown_tool_result_message_has_pis_shape() {
+    let ws = Workspace::new();
+    let host = host(&ws);
+    let r = call(&host, "nope", json!({}));
+    let mut v = serde_json::to_value(&r).unwrap();
+    assert!(v["timestamp"].as_u64().unwrap() > 1_700_000_000_000);
+    v.as_object_mut().unwrap().remove("timestamp");
+    assert_eq!(
+        v,
+        json!({"role":"toolResult","toolCallId":"c1","toolName":"nope",
+               "content":[{"type":"text","text":"Tool nope not found"}],"details":{},"isError":true})
+    );
+    // Field order as in spec §2.8.
+    let keys: Vec<String> = serde_json::to_value(&r)
+        .unwrap()
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "role",
+            "toolCallId",
+            "toolName",
+            "content",
+            "details",
+            "isError",
+            "timestamp"
+        ]
+    );
+}
+
+#[test]
+fn a_sequential_tool_makes_the_batch_sequential() {
+    let ws = Workspace::new();
+    let host = host(&ws);
+    let batch = message(&[
+        ("c1", "step", json!({"ms": 200})),
+        ("c2", "fast", json!({})),
+        ("c3", "step", json!({"ms": 10})),
+    ]);
+    let (outcome, events) = run(&host, &batch, CancellationToken::new());
+    let want: Vec<String> = ["c1", "c2", "c3"]
+        .iter()
+        .flat_map(|id| {
+            [
+                format!("start {id}"),
+                format!("end {id}"),
+                format!("message_start {id}"),
+                format!("message_end {id}"),
+            ]
+        })
+        .collect();
+    assert_eq!(events.lines(), want);
+    assert_eq!(outcome.results[0].text(), "step done after 200 ms");
+}
+
+#[test]
+fn the_host_can_force_sequential_execution() {
+    let ws = Workspace::new();
+    let host = block(builder(&ws).sequential(true).build()).unwrap();
+    let batch = message(&[
+        ("c1", "slow", json!({"ms": 200})),
+        ("c2", "fast", json!({})),
+    ]);
+    let (_, events) = run(&host, &batch, CancellationToken::new());
+    assert_eq!(
+        &events.lines()[..3],
+        ["start c1", "end c1", "message_start c1"]
+    );
+}
+
+#[test]
+fn length_stop_fails_every_call_unexecuted() {
+    let ws = Workspace::new();
+    let host = host(&ws);
+    let mut batch = message(&[("c1", "terminate", json!({})), ("c2", "nope", json!({}))]);
+    batch.stop_reason = StopReason::Length;
+    let (outcome, events) = run(&host, &batch, CancellationToken::new());
+    let mut want: Vec<String> = Vec::new();
+    for id in ["c1", "c2"] {
+        want.extend([format!("start {id}"), format!("end {id} error")]);
+        want.extend(message_lines(&[id]));
+    }
+    assert_eq!(events.lines(), want);
+    assert_eq!(
+        outcome.results[0].text(),
+        "Tool call \"terminate\" was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments."
+    );
+    assert!(outcome.results.iter().all(|r| r.is_error));
+    assert!(!outcome.terminate, "the length path never terminates");
+}
+
+#[test]
+fn error_and_aborted_stop_reasons_run_nothing() {
+    let ws = Workspace::new();
+    let host = host(&ws);
+    for reason in [StopReason::Error, StopReason::Aborted] {
+        let mut batch = message(&[("c1", "fast", json!({}))]);
+        batch.stop_reason = reason;
+        let (outcome, events) = run(&host, &batch, CancellationToken::new());
+        assert!(outcome.results.is_empty());
+        assert!(events.lines().is_empty());
+    }
+}
+
+#[test]
+fn terminate_only_when_every_result_asks() {
+    let ws = Workspace::new();
+    let host = host(&ws);
+    let all = message(&[
+        ("c1", "terminate", json!({})),
+        ("c2", "terminate", json!({})),
+    ]);
+    assert!(run(&host, &all, CancellationToken::new()).0.terminate);
+    let mixed = message(&[("c1", "terminate", json!({})), ("c2", "fast", json!({}))]);
+    assert!(!run(&host, &mixed, CancellationToken::new()).0.terminate);
+    let failing = message(&[("c1", "terminate", json!({})), ("c2", "nope", json!({}))]);
+    assert!(!run(&host, &failing, CancellationToken::new()).0.terminate);
+    assert!(
+        !run(&host, &message(&[]), CancellationToken::new())
+            .0
+            .terminate,
+        "no results"
+    );
+}
+
+#[test]
+fn abort_before_the_batch_gives_every_call_a_result_in_both_modes() {
+    let ws = Workspace::new();
+    let host = host(&ws);
+    for calls in [
+        vec![("c1", "slow", json!({"ms": 10})), ("c2", "nope", json!({}))],
+        vec![("c1", "step", json!({"ms": 10})), ("c2", "fast", json!({}))],
+    ] {
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let (outcome, events) = run(&host, &message(&calls), cancel);
+        assert_eq!(outcome.results.len(), 2);
+        for r in &outcome.results {
+            assert_eq!(r.text(), "Operation aborted");
+            assert!(r.is_error);
+        }
+        assert_eq!(events.count("start"), 2);
+        assert_eq!(events.count("end"), 2);
+        assert_eq!(events.count("message_end"), 2);
+    }
+}
+
+#[test]
+fn abort_during_a_parallel_batch_stops_running_calls() {
+    let ws = Workspace::new();
+    let host = host(&ws);
+    let batch = message(&[
+        ("c1", "slow", json!({"ms": 60000})),
+        ("c2", "fast", json!({})),
+    ]);
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        trigger.cancel();
+    });
+    let (outcome, events) = run(&host, &batch, cancel);
+    assert_eq!(outcome.results[0].text(), "Operation aborted");
+    assert!(outcome.results[0].is_error);
+    assert_eq!(outcome.results[1].text(), "fast done");
+    assert_eq!(events.count("message_end"), 2);
+}
+
+#[test]
+fn abort_during_a_sequential_batch_still_answers_later_calls() {
+    let ws = Workspace::new();
+    let host = host(&ws);
+    let batch = message(&[
+        ("c1", "step", json!({"ms": 60000})),
+        ("c2", "fast", json!({})),
+        ("c3", "nope", json!({})),
+    ]);
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        trigger.cancel();
+    });
+    let (outcome, events) = run(&host, &batch, cancel);
+    let texts: Vec<String> = outcome.results.iter().map(|r| r.text()).collect();
+    assert_eq!(texts, ["Operation aborted"; 3]);
+    let mut want = Vec::new();
+    for id in ["c1", "c2", "c3"] {
+        want.extend([format!("start {id}"), format!("end {id} error")]);
+        want.extend(message_lines(&[id]));
+    }
+    assert_eq!(events.lines(), want);
+}
+
+#[test]
+fn a_call_ignoring_cancellation_is_stopped_after_the_grace_period() {
+    let ws = Workspace::new();
+    let host = host(&ws);
+    for tool in ["spin", "sleepy"] {
+        let batch = message(&[("c1", tool, json!({"ms": 60000}))]);
+        let cancel = CancellationToken::new();
+        let trigger = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            trigger.cancel();
+        });
+        let (outcome, _) = run(&host, &batch, cancel);
+        assert_eq!(outcome.results[0].text(), "Operation aborted", "{tool}");
+    }
+    assert_eq!(call(&host, "fast", json!({})).text(), "fast done");
+}
+
+#[test]
+fn validation_failure_is_an_error_result_with_pis_text() {
+    let ws = Workspace::new();
+    let host = host(&ws);
+    let r = call(&host, "read", json!({}));
+    assert!(r.is_error);
+    assert_eq!(
+        r.text(),
+        "Validation failed for tool \"read\":\n  - path: must have required properties path\n\nReceived arguments:\n{}"
+    );
+    assert_eq!(r.details, Some(json!({})));
+}
+
+#[test]
+fn a_throwing_tool_is_an_error_result_with_its_message() {
+    let ws = Workspace::new();
+    let host = host(&ws);
+    let r = call(&host, "fail", json!({"message": "it broke"}));
+    assert!(r.is_error);
+    assert_eq!(r.text(), "it broke");
+    assert_eq!(r.details, Some(json!({})));
+}
+
+#[test]
+fn prepare_arguments_rewrites_what_runs_but_not_what_is_stored() {
+    let ws = Workspace::new();
+    let host = host(&ws);
+    let batch = message(&[("c1", "legacy", json!({"old": "x"}))]);
+    let (outcome, events) = run(&host, &batch, CancellationToken::new());
+    assert_eq!(outcome.results[0].text(), "legacy got {\"value\":\"x\"}");
+    // §7.4: events keep the arguments the model sent.
+    let events = events.events.lock().unwrap();
+    let Event::ToolExecutionStart { args, .. } = &events[0] else {
+        panic!("first event is the start")
+    };
+    assert_eq!(args, &json!({"old": "x"}));
+}
+
+#[test]
+fn a_throwing_prepare_arguments_fails_the_call() {
+    let ws = Workspace::new();
+    let host = host(&ws);
+    let r = call(&host, "prepfail", json!({}));
+    assert!(r.is_error);
+    assert_eq!(r.text(), "prepare failed: unsupported argument shape");
+}
+
+#[test]
+fn progress_updates_are_forwarded_with_the_calls_arguments() {
+    let ws = Workspace::new();
+    let host = host(&ws);
+    let batch = message(&[("c1", "progress", json!({"count": 2}))]);
+    let (outcome, events) = run(&host, &batch, CancellationToken::new());
+    assert_eq!(outcome.results[0].text(), "progress done");
+    assert_eq!(
+        events.lines()[..4],
+        ["start c1", "update c1", "update c1", "end c1"].map(String::from)
+    );
+    let events = events.events.lock().unwrap();
+    assert_eq!(
+        serde_json::to_value(&events[1]).unwrap(),
+        json!({"type":"tool_execution_update","toolCallId":"c1","toolName":"progress",
+               "args":{"count":2},"partialResult":{"content":[{"type":"text","text":"partial 1"}],"details":{"n":1}}})
+    );
+}
+
+#[test]
+fn a_flood_of_progress_updates_is_capped() {
+    let ws = Workspace::new();
+    let host = host(&ws);
+    let batch = message(&[("c1", "progress", json!({"count": 25000}))]);
+    let (outcome, events) = run(&host, &batch, CancellationToken::new());
+    assert_eq!(outcome.results[0].text(), "progress done");
+    assert_eq!(
+        events.count("update"),
+        toolhost::sandbox::MAX_PROGRESS_UPDATES as usize
+    );
+}
+
+/// Hooks configured per test.
+#[derive(Default)]
+struct Hooks {
+    block: Option<BeforeToolCallResult>,
+    before_error: Option<String>,
+    rewrite: Option<Value>,
+    after_error: Option<String>,
+    after_patch: Option<AfterToolCallResult>,
+    after_calls: AtomicUsize,
+}
+
+impl ToolHooks for Hooks {
+    fn before_tool_call<'a>(
+        &'a self,
+        ctx: &'a mut BeforeToolCallContext,
+    ) -> futures::future::BoxFuture<'a, Result<Option<BeforeToolCallResult>, String>> {
+        Box::pin(async move {
+            if let Some(e) = &self.before_error {
+                return Err(e.clone());
+            }
+            if let Some(args) = &self.rewrite {
+                ctx.args = args.clone();
+            }
+            Ok(self.block.clone())
+        })
+    }
+
+    fn after_tool_call<'a>(
+        &'a self,
+        _ctx: &'a AfterToolCallContext,
+    ) -> futures::future::BoxFuture<'a, Result<Option<AfterToolCallResult>, String>> {
+        Box::pin(async move {
+            self.after_calls.fetch_add(1, Ordering::SeqCst);
+            if let Some(e) = &self.after_error {
+                return Err(e.clone());
+            }
+            Ok(self.after_patch.clone())
+        })
+    }
+}
+
+fn hooked(ws: &Workspace, hooks: Arc<Hooks>) -> toolhost::Host {
+    block(builder(ws).hooks(hooks).build()).unwrap()
+}
+
+#[test]
+fn a_before_hook_blocks_without_reason_and_skips_the_after_hook() {
+    let ws = Workspace::new();
+    let hooks = Arc::new(Hooks {
+        block: Some(BeforeToolCallResult {
+            block: true,
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let host = hooked(&ws, hooks.clone());
+    let r = call(&host, "echo", json!({"value": "x"}));
+    assert_eq!(
+        (r.text().as_str(), r.is_error),
+        ("Tool execution was blocked", true)
+    );
+    assert_eq!(r.details, Some(json!({})));
+    assert_eq!(hooks.after_calls.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn a_blocking_hook_can_terminate_the_batch() {
+    let ws = Workspace::new();
+    let hooks = Arc::new(Hooks {
+        block: Some(BeforeToolCallResult {
+            block: true,
+            reason: Some("not now".into()),
+            terminate: true,
+        }),
+        ..Default::default()
+    });
+    let host = hooked(&ws, hooks);
+    let batch = message(&[("c1", "fast", json!({}))]);
+    let (outcome, _) = run(&host, &batch, CancellationToken::new());
+    assert_eq!(outcome.results[0].text(), "not now");
+    assert!(outcome.terminate);
+}
+
+#[test]
+fn a_failing_before_hook_blocks_the_call() {
+    let ws = Workspace::new();
+    let hooks = Arc::new(Hooks {
+        before_error: Some("policy engine down".into()),
+        ..Default::default()
+    });
+    let host = hooked(&ws, hooks);
+    let r = call(&host, "fast", json!({}));
+    assert_eq!(
+        (r.text().as_str(), r.is_error),
+        ("policy engine down", true)
+    );
+}
+
+#[test]
+fn a_before_hook_may_rewrite_arguments_without_revalidation() {
+    let ws = Workspace::new();
+    let hooks = Arc::new(Hooks {
+        rewrite: Some(json!({"value": 123})),
+        ..Default::default()
+    });
+    let host = hooked(&ws, hooks);
+    let r = call(&host, "echo", json!({"value": "x"}));
+    assert_eq!(
+        (r.text().as_str(), r.is_error),
+        ("echoed: {\"value\":123}", false)
+    );
+}
+
+#[test]
+fn a_throwing_after_hook_turns_the_result_into_its_error() {
+    let ws = Workspace::new();
+    let hooks = Arc::new(Hooks {
+        after_error: Some("after boom".into()),
+        ..Default::default()
+    });
+    let host = hooked(&ws, hooks);
+    let r = call(&host, "fast", json!({}));
+    assert_eq!((r.text().as_str(), r.is_error), ("after boom", true));
+    assert_eq!(r.details, Some(json!({})));
+}
+
+#[test]
+fn an_after_hook_patches_fields_wholesale() {
+    let ws = Workspace::new();
+    let hooks = Arc::new(Hooks {
+        after_patch: Some(AfterToolCallResult {
+            content: Some(vec![ContentBlock::text("patched")]),
+            details: Some(json!({"by": "hook"})),
+            is_error: Some(true),
+            terminate: Some(true),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let host = hooked(&ws, hooks.clone());
+    let batch = message(&[("c1", "fast", json!({}))]);
+    let (outcome, _) = run(&host, &batch, CancellationToken::new());
+    let r = &outcome.results[0];
+    assert_eq!((r.text().as_str(), r.is_error), ("patched", true));
+    assert_eq!(r.details, Some(json!({"by": "hook"})));
+    assert!(outcome.terminate);
+    assert_eq!(hooks.after_calls.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn the_active_set_decides_what_the_model_may_call() {
+    let ws = Workspace::new();
+    let host = block(builder(&ws).active_tools(["read", "nonexistent"]).build()).unwrap();
+    assert_eq!(host.active_tools(), ["read"], "unknown names are dropped");
+    assert_eq!(call(&host, "fast", json!({})).text(), "Tool fast not found");
+    host.set_active_tools(&["fast"]);
+    assert_eq!(call(&host, "fast", json!({})).text(), "fast done");
+}
+
+#[test]
+fn default_active_tools_are_pis_plus_extension_tools() {
+    let ws = Workspace::new();
+    let host = block(
+        toolhost::Host::builder()
+            .workspace(&ws.path)
+            .extension(toolhost_tests::TESTKIT)
+            .build(),
+    )
+    .unwrap();
+    let active = host.active_tools();
+    assert_eq!(active[0], "read");
+    assert!(
+        !active.contains(&"ls".to_string()),
+        "ls is not a Pi default"
+    );
+    assert!(
+        active.contains(&"slow".to_string()),
+        "extension tools are activated"
+    );
+}

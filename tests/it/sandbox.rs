@@ -1,0 +1,216 @@
+//! Containment: crashes, deadlines, memory, stack, path escapes and
+//! ungranted imports each end in a specific error, and the host keeps serving.
+
+use crate::support::*;
+use serde_json::json;
+use toolhost::Host;
+
+fn limited(ws: &Workspace, secs: u64, mib: usize) -> Host {
+    block(builder(ws).extension_limits(limits(secs, mib)).build()).unwrap()
+}
+
+#[test]
+fn a_panicking_guest_is_an_error_result_and_the_next_call_works() {
+    let ws = Workspace::new();
+    let host = host(&ws);
+    let r = call(&host, "crash", json!({}));
+    assert!(r.is_error);
+    let text = r.text();
+    // The trap, then the guest's own panic message from its stderr.
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("Tool crash crashed: wasm `unreachable` instruction executed")
+    );
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .contains("panicked at testkit/src/lib.rs"),
+        "{text}"
+    );
+    assert_eq!(lines.next(), Some("testkit crash requested"));
+    assert_eq!(lines.next(), None, "no backtrace hint: {text}");
+    assert_eq!(call(&host, "fast", json!({})).text(), "fast done");
+}
+
+#[test]
+fn a_spinning_guest_is_stopped_at_its_deadline() {
+    let ws = Workspace::new();
+    let host = limited(&ws, 1, 64);
+    let r = call(&host, "spin", json!({}));
+    assert!(r.is_error);
+    assert_eq!(
+        r.text(),
+        "Tool spin timed out after 1 seconds and was stopped"
+    );
+    assert_eq!(call(&host, "fast", json!({})).text(), "fast done");
+}
+
+#[test]
+fn a_guest_blocked_in_a_host_call_is_stopped_at_its_deadline() {
+    let ws = Workspace::new();
+    let host = limited(&ws, 1, 64);
+    let r = call(&host, "sleepy", json!({"ms": 60000}));
+    assert_eq!(
+        r.text(),
+        "Tool sleepy timed out after 1 seconds and was stopped"
+    );
+    assert_eq!(call(&host, "fast", json!({})).text(), "fast done");
+}
+
+#[test]
+fn memory_growth_past_the_limit_is_stopped() {
+    let ws = Workspace::new();
+    let host = limited(&ws, 30, 32);
+    let r = call(&host, "hog", json!({"mb": 200}));
+    assert!(r.is_error);
+    assert_eq!(
+        r.text(),
+        "Tool hog exceeded its memory limit of 32 MiB and was stopped"
+    );
+    assert_eq!(call(&host, "hog", json!({"mb": 4})).text(), "held 4 MiB");
+}
+
+#[test]
+fn deep_recursion_overflows_the_stack_into_a_trap() {
+    let ws = Workspace::new();
+    let host = host(&ws);
+    // Recursion on the wasm call stack hits wasmtime's stack limit.
+    let r = call(&host, "recurse", json!({"depth": 100000000}));
+    assert!(r.is_error);
+    assert_eq!(r.text(), "Tool recurse crashed: call stack exhausted");
+    // Recursion with frames in linear memory runs off the guest's own stack.
+    let r = call(
+        &host,
+        "recurse",
+        json!({"depth": 100000000, "frames": true}),
+    );
+    assert!(r.is_error);
+    assert_eq!(
+        r.text(),
+        "Tool recurse crashed: out of bounds memory access"
+    );
+    assert_eq!(
+        call(&host, "recurse", json!({"depth": 10})).text(),
+        "depth 10"
+    );
+}
+
+#[test]
+fn reads_cannot_leave_the_workspace() {
+    let outside = Workspace::new();
+    let secret = outside.write("secret.txt", "top secret");
+    let ws = Workspace::new();
+    ws.write("inside.txt", "fine");
+    ws.symlink("link-out", &secret);
+    let name = outside
+        .path
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    ws.symlink("rel-out", format!("../{name}/secret.txt"));
+    std::fs::create_dir(ws.path.join("dir")).unwrap();
+    ws.symlink("dir/up", "..");
+    ws.symlink("dir/out", "../..");
+    let host = host(&ws);
+    let dotdot = format!("../{name}/secret.txt");
+    let through_dir = format!("dir/out/{name}/secret.txt");
+    let absolute = secret.to_str().unwrap().to_string();
+    for raw in [
+        dotdot.as_str(),
+        absolute.as_str(),
+        "link-out",
+        "rel-out",
+        through_dir.as_str(),
+        "/etc/passwd",
+        "~/.bashrc",
+    ] {
+        let r = call(&host, "read", json!({"path": raw}));
+        assert!(r.is_error, "{raw} must be refused");
+        assert_eq!(
+            r.text(),
+            format!("Path is outside the workspace: {raw}"),
+            "{raw}"
+        );
+        assert!(!r.text().contains("top secret"));
+    }
+    for raw in [dotdot.as_str(), "link-out"] {
+        let r = call(&host, "ls", json!({"path": raw}));
+        assert!(r.is_error);
+        assert_eq!(r.text(), format!("Path is outside the workspace: {raw}"));
+    }
+    // Links that stay inside work, absolute or relative.
+    ws.symlink("abs-in", ws.path.join("inside.txt"));
+    assert_eq!(
+        call(&host, "read", json!({"path": "abs-in"})).text(),
+        "fine"
+    );
+    assert_eq!(
+        call(&host, "read", json!({"path": "dir/up/inside.txt"})).text(),
+        "fine"
+    );
+    let abs = ws.path.join("inside.txt");
+    assert_eq!(
+        call(&host, "read", json!({"path": abs.to_str().unwrap()})).text(),
+        "fine"
+    );
+}
+
+#[test]
+fn a_component_importing_an_ungranted_capability_is_refused_at_load() {
+    let ws = Workspace::new();
+    let host = block(builder(&ws).extension(toolhost_tests::FSPROBE).build()).unwrap();
+    let diagnostics: Vec<String> = host.diagnostics().iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        diagnostics,
+        [format!(
+            "{}: imports toolhost:tool/fs-read@0.1.0 (read files), which is not granted to it",
+            toolhost_tests::FSPROBE
+        )]
+    );
+    assert!(host.tools().iter().all(|t| t.definition.name != "probe"));
+    assert_eq!(
+        call(&host, "fast", json!({})).text(),
+        "fast done",
+        "the other extension loads"
+    );
+}
+
+#[test]
+fn a_broken_extension_file_is_reported_and_the_rest_loads() {
+    let ws = Workspace::new();
+    let junk = ws.write("junk.wasm", "not wasm at all");
+    let missing = ws.path.join("missing.wasm");
+    let host = block(builder(&ws).extension(&junk).extension(&missing).build()).unwrap();
+    let d = host.diagnostics();
+    assert_eq!(d.len(), 2, "{d:?}");
+    assert_eq!(d[0].path, junk.display().to_string());
+    assert!(
+        d[0].message
+            .starts_with("not a valid WebAssembly component"),
+        "{}",
+        d[0].message
+    );
+    assert!(
+        d[1].message.starts_with("cannot be read:"),
+        "{}",
+        d[1].message
+    );
+    assert_eq!(call(&host, "fast", json!({})).text(), "fast done");
+}
+
+#[test]
+fn loading_twice_reports_the_collision() {
+    let ws = Workspace::new();
+    let host = block(builder(&ws).extension(toolhost_tests::TESTKIT).build()).unwrap();
+    let d = host.diagnostics();
+    assert!(!d.is_empty());
+    assert!(
+        d[0].message.starts_with("tool echo is ignored:"),
+        "{}",
+        d[0].message
+    );
+}

@@ -1,0 +1,153 @@
+//! Helpers shared by the tests.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tempfile::TempDir;
+use toolhost::{
+    AssistantMessage, CancellationToken, Event, EventSink, Host, HostBuilder, Limits, NoEvents,
+    ToolCall, ToolResultMessage,
+};
+
+/// A temporary workspace; its path is the real (canonical) path tools see.
+pub struct Workspace {
+    _dir: TempDir,
+    pub path: PathBuf,
+}
+
+impl Workspace {
+    pub fn new() -> Workspace {
+        let dir = tempfile::tempdir().expect("creating a temporary workspace");
+        let path = dir.path().canonicalize().unwrap();
+        Workspace { _dir: dir, path }
+    }
+
+    pub fn str(&self) -> &str {
+        self.path.to_str().unwrap()
+    }
+
+    #[track_caller]
+    pub fn write(&self, rel: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.path.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, contents).unwrap();
+        p
+    }
+
+    #[track_caller]
+    pub fn symlink(&self, link: &str, target: impl AsRef<Path>) {
+        std::os::unix::fs::symlink(target, self.path.join(link)).unwrap();
+    }
+}
+
+/// A host on `ws` with the test guests loaded and every tool active.
+pub fn builder(ws: &Workspace) -> HostBuilder {
+    Host::builder()
+        .workspace(&ws.path)
+        .extension(toolhost_tests::TESTKIT)
+        .all_tools_active()
+        .cancel_grace(Duration::from_millis(300))
+}
+
+#[track_caller]
+pub fn host(ws: &Workspace) -> Host {
+    block(builder(ws).build()).expect("building the host")
+}
+
+/// Run a future on a fresh multi-threaded runtime (tests stay plain `#[test]`).
+pub fn block<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+pub fn limits(secs: u64, mib: usize) -> Limits {
+    Limits {
+        time: Duration::from_secs(secs),
+        memory_bytes: mib << 20,
+    }
+}
+
+pub fn tool_call(id: &str, name: &str, arguments: Value) -> ToolCall {
+    ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments,
+    }
+}
+
+/// Call one tool through the full pipeline.
+#[track_caller]
+pub fn call(host: &Host, name: &str, arguments: Value) -> ToolResultMessage {
+    let message = AssistantMessage::from_calls(vec![tool_call("c1", name, arguments)]);
+    let outcome = block(host.run_batch(&message, CancellationToken::new(), Arc::new(NoEvents)));
+    assert_eq!(outcome.results.len(), 1);
+    outcome.results.into_iter().next().unwrap()
+}
+
+/// Records events and shows them as short lines: `start c1`, `end c3 error`.
+#[derive(Default)]
+pub struct Recorder {
+    pub events: Mutex<Vec<Event>>,
+}
+
+impl EventSink for Recorder {
+    fn emit(&self, event: Event) {
+        self.events.lock().unwrap().push(event);
+    }
+}
+
+impl Recorder {
+    pub fn lines(&self) -> Vec<String> {
+        self.events
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|e| match e {
+                Event::ToolExecutionStart { tool_call_id, .. } => format!("start {tool_call_id}"),
+                Event::ToolExecutionUpdate { tool_call_id, .. } => format!("update {tool_call_id}"),
+                Event::ToolExecutionEnd {
+                    tool_call_id,
+                    is_error,
+                    ..
+                } => format!(
+                    "end {tool_call_id}{}",
+                    if *is_error { " error" } else { "" }
+                ),
+                Event::MessageStart { message } => {
+                    format!("message_start {}", message.tool_call_id)
+                }
+                Event::MessageEnd { message } => format!("message_end {}", message.tool_call_id),
+            })
+            .collect()
+    }
+
+    pub fn count(&self, prefix: &str) -> usize {
+        self.lines()
+            .iter()
+            .filter(|l| l.starts_with(prefix))
+            .count()
+    }
+}
+
+/// Run a batch, recording its events.
+pub fn run(
+    host: &Host,
+    message: &AssistantMessage,
+    cancel: CancellationToken,
+) -> (toolhost::BatchOutcome, Arc<Recorder>) {
+    let recorder = Arc::new(Recorder::default());
+    let outcome = block(host.run_batch(message, cancel, recorder.clone()));
+    (outcome, recorder)
+}
+
+/// Short lines for the standard message events of each id, in order.
+pub fn message_lines(ids: &[&str]) -> Vec<String> {
+    ids.iter()
+        .flat_map(|id| [format!("message_start {id}"), format!("message_end {id}")])
+        .collect()
+}
