@@ -1,7 +1,7 @@
 //! The spec's shared cases (`fixtures/pi-cases-shared.json`, spec §4) for the
-//! tools that exist, each run through the full pipeline in a fresh workspace
-//! and compared with Pi's recorded result (text, isError, details), or with
-//! the §7 decision that replaces it.
+//! tools that exist, each run as `toolhost call NAME ARGS --json` in a fresh
+//! workspace and compared with Pi's recorded result (text, isError, details),
+//! or with the §7 decision that replaces it.
 
 use crate::support::*;
 use serde_json::{Value, json};
@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 const TOOLS: &[&str] = &["read", "ls"];
 
 fn cases() -> Vec<Value> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/pi-cases-shared.json");
+    let path = format!("{}/pi-cases-shared.json", toolhost_tests::FIXTURES);
     let all: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     all["cases"].as_array().unwrap().clone()
 }

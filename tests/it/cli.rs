@@ -2,36 +2,7 @@
 
 use crate::support::*;
 use serde_json::{Value, json};
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-
-/// The `toolhost` binary built beside this test binary (by `cargo test --workspace`).
-fn toolhost_bin() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().unwrap().parent().unwrap().join("toolhost");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo test --workspace`",
-        bin.display()
-    );
-    bin
-}
-
-fn toolhost(ws: &Workspace, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut cmd = Command::new(toolhost_bin());
-    cmd.arg("--workspace").arg(&ws.path).args(args);
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let mut input = child.stdin.take().unwrap();
-    if let Some(s) = stdin {
-        input.write_all(s.as_bytes()).unwrap();
-    }
-    drop(input);
-    child.wait_with_output().unwrap()
-}
+use std::process::Output;
 
 fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).unwrap()

@@ -1,7 +1,9 @@
 //! Helpers shared by the tests.
 
 use serde_json::Value;
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tempfile::TempDir;
@@ -150,4 +152,24 @@ pub fn message_lines(ids: &[&str]) -> Vec<String> {
     ids.iter()
         .flat_map(|id| [format!("message_start {id}"), format!("message_end {id}")])
         .collect()
+}
+
+/// The `toolhost` binary cargo built for these tests.
+pub fn toolhost_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_toolhost"))
+}
+
+pub fn toolhost(ws: &Workspace, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut cmd = Command::new(toolhost_bin());
+    cmd.arg("--workspace").arg(&ws.path).args(args);
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(s) = stdin {
+        input.write_all(s.as_bytes()).unwrap();
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
 }
