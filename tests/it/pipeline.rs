@@ -348,6 +348,7 @@ fn a_flood_of_progress_updates_is_capped() {
 /// Hooks configured per test.
 #[derive(Default)]
 struct Hooks {
+    cancel_batch: bool,
     block: Option<BeforeToolCallResult>,
     before_error: Option<String>,
     rewrite: Option<Value>,
@@ -364,6 +365,9 @@ impl ToolHooks for Hooks {
         Box::pin(async move {
             if let Some(e) = &self.before_error {
                 return Err(e.clone());
+            }
+            if self.cancel_batch {
+                ctx.cancel.cancel();
             }
             if let Some(args) = &self.rewrite {
                 ctx.args = args.clone();
@@ -426,6 +430,28 @@ fn a_blocking_hook_can_terminate_the_batch() {
     let (outcome, _) = run(&host, &batch, CancellationToken::new());
     assert_eq!(outcome.results[0].text(), "not now");
     assert!(outcome.terminate);
+}
+
+#[test]
+fn an_abort_during_the_before_hook_ends_the_call_as_aborted() {
+    let ws = Workspace::new();
+    let hooks = Arc::new(Hooks {
+        cancel_batch: true,
+        block: Some(BeforeToolCallResult {
+            block: true,
+            reason: Some("would block".into()),
+            terminate: false,
+        }),
+        ..Default::default()
+    });
+    let host = hooked(&ws, hooks.clone());
+    let batch = message(&[("c1", "fast", json!({})), ("c2", "fast", json!({}))]);
+    let (outcome, events) = run(&host, &batch, CancellationToken::new());
+    // The abort wins over the hook's verdict, and the later call is answered too.
+    let texts: Vec<String> = outcome.results.iter().map(|r| r.text()).collect();
+    assert_eq!(texts, ["Operation aborted", "Operation aborted"]);
+    assert_eq!(events.count("message_end"), 2);
+    assert_eq!(hooks.after_calls.load(Ordering::SeqCst), 0);
 }
 
 #[test]
@@ -523,5 +549,31 @@ fn default_active_tools_are_pis_plus_extension_tools() {
     assert!(
         active.contains(&"slow".to_string()),
         "extension tools are activated"
+    );
+}
+
+#[test]
+fn a_batch_larger_than_the_instance_pool_completes() {
+    let ws = Workspace::new();
+    let runtime = toolhost::Runtime::new(toolhost::RuntimeOptions {
+        max_concurrent_calls: 3,
+        ..Default::default()
+    })
+    .unwrap();
+    let host = block(builder(&ws).runtime(runtime).build()).unwrap();
+    let calls: Vec<(String, &str, Value)> = (0..12)
+        .map(|i| (format!("c{i}"), "slow", json!({"ms": 20})))
+        .collect();
+    let refs: Vec<(&str, &str, Value)> = calls
+        .iter()
+        .map(|(id, name, args)| (id.as_str(), *name, args.clone()))
+        .collect();
+    let (outcome, _) = run(&host, &message(&refs), CancellationToken::new());
+    assert_eq!(outcome.results.len(), 12);
+    assert!(
+        outcome
+            .results
+            .iter()
+            .all(|r| r.text() == "slow done after 20 ms")
     );
 }

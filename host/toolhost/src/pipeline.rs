@@ -1,8 +1,8 @@
 //! One tool call's way through the host (spec §2.2, §2.3, §2.6):
 //!
-//! start event → lookup in the active set → fresh instance →
-//! prepare-arguments → validate and coerce → before hooks → (scheduled) →
-//! execute with progress and cancellation → after hooks → end event.
+//! start event → lookup in the active set → prepare-arguments (in a fresh
+//! instance) → validate and coerce → before hooks → (scheduled) → execute (in
+//! a fresh instance) with progress and cancellation → after hooks → end event.
 //!
 //! Every failure on the way becomes an error result bound to the call's id,
 //! with Pi's texts; nothing escapes as a panic or a host error.
@@ -12,7 +12,7 @@ use crate::hooks::{AfterToolCallContext, BeforeToolCallContext};
 use crate::host::HostInner;
 use crate::message::{AssistantMessage, PartialResult, ToolCall, ToolResult, ToolResultMessage};
 use crate::registry::RegisteredTool;
-use crate::sandbox::{CallInstance, CallSignals};
+use crate::sandbox::CallSignals;
 use crate::validate;
 use serde_json::Value;
 use std::sync::Arc;
@@ -34,7 +34,6 @@ pub(crate) struct ReadyCall {
     call: ToolCall,
     tool: Arc<RegisteredTool>,
     args: Value,
-    instance: CallInstance,
     signals: Arc<CallSignals>,
 }
 
@@ -122,15 +121,20 @@ impl BatchContext {
         };
         let name = &call.name;
         let signals = CallSignals::new(self.cancel.clone(), self.host.cancel_grace);
-        let mut instance = match tool.sandbox.instantiate(signals.clone()).await {
-            Ok(instance) => instance,
-            Err(failure) => return self.done(call, failure.message(name), false),
+        // prepare-arguments runs in an instance of its own, dropped at once:
+        // holding a pool slot from preparation to execution would let a batch
+        // larger than the pool wait on itself.
+        let prepared = match tool.sandbox.instantiate(signals.clone()).await {
+            Ok(mut instance) => {
+                instance
+                    .prepare_arguments(name, &call.arguments.to_string())
+                    .await
+            }
+            Err(failure) => Err(failure),
         };
-
         // §7.4: the prepared arguments are validated and executed; the stored
         // call (events, messages) keeps what the model sent.
-        let raw = call.arguments.to_string();
-        let prepared = match instance.prepare_arguments(name, &raw).await {
+        let prepared = match prepared {
             Err(failure) => return self.done(call, failure.message(name), false),
             Ok(Err(thrown)) => return self.done(call, thrown, false),
             Ok(Ok(None)) => call.arguments.clone(),
@@ -182,7 +186,6 @@ impl BatchContext {
             call: call.clone(),
             tool,
             args: ctx.args,
-            instance,
             signals,
         }))
     }
@@ -193,12 +196,15 @@ impl BatchContext {
             call,
             tool,
             args,
-            mut instance,
             signals,
         } = ready;
         if self.cancel.is_cancelled() {
             return self.fail(&call, OPERATION_ABORTED, false);
         }
+        let mut instance = match tool.sandbox.instantiate(signals.clone()).await {
+            Ok(instance) => instance,
+            Err(failure) => return self.fail(&call, failure.message(&call.name), false),
+        };
         let sink = self.sink.clone();
         let (id, name, raw_args) = (call.id.clone(), call.name.clone(), call.arguments.clone());
         signals.on_progress(move |partial: PartialResult| {
