@@ -214,3 +214,39 @@ fn loading_twice_reports_the_collision() {
         d[0].message
     );
 }
+
+#[test]
+fn the_built_ins_run_unchanged_on_an_in_memory_filesystem() {
+    use toolhost::ops::fs::{MemoryFs, MemoryNode};
+    // The workspace directory must exist on disk; the tools never touch it.
+    let ws = Workspace::new();
+    let root = ws.str().to_string();
+    let memory = MemoryFs::new(&[root.as_str()]);
+    memory.write_file(&format!("{root}/notes/today.txt"), "one\ntwo\nthree");
+    memory.write_file(&format!("{root}/B.md"), "");
+    memory.insert(
+        &format!("{root}/link"),
+        MemoryNode::Symlink(format!("{root}/notes")),
+    );
+    memory.insert(
+        &format!("{root}/escape"),
+        MemoryNode::Symlink("/etc".into()),
+    );
+    let host = block(
+        builder(&ws)
+            .fs_read_backend(std::sync::Arc::new(memory))
+            .build(),
+    )
+    .unwrap();
+    let r = call(
+        &host,
+        "read",
+        json!({"path": "link/today.txt", "offset": 2}),
+    );
+    assert_eq!((r.text().as_str(), r.is_error), ("two\nthree", false));
+    assert_eq!(call(&host, "ls", json!({})).text(), "B.md\nlink/\nnotes/");
+    let r = call(&host, "ls", json!({"path": "escape"}));
+    assert_eq!(r.text(), "Path is outside the workspace: escape");
+    // Nothing was written to the real directory.
+    assert_eq!(std::fs::read_dir(&ws.path).unwrap().count(), 0);
+}

@@ -45,7 +45,10 @@ impl Tool for Ls {
 
         let abs = resolve_to_cwd(raw, &ctx.cwd, ctx.home.as_deref());
         let meta = fs::stat(&abs).map_err(|e| match e.code {
-            ErrorCode::NotFound => ToolError::new(format!("Path not found: {abs}")),
+            // Pi asks `existsSync`, which is false for both.
+            ErrorCode::NotFound | ErrorCode::NotADirectory => {
+                ToolError::new(format!("Path not found: {abs}"))
+            }
             _ => ToolError::new(fs::error_text(&e, "stat", &abs, raw, ctx)),
         })?;
         if meta.kind != EntryKind::Directory {
