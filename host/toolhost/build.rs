@@ -7,8 +7,16 @@ use guest_build::GuestWorkspace;
 use std::path::PathBuf;
 use std::{env, fs};
 
-/// Built-in tools: (tool name, guest crate).
-const BUILTINS: &[(&str, &str)] = &[("read", "toolhost-tool-read"), ("ls", "toolhost-tool-ls")];
+/// Built-in components: (name, guest crate). `bash` also provides `powershell`.
+const BUILTINS: &[(&str, &str)] = &[
+    ("read", "toolhost-tool-read"),
+    ("ls", "toolhost-tool-ls"),
+    ("write", "toolhost-tool-write"),
+    ("edit", "toolhost-tool-edit"),
+    ("bash", "toolhost-tool-bash"),
+    ("grep", "toolhost-tool-grep"),
+    ("find", "toolhost-tool-find"),
+];
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());

@@ -6,9 +6,6 @@
 use crate::support::*;
 use serde_json::{Value, json};
 
-/// Tools whose cases must pass today; the others arrive with their issue.
-const TOOLS: &[&str] = &["read", "ls"];
-
 fn cases() -> Vec<Value> {
     let path = format!("{}/pi-cases-shared.json", toolhost_tests::FIXTURES);
     let all: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
@@ -55,44 +52,81 @@ fn check_text(id: &str, got: &str, want: &Value) {
     );
 }
 
-#[test]
-fn shared_cases_for_existing_tools_match_pi() {
-    let cases: Vec<Value> = cases()
-        .into_iter()
-        .filter(|c| TOOLS.contains(&c["tool"].as_str().unwrap()))
-        .collect();
-    assert_eq!(cases.len(), 14, "read and ls cases in the fixture");
+/// Run every shared case of `tool` (there must be `count` of them).
+#[track_caller]
+pub fn run_cases(tool: &str, count: usize) {
+    let cases: Vec<Value> = cases().into_iter().filter(|c| c["tool"] == tool).collect();
+    assert_eq!(cases.len(), count, "{tool} cases in the fixture");
     for case in cases {
-        let id = case["id"].as_str().unwrap();
-        let ws = Workspace::new();
-        for (name, file) in case["files"].as_object().unwrap() {
-            ws.write(name, file["utf8"].as_str().unwrap());
-        }
-        for link in case["symlinks"].as_array().unwrap() {
-            let target = link["target"].as_str().unwrap().replace("<CWD>", ws.str());
-            ws.symlink(link["link"].as_str().unwrap(), target);
-        }
-        let host = host(&ws);
-        let result = call(
-            &host,
-            case["tool"].as_str().unwrap(),
-            case["arguments"].clone(),
-        );
-        let mut expected = place(&case["pi"], ws.str());
-        deviation(id, &mut expected);
-
-        assert_eq!(
-            result.is_error,
-            expected["isError"].as_bool().unwrap(),
-            "{id}: isError"
-        );
-        let want_content = expected["content"].as_array().unwrap();
-        assert_eq!(result.content.len(), want_content.len(), "{id}: blocks");
-        check_text(id, &result.text(), &want_content[0]);
-        assert_eq!(
-            result.details,
-            expected.get("details").cloned(),
-            "{id}: details"
-        );
+        run_case(&case);
     }
+}
+
+fn run_case(case: &Value) {
+    let id = case["id"].as_str().unwrap();
+    let ws = Workspace::new();
+    for (name, file) in case["files"].as_object().unwrap() {
+        ws.write(name, file["utf8"].as_str().unwrap());
+    }
+    for link in case["symlinks"].as_array().unwrap() {
+        let target = link["target"].as_str().unwrap().replace("<CWD>", ws.str());
+        ws.symlink(link["link"].as_str().unwrap(), target);
+    }
+    let args = case["arguments"].to_string();
+    let tool = case["tool"].as_str().unwrap();
+    let out = toolhost(&ws, &["call", tool, &args, "--json"], None);
+    let result: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{id}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let mut expected = place(&case["pi"], ws.str());
+    deviation(id, &mut expected);
+
+    let is_error = expected["isError"].as_bool().unwrap();
+    assert_eq!(result["isError"], is_error, "{id}: isError");
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(is_error)),
+        "{id}: exit code"
+    );
+    let (got, want) = (
+        result["content"].as_array().unwrap(),
+        expected["content"].as_array().unwrap(),
+    );
+    assert_eq!(got.len(), want.len(), "{id}: blocks");
+    check_text(id, got[0]["text"].as_str().unwrap(), &want[0]);
+    assert_eq!(
+        result.get("details"),
+        expected.get("details"),
+        "{id}: details"
+    );
+    if let Some(after) = expected.get("fileAfter") {
+        check_file_after(id, &ws, case, after);
+    }
+}
+
+/// Pi recorded the file's contents after the call (write and edit cases),
+/// either as the text itself or as a JSON string literal.
+fn check_file_after(id: &str, ws: &Workspace, case: &Value, after: &Value) {
+    let path = case["arguments"]["path"]
+        .as_str()
+        .unwrap()
+        .replace("<CWD>", ws.str());
+    let bytes = std::fs::read(ws.path.join(&path)).unwrap_or_default();
+    let got = String::from_utf8_lossy(&bytes);
+    let recorded = after.as_str().unwrap();
+    let want: String = if recorded.starts_with('"') {
+        serde_json::from_str(recorded).unwrap()
+    } else {
+        recorded.to_string()
+    };
+    assert_eq!(got, want, "{id}: file afterwards");
+}
+
+#[test]
+fn read_cases_match_pi() {
+    run_cases("read", 11);
+}
+
+#[test]
+fn ls_cases_match_pi() {
+    run_cases("ls", 3);
 }

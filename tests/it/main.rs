@@ -2,9 +2,13 @@
 //! Each test has its own temporary workspace; the engine and its compile
 //! cache are shared by the whole process.
 
+mod bash;
 mod cases;
 mod cli;
+mod edit;
 mod pipeline;
 mod sandbox;
+mod search;
 mod support;
 mod validation;
+mod write;

@@ -232,12 +232,7 @@ fn the_built_ins_run_unchanged_on_an_in_memory_filesystem() {
         &format!("{root}/escape"),
         MemoryNode::Symlink("/etc".into()),
     );
-    let host = block(
-        builder(&ws)
-            .fs_read_backend(std::sync::Arc::new(memory))
-            .build(),
-    )
-    .unwrap();
+    let host = block(builder(&ws).fs_backend(std::sync::Arc::new(memory)).build()).unwrap();
     let r = call(
         &host,
         "read",

@@ -5,10 +5,12 @@
 //! Paths given here are absolute (see [`crate::path::resolve_to_cwd`]). The
 //! host refuses anything outside the granted roots, whatever the path says.
 
-use crate::bindings::toolhost::tool::fs_read;
 pub use crate::bindings::toolhost::tool::fs_types::{
     DirEntry, EntryKind, ErrorCode, FsError, Metadata,
 };
+/// A held per-file mutation lock (see [`lock`]); dropping it releases the file.
+pub use crate::bindings::toolhost::tool::fs_write::MutationLock;
+use crate::bindings::toolhost::tool::{fs_read, fs_write};
 use crate::tool::{Context, OPERATION_ABORTED};
 
 /// Largest chunk the host returns per read.
@@ -27,6 +29,30 @@ pub fn read_chunk(path: &str, offset: u64, max_bytes: u64) -> Result<Vec<u8>, Fs
 /// The entries of the directory `path`, in no particular order.
 pub fn list_dir(path: &str) -> Result<Vec<DirEntry>, FsError> {
     fs_read::list_dir(path)
+}
+
+/// Replace the file at `path` atomically (temporary file + rename), keeping an
+/// existing file's permissions. The parent directory must exist. Needs the
+/// `fs-write` grant.
+pub fn write_file(path: &str, contents: &[u8]) -> Result<(), FsError> {
+    fs_write::write_file(path, contents)
+}
+
+/// Append to the file at `path`, creating it if missing.
+pub fn append_file(path: &str, contents: &[u8]) -> Result<(), FsError> {
+    fs_write::append_file(path, contents)
+}
+
+/// `mkdir -p`.
+pub fn create_dir_all(path: &str) -> Result<(), FsError> {
+    fs_write::create_dir_all(path)
+}
+
+/// Wait for and take the mutation lock of `path` (Pi's `withFileMutationQueue`):
+/// hold it across a read-modify-write so parallel calls on the same file
+/// (through any alias) do not lose each other's changes.
+pub fn lock(path: &str) -> Result<MutationLock, FsError> {
+    fs_write::lock(path)
 }
 
 /// Call `f` with consecutive chunks of the file until it ends or `f` returns

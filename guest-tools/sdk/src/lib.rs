@@ -27,14 +27,16 @@
 //! ([`truncate`]), path resolution ([`path`]), filesystem access with Node-style
 //! error texts ([`fs`]) and JavaScript number formatting ([`js`]).
 //!
-//! A component's imports are its capability request: calling [`fs`] functions
-//! makes the component import `toolhost:tool/fs-read`, which the host links only
-//! when the policy grants it. A tool that never touches the filesystem does not
-//! import it.
+//! A component's imports are its capability request: calling [`fs`] reading
+//! functions makes the component import `toolhost:tool/fs-read`, writing ones
+//! `fs-write`, [`process`] `process` and [`search`] `search`; the host links
+//! each only when the policy grants it. A tool imports only what it calls.
 
 pub mod fs;
 pub mod js;
 pub mod path;
+pub mod process;
+pub mod search;
 pub mod truncate;
 
 mod tool;

@@ -1,16 +1,31 @@
 //! Host-side bindings of the `toolhost:tool` WIT package.
 //!
-//! Imports are synchronous: they are short, bounded operations (a stat, a
-//! capped read) or channel sends. Exports are called asynchronously so that
-//! epoch interruption can yield to the scheduler and a call can be dropped.
+//! Imports are synchronous where they are short, bounded operations (a stat,
+//! a capped read, a channel send) and asynchronous where they wait: for a
+//! file's mutation lock, a child's output, or a search running on the
+//! blocking pool. Exports are called asynchronously so that epoch
+//! interruption can yield to the scheduler and a call can be dropped.
 
 wasmtime::component::bindgen!({
     path: "../../wit",
     world: "tool-component",
+    imports: {
+        "toolhost:tool/fs-write.lock": async | trappable,
+        "toolhost:tool/process.[method]child.next": async | trappable,
+        "toolhost:tool/search.grep": async | trappable,
+        "toolhost:tool/search.glob": async | trappable,
+        default: trappable,
+    },
     exports: { default: async },
+    with: {
+        "toolhost:tool/fs-write.mutation-lock": crate::ops::fs::MutationLock,
+        "toolhost:tool/process.child": crate::ops::process::Child,
+    },
 });
 
-pub(crate) use self::toolhost::tool::{cancellation, fs_read, fs_types, progress, types};
+pub(crate) use self::toolhost::tool::{
+    cancellation, fs_read, fs_types, fs_write, process, progress, search, types,
+};
 
 /// The WIT package version this host implements.
 pub const WIT_PACKAGE: &str = "toolhost:tool@0.1.0";

@@ -1,4 +1,11 @@
-//! The built-in tools, embedded in the binary by the build script.
+//! The built-in tools, embedded in the binary by the build script, and what
+//! each is granted: exactly the Operations it needs, as Pi's per-tool
+//! Operations (read-only tools read the workspace; write and edit also write
+//! it; bash runs programs; grep and find search).
+
+use crate::ops::fs::{FsRead, FsWrite};
+use crate::sandbox::Capabilities;
+use std::sync::Arc;
 
 /// One embedded built-in component.
 pub(crate) struct BuiltinComponent {
@@ -12,3 +19,25 @@ include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
 
 /// Pi's default active tools (spec §3.1).
 pub const DEFAULT_ACTIVE_TOOLS: &[&str] = &["read", "bash", "edit", "write"];
+
+/// The grants of the built-in component `name`.
+pub(crate) fn capabilities(
+    name: &str,
+    fs_read: &Arc<dyn FsRead>,
+    fs_write: &Arc<dyn FsWrite>,
+) -> Capabilities {
+    let read = Some(fs_read.clone());
+    match name {
+        "read" | "ls" => Capabilities {
+            fs_read: read,
+            ..Default::default()
+        },
+        "write" | "edit" => Capabilities {
+            fs_read: read,
+            fs_write: Some(fs_write.clone()),
+            ..Default::default()
+        },
+        // bash: process, grep/find: search (granted when their backends land).
+        _ => Capabilities::default(),
+    }
+}

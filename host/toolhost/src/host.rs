@@ -8,7 +8,7 @@ use crate::events::EventSink;
 use crate::hooks::ToolHooks;
 use crate::loader::{self, ComponentSpec};
 use crate::message::AssistantMessage;
-use crate::ops::fs::{FsRead, LocalFs};
+use crate::ops::fs::{FsRead, FsWrite, LocalFs};
 use crate::pipeline::BatchContext;
 use crate::registry::{Diagnostic, RegisteredTool, Registry, ToolDefinition, ToolInfo, ToolSource};
 use crate::sandbox::{Capabilities, Limits};
@@ -38,7 +38,7 @@ pub struct HostBuilder {
     session_id: Option<String>,
     cancel_grace: Duration,
     sequential: bool,
-    fs_read: Option<Arc<dyn FsRead>>,
+    fs: Option<(Arc<dyn FsRead>, Arc<dyn FsWrite>)>,
 }
 
 impl Default for HostBuilder {
@@ -55,7 +55,7 @@ impl Default for HostBuilder {
             session_id: None,
             cancel_grace: Duration::from_secs(1),
             sequential: false,
-            fs_read: None,
+            fs: None,
         }
     }
 }
@@ -126,9 +126,10 @@ impl HostBuilder {
         self
     }
 
-    /// Serve the built-ins' file reads from this backend instead of the disk.
-    pub fn fs_read_backend(mut self, backend: Arc<dyn FsRead>) -> Self {
-        self.fs_read = Some(backend);
+    /// Serve the built-ins' file access from this backend instead of the disk
+    /// (for example [`crate::ops::fs::MemoryFs`]).
+    pub fn fs_backend<B: FsRead + FsWrite + 'static>(mut self, backend: Arc<B>) -> Self {
+        self.fs = Some((backend.clone(), backend));
         self
     }
 
@@ -152,12 +153,15 @@ impl HostBuilder {
             Some(rt) => rt,
             None => Runtime::shared()?,
         };
-        let fs_read: Arc<dyn FsRead> = match self.fs_read {
+        let (fs_read, fs_write): (Arc<dyn FsRead>, Arc<dyn FsWrite>) = match self.fs {
             Some(fs) => fs,
-            None => Arc::new(
-                LocalFs::new(std::slice::from_ref(&workspace))
-                    .map_err(|e| workspace_error(format!("cannot open it: {e}")))?,
-            ),
+            None => {
+                let local = Arc::new(
+                    LocalFs::new(std::slice::from_ref(&workspace))
+                        .map_err(|e| workspace_error(format!("cannot open it: {e}")))?,
+                );
+                (local.clone(), local)
+            }
         };
 
         let mut registry = Registry::default();
@@ -170,9 +174,7 @@ impl HostBuilder {
                     hash: component.hash.to_string(),
                     origin: format!("built-in {}", component.name),
                     source: ToolSource::Builtin,
-                    caps: Capabilities {
-                        fs_read: Some(fs_read.clone()),
-                    },
+                    caps: builtin::capabilities(component.name, &fs_read, &fs_write),
                     limits: self.builtin_limits,
                 },
             )

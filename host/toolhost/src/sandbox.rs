@@ -20,12 +20,15 @@
 //!   after cancellation is dropped, which unwinds the guest.
 
 use crate::bindings::{
-    ToolComponent, ToolComponentPre, WIT_PACKAGE, cancellation, fs_read, fs_types, progress, types,
+    ToolComponent, ToolComponentPre, WIT_PACKAGE, cancellation, fs_read, fs_types, fs_write,
+    process, progress, search, types,
 };
 use crate::engine::Runtime;
 use crate::error::Error;
 use crate::message::{ContentBlock, PartialResult, ToolResult};
-use crate::ops::fs::FsRead;
+use crate::ops::fs::{FsRead, FsWrite};
+use crate::ops::process::ProcessPolicy;
+use crate::ops::search::Search;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -64,6 +67,9 @@ impl Default for Limits {
 #[derive(Clone, Debug, Default)]
 pub struct Capabilities {
     pub fs_read: Option<Arc<dyn FsRead>>,
+    pub fs_write: Option<Arc<dyn FsWrite>>,
+    pub process: Option<Arc<ProcessPolicy>>,
+    pub search: Option<Arc<dyn Search>>,
 }
 
 /// How a call ends when the sandbox, not the tool, ends it.
@@ -176,12 +182,13 @@ impl CallSignals {
 }
 
 /// The per-call store state: WASI, limits, signals and granted backends.
+/// Each Operations interface is implemented on it in its `ops` module.
 pub(crate) struct CallState {
     wasi: WasiCtx,
-    table: ResourceTable,
+    pub(crate) table: ResourceTable,
     limiter: MemoryLimiter,
-    signals: Arc<CallSignals>,
-    fs_read: Option<Arc<dyn FsRead>>,
+    pub(crate) signals: Arc<CallSignals>,
+    pub(crate) caps: Capabilities,
 }
 
 impl WasiView for CallState {
@@ -226,61 +233,26 @@ impl types::Host for CallState {}
 impl fs_types::Host for CallState {}
 
 impl progress::Host for CallState {
-    fn update(&mut self, partial: types::PartialResult) {
+    fn update(&mut self, partial: types::PartialResult) -> wasmtime::Result<()> {
         let Ok(details) = partial
             .details
             .as_deref()
             .map(serde_json::from_str)
             .transpose()
         else {
-            return; // Unparseable details: not a valid update.
+            return Ok(()); // Unparseable details: not a valid update.
         };
         self.signals.forward(PartialResult {
             content: partial.content.into_iter().map(content_from_wit).collect(),
             details,
         });
+        Ok(())
     }
 }
 
 impl cancellation::Host for CallState {
-    fn is_cancelled(&mut self) -> bool {
-        self.signals.cancel.is_cancelled()
-    }
-}
-
-impl CallState {
-    fn fs_read(&self) -> Result<&Arc<dyn FsRead>, fs_types::FsError> {
-        if self.signals.cancel.is_cancelled() {
-            return Err(fs_types::FsError {
-                code: fs_types::ErrorCode::Cancelled,
-                message: "the call was cancelled".into(),
-            });
-        }
-        // Unreachable when the import is linked only with the grant; kept as
-        // a second line of defence.
-        self.fs_read.as_ref().ok_or_else(|| fs_types::FsError {
-            code: fs_types::ErrorCode::PermissionDenied,
-            message: "fs-read is not granted".into(),
-        })
-    }
-}
-
-impl fs_read::Host for CallState {
-    fn stat(&mut self, path: String) -> Result<fs_types::Metadata, fs_types::FsError> {
-        self.fs_read()?.stat(&path)
-    }
-
-    fn read_file(
-        &mut self,
-        path: String,
-        offset: u64,
-        max_bytes: u64,
-    ) -> Result<Vec<u8>, fs_types::FsError> {
-        self.fs_read()?.read(&path, offset, max_bytes)
-    }
-
-    fn list_dir(&mut self, path: String) -> Result<Vec<fs_types::DirEntry>, fs_types::FsError> {
-        self.fs_read()?.list_dir(&path)
+    fn is_cancelled(&mut self) -> wasmtime::Result<bool> {
+        Ok(self.signals.cancel.is_cancelled())
     }
 }
 
@@ -328,18 +300,21 @@ pub(crate) fn check_imports(
         if ALWAYS_LINKED.contains(&interface) {
             continue;
         }
-        match interface {
-            "fs-read" if caps.fs_read.is_some() => {}
-            "fs-read" => {
-                return Err(refuse(format!(
-                    "imports {name} (read files), which is not granted to it"
-                )));
-            }
+        let (granted, what) = match interface {
+            "fs-read" => (caps.fs_read.is_some(), "read files"),
+            "fs-write" => (caps.fs_write.is_some(), "write files"),
+            "process" => (caps.process.is_some(), "run programs"),
+            "search" => (caps.search.is_some(), "search files"),
             _ => {
                 return Err(refuse(format!(
                     "imports {name}, which this host does not provide"
                 )));
             }
+        };
+        if !granted {
+            return Err(refuse(format!(
+                "imports {name} ({what}), which is not granted to it"
+            )));
         }
     }
     Ok(())
@@ -375,6 +350,15 @@ impl Sandbox {
             cancellation::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
             if caps.fs_read.is_some() {
                 fs_read::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
+            }
+            if caps.fs_write.is_some() {
+                fs_write::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
+            }
+            if caps.process.is_some() {
+                process::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
+            }
+            if caps.search.is_some() {
+                search::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
             }
             Ok(())
         })();
@@ -429,7 +413,7 @@ impl Sandbox {
                 max_bytes: self.limits.memory_bytes,
             },
             signals: signals.clone(),
-            fs_read: self.caps.fs_read.clone(),
+            caps: self.caps.clone(),
         };
         let mut store = Store::new(self.runtime.engine(), state);
         store.limiter(|s| &mut s.limiter);

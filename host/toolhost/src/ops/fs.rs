@@ -1,5 +1,6 @@
-//! The `fs-read` Operations: a trait, a local backend confined to granted
-//! roots, and an in-memory backend for tests.
+//! The `fs-read` and `fs-write` Operations: traits, a local backend confined
+//! to granted roots, an in-memory backend for tests, and the per-file
+//! mutation locks.
 //!
 //! # What the local backend defends against
 //!
@@ -17,13 +18,17 @@
 //!   `RESOLVE_BENEATH` refuses) is resolved step by step here, then opened
 //!   again through the handle, so the kernel still has the last word.
 //! * Opens are non-blocking, so a FIFO in the workspace cannot hang a call.
+//! * Writes resolve symlinks first (a write through a link changes its
+//!   target, as Node's does), then create a temporary file in the target's
+//!   directory handle and rename it over the target: readers never see a
+//!   half-written file, and nothing is created outside the roots.
 
 use crate::bindings::fs_types::{DirEntry, EntryKind, ErrorCode, FsError, Metadata};
-use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
-use std::collections::{BTreeMap, VecDeque};
-use std::io::{self, Read, Seek, SeekFrom};
+use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt, PermissionsExt};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Component, Path, PathBuf};
-use std::sync::RwLock;
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 /// Largest chunk returned by one read (guests loop for more).
 pub const MAX_READ_CHUNK: u64 = 4 * 1024 * 1024;
@@ -41,6 +46,57 @@ pub trait FsRead: Send + Sync + std::fmt::Debug {
     fn list_dir(&self, path: &str) -> Result<Vec<DirEntry>, FsError>;
     /// The granted roots, as absolute paths.
     fn roots(&self) -> Vec<String>;
+}
+
+/// Write access to a set of roots (Pi's write/edit operations). Paths are absolute.
+pub trait FsWrite: Send + Sync + std::fmt::Debug {
+    /// Replace the file atomically, keeping an existing file's permissions.
+    fn write_file(&self, path: &str, contents: &[u8]) -> Result<(), FsError>;
+    /// Append to the file, creating it if missing.
+    fn append_file(&self, path: &str, contents: &[u8]) -> Result<(), FsError>;
+    /// `mkdir -p`.
+    fn create_dir_all(&self, path: &str) -> Result<(), FsError>;
+    /// The identity of the file for mutation locks: its real path, or its
+    /// resolved path when it does not exist yet (Pi's queue key).
+    fn lock_key(&self, path: &str) -> Result<String, FsError>;
+    /// The granted roots, as absolute paths.
+    fn roots(&self) -> Vec<String>;
+}
+
+/// A held per-file mutation lock; dropping it lets the next waiter in.
+pub struct MutationLock {
+    _guard: tokio::sync::OwnedMutexGuard<()>,
+}
+
+/// The process-wide table of per-file locks. Each key's mutex is FIFO, so
+/// waiters are served in request order; entries vanish with their last user.
+fn lock_table() -> &'static Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>> {
+    static TABLE: std::sync::OnceLock<Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>> =
+        std::sync::OnceLock::new();
+    TABLE.get_or_init(Default::default)
+}
+
+/// Wait for the lock of `key`, giving up with `cancelled` if `cancel` fires.
+pub(crate) async fn lock_file(
+    key: String,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<MutationLock, FsError> {
+    let mutex = {
+        let mut table = lock_table().lock().expect("lock table");
+        table.retain(|_, m| m.strong_count() > 0);
+        match table.get(&key).and_then(Weak::upgrade) {
+            Some(m) => m,
+            None => {
+                let m = Arc::new(tokio::sync::Mutex::new(()));
+                table.insert(key, Arc::downgrade(&m));
+                m
+            }
+        }
+    };
+    tokio::select! {
+        guard = mutex.lock_owned() => Ok(MutationLock { _guard: guard }),
+        _ = cancel.cancelled() => Err(fs_error(ErrorCode::Cancelled, "the call was cancelled")),
+    }
 }
 
 pub(crate) fn fs_error(code: ErrorCode, message: impl Into<String>) -> FsError {
@@ -157,6 +213,47 @@ impl LocalFs {
             }
             other => other.map_err(|e| io_error(&e, path)),
         }
+    }
+
+    /// Where a write to `path` lands: symlinks followed as far as they
+    /// exist, every step inside a root.
+    fn locate_for_write(&self, path: &str) -> Result<Located<'_>, FsError> {
+        let abs = normalize(path).ok_or_else(|| {
+            fs_error(
+                ErrorCode::InvalidInput,
+                format!("{path} is not an absolute path"),
+            )
+        })?;
+        if self.locate_lexical(&abs).is_none() {
+            return Err(outside(path));
+        }
+        self.resolve_links(&abs, path)
+    }
+
+    /// The directory handle holding `located` and the entry's name in it.
+    fn parent_of(&self, located: &Located<'_>, path: &str) -> Result<(Dir, String), FsError> {
+        let name = located
+            .rel
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .ok_or_else(|| {
+                fs_error(
+                    ErrorCode::IsADirectory,
+                    format!("{path}: is a granted root directory"),
+                )
+            })?;
+        let parent = located.rel.parent().unwrap_or(Path::new(""));
+        let parent = if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        };
+        let dir = located
+            .root
+            .dir
+            .open_dir(parent)
+            .map_err(|e| io_error(&e, path))?;
+        Ok((dir, name))
     }
 
     /// Follow symlinks one component at a time, keeping every step inside a
@@ -346,6 +443,85 @@ impl FsRead for LocalFs {
     }
 }
 
+/// A name for a temporary file beside `name`, unique enough for concurrent writers.
+fn temp_name(name: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!(".{name}.toolhost-{}-{n}.tmp", std::process::id())
+}
+
+impl FsWrite for LocalFs {
+    fn write_file(&self, path: &str, contents: &[u8]) -> Result<(), FsError> {
+        let located = self.locate_for_write(path)?;
+        let (dir, name) = self.parent_of(&located, path)?;
+        let existing = match dir.metadata(&name) {
+            Ok(m) if m.is_dir() => {
+                return Err(fs_error(
+                    ErrorCode::IsADirectory,
+                    format!("{path}: is a directory"),
+                ));
+            }
+            Ok(m) => Some(m.permissions()),
+            Err(_) => None,
+        };
+        let tmp = temp_name(&name);
+        let written = (|| -> io::Result<()> {
+            let mut options = OpenOptions::new();
+            options.write(true).create_new(true);
+            let mut file = dir.open_with(&tmp, &options)?;
+            file.write_all(contents)?;
+            if let Some(perms) = &existing {
+                file.set_permissions(cap_std::fs::Permissions::from_mode(perms.mode()))?;
+            }
+            file.sync_data()?;
+            dir.rename(&tmp, &dir, &name)
+        })();
+        if let Err(e) = written {
+            let _ = dir.remove_file(&tmp);
+            return Err(io_error(&e, path));
+        }
+        Ok(())
+    }
+
+    fn append_file(&self, path: &str, contents: &[u8]) -> Result<(), FsError> {
+        let located = self.locate_for_write(path)?;
+        let (dir, name) = self.parent_of(&located, path)?;
+        let mut options = OpenOptions::new();
+        options.append(true).create(true);
+        let mut file = dir
+            .open_with(&name, &options)
+            .map_err(|e| io_error(&e, path))?;
+        file.write_all(contents).map_err(|e| io_error(&e, path))
+    }
+
+    fn create_dir_all(&self, path: &str) -> Result<(), FsError> {
+        let located = self.locate_for_write(path)?;
+        if located.rel.as_os_str().is_empty() {
+            return Ok(()); // A root exists.
+        }
+        located
+            .root
+            .dir
+            .create_dir_all(&located.rel)
+            .map_err(|e| io_error(&e, path))
+    }
+
+    fn lock_key(&self, path: &str) -> Result<String, FsError> {
+        let located = self.locate_for_write(path)?;
+        Ok(located
+            .root
+            .path
+            .join(&located.rel)
+            .to_string_lossy()
+            .into_owned())
+    }
+
+    fn roots(&self) -> Vec<String> {
+        FsRead::roots(self)
+    }
+}
+
 /// One node of [`MemoryFs`].
 #[derive(Clone, Debug)]
 pub enum MemoryNode {
@@ -529,6 +705,90 @@ impl FsRead for MemoryFs {
     }
 }
 
+impl MemoryFs {
+    /// Where a write lands: the resolved path of an existing entry, or the
+    /// lexical path of a new one whose parent must be a directory.
+    fn write_target(&self, path: &str) -> Result<PathBuf, FsError> {
+        match self.resolve(path) {
+            Ok((target, MemoryNode::Dir)) => Err(fs_error(
+                ErrorCode::IsADirectory,
+                format!("{}: is a directory", target.display()),
+            )),
+            Ok((target, _)) => Ok(target),
+            Err(e) if e.code == ErrorCode::NotFound => {
+                let abs = normalize(path).expect("resolved paths are absolute");
+                let parent = abs.parent().unwrap_or(Path::new("/"));
+                match self.resolve(&parent.to_string_lossy()) {
+                    Ok((dir, MemoryNode::Dir)) => Ok(dir.join(abs.file_name().unwrap_or_default())),
+                    Ok(_) => Err(fs_error(ErrorCode::NotADirectory, path.to_string())),
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl FsWrite for MemoryFs {
+    fn write_file(&self, path: &str, contents: &[u8]) -> Result<(), FsError> {
+        let target = self.write_target(path)?;
+        self.nodes
+            .write()
+            .expect("memory fs lock")
+            .insert(target, MemoryNode::File(contents.to_vec()));
+        Ok(())
+    }
+
+    fn append_file(&self, path: &str, contents: &[u8]) -> Result<(), FsError> {
+        let target = self.write_target(path)?;
+        let mut nodes = self.nodes.write().expect("memory fs lock");
+        match nodes.entry(target).or_insert(MemoryNode::File(Vec::new())) {
+            MemoryNode::File(bytes) => bytes.extend_from_slice(contents),
+            _ => return Err(fs_error(ErrorCode::IsADirectory, path.to_string())),
+        }
+        Ok(())
+    }
+
+    fn create_dir_all(&self, path: &str) -> Result<(), FsError> {
+        let abs =
+            normalize(path).ok_or_else(|| fs_error(ErrorCode::InvalidInput, path.to_string()))?;
+        if !self.in_roots(&abs) {
+            return Err(outside(path));
+        }
+        let mut nodes = self.nodes.write().expect("memory fs lock");
+        for dir in abs.ancestors().collect::<Vec<_>>().into_iter().rev() {
+            match nodes.get(dir) {
+                Some(MemoryNode::Dir) => {}
+                Some(_) => {
+                    return Err(fs_error(
+                        ErrorCode::AlreadyExists,
+                        dir.display().to_string(),
+                    ));
+                }
+                None => {
+                    nodes.insert(dir.to_path_buf(), MemoryNode::Dir);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn lock_key(&self, path: &str) -> Result<String, FsError> {
+        match self.resolve(path) {
+            Ok((target, _)) => Ok(target.to_string_lossy().into_owned()),
+            Err(e) if e.code == ErrorCode::NotFound => Ok(normalize(path)
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn roots(&self) -> Vec<String> {
+        FsRead::roots(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -624,5 +884,209 @@ mod tests {
             .map(|e| e.name)
             .collect();
         assert_eq!(names, ["a.txt", "link", "out"]);
+    }
+}
+
+#[cfg(test)]
+mod write_tests {
+    use super::*;
+
+    #[test]
+    fn writes_are_atomic_keep_permissions_and_follow_links() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().canonicalize().unwrap();
+        let w = ws.to_str().unwrap();
+        let fs = LocalFs::new(std::slice::from_ref(&ws)).unwrap();
+        std::fs::write(ws.join("script.sh"), "old").unwrap();
+        std::fs::set_permissions(ws.join("script.sh"), std::fs::Permissions::from_mode(0o754))
+            .unwrap();
+        fs.write_file(&format!("{w}/script.sh"), b"new").unwrap();
+        assert_eq!(std::fs::read(ws.join("script.sh")).unwrap(), b"new");
+        let mode = std::fs::metadata(ws.join("script.sh"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o754);
+        // A write through a symlink changes the target, and the link stays.
+        std::os::unix::fs::symlink(ws.join("script.sh"), ws.join("alias")).unwrap();
+        fs.write_file(&format!("{w}/alias"), b"via alias").unwrap();
+        assert_eq!(std::fs::read(ws.join("script.sh")).unwrap(), b"via alias");
+        assert!(
+            std::fs::symlink_metadata(ws.join("alias"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(
+            fs.lock_key(&format!("{w}/alias")).unwrap(),
+            format!("{w}/script.sh")
+        );
+        // No temporary files are left behind.
+        let names: Vec<String> = std::fs::read_dir(&ws)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+    }
+
+    #[test]
+    fn writes_cannot_leave_the_roots() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        std::os::unix::fs::symlink(tmp.path(), ws.join("up")).unwrap();
+        let fs = LocalFs::new(std::slice::from_ref(&ws)).unwrap();
+        let w = ws.canonicalize().unwrap();
+        let w = w.to_str().unwrap();
+        for p in [
+            format!("{w}/../x"),
+            format!("{w}/up/x"),
+            "/tmp/x".to_string(),
+        ] {
+            assert_eq!(
+                fs.write_file(&p, b"x").unwrap_err().code,
+                ErrorCode::OutsideRoots,
+                "{p}"
+            );
+            assert_eq!(
+                fs.create_dir_all(&p).unwrap_err().code,
+                ErrorCode::OutsideRoots,
+                "{p}"
+            );
+        }
+        assert!(!tmp.path().join("x").exists());
+    }
+
+    #[test]
+    fn create_dir_all_reports_a_file_in_the_way() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().canonicalize().unwrap();
+        let w = ws.to_str().unwrap();
+        std::fs::write(ws.join("f.txt"), "x").unwrap();
+        let fs = LocalFs::new(std::slice::from_ref(&ws)).unwrap();
+        fs.create_dir_all(&format!("{w}/a/b/c")).unwrap();
+        assert!(ws.join("a/b/c").is_dir());
+        let err = fs.create_dir_all(&format!("{w}/f.txt")).unwrap_err();
+        assert_eq!(err.code, ErrorCode::AlreadyExists, "{}", err.message);
+    }
+
+    #[tokio::test]
+    async fn locks_serialise_one_file_and_not_others() {
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let a = lock_file("/k/a".into(), &cancel).await.unwrap();
+        let _b = lock_file("/k/b".into(), &cancel).await.unwrap();
+        let waiting = tokio::spawn(async move {
+            let cancel = tokio_util::sync::CancellationToken::new();
+            lock_file("/k/a".into(), &cancel).await.map(|_| ())
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished());
+        drop(a);
+        waiting.await.unwrap().unwrap();
+        let held = lock_file("/k/c".into(), &cancel).await.unwrap();
+        let cancelled = tokio_util::sync::CancellationToken::new();
+        cancelled.cancel();
+        let err = lock_file("/k/c".into(), &cancelled).await.err().unwrap();
+        assert_eq!(err.code, ErrorCode::Cancelled);
+        drop(held);
+    }
+}
+
+// The WIT glue: `fs-read` and `fs-write` on a call's state. Cancellation is
+// checked before every operation; a backend is present only when granted
+// (the interface is linked only then, so the check is a second line of
+// defence).
+
+use crate::bindings::{fs_read, fs_write};
+use crate::sandbox::CallState;
+use wasmtime::component::Resource;
+
+impl CallState {
+    fn granted<T: ?Sized>(&self, backend: &Option<Arc<T>>, what: &str) -> Result<Arc<T>, FsError> {
+        if self.signals.cancel.is_cancelled() {
+            return Err(fs_error(ErrorCode::Cancelled, "the call was cancelled"));
+        }
+        backend.clone().ok_or_else(|| {
+            fs_error(
+                ErrorCode::PermissionDenied,
+                format!("{what} is not granted"),
+            )
+        })
+    }
+
+    fn reader(&self) -> Result<Arc<dyn FsRead>, FsError> {
+        self.granted(&self.caps.fs_read, "fs-read")
+    }
+
+    fn writer(&self) -> Result<Arc<dyn FsWrite>, FsError> {
+        self.granted(&self.caps.fs_write, "fs-write")
+    }
+}
+
+impl fs_read::Host for CallState {
+    fn stat(&mut self, path: String) -> wasmtime::Result<Result<Metadata, FsError>> {
+        Ok(self.reader().and_then(|fs| fs.stat(&path)))
+    }
+
+    fn read_file(
+        &mut self,
+        path: String,
+        offset: u64,
+        max_bytes: u64,
+    ) -> wasmtime::Result<Result<Vec<u8>, FsError>> {
+        Ok(self
+            .reader()
+            .and_then(|fs| fs.read(&path, offset, max_bytes)))
+    }
+
+    fn list_dir(&mut self, path: String) -> wasmtime::Result<Result<Vec<DirEntry>, FsError>> {
+        Ok(self.reader().and_then(|fs| fs.list_dir(&path)))
+    }
+}
+
+impl fs_write::Host for CallState {
+    fn write_file(
+        &mut self,
+        path: String,
+        contents: Vec<u8>,
+    ) -> wasmtime::Result<Result<(), FsError>> {
+        Ok(self.writer().and_then(|fs| fs.write_file(&path, &contents)))
+    }
+
+    fn append_file(
+        &mut self,
+        path: String,
+        contents: Vec<u8>,
+    ) -> wasmtime::Result<Result<(), FsError>> {
+        Ok(self
+            .writer()
+            .and_then(|fs| fs.append_file(&path, &contents)))
+    }
+
+    fn create_dir_all(&mut self, path: String) -> wasmtime::Result<Result<(), FsError>> {
+        Ok(self.writer().and_then(|fs| fs.create_dir_all(&path)))
+    }
+
+    async fn lock(
+        &mut self,
+        path: String,
+    ) -> wasmtime::Result<Result<Resource<MutationLock>, FsError>> {
+        let key = match self.writer().and_then(|fs| fs.lock_key(&path)) {
+            Ok(key) => key,
+            Err(e) => return Ok(Err(e)),
+        };
+        let cancel = self.signals.cancel.clone();
+        match lock_file(key, &cancel).await {
+            Ok(lock) => Ok(Ok(self.table.push(lock)?)),
+            Err(e) => Ok(Err(e)),
+        }
+    }
+}
+
+impl fs_write::HostMutationLock for CallState {
+    fn drop(&mut self, lock: Resource<MutationLock>) -> wasmtime::Result<()> {
+        self.table.delete(lock)?;
+        Ok(())
     }
 }

@@ -1,0 +1,23 @@
+//! The built-in `write` tool (placeholder until its implementation lands).
+
+use toolhost_sdk::serde_json::Value;
+use toolhost_sdk::{Context, Definition, Tool, ToolError, ToolOutput};
+
+struct Placeholder;
+
+impl Tool for Placeholder {
+    fn definition(&self) -> Definition {
+        Definition::new(
+            "write",
+            "write",
+            "Not available yet.",
+            r#"{"type":"object"}"#,
+        )
+    }
+
+    fn execute(&self, _ctx: &Context, _args: Value) -> Result<ToolOutput, ToolError> {
+        Err(ToolError::new("The write tool is not available yet."))
+    }
+}
+
+toolhost_sdk::export_tools!(Placeholder);
