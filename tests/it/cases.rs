@@ -72,7 +72,7 @@ fn run_case(case: &Value) {
         let target = link["target"].as_str().unwrap().replace("<CWD>", ws.str());
         ws.symlink(link["link"].as_str().unwrap(), target);
     }
-    let args = case["arguments"].to_string();
+    let args = place(&case["arguments"], ws.str()).to_string();
     let tool = case["tool"].as_str().unwrap();
     let out = toolhost(&ws, &["call", tool, &args, "--json"], None);
     let result: Value = serde_json::from_slice(&out.stdout)

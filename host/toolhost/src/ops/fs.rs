@@ -287,9 +287,10 @@ impl LocalFs {
             };
             let meta = match at.root.dir.symlink_metadata(at.rel()) {
                 Ok(meta) => meta,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    // Nothing to follow past a missing component; the
-                    // operation itself reports it.
+                Err(e) if is_missing(&e) => {
+                    // Nothing to follow past a missing component (or past a
+                    // file used as a directory); the operation itself
+                    // reports it.
                     current = candidate;
                     current.extend(queue.drain(..));
                     break;
@@ -327,6 +328,12 @@ impl LocalFs {
         }
         self.locate_lexical(&current).ok_or_else(|| outside(shown))
     }
+}
+
+/// ENOENT or ENOTDIR: the path does not name anything (yet).
+fn is_missing(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotFound
+        || rustix::io::Errno::from_io_error(e) == Some(rustix::io::Errno::NOTDIR)
 }
 
 /// cap-std's refusal of a path that leaves the directory handle.
