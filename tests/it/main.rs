@@ -7,6 +7,7 @@ mod cases;
 mod cli;
 mod edit;
 mod pipeline;
+mod read;
 mod sandbox;
 mod search;
 mod support;

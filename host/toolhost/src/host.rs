@@ -50,7 +50,12 @@ impl Default for HostBuilder {
             all_active: false,
             hooks: Vec::new(),
             runtime: None,
-            builtin_limits: Limits::default(),
+            // Built-ins decode large images and hold large files: they get
+            // the pool's whole memory size.
+            builtin_limits: Limits {
+                memory_bytes: 1 << 30,
+                ..Limits::default()
+            },
             extension_limits: Limits::default(),
             session_id: None,
             cancel_grace: Duration::from_secs(1),
