@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use std::{env, fs};
 
 /// (constant name, guest crate).
-const GUESTS: &[(&str, &str)] = &[("TESTKIT", "testkit"), ("FSPROBE", "fsprobe")];
+const GUESTS: &[(&str, &str)] = &[
+    ("TESTKIT", "testkit"),
+    ("FSPROBE", "fsprobe"),
+    ("TOOLSET", "toolset"),
+];
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());

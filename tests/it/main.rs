@@ -6,6 +6,7 @@ mod bash;
 mod cases;
 mod cli;
 mod edit;
+mod extensions;
 mod pipeline;
 mod read;
 mod sandbox;

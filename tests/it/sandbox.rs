@@ -167,7 +167,8 @@ fn a_component_importing_an_ungranted_capability_is_refused_at_load() {
     assert_eq!(
         diagnostics,
         [format!(
-            "{}: imports toolhost:tool/fs-read@0.1.0 (read files), which is not granted to it",
+            "{}: imports toolhost:tool/fs-read@0.1.0 (read files), which is not granted to it; \
+             grant it in toolhost.toml: [extensions.fsprobe] fs-read = [\"<directory>\"]",
             toolhost_tests::FSPROBE
         )]
     );
@@ -203,15 +204,31 @@ fn a_broken_extension_file_is_reported_and_the_rest_loads() {
 }
 
 #[test]
-fn loading_twice_reports_the_collision() {
+fn name_collisions_are_reported_and_the_first_extension_wins() {
     let ws = Workspace::new();
-    let host = block(builder(&ws).extension(toolhost_tests::TESTKIT).build()).unwrap();
+    // The same component under another name: every tool name collides.
+    let copy = ws.write("copy.wasm", std::fs::read(toolhost_tests::TESTKIT).unwrap());
+    let host = block(builder(&ws).extension(&copy).build()).unwrap();
     let d = host.diagnostics();
     assert!(!d.is_empty());
-    assert!(
-        d[0].message.starts_with("tool echo is ignored:"),
-        "{}",
-        d[0].message
+    assert_eq!(d[0].path, copy.display().to_string());
+    assert_eq!(
+        d[0].message,
+        format!(
+            "tool echo is ignored: {} already provides it",
+            toolhost_tests::TESTKIT
+        )
+    );
+    let echo = host
+        .tools()
+        .into_iter()
+        .find(|t| t.definition.name == "echo")
+        .unwrap();
+    assert_eq!(
+        echo.source,
+        toolhost::ToolSource::Extension {
+            path: toolhost_tests::TESTKIT.into()
+        }
     );
 }
 

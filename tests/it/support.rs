@@ -13,16 +13,29 @@ use toolhost::{
 };
 
 /// A temporary workspace; its path is the real (canonical) path tools see.
+/// It comes with an empty user configuration home of its own, so the CLI
+/// never reads the developer's configuration.
 pub struct Workspace {
     _dir: TempDir,
     pub path: PathBuf,
+    config_home: TempDir,
 }
 
 impl Workspace {
     pub fn new() -> Workspace {
         let dir = tempfile::tempdir().expect("creating a temporary workspace");
         let path = dir.path().canonicalize().unwrap();
-        Workspace { _dir: dir, path }
+        let config_home = tempfile::tempdir().expect("creating a configuration home");
+        Workspace {
+            _dir: dir,
+            path,
+            config_home,
+        }
+    }
+
+    /// The user's toolhost configuration directory the CLI sees.
+    pub fn user_config(&self) -> PathBuf {
+        self.config_home.path().join("toolhost")
     }
 
     pub fn str(&self) -> &str {
@@ -47,6 +60,8 @@ impl Workspace {
 pub fn builder(ws: &Workspace) -> HostBuilder {
     Host::builder()
         .workspace(&ws.path)
+        // Never the developer's own configuration.
+        .user_config_dir(None)
         .extension(toolhost_tests::TESTKIT)
         .all_tools_active()
         .cancel_grace(Duration::from_millis(300))
@@ -71,6 +86,7 @@ pub fn limits(secs: u64, mib: usize) -> Limits {
     Limits {
         time: Duration::from_secs(secs),
         memory_bytes: mib << 20,
+        ..Limits::default()
     }
 }
 
@@ -160,8 +176,20 @@ pub fn toolhost_bin() -> PathBuf {
 }
 
 pub fn toolhost(ws: &Workspace, args: &[&str], stdin: Option<&str>) -> Output {
+    toolhost_with_env(ws, args, stdin, &[])
+}
+
+/// Run the CLI on `ws` with extra environment variables.
+pub fn toolhost_with_env(
+    ws: &Workspace,
+    args: &[&str],
+    stdin: Option<&str>,
+    env: &[(&str, &str)],
+) -> Output {
     let mut cmd = Command::new(toolhost_bin());
     cmd.arg("--workspace").arg(&ws.path).args(args);
+    cmd.env("XDG_CONFIG_HOME", ws.config_home.path());
+    cmd.envs(env.iter().copied());
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -37,6 +37,7 @@ pub mod js;
 pub mod path;
 pub mod process;
 pub mod search;
+pub mod tools;
 pub mod truncate;
 
 mod tool;

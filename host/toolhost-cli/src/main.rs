@@ -68,6 +68,29 @@ enum Command {
         #[arg(value_name = "FILE")]
         file: String,
     },
+    /// Extensions: what was discovered, granted and refused; what a component asks for.
+    Ext {
+        #[command(subcommand)]
+        command: ExtCommand,
+    },
+    /// Trust the workspace's toolhost.toml as it is now, so its grants apply.
+    Trust,
+}
+
+#[derive(Subcommand)]
+enum ExtCommand {
+    /// Every discovered extension: origin, grants, tools or why it was refused.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// A component's tools, schemas and requested capabilities (granting it nothing).
+    Inspect {
+        #[arg(value_name = "FILE.wasm")]
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -92,6 +115,14 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<ExitCode> {
+    // Commands that do not need the tools loaded.
+    match &cli.command {
+        Command::Ext {
+            command: ExtCommand::Inspect { file, json },
+        } => return inspect(file, *json).await,
+        Command::Trust => return trust(cli.workspace.as_deref()),
+        _ => {}
+    }
     let mut builder = Host::builder();
     if let Some(dir) = &cli.workspace {
         builder = builder.workspace(dir);
@@ -113,6 +144,99 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::List { json } => list(&host, json),
         Command::Call { name, args, json } => call(&host, name, &args, json).await,
         Command::Run { file } => run_batch(&host, &file).await,
+        Command::Ext {
+            command: ExtCommand::List { json },
+        } => ext_list(&host, json),
+        Command::Ext { .. } | Command::Trust => unreachable!("handled before loading"),
+    }
+}
+
+fn trust(workspace: Option<&std::path::Path>) -> Result<ExitCode> {
+    let workspace = workspace
+        .unwrap_or(std::path::Path::new("."))
+        .canonicalize()
+        .context("locating the workspace")?;
+    let config = toolhost::policy::default_user_config_dir()
+        .context("no user configuration directory (set HOME or XDG_CONFIG_HOME)")?;
+    let path = toolhost::policy::trust_workspace(&workspace, &config)?;
+    println!(
+        "trusted {} (its grants now apply; any change needs `toolhost trust` again)",
+        path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn inspect(file: &std::path::Path, json: bool) -> Result<ExitCode> {
+    let runtime = toolhost::Runtime::shared()?;
+    let inspection = toolhost::inspect(&runtime, file).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&inspection)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{}", inspection.path);
+    let caps = if inspection.capabilities.is_empty() {
+        "none".to_string()
+    } else {
+        inspection.capabilities.join(", ")
+    };
+    println!("  requests: {caps}");
+    for tool in &inspection.tools {
+        println!("\n{} ({})", tool.name, tool.label);
+        println!("{}", indent(&tool.description));
+        println!("  parameters: {}", serde_json::to_string(&tool.parameters)?);
+    }
+    for problem in &inspection.problems {
+        println!("\nproblem: {problem}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn ext_list(host: &Host, json: bool) -> Result<ExitCode> {
+    let reports = host.extensions();
+    if json {
+        println!("{}", serde_json::to_string_pretty(reports)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if reports.is_empty() {
+        println!("no extensions found (looked in .toolhost/extensions/ and the user's config)");
+    }
+    for r in reports {
+        println!("{} ({:?}) {}", r.name, r.origin, r.component.display());
+        let granted = serde_json::to_value(&r.granted)?;
+        println!("  granted: {}", summary(&granted));
+        if let Some(requested) = &r.requested {
+            println!(
+                "  requested: {}",
+                summary(&serde_json::to_value(requested)?)
+            );
+        }
+        match &r.refused {
+            Some(reason) => println!("  refused: {reason}"),
+            None => println!("  tools: {}", r.tools.join(", ")),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The non-empty fields of a grant, `key=value` each, or `nothing`.
+fn summary(grant: &Value) -> String {
+    let parts: Vec<String> = grant
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .filter(|(_, v)| match v {
+                    Value::Null | Value::Bool(false) => false,
+                    Value::Array(a) => !a.is_empty(),
+                    _ => true,
+                })
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect()
+        })
+        .unwrap_or_default();
+    if parts.is_empty() {
+        "nothing".into()
+    } else {
+        parts.join(" ")
     }
 }
 

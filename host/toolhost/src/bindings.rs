@@ -24,7 +24,7 @@ wasmtime::component::bindgen!({
 });
 
 pub(crate) use self::toolhost::tool::{
-    cancellation, fs_read, fs_types, fs_write, process, progress, search, types,
+    cancellation, fs_read, fs_types, fs_write, process, progress, search, tools, types,
 };
 
 /// The WIT package version this host implements.

@@ -12,6 +12,9 @@ pub enum Error {
     /// A component could not be loaded; `path` names the file (or built-in).
     #[error("{path}: {reason}")]
     Load { path: String, reason: String },
+    /// A policy file is malformed or unreadable.
+    #[error("{path}: {reason}")]
+    Policy { path: String, reason: String },
     /// The runtime could not be set up.
     #[error("{0}")]
     Runtime(String),

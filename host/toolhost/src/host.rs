@@ -2,16 +2,20 @@
 
 use crate::bindings::types;
 use crate::builtin::{self, DEFAULT_ACTIVE_TOOLS};
+use crate::discovery;
 use crate::engine::Runtime;
 use crate::error::Error;
 use crate::events::EventSink;
+use crate::extensions::{self, ExtensionReport};
 use crate::hooks::ToolHooks;
 use crate::loader::{self, ComponentSpec};
 use crate::message::AssistantMessage;
 use crate::ops::fs::{FsRead, FsWrite, LocalFs};
+use crate::ops::tools::ToolSet;
 use crate::pipeline::BatchContext;
+use crate::policy::Policy;
 use crate::registry::{Diagnostic, RegisteredTool, Registry, ToolDefinition, ToolInfo, ToolSource};
-use crate::sandbox::{Capabilities, Limits};
+use crate::sandbox::Limits;
 use crate::schedule::{self, BatchOutcome};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -39,6 +43,7 @@ pub struct HostBuilder {
     cancel_grace: Duration,
     sequential: bool,
     fs: Option<(Arc<dyn FsRead>, Arc<dyn FsWrite>)>,
+    user_config: Option<Option<PathBuf>>,
 }
 
 impl Default for HostBuilder {
@@ -61,6 +66,7 @@ impl Default for HostBuilder {
             cancel_grace: Duration::from_secs(1),
             sequential: false,
             fs: None,
+            user_config: None,
         }
     }
 }
@@ -72,7 +78,8 @@ impl HostBuilder {
         self
     }
 
-    /// Load a tool component from this `.wasm` file (no capabilities granted).
+    /// Load extensions from this `.wasm` file or directory too, after the
+    /// discovered ones; their grants come from the policy files.
     pub fn extension(mut self, path: impl Into<PathBuf>) -> Self {
         self.extensions.push(path.into());
         self
@@ -131,6 +138,14 @@ impl HostBuilder {
         self
     }
 
+    /// The user's configuration directory (its `toolhost.toml`, `trust.toml`
+    /// and `extensions/`); `None` reads no user configuration. Default:
+    /// `$XDG_CONFIG_HOME/toolhost`, else `~/.config/toolhost`.
+    pub fn user_config_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.user_config = Some(dir);
+        self
+    }
+
     /// Serve the built-ins' file access from this backend instead of the disk
     /// (for example [`crate::ops::fs::MemoryFs`]).
     pub fn fs_backend<B: FsRead + FsWrite + 'static>(mut self, backend: Arc<B>) -> Self {
@@ -169,8 +184,14 @@ impl HostBuilder {
             }
         };
 
-        let mut registry = Registry::default();
-        let mut diagnostics = Vec::new();
+        let user_config = self
+            .user_config
+            .unwrap_or_else(crate::policy::default_user_config_dir);
+        let policy = Policy::load(&workspace, user_config.as_deref())?;
+        let mut diagnostics = policy.diagnostics.clone();
+
+        let registry = Arc::new(RwLock::new(Registry::default()));
+        let tool_set = ToolSet(registry.clone());
         for component in builtin::BUILTIN_COMPONENTS {
             let tools = loader::load(
                 &runtime,
@@ -181,43 +202,80 @@ impl HostBuilder {
                     source: ToolSource::Builtin,
                     caps: builtin::capabilities(component.name, &fs_read, &fs_write),
                     limits: self.builtin_limits,
+                    grant_name: None,
                 },
             )
             .await?;
-            add_all(&mut registry, tools, &mut diagnostics);
-        }
-        for path in &self.extensions {
-            match load_extension(&runtime, path, self.extension_limits).await {
-                Ok(tools) => add_all(&mut registry, tools, &mut diagnostics),
-                Err(e) => diagnostics.push(Diagnostic {
-                    path: path.display().to_string(),
-                    message: match e {
-                        Error::Load { reason, .. } => reason,
-                        other => other.to_string(),
-                    },
-                }),
-            }
+            add_all(
+                &mut registry.write().expect("registry lock"),
+                tools,
+                &mut diagnostics,
+            );
         }
 
+        let mut dirs = vec![(
+            workspace.join(".toolhost/extensions"),
+            discovery::Origin::Workspace,
+        )];
+        if let Some(dir) = &user_config {
+            dirs.push((dir.join("extensions"), discovery::Origin::User));
+        }
+        let mut paths = self.extensions.clone();
+        paths.extend(policy.extension_paths.iter().cloned());
+        let (found, found_diagnostics) = discovery::discover(&dirs, &paths);
+        diagnostics.extend(found_diagnostics);
+        let mut reports = Vec::new();
+        for extension in &found {
+            let (report, tools, warnings) = extensions::load(
+                &runtime,
+                extension,
+                &policy,
+                &workspace,
+                &tool_set,
+                self.extension_limits,
+            )
+            .await;
+            let path = extension.component.display().to_string();
+            diagnostics.extend(warnings.into_iter().map(|message| Diagnostic {
+                path: path.clone(),
+                message,
+            }));
+            if let Some(reason) = &report.refused {
+                diagnostics.push(Diagnostic {
+                    path: path.clone(),
+                    message: reason.clone(),
+                });
+            }
+            add_all(
+                &mut registry.write().expect("registry lock"),
+                tools,
+                &mut diagnostics,
+            );
+            reports.push(report);
+        }
+
+        let mut reg = registry.write().expect("registry lock");
         let active: Vec<String> = if self.all_active {
-            registry.names()
-        } else if let Some(names) = self.active {
+            reg.names()
+        } else if let Some(names) = self.active.or_else(|| policy.active_tools.clone()) {
             names
         } else {
             DEFAULT_ACTIVE_TOOLS
                 .iter()
                 .map(|s| s.to_string())
-                .chain(registry.extension_names())
+                .chain(reg.extension_names())
                 .collect()
         };
-        registry.set_active(&active);
+        reg.set_active(&active);
+        drop(reg);
 
         Ok(Host {
             inner: Arc::new(HostInner {
                 workspace,
-                registry: RwLock::new(registry),
+                registry,
                 hooks: self.hooks,
                 diagnostics,
+                extensions: reports,
                 session_id: self.session_id,
                 home: std::env::var("HOME").ok().filter(|h| !h.is_empty()),
                 cancel_grace: self.cancel_grace,
@@ -233,39 +291,13 @@ fn add_all(registry: &mut Registry, tools: Vec<RegisteredTool>, diagnostics: &mu
     }
 }
 
-async fn load_extension(
-    runtime: &Arc<Runtime>,
-    path: &Path,
-    limits: Limits,
-) -> Result<Vec<RegisteredTool>, Error> {
-    let origin = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| Error::Load {
-        path: origin.clone(),
-        reason: format!("cannot be read: {e}"),
-    })?;
-    let hash = blake3::hash(&bytes).to_hex().to_string();
-    loader::load(
-        runtime,
-        ComponentSpec {
-            bytes: &bytes,
-            hash,
-            origin,
-            source: ToolSource::Extension {
-                path: path.to_path_buf(),
-            },
-            caps: Capabilities::default(),
-            limits,
-        },
-    )
-    .await
-}
-
 /// The state every batch of a host shares.
 pub(crate) struct HostInner {
     pub workspace: PathBuf,
-    pub registry: RwLock<Registry>,
+    pub registry: Arc<RwLock<Registry>>,
     pub hooks: Vec<Arc<dyn ToolHooks>>,
     pub diagnostics: Vec<Diagnostic>,
+    pub extensions: Vec<ExtensionReport>,
     pub session_id: Option<String>,
     pub home: Option<String>,
     pub cancel_grace: Duration,
@@ -351,6 +383,12 @@ impl Host {
     /// Problems found while loading: broken extensions, name collisions.
     pub fn diagnostics(&self) -> &[Diagnostic] {
         &self.inner.diagnostics
+    }
+
+    /// Every discovered extension: where it came from, what it asked for,
+    /// what it was granted, and what it provides or why it was refused.
+    pub fn extensions(&self) -> &[ExtensionReport] {
+        &self.inner.extensions
     }
 
     /// Execute the tool calls of one assistant message as a batch, streaming

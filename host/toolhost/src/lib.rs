@@ -23,15 +23,18 @@
 
 pub mod bindings;
 mod builtin;
+pub mod discovery;
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod extensions;
 pub mod hooks;
 mod host;
-mod loader;
+pub mod loader;
 pub mod message;
 pub mod ops;
 mod pipeline;
+pub mod policy;
 pub mod registry;
 pub mod sandbox;
 mod schedule;
@@ -46,6 +49,7 @@ pub use hooks::{
     ToolHooks,
 };
 pub use host::{Host, HostBuilder};
+pub use loader::{Inspection, inspect};
 pub use message::{
     AssistantMessage, ContentBlock, PartialResult, StopReason, ToolCall, ToolResult,
     ToolResultMessage,

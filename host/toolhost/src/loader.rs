@@ -22,6 +22,9 @@ pub(crate) struct ComponentSpec<'a> {
     pub source: ToolSource,
     pub caps: Capabilities,
     pub limits: Limits,
+    /// The name its grants are written under, for refusals that say how to
+    /// grant what is missing (`None` for built-ins).
+    pub grant_name: Option<String>,
 }
 
 pub(crate) async fn load(
@@ -40,6 +43,7 @@ pub(crate) async fn load(
         spec.caps,
         spec.limits,
         &spec.origin,
+        spec.grant_name.as_deref(),
     )?);
     // Never cancelled: loading ends by result, trap or deadline.
     let signals = CallSignals::new(CancellationToken::new(), Duration::ZERO);
@@ -75,6 +79,76 @@ pub(crate) async fn load(
         });
     }
     Ok(tools)
+}
+
+/// What a component is, without running any tool: its capability requests
+/// (imports) and its tools' definitions.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Inspection {
+    pub path: String,
+    /// The `toolhost:tool` Operations it imports (its capability request).
+    pub capabilities: Vec<String>,
+    /// Other interfaces it imports (WASI is linked deny-by-default).
+    pub other_imports: Vec<String>,
+    pub tools: Vec<ToolDefinition>,
+    /// Definitions the host would refuse, with the reason.
+    pub problems: Vec<String>,
+}
+
+/// Read a component's imports and definitions, granting it nothing.
+pub async fn inspect(runtime: &Arc<Runtime>, path: &std::path::Path) -> Result<Inspection, Error> {
+    let origin = path.display().to_string();
+    let fail = |reason: String| Error::Load {
+        path: origin.clone(),
+        reason,
+    };
+    let bytes = std::fs::read(path).map_err(|e| fail(format!("cannot be read: {e}")))?;
+    let hash = blake3::hash(&bytes).to_hex().to_string();
+    let component = runtime.load_component(&bytes, &hash, &origin)?;
+    let mut capabilities = Vec::new();
+    let mut other_imports = Vec::new();
+    for (name, _) in component.component_type().imports(runtime.engine()) {
+        match name.strip_prefix("toolhost:tool/") {
+            Some(rest) => {
+                let interface = rest.split('@').next().unwrap_or(rest);
+                if !["types", "fs-types", "progress", "cancellation"].contains(&interface) {
+                    capabilities.push(interface.to_string());
+                }
+            }
+            None => other_imports.push(name.to_string()),
+        }
+    }
+    let sandbox = Sandbox::for_inspection(runtime.clone(), &component, &origin)?;
+    let signals = CallSignals::new(CancellationToken::new(), Duration::ZERO);
+    let mut instance = sandbox.instantiate(signals).await.map_err(|e| {
+        fail(format!(
+            "instantiating failed: {}",
+            e.message("definitions")
+        ))
+    })?;
+    let definitions = instance.definitions().await.map_err(|e| {
+        fail(format!(
+            "reading its definitions failed: {}",
+            e.message("definitions")
+        ))
+    })?;
+    let mut tools = Vec::new();
+    let mut problems = Vec::new();
+    for def in definitions {
+        let name = def.name.clone();
+        match check_definition(def) {
+            Ok((definition, _)) => tools.push(definition),
+            Err(reason) => problems.push(format!("tool {name:?}: {reason}")),
+        }
+    }
+    Ok(Inspection {
+        path: origin,
+        capabilities,
+        other_imports,
+        tools,
+        problems,
+    })
 }
 
 /// Tool names as the model providers accept them.

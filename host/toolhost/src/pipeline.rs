@@ -190,6 +190,15 @@ impl BatchContext {
         }))
     }
 
+    fn active_tools(&self) -> Vec<String> {
+        self.host
+            .registry
+            .read()
+            .expect("registry lock")
+            .active()
+            .to_vec()
+    }
+
     /// Execute a prepared call, run the after hooks and emit its end event.
     pub(crate) async fn execute(&self, ready: ReadyCall) -> Finished {
         let ReadyCall {
@@ -216,13 +225,22 @@ impl BatchContext {
             })
         });
         let context = self.host.call_context(&call.id, &tool);
+        let active_before = self.active_tools();
         let outcome = instance
             .execute(&call.name, context, &args.to_string())
             .await;
         signals.settle();
+        let added = newly_active(&active_before, &self.active_tools());
         drop(instance); // Free the pool slot before the hooks run.
         let (mut result, mut is_error) = match outcome {
-            Ok(Ok(result)) => (result, false),
+            Ok(Ok(mut result)) => {
+                for name in added {
+                    if !result.added_tool_names.contains(&name) {
+                        result.added_tool_names.push(name);
+                    }
+                }
+                (result, false)
+            }
             Ok(Err(thrown)) => (ToolResult::error(thrown), true),
             Err(failure) => (ToolResult::error(failure.message(&call.name)), true),
         };
@@ -268,5 +286,34 @@ impl BatchContext {
         };
         self.end(&finished);
         finished
+    }
+}
+
+/// Tools that became active while a call ran, when none was deactivated (Pi's
+/// session wrapper, spec §3.1): a call that replaced the set added nothing.
+fn newly_active(before: &[String], after: &[String]) -> Vec<String> {
+    if before.iter().any(|name| !after.contains(name)) {
+        return Vec::new();
+    }
+    after
+        .iter()
+        .filter(|name| !before.contains(name))
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::newly_active;
+
+    #[test]
+    fn added_names_follow_pis_rule() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(newly_active(&s(&["a"]), &s(&["a", "b"])), s(&["b"]));
+        assert!(
+            newly_active(&s(&["a"]), &s(&["b"])).is_empty(),
+            "a was removed"
+        );
+        assert!(newly_active(&s(&["a"]), &s(&["a"])).is_empty());
     }
 }

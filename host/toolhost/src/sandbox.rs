@@ -21,7 +21,7 @@
 
 use crate::bindings::{
     ToolComponent, ToolComponentPre, WIT_PACKAGE, cancellation, fs_read, fs_types, fs_write,
-    process, progress, search, types,
+    process, progress, search, tools, types,
 };
 use crate::engine::Runtime;
 use crate::error::Error;
@@ -29,6 +29,7 @@ use crate::message::{ContentBlock, PartialResult, ToolResult};
 use crate::ops::fs::{FsRead, FsWrite};
 use crate::ops::process::ProcessPolicy;
 use crate::ops::search::Search;
+use crate::ops::tools::ToolSet;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -36,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{ResourceLimiter, Store, UpdateDeadline};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
 
 /// Most progress updates forwarded for one call; later ones are dropped.
 pub const MAX_PROGRESS_UPDATES: u32 = 10_000;
@@ -52,6 +53,9 @@ pub struct Limits {
     pub memory_bytes: usize,
     /// Wall time from instantiation to result.
     pub time: Duration,
+    /// Largest result content (text and image data), in bytes; `None` is no
+    /// limit beyond memory.
+    pub output_bytes: Option<usize>,
 }
 
 impl Default for Limits {
@@ -59,8 +63,20 @@ impl Default for Limits {
         Limits {
             memory_bytes: 256 << 20,
             time: Duration::from_secs(120),
+            output_bytes: Some(16 << 20),
         }
     }
+}
+
+/// What a component sees through WASI: only what it was granted.
+#[derive(Clone, Debug, Default)]
+pub struct WasiGrants {
+    /// Directories preopened at their own absolute paths; `true` if writable.
+    pub preopens: Vec<(std::path::PathBuf, bool)>,
+    /// Environment variables the component may see.
+    pub env: Vec<(String, String)>,
+    /// The working directory its WASI runtime starts in.
+    pub cwd: Option<String>,
 }
 
 /// Host services granted to a component. `None` means not granted (and not linked).
@@ -70,6 +86,10 @@ pub struct Capabilities {
     pub fs_write: Option<Arc<dyn FsWrite>>,
     pub process: Option<Arc<ProcessPolicy>>,
     pub search: Option<Arc<dyn Search>>,
+    pub tools: Option<ToolSet>,
+    /// The same directories and variables through WASI, for guests whose
+    /// standard library reads files (Python's `open`, JavaScript's fs).
+    pub wasi: WasiGrants,
 }
 
 /// How a call ends when the sandbox, not the tool, ends it.
@@ -276,6 +296,7 @@ pub(crate) fn check_imports(
     component: &Component,
     caps: &Capabilities,
     origin: &str,
+    grant_name: Option<&str>,
 ) -> Result<(), Error> {
     let refuse = |reason: String| Error::Load {
         path: origin.to_string(),
@@ -305,6 +326,7 @@ pub(crate) fn check_imports(
             "fs-write" => (caps.fs_write.is_some(), "write files"),
             "process" => (caps.process.is_some(), "run programs"),
             "search" => (caps.search.is_some(), "search files"),
+            "tools" => (caps.tools.is_some(), "change the active tools"),
             _ => {
                 return Err(refuse(format!(
                     "imports {name}, which this host does not provide"
@@ -312,8 +334,20 @@ pub(crate) fn check_imports(
             }
         };
         if !granted {
+            let hint = match (grant_name, interface) {
+                (None, _) => String::new(),
+                (Some(ext), "fs-read" | "fs-write") => format!(
+                    "; grant it in toolhost.toml: [extensions.{ext}] {interface} = [\"<directory>\"]"
+                ),
+                (Some(ext), "process") => format!(
+                    "; grant it in toolhost.toml: [extensions.{ext}] process = [\"<program>\"]"
+                ),
+                (Some(ext), _) => {
+                    format!("; grant it in toolhost.toml: [extensions.{ext}] {interface} = true")
+                }
+            };
             return Err(refuse(format!(
-                "imports {name} ({what}), which is not granted to it"
+                "imports {name} ({what}), which is not granted to it{hint}"
             )));
         }
     }
@@ -335,8 +369,42 @@ impl Sandbox {
         caps: Capabilities,
         limits: Limits,
         origin: &str,
+        grant_name: Option<&str>,
     ) -> Result<Sandbox, Error> {
-        check_imports(&runtime, component, &caps, origin)?;
+        check_imports(&runtime, component, &caps, origin, grant_name)?;
+        Self::link(runtime, component, caps, limits, origin, false)
+    }
+
+    /// A sandbox for reading a component's definitions without granting it
+    /// anything: every Operation it imports is linked to a function that
+    /// traps, so only `definitions` can run.
+    pub(crate) fn for_inspection(
+        runtime: Arc<Runtime>,
+        component: &Component,
+        origin: &str,
+    ) -> Result<Sandbox, Error> {
+        let limits = Limits {
+            time: Duration::from_secs(10),
+            ..Limits::default()
+        };
+        Self::link(
+            runtime,
+            component,
+            Capabilities::default(),
+            limits,
+            origin,
+            true,
+        )
+    }
+
+    fn link(
+        runtime: Arc<Runtime>,
+        component: &Component,
+        caps: Capabilities,
+        limits: Limits,
+        origin: &str,
+        trap_ungranted: bool,
+    ) -> Result<Sandbox, Error> {
         let load_error = |reason: String| Error::Load {
             path: origin.to_string(),
             reason,
@@ -359,6 +427,12 @@ impl Sandbox {
             }
             if caps.search.is_some() {
                 search::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
+            }
+            if caps.tools.is_some() {
+                tools::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
+            }
+            if trap_ungranted {
+                linker.define_unknown_imports_as_traps(component)?;
             }
             Ok(())
         })();
@@ -401,11 +475,27 @@ impl Sandbox {
             .await
             .map_err(|_| CallFailure::Start("the runtime is shutting down".into()))?;
         let stderr = MemoryOutputPipe::new(STDERR_CAPTURE);
-        let wasi = WasiCtx::builder()
-            .stderr(stderr.clone())
+        let mut wasi = WasiCtx::builder();
+        wasi.stderr(stderr.clone())
             .allow_tcp(false)
-            .allow_udp(false)
-            .build();
+            .allow_udp(false);
+        let grants = &self.caps.wasi;
+        for (dir, writable) in &grants.preopens {
+            let perms = if *writable {
+                FsPerms::ReadWrite
+            } else {
+                FsPerms::ReadOnly
+            };
+            let guest_path = dir.to_string_lossy();
+            wasi.preopened_dir(dir, &guest_path, perms).map_err(|e| {
+                CallFailure::Start(format!("opening granted directory {guest_path}: {e}"))
+            })?;
+        }
+        wasi.envs(&grants.env);
+        if let Some(cwd) = &grants.cwd {
+            wasi.initial_cwd(cwd);
+        }
+        let wasi = wasi.build();
         let state = CallState {
             wasi,
             table: ResourceTable::new(),
@@ -555,6 +645,7 @@ impl CallInstance {
         arguments: &str,
     ) -> Result<Result<ToolResult, String>, CallFailure> {
         let tool = self.tool();
+        let tool_name = name.to_string();
         let (name, arguments) = (name.to_string(), arguments.to_string());
         let out = self
             .guard(|store| {
@@ -565,7 +656,24 @@ impl CallInstance {
                 })
             })
             .await?;
-        Ok(out.and_then(result_from_wit))
+        let limit = self.limits.output_bytes;
+        Ok(out.and_then(result_from_wit).and_then(|r| {
+            let size: usize = r
+                .content
+                .iter()
+                .map(|b| match b {
+                    ContentBlock::Text { text } => text.len(),
+                    ContentBlock::Image { data, .. } => data.len(),
+                })
+                .sum();
+            match limit {
+                Some(max) if size > max => Err(format!(
+                    "Tool {name} returned {size} bytes of content, more than its limit of {max}",
+                    name = tool_name
+                )),
+                _ => Ok(r),
+            }
+        }))
     }
 }
 

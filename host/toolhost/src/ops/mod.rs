@@ -6,3 +6,4 @@
 pub mod fs;
 pub mod process;
 pub mod search;
+pub mod tools;

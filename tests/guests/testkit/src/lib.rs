@@ -270,7 +270,51 @@ impl Tool for Fail {
     }
 }
 
+/// Reads an environment variable through WASI (visible only when granted).
+struct GetEnv;
+impl Tool for GetEnv {
+    fn definition(&self) -> Definition {
+        Definition::new(
+            "getenv",
+            "GetEnv",
+            "Reads an environment variable.",
+            r#"{"type":"object","required":["name"],"properties":{"name":{"type":"string"}}}"#,
+        )
+    }
+    fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+        let name = args["name"].as_str().unwrap_or_default();
+        Ok(ToolOutput::text(
+            std::env::var(name).unwrap_or_else(|_| "(unset)".into()),
+        ))
+    }
+}
+
+/// Reads and writes files with the standard library, through WASI preopens
+/// (which exist only for granted directories).
+struct WasiFile;
+impl Tool for WasiFile {
+    fn definition(&self) -> Definition {
+        Definition::new(
+            "wasi_file",
+            "WasiFile",
+            "Reads a file, or writes one when content is given, with std::fs.",
+            r#"{"type":"object","required":["path"],"properties":{"path":{"type":"string"},"content":{"type":"string"}}}"#,
+        )
+    }
+    fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+        let path = args["path"].as_str().unwrap_or_default();
+        match args["content"].as_str() {
+            Some(content) => std::fs::write(path, content)
+                .map(|_| ToolOutput::text("written"))
+                .map_err(|e| ToolError::new(format!("write {path}: {e}"))),
+            None => std::fs::read_to_string(path)
+                .map(ToolOutput::text)
+                .map_err(|e| ToolError::new(format!("read {path}: {e}"))),
+        }
+    }
+}
+
 toolhost_sdk::export_tools!(
     Echo, Slow, Fast, Step, Crash, Spin, Sleepy, Progress, Terminate, Hog, Recurse, Legacy,
-    PrepFail, Fail
+    PrepFail, Fail, GetEnv, WasiFile
 );

@@ -1,0 +1,328 @@
+//! Extensions: discovery, grants from policy files (and their trust), WASI
+//! preopens and environment under the same grants, the `tools` Operations,
+//! and the `ext` and `trust` commands. Each grant has a deny test.
+
+use crate::support::*;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::Output;
+
+fn json_out(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: stdout {:?} stderr {:?}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn call_text(ws: &Workspace, tool: &str, args: Value) -> (String, bool) {
+    let out = toolhost(ws, &["call", tool, &args.to_string(), "--json"], None);
+    let msg = json_out(&out);
+    (
+        msg["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        msg["isError"].as_bool().unwrap(),
+    )
+}
+
+fn drop_in(ws: &Workspace, rel: &str, component: &str) {
+    let dest = ws.path.join(".toolhost/extensions").join(rel);
+    std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+    std::fs::copy(component, dest).unwrap();
+}
+
+fn user_policy(ws: &Workspace, text: &str) {
+    std::fs::create_dir_all(ws.user_config()).unwrap();
+    std::fs::write(ws.user_config().join("toolhost.toml"), text).unwrap();
+}
+
+#[test]
+fn a_component_dropped_into_the_extensions_directory_is_loaded() {
+    let ws = Workspace::new();
+    drop_in(&ws, "kit.wasm", toolhost_tests::TESTKIT);
+    let tools = json_out(&toolhost(&ws, &["list", "--json"], None));
+    let slow = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "slow")
+        .expect("the extension's tools are listed");
+    assert_eq!(slow["active"], true, "extension tools are activated");
+    assert_eq!(slow["source"]["kind"], "extension");
+    assert_eq!(
+        call_text(&ws, "fast", json!({})),
+        ("fast done".into(), false)
+    );
+    let ext = json_out(&toolhost(&ws, &["ext", "list", "--json"], None));
+    assert_eq!(ext[0]["name"], "kit");
+    assert_eq!(ext[0]["origin"], "workspace");
+    assert_eq!(ext[0]["tools"].as_array().unwrap().len(), 16);
+}
+
+fn probe_with_manifest(ws: &Workspace) {
+    drop_in(ws, "probe/fsprobe.wasm", toolhost_tests::FSPROBE);
+    std::fs::write(
+        ws.path.join(".toolhost/extensions/probe/extension.toml"),
+        "component = \"fsprobe.wasm\"\ndescription = \"Reads files\"\n[capabilities]\nfs-read = [\"docs\"]\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn fs_read_is_refused_until_granted_then_confined_to_the_grant() {
+    let ws = Workspace::new();
+    ws.write("docs/a.txt", "inside the grant");
+    ws.write("secret.txt", "outside the grant");
+    probe_with_manifest(&ws);
+
+    // Not granted: refused at load, with the way to grant it.
+    let ext = json_out(&toolhost(&ws, &["ext", "list", "--json"], None));
+    assert_eq!(ext[0]["name"], "probe");
+    assert_eq!(ext[0]["requested"]["fs-read"], json!(["docs"]));
+    assert_eq!(
+        ext[0]["refused"],
+        "imports toolhost:tool/fs-read@0.1.0 (read files), which is not granted to it; grant it in toolhost.toml: [extensions.probe] fs-read = [\"<directory>\"]"
+    );
+    assert_eq!(
+        call_text(&ws, "probe", json!({"path": "x"})),
+        ("Tool probe not found".into(), true)
+    );
+
+    // Granted: it reads inside the grant, and nowhere else.
+    user_policy(&ws, "[extensions.probe]\nfs-read = [\"docs\"]\n");
+    let inside = format!("{}/docs/a.txt", ws.str());
+    assert_eq!(
+        call_text(&ws, "probe", json!({"path": inside})),
+        ("inside the grant".into(), false)
+    );
+    let outside = format!("{}/secret.txt", ws.str());
+    let (text, is_error) = call_text(&ws, "probe", json!({"path": outside}));
+    assert!(is_error);
+    assert!(text.contains("outside the granted roots"), "{text}");
+
+    // Revoked: refused again.
+    user_policy(&ws, "");
+    assert_eq!(
+        call_text(&ws, "probe", json!({"path": inside})),
+        ("Tool probe not found".into(), true)
+    );
+}
+
+#[test]
+fn a_workspace_policy_applies_only_once_trusted_and_unchanged() {
+    let ws = Workspace::new();
+    ws.write("docs/a.txt", "hello");
+    probe_with_manifest(&ws);
+    ws.write(
+        "toolhost.toml",
+        "[extensions.probe]\nfs-read = [\"docs\"]\n",
+    );
+    let inside = format!("{}/docs/a.txt", ws.str());
+    let out = toolhost(
+        &ws,
+        &["call", "probe", &json!({"path": inside}).to_string()],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("policy is not trusted"));
+
+    let out = toolhost(&ws, &["trust"], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        call_text(&ws, "probe", json!({"path": inside})),
+        ("hello".into(), false)
+    );
+
+    // The file changes (as an agent might change it): untrusted again.
+    ws.write(
+        "toolhost.toml",
+        "[extensions.probe]\nfs-read = [\"docs\", \"/\"]\n",
+    );
+    assert_eq!(
+        call_text(&ws, "probe", json!({"path": inside})),
+        ("Tool probe not found".into(), true)
+    );
+}
+
+#[test]
+fn granted_directories_are_preopened_through_wasi_with_the_same_permissions() {
+    let ws = Workspace::new();
+    ws.write("docs/a.txt", "via std::fs");
+    ws.write("secret.txt", "no");
+    std::fs::create_dir(ws.path.join("out")).unwrap();
+    let kit = ws.path.join("kit.wasm");
+    std::fs::copy(toolhost_tests::TESTKIT, &kit).unwrap();
+    let ext = kit.to_str().unwrap();
+    let call = |args: Value| {
+        let out = toolhost(
+            &ws,
+            &[
+                "--extension",
+                ext,
+                "call",
+                "wasi_file",
+                &args.to_string(),
+                "--json",
+            ],
+            None,
+        );
+        let msg = json_out(&out);
+        (
+            msg["content"][0]["text"].as_str().unwrap().to_string(),
+            msg["isError"].as_bool().unwrap(),
+        )
+    };
+    let docs = format!("{}/docs/a.txt", ws.str());
+    let out_file = format!("{}/out/new.txt", ws.str());
+    // Nothing granted: no file is reachable.
+    assert!(call(json!({"path": docs})).1);
+
+    user_policy(
+        &ws,
+        "[extensions.kit]\nfs-read = [\"docs\"]\nfs-write = [\"out\"]\n",
+    );
+    assert_eq!(call(json!({"path": docs})), ("via std::fs".into(), false));
+    assert!(
+        call(json!({"path": format!("{}/secret.txt", ws.str())})).1,
+        "outside the grants"
+    );
+    assert!(
+        call(json!({"path": format!("{}/docs/b.txt", ws.str()), "content": "x"})).1,
+        "docs is read-only"
+    );
+    assert!(!ws.path.join("docs/b.txt").exists());
+    assert_eq!(
+        call(json!({"path": out_file, "content": "made"})),
+        ("written".into(), false)
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path.join("out/new.txt")).unwrap(),
+        "made"
+    );
+}
+
+#[test]
+fn environment_variables_are_invisible_unless_granted() {
+    let ws = Workspace::new();
+    let kit = ws.path.join("kit.wasm");
+    std::fs::copy(toolhost_tests::TESTKIT, &kit).unwrap();
+    let getenv = |name: &str| {
+        let out = toolhost_with_env(
+            &ws,
+            &[
+                "--extension",
+                kit.to_str().unwrap(),
+                "call",
+                "getenv",
+                &json!({"name": name}).to_string(),
+            ],
+            None,
+            &[("TOOLHOST_TEST_SECRET", "s3cret")],
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(getenv("TOOLHOST_TEST_SECRET"), "(unset)\n");
+    assert_eq!(getenv("HOME"), "(unset)\n");
+    user_policy(&ws, "[extensions.kit]\nenv = [\"TOOLHOST_TEST_SECRET\"]\n");
+    assert_eq!(getenv("TOOLHOST_TEST_SECRET"), "s3cret\n");
+    assert_eq!(getenv("HOME"), "(unset)\n", "only the granted variable");
+}
+
+#[test]
+fn the_tools_grant_lets_a_tool_activate_others_and_reports_them() {
+    let ws = Workspace::new();
+    let set = ws.path.join("toolset.wasm");
+    std::fs::copy(toolhost_tests::TOOLSET, &set).unwrap();
+    let ext = set.to_str().unwrap();
+    let args = json!({"names": ["ls"]}).to_string();
+    // Without the grant the component is refused.
+    let out = toolhost(&ws, &["--extension", ext, "call", "activate", &args], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("[extensions.toolset] tools = true"));
+
+    user_policy(&ws, "[extensions.toolset]\ntools = true\n");
+    let batch = json!({"role": "assistant", "content": [
+        {"type": "toolCall", "id": "c1", "name": "activate", "arguments": {"names": ["ls", "nope"]}},
+    ]});
+    let out = toolhost(
+        &ws,
+        &["--extension", ext, "run", "-"],
+        Some(&batch.to_string()),
+    );
+    let end: Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    let result = &end["toolResults"][0];
+    assert_eq!(
+        result["content"][0]["text"],
+        "active: read, bash, edit, write, activate, ls"
+    );
+    assert_eq!(
+        result["addedToolNames"],
+        json!(["ls"]),
+        "unknown names are ignored"
+    );
+
+    // Replacing the set removes a tool: nothing counts as added.
+    let batch = json!({"role": "assistant", "content": [
+        {"type": "toolCall", "id": "c1", "name": "activate", "arguments": {"names": ["ls"], "replace": true}},
+    ]});
+    let out = toolhost(
+        &ws,
+        &["--extension", ext, "run", "-"],
+        Some(&batch.to_string()),
+    );
+    let end: Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!(end["toolResults"][0].get("addedToolNames"), None);
+}
+
+#[test]
+fn ext_inspect_shows_tools_and_requested_capabilities_without_granting() {
+    let ws = Workspace::new();
+    let out = toolhost(
+        &ws,
+        &["ext", "inspect", toolhost_tests::FSPROBE, "--json"],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let inspection = json_out(&out);
+    assert_eq!(inspection["capabilities"], json!(["fs-read"]));
+    assert_eq!(inspection["tools"][0]["name"], "probe");
+    assert_eq!(
+        inspection["tools"][0]["parameters"],
+        json!({"type":"object","required":["path"],"properties":{"path":{"type":"string"}}})
+    );
+    let out = toolhost(&ws, &["ext", "inspect", toolhost_tests::FSPROBE], None);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("  requests: fs-read\n"), "{text}");
+    let missing = toolhost(&ws, &["ext", "inspect", "/nonexistent.wasm"], None);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent.wasm: cannot be read"));
+}
+
+#[test]
+fn a_malformed_policy_stops_the_host_with_the_file_and_cause() {
+    let ws = Workspace::new();
+    user_policy(&ws, "[extensions.kit]\nfs-reed = [\"docs\"]\n");
+    let out = toolhost(&ws, &["list"], None);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&ws.user_config().join("toolhost.toml").display().to_string()),
+        "{err}"
+    );
+    assert!(err.contains("fs-reed"), "{err}");
+    assert!(Path::new(&ws.user_config()).exists());
+}
