@@ -7,6 +7,7 @@ mod cases;
 mod cli;
 mod edit;
 mod extensions;
+mod hooks;
 mod pipeline;
 mod read;
 mod sandbox;

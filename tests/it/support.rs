@@ -140,6 +140,11 @@ impl Recorder {
                     format!("message_start {}", message.tool_call_id)
                 }
                 Event::MessageEnd { message } => format!("message_end {}", message.tool_call_id),
+                Event::ExtensionError {
+                    tool_call_id,
+                    extension,
+                    ..
+                } => format!("extension_error {tool_call_id} {extension}"),
             })
             .collect()
     }

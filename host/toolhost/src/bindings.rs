@@ -29,3 +29,26 @@ pub(crate) use self::toolhost::tool::{
 
 /// The WIT package version this host implements.
 pub const WIT_PACKAGE: &str = "toolhost:tool@0.1.0";
+
+/// Bindings of the `hook-component` world. Its imports are the same
+/// interfaces as a tool's, served by the same host code.
+pub mod hook_world {
+    wasmtime::component::bindgen!({
+        path: "../../wit",
+        world: "hook-component",
+        exports: { default: async },
+        with: {
+            "toolhost:tool/types": super::toolhost::tool::types,
+            "toolhost:tool/fs-types": super::toolhost::tool::fs_types,
+            "toolhost:tool/progress": super::toolhost::tool::progress,
+            "toolhost:tool/cancellation": super::toolhost::tool::cancellation,
+            "toolhost:tool/fs-read": super::toolhost::tool::fs_read,
+            "toolhost:tool/fs-write": super::toolhost::tool::fs_write,
+            "toolhost:tool/process": super::toolhost::tool::process,
+            "toolhost:tool/search": super::toolhost::tool::search,
+            "toolhost:tool/tools": super::toolhost::tool::tools,
+        },
+    });
+
+    pub(crate) use exports::toolhost::tool::hook;
+}

@@ -39,6 +39,14 @@ pub enum Event {
     MessageEnd {
         message: ToolResultMessage,
     },
+    /// A hook component failed on `event` (`tool_result`); the result was
+    /// left as it was. Not a Pi event: Pi reports these in its interface.
+    ExtensionError {
+        extension: String,
+        event: String,
+        tool_call_id: String,
+        error: String,
+    },
 }
 
 /// Receives the events of a batch as they happen. Called from the tasks that

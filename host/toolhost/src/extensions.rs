@@ -5,11 +5,11 @@
 use crate::discovery::{Found, Origin};
 use crate::engine::Runtime;
 use crate::error::Error;
-use crate::loader::{self, ComponentSpec};
+use crate::loader::{self, ComponentSpec, Loaded};
 use crate::ops::fs::LocalFs;
 use crate::ops::tools::ToolSet;
 use crate::policy::{GrantSpec, Policy, resolve_path};
-use crate::registry::{RegisteredTool, ToolSource};
+use crate::registry::ToolSource;
 use crate::sandbox::{Capabilities, Limits, WasiGrants};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -29,6 +29,8 @@ pub struct ExtensionReport {
     pub granted: GrantSpec,
     /// The tools it provides, when it loaded.
     pub tools: Vec<String>,
+    /// Whether it provides hooks, when it loaded.
+    pub hooks: bool,
     /// Why it did not load, when it did not.
     pub refused: Option<String>,
 }
@@ -44,7 +46,7 @@ pub(crate) async fn load(
     workspace: &Path,
     tool_set: &ToolSet,
     defaults: Limits,
-) -> (ExtensionReport, Vec<RegisteredTool>, Warnings) {
+) -> (ExtensionReport, Option<Loaded>, Warnings) {
     let granted = policy.grants_for(&found.name);
     let mut report = ExtensionReport {
         name: found.name.clone(),
@@ -53,6 +55,7 @@ pub(crate) async fn load(
         requested: found.manifest.as_ref().map(|m| m.capabilities.clone()),
         granted: granted.clone(),
         tools: Vec::new(),
+        hooks: false,
         refused: None,
     };
     let (caps, warnings) = capabilities(&granted, workspace, tool_set);
@@ -62,16 +65,21 @@ pub(crate) async fn load(
         defaults,
     );
     match load_component(runtime, found, caps, limits).await {
-        Ok(tools) => {
-            report.tools = tools.iter().map(|t| t.definition.name.clone()).collect();
-            (report, tools, warnings)
+        Ok(loaded) => {
+            report.tools = loaded
+                .tools
+                .iter()
+                .map(|t| t.definition.name.clone())
+                .collect();
+            report.hooks = loaded.hooks.is_some();
+            (report, Some(loaded), warnings)
         }
         Err(e) => {
             report.refused = Some(match e {
                 Error::Load { reason, .. } => reason,
                 other => other.to_string(),
             });
-            (report, Vec::new(), warnings)
+            (report, None, warnings)
         }
     }
 }
@@ -81,7 +89,7 @@ async fn load_component(
     found: &Found,
     caps: Capabilities,
     limits: Limits,
-) -> Result<Vec<RegisteredTool>, Error> {
+) -> Result<Loaded, Error> {
     let origin = found.component.display().to_string();
     let bytes = std::fs::read(&found.component).map_err(|e| Error::Load {
         path: origin.clone(),

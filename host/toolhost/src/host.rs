@@ -7,7 +7,7 @@ use crate::engine::Runtime;
 use crate::error::Error;
 use crate::events::EventSink;
 use crate::extensions::{self, ExtensionReport};
-use crate::hooks::ToolHooks;
+use crate::hooks::{ComponentHook, ToolHooks};
 use crate::loader::{self, ComponentSpec};
 use crate::message::AssistantMessage;
 use crate::ops::fs::{FsRead, FsWrite, LocalFs};
@@ -208,7 +208,7 @@ impl HostBuilder {
             .await?;
             add_all(
                 &mut registry.write().expect("registry lock"),
-                tools,
+                tools.tools,
                 &mut diagnostics,
             );
         }
@@ -225,8 +225,9 @@ impl HostBuilder {
         let (found, found_diagnostics) = discovery::discover(&dirs, &paths);
         diagnostics.extend(found_diagnostics);
         let mut reports = Vec::new();
+        let mut hook_components = Vec::new();
         for extension in &found {
-            let (report, tools, warnings) = extensions::load(
+            let (report, loaded, warnings) = extensions::load(
                 &runtime,
                 extension,
                 &policy,
@@ -246,11 +247,16 @@ impl HostBuilder {
                     message: reason.clone(),
                 });
             }
-            add_all(
-                &mut registry.write().expect("registry lock"),
-                tools,
-                &mut diagnostics,
-            );
+            if let Some(loaded) = loaded {
+                if let Some(sandbox) = loaded.hooks {
+                    hook_components.push(ComponentHook::new(&extension.name, sandbox));
+                }
+                add_all(
+                    &mut registry.write().expect("registry lock"),
+                    loaded.tools,
+                    &mut diagnostics,
+                );
+            }
             reports.push(report);
         }
 
@@ -274,6 +280,7 @@ impl HostBuilder {
                 workspace,
                 registry,
                 hooks: self.hooks,
+                hook_components,
                 diagnostics,
                 extensions: reports,
                 session_id: self.session_id,
@@ -296,6 +303,8 @@ pub(crate) struct HostInner {
     pub workspace: PathBuf,
     pub registry: Arc<RwLock<Registry>>,
     pub hooks: Vec<Arc<dyn ToolHooks>>,
+    /// Hook components, in load order (after the embedder's hooks).
+    pub hook_components: Vec<ComponentHook>,
     pub diagnostics: Vec<Diagnostic>,
     pub extensions: Vec<ExtensionReport>,
     pub session_id: Option<String>,

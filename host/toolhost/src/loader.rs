@@ -27,10 +27,14 @@ pub(crate) struct ComponentSpec<'a> {
     pub grant_name: Option<String>,
 }
 
-pub(crate) async fn load(
-    runtime: &Arc<Runtime>,
-    spec: ComponentSpec<'_>,
-) -> Result<Vec<RegisteredTool>, Error> {
+/// What a loaded component provides.
+pub(crate) struct Loaded {
+    pub tools: Vec<RegisteredTool>,
+    /// Set when the component exports hooks.
+    pub hooks: Option<Arc<Sandbox>>,
+}
+
+pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Result<Loaded, Error> {
     let origin = spec.origin.clone();
     let fail = |reason: String| Error::Load {
         path: origin.clone(),
@@ -45,18 +49,25 @@ pub(crate) async fn load(
         &spec.origin,
         spec.grant_name.as_deref(),
     )?);
+    let hooks = sandbox.provides_hooks().then(|| sandbox.clone());
+    if !sandbox.provides_tools() {
+        return Ok(Loaded {
+            tools: Vec::new(),
+            hooks,
+        });
+    }
     // Never cancelled: loading ends by result, trap or deadline.
     let signals = CallSignals::new(CancellationToken::new(), Duration::ZERO);
     let mut instance = sandbox.instantiate(signals).await.map_err(|e| {
         fail(format!(
             "instantiating failed: {}",
-            e.message("definitions")
+            e.message("the component")
         ))
     })?;
     let definitions = instance.definitions().await.map_err(|e| {
         fail(format!(
             "reading its definitions failed: {}",
-            e.message("definitions")
+            e.message("the component")
         ))
     })?;
     drop(instance);
@@ -78,7 +89,7 @@ pub(crate) async fn load(
             source: spec.source.clone(),
         });
     }
-    Ok(tools)
+    Ok(Loaded { tools, hooks })
 }
 
 /// What a component is, without running any tool: its capability requests
@@ -92,6 +103,8 @@ pub struct Inspection {
     /// Other interfaces it imports (WASI is linked deny-by-default).
     pub other_imports: Vec<String>,
     pub tools: Vec<ToolDefinition>,
+    /// Whether it exports hooks (`toolhost:tool/hook`).
+    pub hooks: bool,
     /// Definitions the host would refuse, with the reason.
     pub problems: Vec<String>,
 }
@@ -120,17 +133,27 @@ pub async fn inspect(runtime: &Arc<Runtime>, path: &std::path::Path) -> Result<I
         }
     }
     let sandbox = Sandbox::for_inspection(runtime.clone(), &component, &origin)?;
+    if !sandbox.provides_tools() {
+        return Ok(Inspection {
+            path: origin,
+            capabilities,
+            other_imports,
+            tools: Vec::new(),
+            hooks: sandbox.provides_hooks(),
+            problems: Vec::new(),
+        });
+    }
     let signals = CallSignals::new(CancellationToken::new(), Duration::ZERO);
     let mut instance = sandbox.instantiate(signals).await.map_err(|e| {
         fail(format!(
             "instantiating failed: {}",
-            e.message("definitions")
+            e.message("the component")
         ))
     })?;
     let definitions = instance.definitions().await.map_err(|e| {
         fail(format!(
             "reading its definitions failed: {}",
-            e.message("definitions")
+            e.message("the component")
         ))
     })?;
     let mut tools = Vec::new();
@@ -147,6 +170,7 @@ pub async fn inspect(runtime: &Arc<Runtime>, path: &std::path::Path) -> Result<I
         capabilities,
         other_imports,
         tools,
+        hooks: sandbox.provides_hooks(),
         problems,
     })
 }

@@ -8,7 +8,7 @@
 //! with Pi's texts; nothing escapes as a panic or a host error.
 
 use crate::events::{Event, EventSink};
-use crate::hooks::{AfterToolCallContext, BeforeToolCallContext};
+use crate::hooks::{AfterToolCallContext, BeforeToolCallContext, CallVerdict};
 use crate::host::HostInner;
 use crate::message::{AssistantMessage, PartialResult, ToolCall, ToolResult, ToolResultMessage};
 use crate::registry::RegisteredTool;
@@ -135,7 +135,9 @@ impl BatchContext {
         // §7.4: the prepared arguments are validated and executed; the stored
         // call (events, messages) keeps what the model sent.
         let prepared = match prepared {
-            Err(failure) => return self.done(call, failure.message(name), false),
+            Err(failure) => {
+                return self.done(call, failure.message(&format!("Tool {name}")), false);
+            }
             Ok(Err(thrown)) => return self.done(call, thrown, false),
             Ok(Ok(None)) => call.arguments.clone(),
             Ok(Ok(Some(text))) => match serde_json::from_str(&text) {
@@ -179,6 +181,15 @@ impl BatchContext {
                 }
             }
         }
+        for hook in &self.host.hook_components {
+            let verdict = hook.tool_call(call, &mut ctx.args, &self.cancel).await;
+            if self.cancel.is_cancelled() {
+                return self.done(call, OPERATION_ABORTED, false);
+            }
+            if let CallVerdict::Block { reason, terminate } = verdict {
+                return self.done(call, reason, terminate);
+            }
+        }
         if self.cancel.is_cancelled() {
             return self.done(call, OPERATION_ABORTED, false);
         }
@@ -212,7 +223,13 @@ impl BatchContext {
         }
         let mut instance = match tool.sandbox.instantiate(signals.clone()).await {
             Ok(instance) => instance,
-            Err(failure) => return self.fail(&call, failure.message(&call.name), false),
+            Err(failure) => {
+                return self.fail(
+                    &call,
+                    failure.message(&format!("Tool {}", call.name)),
+                    false,
+                );
+            }
         };
         let sink = self.sink.clone();
         let (id, name, raw_args) = (call.id.clone(), call.name.clone(), call.arguments.clone());
@@ -242,7 +259,10 @@ impl BatchContext {
                 (result, false)
             }
             Ok(Err(thrown)) => (ToolResult::error(thrown), true),
-            Err(failure) => (ToolResult::error(failure.message(&call.name)), true),
+            Err(failure) => (
+                ToolResult::error(failure.message(&format!("Tool {}", call.name))),
+                true,
+            ),
         };
 
         for hook in &self.host.hooks {
@@ -277,6 +297,19 @@ impl BatchContext {
                     }
                 }
                 Ok(None) => {}
+            }
+        }
+        for hook in &self.host.hook_components {
+            let patched = hook
+                .tool_result(&call, &args, &mut result, &mut is_error, &self.cancel)
+                .await;
+            if let Err(error) = patched {
+                self.sink.emit(Event::ExtensionError {
+                    extension: hook.name.clone(),
+                    event: "tool_result".into(),
+                    tool_call_id: call.id.clone(),
+                    error,
+                });
             }
         }
         let finished = Finished {

@@ -19,8 +19,9 @@
 //!   with `cancelled`), then forced: a call still running a grace period
 //!   after cancellation is dropped, which unwinds the guest.
 
+use crate::bindings::hook_world::{HookComponent, HookComponentIndices, hook};
 use crate::bindings::{
-    ToolComponent, ToolComponentPre, WIT_PACKAGE, cancellation, fs_read, fs_types, fs_write,
+    ToolComponent, ToolComponentIndices, WIT_PACKAGE, cancellation, fs_read, fs_types, fs_write,
     process, progress, search, tools, types,
 };
 use crate::engine::Runtime;
@@ -34,7 +35,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::component::{Component, HasSelf, InstancePre, Linker, ResourceTable};
 use wasmtime::{ResourceLimiter, Store, UpdateDeadline};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
@@ -107,27 +108,28 @@ pub(crate) enum CallFailure {
 }
 
 impl CallFailure {
-    /// The error text the model sees.
-    pub(crate) fn message(&self, tool: &str) -> String {
+    /// The error text the model sees; `subject` names what failed
+    /// (`Tool read`, `Hook guard`).
+    pub(crate) fn message(&self, subject: &str) -> String {
         match self {
             CallFailure::Timeout(limit) => format!(
-                "Tool {tool} timed out after {} seconds and was stopped",
+                "{subject} timed out after {} seconds and was stopped",
                 ryu_js::Buffer::new().format(limit.as_secs_f64())
             ),
             CallFailure::MemoryLimit(bytes) => format!(
-                "Tool {tool} exceeded its memory limit of {} MiB and was stopped",
+                "{subject} exceeded its memory limit of {} MiB and was stopped",
                 bytes >> 20
             ),
             CallFailure::Killed => "Operation aborted".to_string(),
             CallFailure::Trap { reason, stderr } => {
                 let stderr = stderr.trim();
                 if stderr.is_empty() {
-                    format!("Tool {tool} crashed: {reason}")
+                    format!("{subject} crashed: {reason}")
                 } else {
-                    format!("Tool {tool} crashed: {reason}\n{stderr}")
+                    format!("{subject} crashed: {reason}\n{stderr}")
                 }
             }
-            CallFailure::Start(reason) => format!("Tool {tool} could not start: {reason}"),
+            CallFailure::Start(reason) => format!("{subject} could not start: {reason}"),
         }
     }
 }
@@ -354,13 +356,20 @@ pub(crate) fn check_imports(
     Ok(())
 }
 
-/// A loaded component, ready to instantiate for each call.
+/// A loaded component, ready to instantiate for each call. It exports tools,
+/// hooks, or both.
 pub(crate) struct Sandbox {
     runtime: Arc<Runtime>,
-    pre: ToolComponentPre<CallState>,
+    pre: InstancePre<CallState>,
+    tool: Option<ToolComponentIndices>,
+    hook: Option<HookComponentIndices>,
     caps: Capabilities,
     limits: Limits,
 }
+
+/// The export names a component may provide.
+const TOOL_EXPORT: &str = "toolhost:tool/tool@0.1.0";
+const HOOK_EXPORT: &str = "toolhost:tool/hook@0.1.0";
 
 impl Sandbox {
     pub(crate) fn new(
@@ -437,20 +446,49 @@ impl Sandbox {
             Ok(())
         })();
         linked.map_err(|e| load_error(format!("linking host interfaces: {e}")))?;
-        let instance_pre = linker
+        let pre = linker
             .instantiate_pre(component)
             .map_err(|e| load_error(format!("cannot be linked: {e}")))?;
-        let pre = ToolComponentPre::new(instance_pre).map_err(|e| {
-            load_error(format!(
-                "does not export toolhost:tool/tool@0.1.0 as expected: {e}"
-            ))
-        })?;
+        let ty = component.component_type();
+        let exports: Vec<String> = ty
+            .exports(runtime.engine())
+            .map(|(name, _)| name.to_string())
+            .collect();
+        let exported = |name: &str| exports.iter().any(|e| e == name);
+        let tool = exported(TOOL_EXPORT)
+            .then(|| ToolComponentIndices::new(&pre))
+            .transpose()
+            .map_err(|e| load_error(format!("exports {TOOL_EXPORT} with the wrong shape: {e}")))?;
+        let hook = exported(HOOK_EXPORT)
+            .then(|| HookComponentIndices::new(&pre))
+            .transpose()
+            .map_err(|e| load_error(format!("exports {HOOK_EXPORT} with the wrong shape: {e}")))?;
+        if tool.is_none() && hook.is_none() {
+            let other = exports
+                .iter()
+                .find(|e| e.starts_with("toolhost:tool/"))
+                .map(|e| format!(" (it exports {e}: built for another version of the package?)"))
+                .unwrap_or_default();
+            return Err(load_error(format!(
+                "exports neither {TOOL_EXPORT} nor {HOOK_EXPORT}{other}"
+            )));
+        }
         Ok(Sandbox {
             runtime,
             pre,
+            tool,
+            hook,
             caps,
             limits,
         })
+    }
+
+    pub(crate) fn provides_tools(&self) -> bool {
+        self.tool.is_some()
+    }
+
+    pub(crate) fn provides_hooks(&self) -> bool {
+        self.hook.is_some()
     }
 
     /// The roots this component may read, for its call context.
@@ -518,6 +556,7 @@ impl Sandbox {
         let mut instance = CallInstance {
             store,
             tool: None,
+            hook: None,
             deadline,
             signals,
             stderr,
@@ -525,10 +564,18 @@ impl Sandbox {
             _permit: permit,
         };
         let pre = self.pre.clone();
-        let tool = instance
+        let raw = instance
             .guard(|store| Box::pin(async move { pre.instantiate_async(store).await }))
             .await?;
-        instance.tool = Some(Arc::new(tool));
+        let start = |e: wasmtime::Error| CallFailure::Start(e.to_string());
+        if let Some(indices) = &self.tool {
+            let tool = indices.load(&mut instance.store, &raw).map_err(start)?;
+            instance.tool = Some(Arc::new(tool));
+        }
+        if let Some(indices) = &self.hook {
+            let hook = indices.load(&mut instance.store, &raw).map_err(start)?;
+            instance.hook = Some(Arc::new(hook));
+        }
         Ok(instance)
     }
 }
@@ -540,6 +587,7 @@ type StoreFuture<'a, T> =
 pub(crate) struct CallInstance {
     store: Store<CallState>,
     tool: Option<Arc<ToolComponent>>,
+    hook: Option<Arc<HookComponent>>,
     deadline: Instant,
     signals: Arc<CallSignals>,
     stderr: MemoryOutputPipe,
@@ -609,12 +657,50 @@ impl CallInstance {
         }
     }
 
-    fn tool(&self) -> Arc<ToolComponent> {
-        self.tool.clone().expect("instantiated")
+    fn tool(&self) -> Result<Arc<ToolComponent>, CallFailure> {
+        self.tool
+            .clone()
+            .ok_or_else(|| CallFailure::Start("the component exports no tools".into()))
+    }
+
+    fn hook(&self) -> Result<Arc<HookComponent>, CallFailure> {
+        self.hook
+            .clone()
+            .ok_or_else(|| CallFailure::Start("the component exports no hooks".into()))
+    }
+
+    pub(crate) async fn on_tool_call(
+        &mut self,
+        event: hook::ToolCallEvent,
+    ) -> Result<Result<Option<hook::ToolCallVerdict>, String>, CallFailure> {
+        let hook = self.hook()?;
+        self.guard(|store| {
+            Box::pin(async move {
+                hook.toolhost_tool_hook()
+                    .call_on_tool_call(store, &event)
+                    .await
+            })
+        })
+        .await
+    }
+
+    pub(crate) async fn on_tool_result(
+        &mut self,
+        event: hook::ToolResultEvent,
+    ) -> Result<Result<Option<hook::ToolResultPatch>, String>, CallFailure> {
+        let hook = self.hook()?;
+        self.guard(|store| {
+            Box::pin(async move {
+                hook.toolhost_tool_hook()
+                    .call_on_tool_result(store, &event)
+                    .await
+            })
+        })
+        .await
     }
 
     pub(crate) async fn definitions(&mut self) -> Result<Vec<types::ToolDefinition>, CallFailure> {
-        let tool = self.tool();
+        let tool = self.tool()?;
         self.guard(|store| {
             Box::pin(async move { tool.toolhost_tool_tool().call_definitions(store).await })
         })
@@ -626,7 +712,7 @@ impl CallInstance {
         name: &str,
         arguments: &str,
     ) -> Result<Result<Option<String>, String>, CallFailure> {
-        let tool = self.tool();
+        let tool = self.tool()?;
         let (name, arguments) = (name.to_string(), arguments.to_string());
         self.guard(|store| {
             Box::pin(async move {
@@ -644,7 +730,7 @@ impl CallInstance {
         context: types::CallContext,
         arguments: &str,
     ) -> Result<Result<ToolResult, String>, CallFailure> {
-        let tool = self.tool();
+        let tool = self.tool()?;
         let tool_name = name.to_string();
         let (name, arguments) = (name.to_string(), arguments.to_string());
         let out = self

@@ -1,0 +1,133 @@
+//! Hook components (spec §3.2 with §7.5): chained after the embedder's hooks,
+//! sandboxed and time-limited; a failing `tool_call` hook blocks the call, a
+//! failing `tool_result` hook leaves the result and is reported.
+
+use crate::support::*;
+use serde_json::json;
+use toolhost::{AssistantMessage, CancellationToken, Event, Host};
+
+fn hooked(ws: &Workspace) -> Host {
+    block(
+        builder(ws)
+            .extension(toolhost_tests::HOOKKIT)
+            .extension_limits(limits(2, 64))
+            .build(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_hook_component_blocks_rewrites_or_lets_calls_through() {
+    let ws = Workspace::new();
+    let host = hooked(&ws);
+    let r = call(&host, "echo", json!({"value": "rm -rf /"}));
+    assert_eq!(
+        (r.text().as_str(), r.is_error),
+        ("hookkit blocked \"rm -rf /\"", true)
+    );
+    let r = call(&host, "echo", json!({"value": "rewrite"}));
+    assert_eq!(
+        (r.text().as_str(), r.is_error),
+        ("echoed: {\"value\":\"rewritten\"}", false)
+    );
+    let r = call(&host, "echo", json!({"value": "harmless"}));
+    assert_eq!(r.text(), "echoed: {\"value\":\"harmless\"}");
+    let ext = &host.extensions()[1];
+    assert_eq!(
+        (ext.name.as_str(), ext.hooks, ext.tools.len()),
+        ("hookkit", true, 0)
+    );
+}
+
+#[test]
+fn a_hook_that_fails_crashes_or_hangs_blocks_the_call() {
+    let ws = Workspace::new();
+    let host = hooked(&ws);
+    let r = call(&host, "echo", json!({"value": "fail"}));
+    assert_eq!(
+        (r.text().as_str(), r.is_error),
+        ("hookkit refuses this call", true)
+    );
+    let r = call(&host, "echo", json!({"value": "crash"}));
+    assert!(r.is_error);
+    assert!(
+        r.text()
+            .starts_with("Hook hookkit crashed: wasm `unreachable` instruction executed"),
+        "{}",
+        r.text()
+    );
+    let r = call(&host, "echo", json!({"value": "spin"}));
+    assert_eq!(
+        (r.text().as_str(), r.is_error),
+        (
+            "Hook hookkit timed out after 2 seconds and was stopped",
+            true
+        )
+    );
+    assert_eq!(
+        call(&host, "echo", json!({"value": "ok"})).text(),
+        "echoed: {\"value\":\"ok\"}"
+    );
+}
+
+#[test]
+fn a_blocking_hook_may_ask_the_loop_to_terminate() {
+    let ws = Workspace::new();
+    let host = hooked(&ws);
+    let batch =
+        AssistantMessage::from_calls(vec![tool_call("c1", "echo", json!({"value": "stop"}))]);
+    let (outcome, _) = run(&host, &batch, CancellationToken::new());
+    assert_eq!(outcome.results[0].text(), "Tool execution was blocked");
+    assert!(outcome.terminate);
+}
+
+#[test]
+fn tool_result_hooks_patch_results_or_are_reported_when_they_fail() {
+    let ws = Workspace::new();
+    let host = hooked(&ws);
+    let r = call(&host, "fast", json!({}));
+    assert_eq!(
+        (r.text().as_str(), r.is_error),
+        ("patched by hookkit (was error: false)", false)
+    );
+    assert_eq!(r.details, Some(json!({"hook": "hookkit"})));
+
+    let batch =
+        AssistantMessage::from_calls(vec![tool_call("c1", "fail", json!({"message": "boom"}))]);
+    let (outcome, events) = run(&host, &batch, CancellationToken::new());
+    assert_eq!(outcome.results[0].text(), "boom", "the result is unchanged");
+    assert!(outcome.results[0].is_error);
+    let events = events.events.lock().unwrap();
+    let reported = events.iter().find_map(|e| match e {
+        Event::ExtensionError {
+            extension,
+            event,
+            error,
+            ..
+        } => Some((extension.clone(), event.clone(), error.clone())),
+        _ => None,
+    });
+    assert_eq!(
+        reported,
+        Some((
+            "hookkit".into(),
+            "tool_result".into(),
+            "hookkit cannot look at failures".into()
+        ))
+    );
+}
+
+#[test]
+fn hooks_do_not_run_for_calls_that_never_execute() {
+    let ws = Workspace::new();
+    let host = hooked(&ws);
+    // Not found and invalid: neither hook runs (a tool_call hook would block
+    // "rm -rf" with its own text).
+    let r = call(&host, "echo", json!({"value": 5, "mode": "c"}));
+    assert!(
+        r.text().starts_with("Validation failed for tool \"echo\""),
+        "{}",
+        r.text()
+    );
+    assert_eq!(call(&host, "nope", json!({})).text(), "Tool nope not found");
+}
