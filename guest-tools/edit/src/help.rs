@@ -17,7 +17,8 @@ pub fn not_found(path: &str, lf: &str, old: &str) -> String {
     let mut help = String::from(
         "\nFuzzy matching was tried too (ignoring trailing whitespace, indentation and Unicode quote, dash and space variants) and found nothing.",
     );
-    let lines: Vec<&str> = lf.split('\n').collect();
+    // A final newline ends the last line; it does not start another.
+    let lines: Vec<&str> = lf.strip_suffix('\n').unwrap_or(lf).split('\n').collect();
     if lf.is_empty() {
         help.push_str(&format!("\n{path} is empty."));
         return help;
