@@ -147,14 +147,21 @@ fn decision_10_a_failed_match_says_what_was_tried_and_shows_the_closest_region()
     assert_eq!(read(&ws, "f.rs"), file, "nothing is written");
 
     // With several edits the first line names the edit, as Pi does.
-    let r = edit(&host, "f.rs", &[("fn main", "fn start"), ("compute(9", "x")]);
+    let r = edit(
+        &host,
+        "f.rs",
+        &[("fn main", "fn start"), ("compute(9", "x")],
+    );
     let text = r.text();
     let mut lines = text.lines();
     assert_eq!(
         lines.next().unwrap(),
         "Could not find edits[1] in f.rs. The oldText must match exactly including all whitespace and newlines."
     );
-    assert!(lines.any(|l| l == "2:     let total = compute(1, 2);"), "{text}");
+    assert!(
+        lines.any(|l| l == "2:     let total = compute(1, 2);"),
+        "{text}"
+    );
     assert_eq!(read(&ws, "f.rs"), file, "all or nothing");
 }
 
@@ -227,7 +234,9 @@ fn edits_of_different_files_run_side_by_side_and_aliases_share_a_lock() {
 
     // Hold a.txt's mutation lock from outside, as an embedder would.
     let backend = LocalFs::new(std::slice::from_ref(&ws.path)).unwrap();
-    let key = backend.lock_key(ws.path.join("a.txt").to_str().unwrap()).unwrap();
+    let key = backend
+        .lock_key(ws.path.join("a.txt").to_str().unwrap())
+        .unwrap();
     let held = block(lock_file(key, &CancellationToken::new())).unwrap();
     let sink = Arc::new(ReleaseOnEnd {
         release_on: "c2",
@@ -350,17 +359,34 @@ fn filesystem_errors_keep_pis_texts() {
     let ws = Workspace::new();
     let host = host(&ws);
     std::fs::create_dir(ws.path.join("dir")).unwrap();
+    ws.write("f.txt", "abc");
+    // A link whose target is outside the workspace is refused like a path.
+    let elsewhere = Workspace::new();
+    elsewhere.write("secret.txt", "a");
+    ws.symlink("out.txt", elsewhere.path.join("secret.txt"));
     let cases = [
-        ("nope.txt", "Could not edit file: nope.txt. Error code: ENOENT."),
+        (
+            "nope.txt",
+            "Could not edit file: nope.txt. Error code: ENOENT.",
+        ),
+        (
+            "missing/f.txt",
+            "Could not edit file: missing/f.txt. Error code: ENOENT.",
+        ),
+        (
+            "f.txt/x",
+            "Could not edit file: f.txt/x. Error code: ENOTDIR.",
+        ),
         ("dir", "EISDIR: illegal operation on a directory, read"),
         ("../x.txt", "Path is outside the workspace: ../x.txt"),
+        ("out.txt", "Path is outside the workspace: out.txt"),
     ];
     for (path, want) in cases {
         let r = edit(&host, path, &[("a", "b")]);
         assert!(r.is_error, "{path}");
         assert_eq!(r.text(), want);
     }
-    ws.write("f.txt", "abc");
+    assert_eq!(read(&elsewhere, "secret.txt"), "a");
     let r = call(&host, "edit", json!({"path": "f.txt", "edits": []}));
     assert_eq!(
         r.text(),

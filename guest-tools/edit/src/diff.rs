@@ -234,8 +234,12 @@ fn build_values<'a>(
 /// jsdiff's `createTwoFilesPatch(path, path, old, new, undefined, undefined,
 /// {context, headerOptions: FILE_HEADERS_ONLY})`.
 pub fn patch(path: &str, old: &str, new: &str, context: usize) -> String {
-    let parts = diff_lines(old, new);
-    let hunks = hunks(&parts, context);
+    patch_of(path, &diff_lines(old, new), context)
+}
+
+/// [`patch`] from an existing line diff.
+pub fn patch_of(path: &str, parts: &[Part<'_>], context: usize) -> String {
+    let hunks = hunks(parts, context);
     let mut out = format!("--- {path}\n+++ {path}");
     for hunk in hunks {
         // Unified diff quirk: an empty range names the line before it.
@@ -350,7 +354,16 @@ fn hunks(parts: &[Part<'_>], context: usize) -> Vec<Hunk> {
 /// line count (`split("\n")`). At most `context` lines are shown before and
 /// after each change; a longer unchanged run collapses to ` {pad} ...`.
 pub fn display(old: &str, new: &str, context: usize) -> (String, Option<usize>) {
-    let parts = diff_lines(old, new);
+    display_of(old, new, &diff_lines(old, new), context)
+}
+
+/// [`display`] from an existing line diff of `old` and `new`.
+pub fn display_of(
+    old: &str,
+    new: &str,
+    parts: &[Part<'_>],
+    context: usize,
+) -> (String, Option<usize>) {
     let width = old
         .split('\n')
         .count()

@@ -65,7 +65,12 @@ impl Tool for EditTool {
 
         // Held until this function returns: read, match and write happen
         // with no other mutation of this file in between.
-        let _lock = fs::lock(&abs).map_err(|e| fail(&e, "realpath", &abs, raw, ctx))?;
+        let _lock = fs::lock(&abs).map_err(|e| match e.code {
+            // Pi keys its queue on the resolved path then, and its access
+            // check reports the code.
+            ErrorCode::NotFound | ErrorCode::NotADirectory => cannot_edit(&e, &abs, raw, ctx),
+            _ => fail(&e, "realpath", &abs, raw, ctx),
+        })?;
         ctx.check_cancelled()?;
 
         // Pi's `access(R_OK | W_OK)`.
@@ -95,12 +100,13 @@ impl Tool for EditTool {
         ctx.check_cancelled()?;
 
         let new_lf = src.lf_text(&chunks);
-        let (display, first_changed) = diff::display(&src.lf, &new_lf, CONTEXT_LINES);
+        let parts = diff::diff_lines(&src.lf, &new_lf);
+        let (display, first_changed) = diff::display_of(&src.lf, &new_lf, &parts, CONTEXT_LINES);
         let mut details = Map::new();
         details.insert("diff".into(), Value::String(display));
         details.insert(
             "patch".into(),
-            Value::String(diff::patch(raw, &src.lf, &new_lf, CONTEXT_LINES)),
+            Value::String(diff::patch_of(raw, &parts, CONTEXT_LINES)),
         );
         if let Some(line) = first_changed {
             details.insert("firstChangedLine".into(), json!(line));
@@ -356,5 +362,76 @@ mod tests {
             failure_text(Failure::NoChange, "f.txt", &src, &two).message(),
             "No changes made to f.txt. The replacements produced identical content."
         );
+    }
+
+    /// Edits run through Pi 0.85.0's own pipeline (see
+    /// `tests/gen-pi-vectors.mjs`): written bytes, diff, patch and first
+    /// changed line, or the error, must be the same here. Where a match
+    /// fails, Pi's sentence is the first line and §7.10's help follows.
+    #[test]
+    fn agrees_with_pi_on_recorded_edits() {
+        let cases: Value = serde_json::from_str(include_str!("../tests/pi-vectors.json")).unwrap();
+        let cases = cases.as_array().unwrap();
+        assert_eq!(cases.len(), 300);
+        for (i, case) in cases.iter().enumerate() {
+            let file = case["file"].as_str().unwrap();
+            let edits: Vec<Edit> = case["edits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| Edit {
+                    old: text::to_lf(e[0].as_str().unwrap()),
+                    new: text::to_lf(e[1].as_str().unwrap()),
+                })
+                .collect();
+            let src = Source::decode(file.as_bytes());
+            let pi = &case["pi"];
+            match apply::apply(&src, &edits) {
+                Ok(chunks) => {
+                    assert!(
+                        pi.get("error").is_none(),
+                        "case {i}: Pi failed with {}",
+                        pi["error"]
+                    );
+                    let new_lf = src.lf_text(&chunks);
+                    let (display, first) = diff::display(&src.lf, &new_lf, 4);
+                    let written = String::from_utf8(src.encode(&chunks)).unwrap();
+                    assert_eq!(written, pi["written"], "case {i}: written");
+                    assert_eq!(display, pi["diff"], "case {i}: diff");
+                    assert_eq!(
+                        diff::patch("f.txt", &src.lf, &new_lf, 4),
+                        pi["patch"],
+                        "case {i}: patch"
+                    );
+                    assert_eq!(
+                        first,
+                        pi["firstChangedLine"].as_u64().map(|n| n as usize),
+                        "case {i}"
+                    );
+                }
+                Err(failure) => {
+                    let not_found = matches!(failure, Failure::NotFound { .. });
+                    let text = failure_text(failure, "f.txt", &src, &edits)
+                        .message()
+                        .to_string();
+                    let want = pi["error"]
+                        .as_str()
+                        .unwrap_or_else(|| panic!("case {i}: Pi succeeded, here: {text}"));
+                    if not_found {
+                        let mut lines = text.lines();
+                        assert_eq!(lines.next(), Some(want), "case {i}");
+                        assert!(
+                            lines
+                                .next()
+                                .unwrap()
+                                .starts_with("Fuzzy matching was tried too"),
+                            "case {i}"
+                        );
+                    } else {
+                        assert_eq!(text, want, "case {i}");
+                    }
+                }
+            }
+        }
     }
 }
