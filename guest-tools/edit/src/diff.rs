@@ -1,8 +1,10 @@
 //! The two diffs in `edit`'s details, byte for byte as Pi makes them.
 //!
-//! * [`patch`]: jsdiff 8's `createTwoFilesPatch(path, path, old, new)` with 4
-//!   lines of context and file headers only.
-//! * [`display`]: Pi's own numbered display diff and the first changed line.
+//! * [`patch_of`]: jsdiff 8's `createTwoFilesPatch(path, path, old, new)`
+//!   with 4 lines of context and file headers only.
+//! * [`display_of`]: Pi's own numbered display diff and the first changed line.
+//!
+//! Both take the same [`diff_lines`] result, so one diff serves both.
 //!
 //! Both rest on jsdiff's `diffLines`, ported here rather than replaced by
 //! another diff crate: a line diff has many minimal answers, and which one
@@ -231,13 +233,15 @@ fn build_values<'a>(
         .collect()
 }
 
-/// jsdiff's `createTwoFilesPatch(path, path, old, new, undefined, undefined,
-/// {context, headerOptions: FILE_HEADERS_ONLY})`.
+/// [`patch_of`] of `old` and `new` (tests).
+#[cfg(test)]
 pub fn patch(path: &str, old: &str, new: &str, context: usize) -> String {
     patch_of(path, &diff_lines(old, new), context)
 }
 
-/// [`patch`] from an existing line diff.
+/// jsdiff's `createTwoFilesPatch(path, path, old, new, undefined, undefined,
+/// {context, headerOptions: FILE_HEADERS_ONLY})`, from the line diff `parts`
+/// of `old` and `new`.
 pub fn patch_of(path: &str, parts: &[Part<'_>], context: usize) -> String {
     let hunks = hunks(parts, context);
     let mut out = format!("--- {path}\n+++ {path}");
@@ -346,6 +350,12 @@ fn hunks(parts: &[Part<'_>], context: usize) -> Vec<Hunk> {
     hunks
 }
 
+/// [`display_of`] of `old` and `new` (tests).
+#[cfg(test)]
+pub fn display(old: &str, new: &str, context: usize) -> (String, Option<usize>) {
+    display_of(old, new, &diff_lines(old, new), context)
+}
+
 /// Pi's display diff (`generateDiffString`) and the first changed line of
 /// the new text (1-based), `None` when nothing changed.
 ///
@@ -353,11 +363,7 @@ fn hunks(parts: &[Part<'_>], context: usize) -> Vec<Hunk> {
 /// with old-file numbers, right-aligned to the digits of the longer text's
 /// line count (`split("\n")`). At most `context` lines are shown before and
 /// after each change; a longer unchanged run collapses to ` {pad} ...`.
-pub fn display(old: &str, new: &str, context: usize) -> (String, Option<usize>) {
-    display_of(old, new, &diff_lines(old, new), context)
-}
-
-/// [`display`] from an existing line diff of `old` and `new`.
+/// `parts` is the line diff of `old` and `new`.
 pub fn display_of(
     old: &str,
     new: &str,

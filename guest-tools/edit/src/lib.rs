@@ -82,7 +82,9 @@ impl Tool for EditTool {
                 "EISDIR: illegal operation on a directory, read",
             ));
         }
-        let mut bytes = Vec::with_capacity(meta.size as usize);
+        // The size is only a hint (the file may change); a huge one must not
+        // reserve memory up front.
+        let mut bytes = Vec::with_capacity(meta.size.min(fs::MAX_READ_CHUNK) as usize);
         fs::for_each_chunk(&abs, |chunk| {
             bytes.extend_from_slice(chunk);
             true

@@ -27,11 +27,8 @@ impl GuestWorkspace<'_> {
     pub fn build(&self) -> Vec<PathBuf> {
         self.watch();
         ensure_wasm_target();
-        let target_dir = guest_target_dir().join(format!(
-            "{}-{}",
-            self.target_name,
-            checkout_tag(self.dir)
-        ));
+        let target_dir =
+            guest_target_dir().join(format!("{}-{}", self.target_name, checkout_tag(self.dir)));
         let mut cargo = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
         cargo
             .current_dir(self.dir)
