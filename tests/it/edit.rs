@@ -410,3 +410,51 @@ fn a_cancelled_edit_writes_nothing() {
     assert_eq!(outcome.results[0].text(), "Operation aborted");
     assert_eq!(read(&ws, "f.txt"), "abc");
 }
+
+/// Cancels the batch when call `on` ends.
+struct CancelOnEnd {
+    on: &'static str,
+    cancel: CancellationToken,
+}
+
+impl EventSink for CancelOnEnd {
+    fn emit(&self, event: Event) {
+        if let Event::ToolExecutionEnd { tool_call_id, .. } = &event
+            && tool_call_id == self.on
+        {
+            self.cancel.cancel();
+        }
+    }
+}
+
+#[test]
+fn an_edit_waiting_for_its_files_lock_is_cancelled_as_aborted() {
+    let ws = Workspace::new();
+    let host = host(&ws);
+    ws.write("a.txt", "alpha\n");
+    let backend = LocalFs::new(std::slice::from_ref(&ws.path)).unwrap();
+    let key = backend
+        .lock_key(ws.path.join("a.txt").to_str().unwrap())
+        .unwrap();
+    // Held for the whole batch: c1 cannot get past it, only be cancelled.
+    let held = block(lock_file(key, &CancellationToken::new())).unwrap();
+    let cancel = CancellationToken::new();
+    let sink = Arc::new(CancelOnEnd {
+        on: "c2",
+        cancel: cancel.clone(),
+    });
+    let batch = AssistantMessage::from_calls(vec![
+        tool_call(
+            "c1",
+            "edit",
+            json!({"path": "a.txt", "edits": [{"oldText": "alpha", "newText": "ALPHA"}]}),
+        ),
+        tool_call("c2", "fast", json!({})),
+    ]);
+    let outcome = block(host.run_batch(&batch, cancel, sink));
+    drop(held);
+    assert_eq!(outcome.results[0].text(), "Operation aborted");
+    assert!(outcome.results[0].is_error);
+    assert_eq!(outcome.results[1].text(), "fast done");
+    assert_eq!(read(&ws, "a.txt"), "alpha\n");
+}
