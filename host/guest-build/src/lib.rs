@@ -27,7 +27,8 @@ impl GuestWorkspace<'_> {
     pub fn build(&self) -> Vec<PathBuf> {
         self.watch();
         ensure_wasm_target();
-        let target_dir = guest_target_dir().join(self.target_name);
+        let target_dir =
+            guest_target_dir().join(format!("{}-{}", self.target_name, checkout_tag(self.dir)));
         let mut cargo = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
         cargo
             .current_dir(self.dir)
@@ -108,6 +109,20 @@ fn guest_target_dir() -> PathBuf {
         .or_else(|| out_dir.ancestors().nth(4).map(Path::to_path_buf))
         .expect("locating the target directory");
     host_target.join("wasm-guests")
+}
+
+/// A short tag naming the checkout a guest workspace lives in. Checkouts
+/// (git worktrees, say) that share one `CARGO_TARGET_DIR` would otherwise
+/// share one guest target directory, where cargo keeps one `.wasm` per
+/// package name: whichever checkout built last would have its components
+/// embedded by the others.
+fn checkout_tag(dir: &Path) -> String {
+    use std::hash::{Hash, Hasher};
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    // SipHash with fixed keys: the same path gives the same tag every build.
+    let mut hasher = std::hash::DefaultHasher::new();
+    dir.hash(&mut hasher);
+    format!("{:016x}", hasher.finish())
 }
 
 /// Fail early, with the fix, when the wasm target's standard library is missing.

@@ -77,7 +77,13 @@ fn lock_table() -> &'static Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>
 }
 
 /// Wait for the lock of `key`, giving up with `cancelled` if `cancel` fires.
-pub(crate) async fn lock_file(
+///
+/// This is the lock the `fs-write` interface hands to tools (Pi's
+/// `withFileMutationQueue`). It is public so that an embedder that changes
+/// workspace files itself can queue behind, and ahead of, the agent's edits:
+/// take the key from [`FsWrite::lock_key`] of the host's backend and hold the
+/// returned lock across the read-modify-write. The table is per process.
+pub async fn lock_file(
     key: String,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<MutationLock, FsError> {
