@@ -798,14 +798,13 @@ impl Supervisor {
     /// ready pipe, an exit check for the pidfd. False when nothing was ready.
     fn pump(&mut self, epoll: &OwnedFd) -> bool {
         let mut ready = Vec::with_capacity(4);
-        let events = match epoll::wait(
+        // A zero timeout: the outer reactor already said something is ready.
+        let events = epoll::wait(
             epoll,
             rustix::buffer::spare_capacity(&mut ready),
             Some(&Default::default()),
-        ) {
-            Ok(n) => n,
-            Err(_) => 0,
-        };
+        )
+        .unwrap_or_default();
         if events == 0 {
             return false;
         }
@@ -967,7 +966,7 @@ impl Drop for Supervisor {
 #[allow(clippy::type_complexity)]
 fn output_pipes() -> io::Result<([(OwnedFd, OwnedFd); 2], AsyncFd<OwnedFd>)> {
     let fd = epoll::create(epoll::CreateFlags::CLOEXEC)?;
-    let mut make = |token: u64| -> io::Result<(OwnedFd, OwnedFd)> {
+    let make = |token: u64| -> io::Result<(OwnedFd, OwnedFd)> {
         let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
         rustix::io::ioctl_fionbio(&read, true)?;
         epoll::add(
