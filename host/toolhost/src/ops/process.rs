@@ -194,14 +194,6 @@ impl ProcessPolicy {
         self
     }
 
-    pub fn default_timeout_value(&self) -> Option<Duration> {
-        self.default_timeout
-    }
-
-    pub fn write_roots(&self) -> &[PathBuf] {
-        &self.write_roots
-    }
-
     /// How children of this policy are confined on this machine.
     pub fn confinement(&self) -> Confinement {
         match landlock() {
