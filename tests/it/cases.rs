@@ -24,13 +24,77 @@ fn place(v: &Value, cwd: &str) -> Value {
     }
 }
 
+/// The full-output file of a bash result, as the fixture writes Pi's.
+const FULL_OUTPUT: &str = "<TMP>/toolhost-bash-<HEX>.log";
+
+/// Replace every full-output file path (`/dir/toolhost-bash-<16 hex>.log`)
+/// in the strings of `v` with [`FULL_OUTPUT`]: its directory and name vary.
+fn normalise_full_output(v: &Value) -> Value {
+    match v {
+        Value::String(s) => Value::String(normalise_paths(s)),
+        Value::Array(a) => Value::Array(a.iter().map(normalise_full_output).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, x)| (k.clone(), normalise_full_output(x)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn normalise_paths(s: &str) -> String {
+    const NAME: &str = "/toolhost-bash-";
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(at) = rest.find(NAME) {
+        let after = &rest[at + NAME.len()..];
+        let is_file = after.len() >= 20
+            && after[..16].bytes().all(|b| b.is_ascii_hexdigit())
+            && after[16..].starts_with(".log");
+        if !is_file {
+            out.push_str(&rest[..at + NAME.len()]);
+            rest = after;
+            continue;
+        }
+        // The directory starts after the last space (or at the start).
+        let dir_start = rest[..at].rfind(' ').map_or(0, |i| i + 1);
+        out.push_str(&rest[..dir_start]);
+        out.push_str(FULL_OUTPUT);
+        rest = &after[20..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Expected results that §7 changes, by case id.
 fn deviation(id: &str, expected: &mut Value) {
-    if id == "C016" {
-        // §7.24: the long-line hint single-quotes the path.
-        expected["content"][0]["text"] = json!(
-            "[Line 1 is 60.0KB, exceeds 50.0KB limit. Use bash: sed -n '1p' 'long.txt' | head -c 51200]"
-        );
+    match id {
+        "C016" => {
+            // §7.24: the long-line hint single-quotes the path.
+            expected["content"][0]["text"] = json!(
+                "[Line 1 is 60.0KB, exceeds 50.0KB limit. Use bash: sed -n '1p' 'long.txt' | head -c 51200]"
+            );
+        }
+        "C091" => {
+            // §7.15: the full-output file is toolhost-bash-<hex>.log in the
+            // host's temp dir (granted: bash's commands can read it).
+            let pi = "<TMP>/pi-bash-<HEX>.log";
+            let block = &mut expected["content"][0];
+            let tail = block["tail"].as_str().unwrap().replace(pi, FULL_OUTPUT);
+            let length =
+                block["textLength"].as_u64().unwrap() + FULL_OUTPUT.len() as u64 - pi.len() as u64;
+            block["tail"] = json!(tail);
+            block["textLength"] = json!(length);
+            expected["details"]["fullOutputPath"] = json!(FULL_OUTPUT);
+        }
+        "C097" => {
+            // §7.12: a process killed by a signal is an error.
+            expected["content"][0]["text"] =
+                json!("before-kill\n\n\nCommand terminated by signal SIGKILL");
+            expected["isError"] = json!(true);
+            expected["details"] = json!({});
+        }
+        _ => {}
     }
 }
 
@@ -77,6 +141,7 @@ fn run_case(case: &Value) {
     let out = toolhost(&ws, &["call", tool, &args, "--json"], None);
     let result: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{id}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let result = normalise_full_output(&result);
     let mut expected = place(&case["pi"], ws.str());
     deviation(id, &mut expected);
 
@@ -129,4 +194,18 @@ fn read_cases_match_pi() {
 #[test]
 fn ls_cases_match_pi() {
     run_cases("ls", 3);
+}
+
+#[test]
+fn full_output_paths_are_normalised_and_nothing_else() {
+    assert_eq!(
+        normalise_paths("x. Full output: /tmp/t-0/toolhost-bash-0123456789abcdef.log]"),
+        "x. Full output: <TMP>/toolhost-bash-<HEX>.log]"
+    );
+    assert_eq!(
+        normalise_paths("/a/toolhost-bash-0123456789abcdef.log"),
+        FULL_OUTPUT
+    );
+    let other = "/a/toolhost-bash-notahexname12345.log and /a/toolhost-bash-01.log";
+    assert_eq!(normalise_paths(other), other);
 }

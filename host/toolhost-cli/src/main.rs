@@ -140,6 +140,12 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     for d in host.diagnostics() {
         eprintln!("toolhost: warning: {d}");
     }
+    if let toolhost::Confinement::Unconfined { .. } = host.command_confinement() {
+        eprintln!(
+            "toolhost: warning: shell commands: {}",
+            host.command_confinement()
+        );
+    }
     match cli.command {
         Command::List { json } => list(&host, json),
         Command::Call { name, args, json } => call(&host, name, &args, json).await,

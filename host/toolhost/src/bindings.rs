@@ -12,6 +12,7 @@ wasmtime::component::bindgen!({
     imports: {
         "toolhost:tool/fs-write.lock": async | trappable,
         "toolhost:tool/process.[method]child.next": async | trappable,
+        "toolhost:tool/process.[method]child.next-within": async | trappable,
         "toolhost:tool/search.grep": async | trappable,
         "toolhost:tool/search.glob": async | trappable,
         default: trappable,

@@ -4,8 +4,11 @@
 //! it; bash runs programs; grep and find search).
 
 use crate::ops::fs::{FsRead, FsWrite};
-use crate::sandbox::Capabilities;
+use crate::ops::process::{ProcessPolicy, STOP_GRACE};
+use crate::sandbox::{Capabilities, Limits};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// One embedded built-in component.
 pub(crate) struct BuiltinComponent {
@@ -17,14 +20,59 @@ pub(crate) struct BuiltinComponent {
 
 include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
 
-/// Pi's default active tools (spec §3.1).
+/// Pi's default active tools (spec §3.1). `powershell` is not among them.
 pub const DEFAULT_ACTIVE_TOOLS: &[&str] = &["read", "bash", "edit", "write"];
+
+/// The timeout of a bash command that gives none (spec §7.14).
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The shells the `bash` component may start: Pi's order for bash
+/// (`/bin/bash`, `bash` on PATH, `sh`) and `pwsh` for powershell (§7.25).
+pub const SHELLS: &[&str] = &["/bin/bash", "bash", "sh", "pwsh"];
+
+/// What the shell tools (`bash`, `powershell`) are granted.
+pub(crate) struct ShellGrants {
+    pub process: Arc<ProcessPolicy>,
+    /// Write access to the host's temp directory, for full-output files
+    /// (§7.15); it is the component's only filesystem root.
+    pub output_dir: Arc<dyn FsWrite>,
+}
+
+/// The process policy of the shell tools: the shells, working directories in
+/// the workspace, writes in the workspace, the host's temp directory (also
+/// the children's `TMPDIR`) and `extra_write_roots`, the allowlisted host
+/// environment and the session id.
+pub(crate) fn shell_policy(
+    workspace: &Path,
+    temp_dir: &Path,
+    extra_write_roots: &[PathBuf],
+    session_id: Option<String>,
+    default_timeout: Option<Duration>,
+    require_landlock: bool,
+) -> ProcessPolicy {
+    let mut policy = SHELLS
+        .iter()
+        .fold(ProcessPolicy::new(), |p, shell| p.program(*shell))
+        .cwd_root(workspace)
+        .write_root(workspace)
+        .write_root(temp_dir)
+        .host_env()
+        .env("TMPDIR", temp_dir.to_string_lossy())
+        .session_id(session_id)
+        .default_timeout(default_timeout)
+        .require_landlock(require_landlock);
+    for root in extra_write_roots {
+        policy = policy.write_root(root);
+    }
+    policy
+}
 
 /// The grants of the built-in component `name`.
 pub(crate) fn capabilities(
     name: &str,
     fs_read: &Arc<dyn FsRead>,
     fs_write: &Arc<dyn FsWrite>,
+    shell: &ShellGrants,
 ) -> Capabilities {
     let read = Some(fs_read.clone());
     match name {
@@ -37,7 +85,26 @@ pub(crate) fn capabilities(
             fs_write: Some(fs_write.clone()),
             ..Default::default()
         },
-        // bash: process, grep/find: search (granted when their backends land).
+        "bash" => Capabilities {
+            fs_write: Some(shell.output_dir.clone()),
+            process: Some(shell.process.clone()),
+            ..Default::default()
+        },
+        // grep/find: search (granted when their backends land).
         _ => Capabilities::default(),
+    }
+}
+
+/// The limits of the built-in component `name`. A shell call lasts as long
+/// as its command may: the default command timeout plus the stop grace and
+/// a margin, if that exceeds `base` (a longer `timeout` argument is still cut
+/// by this limit).
+pub(crate) fn limits(name: &str, base: Limits, default_timeout: Option<Duration>) -> Limits {
+    match (name, default_timeout) {
+        ("bash", Some(timeout)) => Limits {
+            time: base.time.max(timeout + STOP_GRACE + Duration::from_secs(8)),
+            ..base
+        },
+        _ => base,
     }
 }

@@ -11,6 +11,7 @@ use crate::hooks::{ComponentHook, ToolHooks};
 use crate::loader::{self, ComponentSpec};
 use crate::message::AssistantMessage;
 use crate::ops::fs::{FsRead, FsWrite, LocalFs};
+use crate::ops::process::Confinement;
 use crate::ops::tools::ToolSet;
 use crate::pipeline::BatchContext;
 use crate::policy::Policy;
@@ -28,7 +29,11 @@ use tokio_util::sync::CancellationToken;
 /// the workspace and nothing else; extensions get no capabilities; the active
 /// tools are Pi's defaults (`read`, `bash`, `edit`, `write`, those that exist)
 /// plus every extension tool; a cancelled call gets one second to stop by
-/// itself before it is stopped.
+/// itself before it is stopped. The shell tools (`bash`, `powershell`) run
+/// commands in the workspace with a 300 s default timeout; their commands may
+/// write in the workspace and the host's temp directory
+/// (`<system temp>/toolhost-<uid>`, which also holds full-output files), and
+/// run unconfined where Landlock is unavailable.
 #[must_use]
 pub struct HostBuilder {
     workspace: Option<PathBuf>,
@@ -44,6 +49,10 @@ pub struct HostBuilder {
     sequential: bool,
     fs: Option<(Arc<dyn FsRead>, Arc<dyn FsWrite>)>,
     user_config: Option<Option<PathBuf>>,
+    temp_dir: Option<PathBuf>,
+    command_timeout: Option<Duration>,
+    write_roots: Vec<PathBuf>,
+    require_landlock: bool,
 }
 
 impl Default for HostBuilder {
@@ -67,6 +76,10 @@ impl Default for HostBuilder {
             sequential: false,
             fs: None,
             user_config: None,
+            temp_dir: None,
+            command_timeout: Some(builtin::DEFAULT_COMMAND_TIMEOUT),
+            write_roots: Vec::new(),
+            require_landlock: false,
         }
     }
 }
@@ -153,6 +166,32 @@ impl HostBuilder {
         self
     }
 
+    /// The host's temp directory: full-output files of the shell tools, and
+    /// the `TMPDIR` their commands may write in. Created if missing.
+    pub fn temp_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.temp_dir = Some(dir.into());
+        self
+    }
+
+    /// The timeout of shell commands that give none (`None`: no default
+    /// timeout, as in Pi).
+    pub fn command_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.command_timeout = timeout;
+        self
+    }
+
+    /// Another directory shell commands may write in.
+    pub fn command_write_root(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.write_roots.push(dir.into());
+        self
+    }
+
+    /// Refuse to run shell commands where Landlock cannot confine them.
+    pub fn require_landlock(mut self, required: bool) -> Self {
+        self.require_landlock = required;
+        self
+    }
+
     /// Load the built-in tools and the extensions.
     ///
     /// A broken extension does not fail the build: it is reported in
@@ -184,6 +223,31 @@ impl HostBuilder {
             }
         };
 
+        let temp_dir = match &self.temp_dir {
+            Some(dir) => std::fs::create_dir_all(dir).and_then(|()| dir.canonicalize()),
+            None => private_temp_dir(),
+        }
+        .map_err(|e| Error::Runtime(format!("cannot use the temp directory: {e}")))?;
+        let output_dir: Arc<dyn FsWrite> =
+            Arc::new(LocalFs::new(std::slice::from_ref(&temp_dir)).map_err(|e| {
+                Error::Runtime(format!(
+                    "cannot open the temp directory {}: {e}",
+                    temp_dir.display()
+                ))
+            })?);
+        let shell = builtin::ShellGrants {
+            process: Arc::new(builtin::shell_policy(
+                &workspace,
+                &temp_dir,
+                &self.write_roots,
+                self.session_id.clone(),
+                self.command_timeout,
+                self.require_landlock,
+            )),
+            output_dir,
+        };
+        let confinement = shell.process.confinement();
+
         let user_config = self
             .user_config
             .unwrap_or_else(crate::policy::default_user_config_dir);
@@ -200,8 +264,12 @@ impl HostBuilder {
                     hash: component.hash.to_string(),
                     origin: format!("built-in {}", component.name),
                     source: ToolSource::Builtin,
-                    caps: builtin::capabilities(component.name, &fs_read, &fs_write),
-                    limits: self.builtin_limits,
+                    caps: builtin::capabilities(component.name, &fs_read, &fs_write, &shell),
+                    limits: builtin::limits(
+                        component.name,
+                        self.builtin_limits,
+                        self.command_timeout,
+                    ),
                     grant_name: None,
                 },
             )
@@ -287,6 +355,8 @@ impl HostBuilder {
                 home: std::env::var("HOME").ok().filter(|h| !h.is_empty()),
                 cancel_grace: self.cancel_grace,
                 sequential: self.sequential,
+                temp_dir,
+                confinement,
             }),
         })
     }
@@ -296,6 +366,28 @@ fn add_all(registry: &mut Registry, tools: Vec<RegisteredTool>, diagnostics: &mu
     for tool in tools {
         diagnostics.extend(registry.add(tool));
     }
+}
+
+/// `<system temp>/toolhost-<uid>`, created private (0700). An existing one
+/// must be a directory owned by this user and closed to others, so another
+/// user cannot plant links or read full outputs there.
+fn private_temp_dir() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let uid = rustix::process::getuid().as_raw();
+    let dir = std::env::temp_dir().join(format!("toolhost-{uid}"));
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let meta = std::fs::symlink_metadata(&dir)?;
+    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
+        return Err(std::io::Error::other(format!(
+            "{} must be a directory owned by uid {uid} with mode 0700",
+            dir.display()
+        )));
+    }
+    dir.canonicalize()
 }
 
 /// The state every batch of a host shares.
@@ -311,6 +403,8 @@ pub(crate) struct HostInner {
     pub home: Option<String>,
     pub cancel_grace: Duration,
     pub sequential: bool,
+    pub temp_dir: PathBuf,
+    pub confinement: Confinement,
 }
 
 impl HostInner {
@@ -353,6 +447,17 @@ impl Host {
     /// The workspace's real path: the cwd tools see.
     pub fn workspace(&self) -> &Path {
         &self.inner.workspace
+    }
+
+    /// The host's temp directory (full-output files of the shell tools).
+    pub fn temp_dir(&self) -> &Path {
+        &self.inner.temp_dir
+    }
+
+    /// How the shell tools' commands are confined on this machine (Landlock,
+    /// or why not).
+    pub fn command_confinement(&self) -> &Confinement {
+        &self.inner.confinement
     }
 
     /// Every loaded tool, in registry order, with its source and state.

@@ -40,7 +40,7 @@ pub mod sandbox;
 mod schedule;
 pub mod validate;
 
-pub use builtin::DEFAULT_ACTIVE_TOOLS;
+pub use builtin::{DEFAULT_ACTIVE_TOOLS, DEFAULT_COMMAND_TIMEOUT};
 pub use engine::{Runtime, RuntimeOptions};
 pub use error::Error;
 pub use events::{Event, EventSink, NoEvents};
@@ -54,6 +54,7 @@ pub use message::{
     AssistantMessage, ContentBlock, PartialResult, StopReason, ToolCall, ToolResult,
     ToolResultMessage,
 };
+pub use ops::process::{Confinement, ProcessPolicy};
 pub use pipeline::OPERATION_ABORTED;
 pub use registry::{Diagnostic, ExecutionMode, ToolDefinition, ToolInfo, ToolSource};
 pub use sandbox::{Capabilities, Limits};

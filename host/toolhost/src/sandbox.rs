@@ -491,13 +491,21 @@ impl Sandbox {
         self.hook.is_some()
     }
 
-    /// The roots this component may read, for its call context.
+    /// The filesystem roots this component was granted (read roots, then
+    /// write roots not already listed), for its call context.
     pub(crate) fn fs_roots(&self) -> Vec<String> {
-        self.caps
+        let mut roots = self
+            .caps
             .fs_read
             .as_ref()
             .map(|fs| fs.roots())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        for root in self.caps.fs_write.iter().flat_map(|fs| fs.roots()) {
+            if !roots.contains(&root) {
+                roots.push(root);
+            }
+        }
+        roots
     }
 
     /// A fresh instance in a fresh store, for one call.

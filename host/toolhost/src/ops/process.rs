@@ -1,45 +1,1512 @@
-//! The `process` Operations: running programs for tools such as bash.
+//! The `process` Operations: running programs for tools such as bash (Pi's
+//! `BashOperations`), confined by a [`ProcessPolicy`].
 //!
-//! (Being built: spawning is refused until the backend lands.)
+//! # What a child gets
+//!
+//! * Only a program the policy names (a bare name looked up on the policy's
+//!   `PATH`, or an absolute path), with its own arguments.
+//! * An environment built from nothing: the host variables on an allowlist
+//!   (`PATH`, `HOME`, locale, terminal, …; never tokens or keys), the
+//!   command's own variables, then `TOOLHOST_SESSION_ID` (spec §7.16).
+//! * A working directory that exists and lies inside the policy's roots.
+//! * stdin `/dev/null`; stdout and stderr on two pipes merged into one stream.
+//! * Its own session and process group (`setsid`, like Node's `detached`), so
+//!   the whole group can be stopped and no terminal reaches it.
+//! * Where the kernel offers Landlock: write access only beneath the write
+//!   roots (plus `/dev/null` and friends), reading everywhere, and no signals
+//!   to processes outside its domain (ABI ≥ 6). Without Landlock the child
+//!   runs unconfined and [`landlock`] says why; a policy may instead
+//!   [require](ProcessPolicy::require_landlock) it and refuse to spawn.
+//!
+//! # Lifetime: no process outlives its call
+//!
+//! A supervisor task per child owns the process, reads its pipes and delivers
+//! [`ChildEvent`]s through a bounded channel (so a slow tool slows the child
+//! down instead of growing a buffer). The leader is waited for with a pidfd
+//! and is *not reaped* until its whole group is gone: the zombie keeps the
+//! group id reserved, so signalling the group can never hit a reused id.
+//!
+//! * Natural end (Pi's rule, §1.9): the leader exited and both pipes closed,
+//!   or stayed quiet for 100 ms (re-armed by every chunk). `exit` is
+//!   delivered, then any member left in the group is stopped.
+//! * Timeout, call cancellation, [`Child::kill`] and dropping the [`Child`]
+//!   stop the group: SIGTERM, then SIGKILL after 2 s (§7.14), then
+//!   `timed-out` or `cancelled`. A final SIGKILL to the group always precedes
+//!   reaping.
+//! * If the async runtime drops the supervisor (shutdown), its destructor
+//!   SIGKILLs the group at once.
+//!
+//! A member that leaves the group (`setsid`, `setpgid`) escapes this: stopping
+//! it would need a cgroup or a PID namespace, which this backend does not set
+//! up.
+//!
+//! # Output order
+//!
+//! Pi reads stdout and stderr as two Node streams, so output written in one
+//! burst arrives grouped per stream, in the order the pipes became readable
+//! (C082: `echo out; echo err >&2; echo out2` gives `out out2 err`). The
+//! supervisor reproduces that: both pipes and the pidfd sit in one epoll set,
+//! whose ready list is in readiness order; after the pipes were quiet it waits
+//! [`COALESCE`] before reading, as Node's event loop does by being busy.
 
-use crate::bindings::process::{self, ChildEvent, Command, ProcessError, ProcessErrorCode};
+use crate::bindings::process::{
+    self, ChildEvent, Command, ExitStatus, ProcessError, ProcessErrorCode,
+};
 use crate::sandbox::CallState;
+use rustix::event::epoll;
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::io::Errno;
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
+use std::collections::VecDeque;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+use tokio::io::unix::AsyncFd;
+use tokio::sync::{Notify, mpsc};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use wasmtime::component::Resource;
 
-/// What a component may run, where, and with which environment.
-#[derive(Clone, Debug, Default)]
-pub struct ProcessPolicy {}
+/// Quiet time after the leader exited before the call completes (Pi's
+/// `EXIT_STDIO_GRACE_MS`): descendants holding the pipes but silent do not
+/// keep the call open.
+pub const EXIT_QUIET: Duration = Duration::from_millis(100);
+/// Between SIGTERM and SIGKILL when a group is stopped (spec §7.14).
+pub const STOP_GRACE: Duration = Duration::from_secs(2);
+/// How long to wait after the pipes woke up from quiet before reading them.
+pub const COALESCE: Duration = Duration::from_millis(5);
+/// Largest output chunk (one read of one pipe).
+pub const CHUNK_BYTES: usize = 64 * 1024;
+/// Events buffered between the supervisor and the tool. With [`CHUNK_BYTES`]
+/// this caps buffered output at about 1 MiB per child.
+const CHANNEL_EVENTS: usize = 16;
+/// After SIGKILL, how long to wait for the group to vanish before giving up
+/// (a process in uninterruptible sleep cannot die sooner).
+const KILL_WAIT: Duration = Duration::from_secs(3);
+/// How often a stopping group is checked.
+const STOP_POLL: Duration = Duration::from_millis(10);
+/// How often the leader is checked when the kernel has no pidfds.
+const EXIT_POLL: Duration = Duration::from_millis(20);
 
-/// A running process group.
-#[derive(Debug)]
-pub struct Child {}
+/// Host variables a child may inherit: what programs need to behave normally
+/// (find programs, home, language, terminal type, time zone), nothing secret.
+const ENV_ALLOWLIST: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "COLORTERM",
+    "TZ",
+    "TMPDIR",
+];
+/// Prefixes of allowlisted host variables (the locale categories).
+const ENV_ALLOWLIST_PREFIXES: &[&str] = &["LC_"];
+/// `PATH` when the host has none.
+const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+/// The variable carrying the session id (spec §7.16).
+pub const SESSION_ID_VAR: &str = "TOOLHOST_SESSION_ID";
+
+/// What a component may run, where, and with which environment.
+///
+/// The default grants nothing: no program, no working directory, an empty
+/// environment, no default timeout, and Landlock used where available.
+#[derive(Clone, Debug, Default)]
+pub struct ProcessPolicy {
+    programs: Vec<String>,
+    cwd_roots: Vec<PathBuf>,
+    write_roots: Vec<PathBuf>,
+    env: Vec<(String, String)>,
+    session_id: Option<String>,
+    default_timeout: Option<Duration>,
+    require_landlock: bool,
+}
+
+impl ProcessPolicy {
+    /// A policy that grants nothing.
+    pub fn new() -> ProcessPolicy {
+        ProcessPolicy::default()
+    }
+
+    /// Allow running `program`: a bare name (resolved on the policy's `PATH`
+    /// at spawn) or an absolute path. A command must name it exactly so.
+    pub fn program(mut self, program: impl Into<String>) -> Self {
+        self.programs.push(program.into());
+        self
+    }
+
+    /// Allow working directories inside `dir` (its real path).
+    pub fn cwd_root(mut self, dir: impl AsRef<Path>) -> Self {
+        self.cwd_roots.push(real_path(dir.as_ref()));
+        self
+    }
+
+    /// Let children write inside `dir` (enforced where Landlock exists).
+    pub fn write_root(mut self, dir: impl AsRef<Path>) -> Self {
+        self.write_roots.push(real_path(dir.as_ref()));
+        self
+    }
+
+    /// Copy the allowlisted variables of this process's environment.
+    pub fn host_env(mut self) -> Self {
+        for (key, value) in std::env::vars_os() {
+            let (Some(key), Some(value)) = (key.to_str(), value.to_str()) else {
+                continue;
+            };
+            let allowed = ENV_ALLOWLIST.contains(&key)
+                || ENV_ALLOWLIST_PREFIXES.iter().any(|p| key.starts_with(p));
+            if allowed {
+                self = self.env(key, value);
+            }
+        }
+        self
+    }
+
+    /// Set a variable for every child (replacing an earlier value).
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        let key = key.into();
+        self.env.retain(|(k, _)| *k != key);
+        self.env.push((key, value.into()));
+        self
+    }
+
+    /// Expose the session id as `TOOLHOST_SESSION_ID`.
+    pub fn session_id(mut self, id: Option<String>) -> Self {
+        self.session_id = id;
+        self
+    }
+
+    /// The timeout for commands that give none (`None`: they may run forever).
+    pub fn default_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.default_timeout = timeout;
+        self
+    }
+
+    /// Refuse to spawn when Landlock is unavailable instead of running the
+    /// child unconfined.
+    pub fn require_landlock(mut self, required: bool) -> Self {
+        self.require_landlock = required;
+        self
+    }
+
+    /// How children of this policy are confined on this machine.
+    pub fn confinement(&self) -> Confinement {
+        match landlock() {
+            Ok(abi) => Confinement::Landlock { abi: *abi as u32 },
+            Err(reason) => Confinement::Unconfined {
+                reason: reason.clone(),
+            },
+        }
+    }
+
+    /// Start `command` (see the module docs for what the child gets). The
+    /// child is stopped when `cancel` fires, when its timeout runs out, or
+    /// when the returned [`Child`] is dropped. Needs a tokio runtime.
+    pub fn spawn(
+        &self,
+        command: Command,
+        cancel: CancellationToken,
+    ) -> Result<Child, ProcessError> {
+        if cancel.is_cancelled() {
+            return Err(error(ProcessErrorCode::Cancelled, "the call was cancelled"));
+        }
+        if !self.programs.contains(&command.program) {
+            return Err(error(
+                ProcessErrorCode::NotAllowed,
+                format!(
+                    "{} is not a program this tool may run (allowed: {})",
+                    command.program,
+                    self.programs.join(", ")
+                ),
+            ));
+        }
+        let has_nul = |s: &str| s.contains('\0');
+        if command.args.iter().any(|a| has_nul(a.as_str()))
+            || command
+                .env
+                .iter()
+                .any(|(k, v)| has_nul(k) || has_nul(v) || k.is_empty() || k.contains('='))
+        {
+            return Err(error(
+                ProcessErrorCode::InvalidInput,
+                "an argument or environment variable is malformed (empty name, '=' in a name, or a NUL byte)",
+            ));
+        }
+        let cwd = self.check_cwd(&command.cwd)?;
+        let env = self.child_env(&command.env);
+        let program = resolve_program(&command.program, env_path(&env))?;
+        let confinement = self.ruleset()?;
+        let timeout = command
+            .timeout_ms
+            .map(Duration::from_millis)
+            .or(self.default_timeout);
+
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+            error(
+                ProcessErrorCode::Other,
+                "cannot supervise a process outside an async runtime",
+            )
+        })?;
+        // The pipes join the epoll set before the child exists: a child that
+        // writes at once must still be seen in the order it wrote.
+        let (pipes, epoll) = output_pipes().map_err(|e| {
+            error(
+                ProcessErrorCode::Other,
+                format!("cannot create pipes for {}: {e}", command.program),
+            )
+        })?;
+        let [(stdout, stdout_w), (stderr, stderr_w)] = pipes;
+        let mut cmd = std::process::Command::new(&program);
+        cmd.arg0(&command.program)
+            .args(&command.args)
+            .env_clear()
+            .envs(env)
+            .current_dir(&cwd)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::from(stdout_w))
+            .stderr(std::process::Stdio::from(stderr_w));
+        let mut ruleset = confinement;
+        #[allow(unsafe_code)]
+        // SAFETY: the hook runs in the forked child before exec, where only
+        // async-signal-safe work is sound. It makes two system calls through
+        // rustix (`setsid`) and the landlock crate (`prctl(NO_NEW_PRIVS)` and
+        // `landlock_restrict_self` on a ruleset built in the parent), moves
+        // the ruleset out of an `Option` (no allocation), and builds errors
+        // from raw errnos (no allocation). A failing restriction fails the
+        // spawn: the child never runs unconfined by accident.
+        unsafe {
+            cmd.pre_exec(move || {
+                rustix::process::setsid().map_err(errno_io)?;
+                if let Some(ruleset) = ruleset.take() {
+                    match ruleset.restrict_self() {
+                        Ok(_) => {}
+                        Err(e) => {
+                            // Dropping the error could free memory; leave it.
+                            std::mem::forget(e);
+                            return Err(errno_io(Errno::PERM));
+                        }
+                    }
+                }
+                Ok(())
+            });
+        }
+        let spawned = cmd.spawn();
+        // Our copies of the write ends must close, or the pipes never end.
+        drop(cmd);
+        let leader = spawned.map_err(|e| {
+            let code = if e.kind() == io::ErrorKind::NotFound {
+                ProcessErrorCode::NotFound
+            } else {
+                ProcessErrorCode::Other
+            };
+            error(code, format!("cannot run {}: {e}", command.program))
+        })?;
+        let pgid = Pid::from_child(&leader);
+        let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);
+        let control = Arc::new(Control::default());
+        let supervisor = Supervisor {
+            leader: Some(leader),
+            pgid,
+            pipes: [Some(stdout), Some(stderr)],
+            pidfd: rustix::process::pidfd_open(pgid, rustix::process::PidfdFlags::empty()).ok(),
+            tx,
+            pending: VecDeque::new(),
+            control: control.clone(),
+            cancel,
+            deadline: timeout.map(|t| Instant::now() + t),
+            timeout,
+            exit: None,
+            quiet_until: None,
+            idle: true,
+        };
+        if let Some(pidfd) = &supervisor.pidfd
+            && let Err(e) = epoll::add(
+                epoll.get_ref(),
+                pidfd,
+                epoll::EventData::new_u64(TOKEN_PIDFD),
+                epoll::EventFlags::IN,
+            )
+        {
+            drop(supervisor); // Its destructor kills the group.
+            return Err(error(
+                ProcessErrorCode::Other,
+                format!("cannot watch {}: {e}", command.program),
+            ));
+        }
+        runtime.spawn(supervisor.run(epoll));
+        Ok(Child {
+            events: rx,
+            control,
+            last: None,
+        })
+    }
+
+    /// The real working directory, checked against the roots.
+    fn check_cwd(&self, cwd: &str) -> Result<PathBuf, ProcessError> {
+        if !Path::new(cwd).is_absolute() {
+            return Err(error(
+                ProcessErrorCode::InvalidInput,
+                format!("working directory {cwd} is not an absolute path"),
+            ));
+        }
+        let real = match Path::new(cwd).canonicalize() {
+            Ok(real) => real,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(error(
+                    ProcessErrorCode::CwdNotFound,
+                    format!("working directory {cwd} does not exist"),
+                ));
+            }
+            Err(e) => {
+                return Err(error(
+                    ProcessErrorCode::InvalidInput,
+                    format!("working directory {cwd}: {e}"),
+                ));
+            }
+        };
+        if !real.is_dir() {
+            return Err(error(
+                ProcessErrorCode::InvalidInput,
+                format!("working directory {cwd} is not a directory"),
+            ));
+        }
+        // The boundary that matters is Landlock's on writes; this keeps a
+        // tool from starting elsewhere by accident or by a symlink.
+        if !self.cwd_roots.iter().any(|root| real.starts_with(root)) {
+            return Err(error(
+                ProcessErrorCode::InvalidInput,
+                format!("working directory {cwd} is outside the granted roots"),
+            ));
+        }
+        Ok(real)
+    }
+
+    /// Allowlisted host variables, then the command's, then the session id.
+    fn child_env(&self, extra: &[(String, String)]) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = Vec::new();
+        let mut set = |k: &str, v: &str| {
+            env.retain(|(key, _)| key != k);
+            env.push((k.to_string(), v.to_string()));
+        };
+        for (k, v) in self.env.iter().chain(extra) {
+            set(k, v);
+        }
+        match &self.session_id {
+            Some(id) => set(SESSION_ID_VAR, id),
+            None => env.retain(|(k, _)| k != SESSION_ID_VAR),
+        }
+        if !env.iter().any(|(k, _)| k == "PATH") {
+            env.push(("PATH".into(), DEFAULT_PATH.into()));
+        }
+        env
+    }
+
+    /// The Landlock ruleset for a child, built in the parent (where
+    /// allocating and opening the roots is fine). `None` when unavailable.
+    fn ruleset(&self) -> Result<Option<landlock::RulesetCreated>, ProcessError> {
+        use landlock::{
+            Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
+        };
+        let abi = match landlock() {
+            Ok(abi) => *abi,
+            Err(reason) if self.require_landlock => {
+                return Err(error(
+                    ProcessErrorCode::Other,
+                    format!("this host requires Landlock to run programs, but {reason}"),
+                ));
+            }
+            Err(_) => return Ok(None),
+        };
+        let fail = |e: &dyn std::fmt::Display| {
+            error(
+                ProcessErrorCode::Other,
+                format!("cannot build the Landlock ruleset: {e}"),
+            )
+        };
+        // Everything that changes the filesystem is handled; ioctls on
+        // devices are left alone (terminal queries on inherited descriptors).
+        let handled = AccessFs::from_all(abi) & !AccessFs::IoctlDev;
+        let read = AccessFs::from_read(abi);
+        let device = AccessFs::from_file(abi) & handled;
+        let mut ruleset = Ruleset::default()
+            .handle_access(handled)
+            .map_err(|e| fail(&e))?;
+        if abi >= landlock::ABI::V6 {
+            // No signals to processes outside the child's domain (the host).
+            ruleset = ruleset.scope(Scope::Signal).map_err(|e| fail(&e))?;
+        }
+        let mut created = ruleset
+            .create()
+            .map_err(|e| fail(&e))?
+            .add_rule(PathBeneath::new(
+                PathFd::new("/").map_err(|e| fail(&e))?,
+                read,
+            ))
+            .map_err(|e| fail(&e))?;
+        for root in &self.write_roots {
+            let Ok(fd) = PathFd::new(root) else {
+                continue; // A missing root grants nothing.
+            };
+            created = created
+                .add_rule(PathBeneath::new(fd, handled))
+                .map_err(|e| fail(&e))?;
+        }
+        // Devices every shell script writes to (`2>/dev/null`).
+        for dev in ["/dev/null", "/dev/zero", "/dev/full"] {
+            if let Ok(fd) = PathFd::new(dev) {
+                created = created
+                    .add_rule(PathBeneath::new(fd, device))
+                    .map_err(|e| fail(&e))?;
+            }
+        }
+        Ok(Some(created))
+    }
+}
+
+/// How a policy's children are confined on this machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Confinement {
+    /// Landlock is enforced; writes are limited to the write roots.
+    Landlock { abi: u32 },
+    /// Landlock is not available: children can write wherever the user can.
+    Unconfined { reason: String },
+}
+
+impl std::fmt::Display for Confinement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Confinement::Landlock { abi } => write!(
+                f,
+                "Landlock ABI {abi}: programs can write only inside their write roots"
+            ),
+            Confinement::Unconfined { reason } => write!(
+                f,
+                "{reason}: programs run unconfined and can write wherever this user can"
+            ),
+        }
+    }
+}
+
+/// The Landlock ABI this host uses (the newest it knows, up to V7), probed
+/// once; or why Landlock cannot be used.
+pub fn landlock() -> &'static Result<landlock::ABI, String> {
+    static PROBE: OnceLock<Result<landlock::ABI, String>> = OnceLock::new();
+    PROBE.get_or_init(|| {
+        use landlock::{ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr};
+        // The public API has no version query: the newest ABI whose access
+        // rights the kernel accepts as a hard requirement is the one.
+        for abi in [
+            ABI::V7,
+            ABI::V6,
+            ABI::V5,
+            ABI::V4,
+            ABI::V3,
+            ABI::V2,
+            ABI::V1,
+        ] {
+            let created = Ruleset::default()
+                .set_compatibility(CompatLevel::HardRequirement)
+                .handle_access(AccessFs::from_all(abi))
+                .and_then(|r| r.create());
+            if created.is_ok() {
+                return Ok(abi);
+            }
+        }
+        Err("Landlock is not available on this kernel".to_string())
+    })
+}
+
+fn real_path(dir: &Path) -> PathBuf {
+    dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf())
+}
+
+fn error(code: ProcessErrorCode, message: impl Into<String>) -> ProcessError {
+    ProcessError {
+        code,
+        message: message.into(),
+    }
+}
+
+fn errno_io(e: Errno) -> io::Error {
+    io::Error::from_raw_os_error(e.raw_os_error())
+}
+
+fn env_path(env: &[(String, String)]) -> &str {
+    env.iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str())
+        .unwrap_or(DEFAULT_PATH)
+}
+
+/// The executable `program` names: itself when it is a path, else the first
+/// executable file of that name on `path`.
+fn resolve_program(program: &str, path: &str) -> Result<PathBuf, ProcessError> {
+    let executable = |p: &Path| {
+        rustix::fs::access(p, rustix::fs::Access::EXEC_OK).is_ok()
+            && p.metadata().map(|m| m.is_file()).unwrap_or(false)
+    };
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        if !p.is_absolute() {
+            return Err(error(
+                ProcessErrorCode::InvalidInput,
+                format!("{program} is neither a name nor an absolute path"),
+            ));
+        }
+        if executable(&p) {
+            return Ok(p);
+        }
+        return Err(error(
+            ProcessErrorCode::NotFound,
+            format!("{program} does not exist or is not executable"),
+        ));
+    }
+    path.split(':')
+        .filter(|dir| !dir.is_empty() && Path::new(dir).is_absolute())
+        .map(|dir| Path::new(dir).join(program))
+        .find(|p| executable(p))
+        .ok_or_else(|| {
+            error(
+                ProcessErrorCode::NotFound,
+                format!("{program} was not found on PATH"),
+            )
+        })
+}
+
+/// Why a group is being stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StopReason {
+    TimedOut,
+    Cancelled,
+    Killed,
+    Dropped,
+}
+
+/// Requests from the [`Child`] handle to its supervisor.
+#[derive(Default)]
+struct Control {
+    stop: Mutex<Option<StopReason>>,
+    notify: Notify,
+}
+
+impl Control {
+    fn request(&self, reason: StopReason) {
+        let mut stop = self.stop.lock().expect("control lock");
+        if stop.is_none() {
+            *stop = Some(reason);
+        }
+        drop(stop);
+        // A stored permit wakes the supervisor even if it is not waiting yet.
+        self.notify.notify_one();
+    }
+
+    async fn requested(&self) -> StopReason {
+        loop {
+            if let Some(reason) = *self.stop.lock().expect("control lock") {
+                return reason;
+            }
+            self.notify.notified().await;
+        }
+    }
+}
+
+/// A running process group. Dropping it stops the group.
+pub struct Child {
+    events: mpsc::Receiver<ChildEvent>,
+    control: Arc<Control>,
+    /// The final event, repeated by every later `next`.
+    last: Option<ChildEvent>,
+}
+
+impl std::fmt::Debug for Child {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Child").field("last", &self.last).finish()
+    }
+}
+
+impl Child {
+    /// The next event: output, or the final `exit` (repeated from then on).
+    pub async fn next(&mut self) -> ChildEvent {
+        if let Some(last) = &self.last {
+            return last.clone();
+        }
+        let event = match self.events.recv().await {
+            Some(event) => event,
+            // The supervisor always ends with `exit`; only a panic there
+            // closes the channel without one.
+            None => ChildEvent::Exit(ExitStatus::Cancelled),
+        };
+        if matches!(event, ChildEvent::Exit(_)) {
+            self.last = Some(event.clone());
+        }
+        event
+    }
+
+    /// [`Self::next`], or `None` when nothing happened within `wait`.
+    pub async fn next_within(&mut self, wait: Duration) -> Option<ChildEvent> {
+        tokio::time::timeout(wait, self.next()).await.ok()
+    }
+
+    /// Stop the group (SIGTERM, SIGKILL after [`STOP_GRACE`]); `next` then
+    /// reports `cancelled` unless the child had already ended.
+    pub fn kill(&self) {
+        self.control.request(StopReason::Killed);
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        self.control.request(StopReason::Dropped);
+    }
+}
+
+/// Owns one child: reads its output, watches its exit, enforces its
+/// timeout and cancellation, and stops its group.
+struct Supervisor {
+    /// Not reaped until the group is gone (see the module docs).
+    leader: Option<std::process::Child>,
+    pgid: Pid,
+    /// stdout, stderr; `None` once closed.
+    pipes: [Option<OwnedFd>; 2],
+    pidfd: Option<OwnedFd>,
+    tx: mpsc::Sender<ChildEvent>,
+    /// Events read but not yet taken by the tool (at most one epoll round).
+    pending: VecDeque<ChildEvent>,
+    control: Arc<Control>,
+    cancel: CancellationToken,
+    deadline: Option<Instant>,
+    timeout: Option<Duration>,
+    /// The leader's status once it exited.
+    exit: Option<ExitStatus>,
+    /// After exit: the call completes when this passes without output.
+    quiet_until: Option<Instant>,
+    /// The pipes were found empty at the last look.
+    idle: bool,
+}
+
+const TOKEN_PIDFD: u64 = 2;
+
+/// What woke the supervisor.
+enum Wake<'a> {
+    Stop(StopReason),
+    Readable(tokio::io::unix::AsyncFdReadyGuard<'a, OwnedFd>),
+    Sent,
+    ReceiverGone,
+    Quiet,
+    ExitPoll,
+}
+
+impl Supervisor {
+    async fn run(mut self, epoll: AsyncFd<OwnedFd>) {
+        match self.watch(&epoll).await {
+            Ok(status) => {
+                // Natural end: deliver, then stop whatever is left of the group.
+                self.pending.push_back(ChildEvent::Exit(status));
+                self.deliver().await;
+                if group_alive(self.pgid) {
+                    self.stop_group(None).await;
+                }
+                self.finish().await;
+            }
+            Err(reason) => {
+                self.stop_group(Some(&epoll)).await;
+                self.finish().await;
+                self.drain_pipes();
+                let status = match reason {
+                    StopReason::TimedOut => ExitStatus::TimedOut(
+                        self.timeout.map(|t| t.as_millis() as u64).unwrap_or(0),
+                    ),
+                    _ => ExitStatus::Cancelled,
+                };
+                self.pending.push_back(ChildEvent::Exit(status));
+                self.deliver().await;
+            }
+        }
+    }
+
+    /// Until the child ends by itself (`Ok(status)`) or must be stopped.
+    async fn watch(&mut self, epoll: &AsyncFd<OwnedFd>) -> Result<ExitStatus, StopReason> {
+        let mut exit_poll = tokio::time::interval(EXIT_POLL);
+        loop {
+            if let Some(status) = &self.exit
+                && self.pipes.iter().all(Option::is_none)
+                && self.pending.is_empty()
+            {
+                return Ok(status.clone());
+            }
+            let wake = tokio::select! {
+                biased;
+                reason = self.control.requested() => Wake::Stop(reason),
+                _ = self.cancel.cancelled() => Wake::Stop(StopReason::Cancelled),
+                _ = sleep_until(self.deadline), if self.deadline.is_some() => {
+                    Wake::Stop(StopReason::TimedOut)
+                }
+                permit = self.tx.reserve(), if !self.pending.is_empty() => match permit {
+                    Ok(permit) => {
+                        permit.send(self.pending.pop_front().expect("pending event"));
+                        Wake::Sent
+                    }
+                    Err(_) => Wake::ReceiverGone,
+                },
+                ready = epoll.readable(), if self.pending.is_empty() => match ready {
+                    Ok(guard) => Wake::Readable(guard),
+                    // An epoll set cannot fail to poll; treat it as dropped.
+                    Err(_) => Wake::ReceiverGone,
+                },
+                _ = sleep_until(self.quiet_until), if self.quiet_until.is_some() && self.pending.is_empty() => {
+                    Wake::Quiet
+                }
+                _ = exit_poll.tick(), if self.pidfd.is_none() && self.exit.is_none() => Wake::ExitPoll,
+            };
+            match wake {
+                Wake::Stop(reason) => return Err(reason),
+                Wake::ReceiverGone => return Err(StopReason::Dropped),
+                Wake::Quiet => {
+                    return Ok(self.exit.clone().expect("quiet only after exit"));
+                }
+                Wake::ExitPoll => self.check_exit(),
+                Wake::Readable(mut guard) => {
+                    if self.idle {
+                        tokio::time::sleep(COALESCE).await;
+                    }
+                    if self.pump(guard.get_inner()) {
+                        self.idle = false;
+                    } else {
+                        guard.clear_ready();
+                        self.idle = true;
+                    }
+                }
+                Wake::Sent => {}
+            }
+        }
+    }
+
+    /// One round over the ready sources, in readiness order: one read per
+    /// ready pipe, an exit check for the pidfd. False when nothing was ready.
+    fn pump(&mut self, epoll: &OwnedFd) -> bool {
+        let mut ready = Vec::with_capacity(4);
+        // A zero timeout: the outer reactor already said something is ready.
+        let events = epoll::wait(
+            epoll,
+            rustix::buffer::spare_capacity(&mut ready),
+            Some(&Default::default()),
+        )
+        .unwrap_or_default();
+        if events == 0 {
+            return false;
+        }
+        for event in &ready {
+            let token = event.data.u64();
+            if token == TOKEN_PIDFD {
+                self.check_exit();
+                if self.exit.is_some()
+                    && let Some(pidfd) = self.pidfd.take()
+                {
+                    let _ = epoll::delete(epoll, &pidfd);
+                }
+            } else {
+                self.read_pipe(token as usize, Some(epoll));
+            }
+        }
+        true
+    }
+
+    /// One read of pipe `i`: a chunk, or the pipe closes.
+    fn read_pipe(&mut self, i: usize, epoll: Option<&OwnedFd>) -> bool {
+        let Some(pipe) = &self.pipes[i] else {
+            return false;
+        };
+        let mut buf = vec![0u8; CHUNK_BYTES];
+        match rustix::io::read(pipe, &mut buf) {
+            Ok(0) => {
+                // End of file: stop watching it.
+                if let Some(epoll) = epoll {
+                    let _ = epoll::delete(epoll, pipe);
+                }
+                self.pipes[i] = None;
+                false
+            }
+            Ok(n) => {
+                buf.truncate(n);
+                self.pending.push_back(ChildEvent::Output(buf));
+                if self.exit.is_some() {
+                    self.quiet_until = Some(Instant::now() + EXIT_QUIET);
+                }
+                true
+            }
+            Err(Errno::AGAIN) | Err(Errno::INTR) => false,
+            Err(_) => {
+                if let Some(epoll) = epoll {
+                    let _ = epoll::delete(epoll, pipe);
+                }
+                self.pipes[i] = None;
+                false
+            }
+        }
+    }
+
+    /// Read whatever the pipes still hold, without waiting (after a stop).
+    fn drain_pipes(&mut self) {
+        for i in 0..2 {
+            let mut budget = CHANNEL_EVENTS;
+            while budget > 0 && self.read_pipe(i, None) {
+                budget -= 1;
+            }
+        }
+    }
+
+    /// Note the leader's status if it exited (leaving it unreaped).
+    fn check_exit(&mut self) {
+        if self.exit.is_some() {
+            return;
+        }
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+        let status = match &self.pidfd {
+            Some(pidfd) => rustix::process::waitid(WaitId::PidFd(pidfd.as_fd()), options),
+            None => rustix::process::waitid(WaitId::Pid(self.pgid), options),
+        };
+        if let Ok(Some(status)) = status {
+            self.exit = Some(match (status.exit_status(), status.terminating_signal()) {
+                (Some(code), _) => ExitStatus::Code(code),
+                (None, Some(signal)) => ExitStatus::Signal(signal_name(signal)),
+                (None, None) => ExitStatus::Code(-1),
+            });
+            self.quiet_until = Some(Instant::now() + EXIT_QUIET);
+        }
+    }
+
+    /// Hand pending events to the tool, in order, while it listens.
+    async fn deliver(&mut self) {
+        while let Some(event) = self.pending.pop_front() {
+            if self.tx.send(event).await.is_err() {
+                self.pending.clear();
+                return;
+            }
+        }
+    }
+
+    /// SIGTERM the group, SIGKILL it after [`STOP_GRACE`], and wait for it
+    /// to vanish. With `epoll`, output produced meanwhile is kept (bounded).
+    async fn stop_group(&mut self, epoll: Option<&AsyncFd<OwnedFd>>) {
+        let _ = rustix::process::kill_process_group(self.pgid, Signal::TERM);
+        let term_at = Instant::now();
+        let mut kill_at: Option<Instant> = None;
+        loop {
+            if !group_alive(self.pgid) {
+                return;
+            }
+            let now = Instant::now();
+            match kill_at {
+                None if now >= term_at + STOP_GRACE => {
+                    let _ = rustix::process::kill_process_group(self.pgid, Signal::KILL);
+                    kill_at = Some(now);
+                }
+                Some(at) if now >= at + KILL_WAIT => return,
+                _ => {}
+            }
+            match epoll {
+                Some(epoll) if self.pending.len() < CHANNEL_EVENTS => {
+                    tokio::select! {
+                        ready = epoll.readable() => {
+                            if let Ok(mut guard) = ready
+                                && !self.pump(guard.get_inner())
+                            {
+                                guard.clear_ready();
+                            }
+                        }
+                        _ = tokio::time::sleep(STOP_POLL) => {}
+                    }
+                }
+                _ => tokio::time::sleep(STOP_POLL).await,
+            }
+        }
+    }
+
+    /// The last SIGKILL (harmless: the unreaped leader keeps the group id
+    /// ours), then reap the leader.
+    async fn finish(&mut self) {
+        let _ = rustix::process::kill_process_group(self.pgid, Signal::KILL);
+        if let Some(mut leader) = self.leader.take() {
+            match leader.try_wait() {
+                Ok(Some(_)) | Err(_) => {}
+                // Still dying (uninterruptible sleep): reap it off the runtime.
+                Ok(None) => {
+                    tokio::task::spawn_blocking(move || leader.wait());
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        // Dropped before `finish` (runtime shutdown): the leader is unreaped,
+        // so the group id is still ours to signal.
+        if self.leader.is_some() {
+            let _ = rustix::process::kill_process_group(self.pgid, Signal::KILL);
+        }
+    }
+}
+
+/// Two pipes (read end non-blocking, write end for the child) in a new
+/// level-triggered epoll set, whose ready list then keeps readiness order.
+#[allow(clippy::type_complexity)]
+fn output_pipes() -> io::Result<([(OwnedFd, OwnedFd); 2], AsyncFd<OwnedFd>)> {
+    let fd = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+    let make = |token: u64| -> io::Result<(OwnedFd, OwnedFd)> {
+        let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+        rustix::io::ioctl_fionbio(&read, true)?;
+        epoll::add(
+            &fd,
+            &read,
+            epoll::EventData::new_u64(token),
+            epoll::EventFlags::IN,
+        )?;
+        Ok((read, write))
+    };
+    let pipes = [make(0)?, make(1)?];
+    #[allow(unsafe_code)]
+    // SAFETY: an `OwnedFd` stays open, and its `as_raw_fd` returns the same
+    // descriptor, for as long as the `AsyncFd` owns it.
+    let epoll = unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
+        .map_err(|e| e.into_parts().1)?;
+    Ok((pipes, epoll))
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Whether any live (not zombie) process is in group `pgid`.
+fn group_alive(pgid: Pid) -> bool {
+    match rustix::process::test_kill_process_group(pgid) {
+        Err(Errno::SRCH) => false,
+        // Members exist; they may all be zombies (the unreaped leader).
+        _ => live_members(pgid.as_raw_nonzero().get()).unwrap_or(true),
+    }
+}
+
+/// Whether `/proc` shows a live member of group `pgid`; `None` without `/proc`.
+fn live_members(pgid: i32) -> Option<bool> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{name}/stat")) else {
+            continue; // Exited meanwhile.
+        };
+        // `pid (comm) state ppid pgrp …`; comm may hold spaces and parens.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next().unwrap_or("");
+        let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
+        if group == Some(pgid) && state != "Z" && state != "X" {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
+/// The conventional name of a Linux signal (`SIGKILL`), as Node names them.
+pub fn signal_name(signal: i32) -> String {
+    const NAMES: [&str; 31] = [
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
+    ];
+    match signal {
+        1..=31 => NAMES[signal as usize - 1].to_string(),
+        n => format!("SIG{n}"),
+    }
+}
+
+impl CallState {
+    fn process_policy(&self) -> Result<Arc<ProcessPolicy>, ProcessError> {
+        self.caps.process.clone().ok_or_else(|| {
+            error(
+                ProcessErrorCode::NotAllowed,
+                "this component may not run programs",
+            )
+        })
+    }
+}
 
 impl process::Host for CallState {
     fn spawn(
         &mut self,
         command: Command,
     ) -> wasmtime::Result<Result<Resource<Child>, ProcessError>> {
-        Ok(Err(ProcessError {
-            code: ProcessErrorCode::Other,
-            message: format!(
-                "cannot run {}: process support is not built yet",
-                command.program
-            ),
-        }))
+        let spawned = self
+            .process_policy()
+            .and_then(|policy| policy.spawn(command, self.signals.cancel.clone()));
+        match spawned {
+            Ok(child) => Ok(Ok(self.table.push(child)?)),
+            Err(e) => Ok(Err(e)),
+        }
     }
 }
 
 impl process::HostChild for CallState {
-    async fn next(&mut self, _child: Resource<Child>) -> wasmtime::Result<ChildEvent> {
-        Ok(ChildEvent::Exit(process::ExitStatus::Cancelled))
+    async fn next(&mut self, child: Resource<Child>) -> wasmtime::Result<ChildEvent> {
+        Ok(self.table.get_mut(&child)?.next().await)
     }
 
-    fn kill(&mut self, _child: Resource<Child>) -> wasmtime::Result<()> {
+    async fn next_within(
+        &mut self,
+        child: Resource<Child>,
+        wait_ms: u32,
+    ) -> wasmtime::Result<Option<ChildEvent>> {
+        let wait = Duration::from_millis(u64::from(wait_ms));
+        Ok(self.table.get_mut(&child)?.next_within(wait).await)
+    }
+
+    fn kill(&mut self, child: Resource<Child>) -> wasmtime::Result<()> {
+        self.table.get(&child)?.kill();
         Ok(())
     }
 
     fn drop(&mut self, child: Resource<Child>) -> wasmtime::Result<()> {
         self.table.delete(child)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tempfile::TempDir;
+
+    /// The WIT types have no `PartialEq`: compare their debug forms.
+    macro_rules! assert_same {
+        ($a:expr, $b:expr $(, $($msg:tt)+)?) => {
+            assert_eq!(format!("{:?}", $a), format!("{:?}", $b) $(, $($msg)+)?)
+        };
+    }
+
+    fn policy(dir: &Path) -> ProcessPolicy {
+        ProcessPolicy::new()
+            .program("sh")
+            .cwd_root(dir)
+            .write_root(dir)
+            .host_env()
+    }
+
+    fn command(script: &str, cwd: &Path) -> Command {
+        Command {
+            program: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            cwd: cwd.to_string_lossy().into_owned(),
+            env: Vec::new(),
+            timeout_ms: None,
+        }
+    }
+
+    /// All output, then the final status (which `next` keeps repeating).
+    async fn collect(child: &mut Child) -> (String, ExitStatus) {
+        let mut out = Vec::new();
+        loop {
+            match child.next().await {
+                ChildEvent::Output(bytes) => out.extend(bytes),
+                ChildEvent::Exit(status) => {
+                    assert_same!(
+                        child.next().await,
+                        ChildEvent::Exit(status.clone()),
+                        "exit repeats"
+                    );
+                    return (String::from_utf8(out).unwrap(), status);
+                }
+            }
+        }
+    }
+
+    async fn run(policy: &ProcessPolicy, cmd: Command) -> (String, ExitStatus) {
+        let mut child = policy.spawn(cmd, CancellationToken::new()).unwrap();
+        collect(&mut child).await
+    }
+
+    fn pgid_of(output: &str) -> Pid {
+        let n: i32 = output.lines().next().unwrap().trim().parse().unwrap();
+        Pid::from_raw(n).unwrap()
+    }
+
+    /// Whether any process of the group still runs. A member already dead
+    /// but not yet reaped by init (a zombie) does not count.
+    fn group_exists(pgid: Pid) -> bool {
+        rustix::process::test_kill_process_group(pgid) != Err(Errno::SRCH)
+            && live_members(pgid.as_raw_nonzero().get()) != Some(false)
+    }
+
+    /// Wait (bounded) until `pid` is gone or a zombie nobody reaps.
+    async fn wait_gone(pid: i32) -> bool {
+        for _ in 0..500 {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat
+                .rfind(')')
+                .and_then(|i| stat[i + 1..].split_whitespace().next());
+            if matches!(state, None | Some("Z") | Some("X")) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        false
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn output_and_exit_code() {
+        let dir = TempDir::new().unwrap();
+        let p = policy(dir.path());
+        let (out, status) = run(&p, command("printf hi; exit 3", dir.path())).await;
+        assert_eq!(out, "hi");
+        assert_same!(status, ExitStatus::Code(3));
+        let (out, status) = run(&p, command("cat; echo rc=$?", dir.path())).await;
+        assert_same!(
+            (out.as_str(), status),
+            ("rc=0\n", ExitStatus::Code(0)),
+            "stdin is empty"
+        );
+        let (_, status) = run(&p, command("kill -KILL $$", dir.path())).await;
+        assert_same!(status, ExitStatus::Signal("SIGKILL".into()));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_burst_arrives_grouped_per_stream_like_pi() {
+        let dir = TempDir::new().unwrap();
+        let p = policy(dir.path());
+        let (out, _) = run(&p, command("echo out; echo err >&2; echo out2", dir.path())).await;
+        assert_eq!(out, "out\nout2\nerr\n");
+        let (out, _) = run(&p, command("echo err >&2; echo out", dir.path())).await;
+        assert_eq!(
+            out, "err\nout\n",
+            "the stream that was ready first comes first"
+        );
+        // Output separated in time keeps its order across the streams.
+        let (out, _) = run(
+            &p,
+            command(
+                "echo a; sleep 0.2; echo b >&2; sleep 0.2; echo c",
+                dir.path(),
+            ),
+        )
+        .await;
+        assert_eq!(out, "a\nb\nc\n");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn large_output_is_delivered_whole_through_the_bounded_channel() {
+        let dir = TempDir::new().unwrap();
+        let p = policy(dir.path());
+        let mut child = p
+            .spawn(
+                command("head -c 3000000 /dev/zero | tr '\\0' x", dir.path()),
+                CancellationToken::new(),
+            )
+            .unwrap();
+        let mut total = 0;
+        let mut chunks = 0;
+        loop {
+            match child.next().await {
+                ChildEvent::Output(bytes) => {
+                    assert!(bytes.len() <= CHUNK_BYTES);
+                    assert!(bytes.iter().all(|&b| b == b'x'));
+                    total += bytes.len();
+                    chunks += 1;
+                    if chunks == 2 {
+                        // A slow reader: the child waits, nothing is lost.
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                }
+                ChildEvent::Exit(status) => {
+                    assert_same!(status, ExitStatus::Code(0));
+                    break;
+                }
+            }
+        }
+        assert_eq!(total, 3_000_000);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn refusals_name_what_is_wrong() {
+        let dir = TempDir::new().unwrap();
+        let other = TempDir::new().unwrap();
+        let p = policy(dir.path());
+        let spawn = |cmd: Command| p.spawn(cmd, CancellationToken::new()).err().unwrap();
+
+        let mut cmd = command("true", dir.path());
+        cmd.program = "bash".into();
+        let e = spawn(cmd);
+        assert_same!(e.code, ProcessErrorCode::NotAllowed, "{}", e.message);
+        assert!(
+            e.message.starts_with("bash is not a program"),
+            "{}",
+            e.message
+        );
+
+        let e = spawn(command("true", other.path()));
+        assert_same!(e.code, ProcessErrorCode::InvalidInput);
+        assert!(
+            e.message.contains("outside the granted roots"),
+            "{}",
+            e.message
+        );
+
+        let e = spawn(command("true", &dir.path().join("gone")));
+        assert_same!(e.code, ProcessErrorCode::CwdNotFound);
+        assert!(e.message.ends_with("gone does not exist"), "{}", e.message);
+
+        let mut cmd = command("true", dir.path());
+        cmd.cwd = "relative".into();
+        assert_same!(spawn(cmd).code, ProcessErrorCode::InvalidInput);
+
+        let missing = ProcessPolicy::new()
+            .program("no-such-program-here")
+            .cwd_root(dir.path());
+        let mut cmd = command("true", dir.path());
+        cmd.program = "no-such-program-here".into();
+        let e = missing.spawn(cmd, CancellationToken::new()).err().unwrap();
+        assert_same!(e.code, ProcessErrorCode::NotFound, "{}", e.message);
+
+        let cancelled = CancellationToken::new();
+        cancelled.cancel();
+        let e = p
+            .spawn(command("true", dir.path()), cancelled)
+            .err()
+            .unwrap();
+        assert_same!(e.code, ProcessErrorCode::Cancelled);
+
+        let nothing = ProcessPolicy::new();
+        let e = nothing
+            .spawn(command("true", dir.path()), CancellationToken::new())
+            .err()
+            .unwrap();
+        assert_same!(
+            e.code,
+            ProcessErrorCode::NotAllowed,
+            "the default grants nothing"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_environment_is_the_allowlist_plus_the_command_and_session() {
+        let dir = TempDir::new().unwrap();
+        let p = policy(dir.path()).session_id(Some("s-42".into()));
+        let mut cmd = command("env", dir.path());
+        cmd.env = vec![
+            ("EXTRA".into(), "1".into()),
+            (SESSION_ID_VAR.into(), "spoofed".into()),
+        ];
+        let (out, _) = run(&p, cmd).await;
+        let names: Vec<&str> = out.lines().filter_map(|l| l.split('=').next()).collect();
+        // `sh` itself adds PWD (and some shells SHLVL, `_`, OLDPWD).
+        let by_shell = ["PWD", "OLDPWD", "SHLVL", "_"];
+        for name in &names {
+            assert!(
+                ENV_ALLOWLIST.contains(name)
+                    || name.starts_with("LC_")
+                    || by_shell.contains(name)
+                    || ["EXTRA", SESSION_ID_VAR].contains(name),
+                "{name} leaked into the child: {out}"
+            );
+        }
+        assert!(out.contains("EXTRA=1\n"));
+        assert!(out.contains("TOOLHOST_SESSION_ID=s-42\n"), "{out}");
+        assert!(out.lines().any(|l| l.starts_with("PATH=")));
+
+        let without = policy(dir.path());
+        let (out, _) = run(&without, command("env", dir.path())).await;
+        assert!(!out.contains(SESSION_ID_VAR), "{out}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_timeout_stops_the_whole_group() {
+        let dir = TempDir::new().unwrap();
+        let p = policy(dir.path());
+        let mut cmd = command("echo $$; sleep 100 & sleep 100", dir.path());
+        cmd.timeout_ms = Some(300);
+        let (out, status) = run(&p, cmd).await;
+        assert_same!(status, ExitStatus::TimedOut(300));
+        let pgid = pgid_of(&out);
+        assert!(
+            !group_exists(pgid),
+            "the group is gone when timed-out is reported"
+        );
+
+        let p = policy(dir.path()).default_timeout(Some(Duration::from_millis(200)));
+        let (out, status) = run(&p, command("echo $$; sleep 100", dir.path())).await;
+        assert_same!(status, ExitStatus::TimedOut(200), "the policy's default");
+        assert!(!group_exists(pgid_of(&out)));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn cancellation_kill_and_drop_stop_the_group() {
+        let dir = TempDir::new().unwrap();
+        let p = policy(dir.path());
+        let script = "echo $$; sleep 100";
+
+        let cancel = CancellationToken::new();
+        let mut child = p
+            .spawn(command(script, dir.path()), cancel.clone())
+            .unwrap();
+        let ChildEvent::Output(first) = child.next().await else {
+            panic!("no pgid")
+        };
+        let pgid = pgid_of(&String::from_utf8(first).unwrap());
+        cancel.cancel();
+        assert_same!(collect(&mut child).await.1, ExitStatus::Cancelled);
+        assert!(!group_exists(pgid));
+
+        let mut child = p
+            .spawn(command(script, dir.path()), CancellationToken::new())
+            .unwrap();
+        let ChildEvent::Output(first) = child.next().await else {
+            panic!("no pgid")
+        };
+        let pgid = pgid_of(&String::from_utf8(first).unwrap());
+        child.kill();
+        assert_same!(collect(&mut child).await.1, ExitStatus::Cancelled);
+        assert!(!group_exists(pgid));
+
+        let mut child = p
+            .spawn(command(script, dir.path()), CancellationToken::new())
+            .unwrap();
+        let ChildEvent::Output(first) = child.next().await else {
+            panic!("no pgid")
+        };
+        let pgid = pgid_of(&String::from_utf8(first).unwrap());
+        drop(child);
+        let mut gone = false;
+        for _ in 0..500 {
+            if !group_exists(pgid) {
+                gone = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(gone, "dropping the handle stops the group");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sigterm_is_followed_by_sigkill_after_the_grace() {
+        let dir = TempDir::new().unwrap();
+        let p = policy(dir.path());
+        // Ignoring SIGTERM is inherited by `sleep`.
+        let mut cmd = command("trap '' TERM; echo $$; sleep 100", dir.path());
+        cmd.timeout_ms = Some(100);
+        let (out, status) = run(&p, cmd).await;
+        assert_same!(status, ExitStatus::TimedOut(100));
+        assert!(!group_exists(pgid_of(&out)));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_quiet_background_child_does_not_hold_the_call_and_is_stopped() {
+        let dir = TempDir::new().unwrap();
+        let p = policy(dir.path());
+        // The background sleep keeps stdout open but writes nothing.
+        let (out, status) = run(&p, command("sleep 100 & echo $!", dir.path())).await;
+        assert_same!(status, ExitStatus::Code(0));
+        let straggler: i32 = out.trim().parse().unwrap();
+        assert!(wait_gone(straggler).await, "the straggler was stopped");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn next_within_returns_none_while_output_pauses() {
+        let dir = TempDir::new().unwrap();
+        let p = policy(dir.path());
+        let mut child = p
+            .spawn(
+                command("sleep 0.5; echo late", dir.path()),
+                CancellationToken::new(),
+            )
+            .unwrap();
+        assert!(child.next_within(Duration::from_millis(50)).await.is_none());
+        assert_eq!(collect(&mut child).await.0, "late\n");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writes_are_confined_to_the_write_roots_where_landlock_exists() {
+        let dir = TempDir::new().unwrap();
+        let outside = TempDir::new().unwrap();
+        let p = policy(dir.path());
+        let target = outside.path().join("escaped.txt");
+        let script = format!(
+            "echo in > inside.txt && echo ok-inside; echo x > /dev/null && echo ok-devnull; echo out > '{}' && echo ok-outside",
+            target.display()
+        );
+        let (out, _) = run(&p, command(&script, dir.path())).await;
+        assert!(out.contains("ok-inside\n"), "{out}");
+        assert!(out.contains("ok-devnull\n"), "{out}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("inside.txt")).unwrap(),
+            "in\n"
+        );
+        match landlock() {
+            Ok(abi) => {
+                assert!(
+                    !out.contains("ok-outside"),
+                    "Landlock ABI {abi:?} let it write: {out}"
+                );
+                assert!(!target.exists());
+                assert!(matches!(p.confinement(), Confinement::Landlock { .. }));
+            }
+            Err(reason) => {
+                eprintln!("NOTE: {reason}; the write outside the roots was not refused");
+                assert!(matches!(p.confinement(), Confinement::Unconfined { .. }));
+                let required = policy(dir.path()).require_landlock(true);
+                let e = required
+                    .spawn(command("true", dir.path()), CancellationToken::new())
+                    .err()
+                    .unwrap();
+                assert!(e.message.contains("requires Landlock"), "{}", e.message);
+            }
+        }
+    }
+
+    #[test]
+    fn signal_names_follow_linux_numbering() {
+        assert_eq!(signal_name(9), "SIGKILL");
+        assert_eq!(signal_name(15), "SIGTERM");
+        assert_eq!(signal_name(11), "SIGSEGV");
+        assert_eq!(signal_name(31), "SIGSYS");
+        assert_eq!(signal_name(40), "SIG40");
     }
 }

@@ -1,0 +1,551 @@
+//! Pi's bash output accumulator (spec §1.5), shared by `bash` and
+//! `powershell`, with toolhost's sanitising of the model-facing text (§7.13).
+//!
+//! Raw chunks (stdout and stderr interleaved) go through a streaming UTF-8
+//! decoder (a character split across chunks is kept whole; invalid bytes
+//! become U+FFFD as `TextDecoder` makes them), then through [`Sanitizer`],
+//! which removes ANSI escape sequences and control characters other than
+//! `\n` and `\t`. Only a rolling tail of the text is kept (at most four times
+//! the byte cap, trimmed to twice it), with the true line and byte totals. As
+//! soon as the output outgrows a cap, the complete *raw* output goes to the
+//! full-output file through a [`FileStore`]; before that the raw chunks wait
+//! in memory (at most a cap's worth plus one chunk).
+
+use toolhost_sdk::truncate::{TruncatedBy, Truncation, truncate_tail};
+
+/// Where the full output is kept. `create` returns the new file's path.
+pub trait FileStore {
+    fn create(&mut self) -> Option<String>;
+    /// Append to the file at `path`; false when it failed.
+    fn append(&mut self, path: &str, bytes: &[u8]) -> bool;
+}
+
+/// The full-output file.
+enum File {
+    NotNeeded,
+    Open(String),
+    /// Creating or writing it failed: its path is not shown (it would lie).
+    Failed,
+}
+
+/// A view of the output for an update or the result.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub content: String,
+    pub truncation: Truncation,
+    pub full_output_path: Option<String>,
+}
+
+pub struct Accumulator<S: FileStore> {
+    max_lines: u64,
+    max_bytes: usize,
+    max_rolling_bytes: usize,
+    decoder: Utf8Decoder,
+    sanitizer: Sanitizer,
+    raw_chunks: Vec<Vec<u8>>,
+    tail: String,
+    tail_starts_at_line_boundary: bool,
+    total_raw_bytes: usize,
+    /// Bytes of the sanitised text (what the model can be shown).
+    total_bytes: usize,
+    completed_lines: usize,
+    total_lines: usize,
+    current_line_bytes: usize,
+    has_open_line: bool,
+    finished: bool,
+    store: S,
+    file: File,
+}
+
+impl<S: FileStore> Accumulator<S> {
+    pub fn new(max_lines: u64, max_bytes: usize, store: S) -> Self {
+        Accumulator {
+            max_lines,
+            max_bytes,
+            max_rolling_bytes: (max_bytes * 2).max(1),
+            decoder: Utf8Decoder::default(),
+            sanitizer: Sanitizer::default(),
+            raw_chunks: Vec::new(),
+            tail: String::new(),
+            tail_starts_at_line_boundary: true,
+            total_raw_bytes: 0,
+            total_bytes: 0,
+            completed_lines: 0,
+            total_lines: 0,
+            current_line_bytes: 0,
+            has_open_line: false,
+            finished: false,
+            store,
+            file: File::NotNeeded,
+        }
+    }
+
+    pub fn append(&mut self, data: &[u8]) {
+        debug_assert!(!self.finished, "append after finish");
+        self.total_raw_bytes += data.len();
+        let mut decoded = String::new();
+        self.decoder.decode(data, &mut decoded);
+        let mut clean = String::with_capacity(decoded.len());
+        self.sanitizer.push(&decoded, &mut clean);
+        self.append_text(&clean);
+        match &self.file {
+            File::Open(path) => {
+                let path = path.clone();
+                self.write(&path, data);
+            }
+            File::Failed => {}
+            File::NotNeeded if self.should_use_file() => {
+                self.ensure_file();
+                if let File::Open(path) = &self.file {
+                    let path = path.clone();
+                    self.write(&path, data);
+                }
+            }
+            File::NotNeeded => {
+                if !data.is_empty() {
+                    self.raw_chunks.push(data.to_vec());
+                }
+            }
+        }
+    }
+
+    pub fn finish(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let mut rest = String::new();
+        self.decoder.finish(&mut rest);
+        let mut clean = String::new();
+        self.sanitizer.push(&rest, &mut clean);
+        self.append_text(&clean);
+        if self.should_use_file() {
+            self.ensure_file();
+        }
+    }
+
+    /// The tail as Pi's `truncateTail` cuts it, with the true totals; with
+    /// `persist_if_truncated`, the full-output file exists afterwards.
+    pub fn snapshot(&mut self, persist_if_truncated: bool) -> Snapshot {
+        let tail = truncate_tail(self.snapshot_text(), self.max_lines, self.max_bytes);
+        let truncated =
+            self.total_lines as u64 > self.max_lines || self.total_bytes > self.max_bytes;
+        let truncated_by = truncated.then(|| {
+            tail.truncated_by
+                .unwrap_or(if self.total_bytes > self.max_bytes {
+                    TruncatedBy::Bytes
+                } else {
+                    TruncatedBy::Lines
+                })
+        });
+        let truncation = Truncation {
+            truncated,
+            truncated_by,
+            total_lines: self.total_lines,
+            total_bytes: self.total_bytes,
+            max_lines: self.max_lines,
+            max_bytes: self.max_bytes,
+            ..tail
+        };
+        if persist_if_truncated && truncated {
+            self.ensure_file();
+        }
+        Snapshot {
+            content: truncation.content.clone(),
+            truncation,
+            full_output_path: match &self.file {
+                File::Open(path) => Some(path.clone()),
+                _ => None,
+            },
+        }
+    }
+
+    /// Bytes of the last (possibly unfinished) line.
+    pub fn last_line_bytes(&self) -> usize {
+        self.current_line_bytes
+    }
+
+    fn append_text(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let bytes = text.len();
+        self.total_bytes += bytes;
+        self.tail.push_str(text);
+        if self.tail.len() > self.max_rolling_bytes * 2 {
+            self.trim_tail();
+        }
+        match text.rfind('\n') {
+            None => {
+                self.current_line_bytes += bytes;
+                self.has_open_line = true;
+            }
+            Some(last) => {
+                self.completed_lines += text.matches('\n').count();
+                let rest = &text[last + 1..];
+                self.current_line_bytes = rest.len();
+                self.has_open_line = !rest.is_empty();
+            }
+        }
+        self.total_lines = self.completed_lines + usize::from(self.has_open_line);
+    }
+
+    fn trim_tail(&mut self) {
+        let mut start = self.tail.len() - self.max_rolling_bytes;
+        while !self.tail.is_char_boundary(start) {
+            start += 1;
+        }
+        if start > 0 {
+            self.tail_starts_at_line_boundary = self.tail.as_bytes()[start - 1] == b'\n';
+        }
+        self.tail.drain(..start);
+    }
+
+    /// The tail from its first whole line.
+    fn snapshot_text(&self) -> &str {
+        if self.tail_starts_at_line_boundary {
+            return &self.tail;
+        }
+        match self.tail.find('\n') {
+            Some(i) => &self.tail[i + 1..],
+            None => &self.tail,
+        }
+    }
+
+    fn should_use_file(&self) -> bool {
+        self.total_raw_bytes > self.max_bytes
+            || self.total_bytes > self.max_bytes
+            || self.total_lines as u64 > self.max_lines
+    }
+
+    fn ensure_file(&mut self) {
+        if !matches!(self.file, File::NotNeeded) {
+            return;
+        }
+        let Some(path) = self.store.create() else {
+            self.file = File::Failed;
+            self.raw_chunks.clear();
+            return;
+        };
+        self.file = File::Open(path.clone());
+        let pending = std::mem::take(&mut self.raw_chunks).concat();
+        self.write(&path, &pending);
+    }
+
+    fn write(&mut self, path: &str, bytes: &[u8]) {
+        if !bytes.is_empty() && !self.store.append(path, bytes) {
+            self.file = File::Failed;
+        }
+    }
+}
+
+/// A streaming UTF-8 decoder with `TextDecoder`'s replacement rules: each
+/// maximal invalid subsequence becomes one U+FFFD; an incomplete character
+/// at the end of a chunk waits for the next.
+#[derive(Default)]
+pub struct Utf8Decoder {
+    pending: Vec<u8>,
+}
+
+impl Utf8Decoder {
+    pub fn decode(&mut self, data: &[u8], out: &mut String) {
+        let joined;
+        let mut bytes: &[u8] = if self.pending.is_empty() {
+            data
+        } else {
+            self.pending.extend_from_slice(data);
+            joined = std::mem::take(&mut self.pending);
+            &joined
+        };
+        loop {
+            match std::str::from_utf8(bytes) {
+                Ok(s) => {
+                    out.push_str(s);
+                    return;
+                }
+                Err(e) => {
+                    let (valid, rest) = bytes.split_at(e.valid_up_to());
+                    out.push_str(std::str::from_utf8(valid).expect("valid prefix"));
+                    match e.error_len() {
+                        Some(n) => {
+                            out.push('\u{FFFD}');
+                            bytes = &rest[n..];
+                        }
+                        None => {
+                            self.pending = rest.to_vec();
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// End of stream: an unfinished character is one U+FFFD.
+    pub fn finish(&mut self, out: &mut String) {
+        if !self.pending.is_empty() {
+            self.pending.clear();
+            out.push('\u{FFFD}');
+        }
+    }
+}
+
+/// Removes ANSI escape sequences (CSI, OSC and the other string sequences,
+/// two-character escapes) and control characters except `\n` and `\t`, across
+/// chunk boundaries. A string sequence never spans a newline, so a stray
+/// `ESC ]` cannot swallow the rest of the output.
+#[derive(Default)]
+pub struct Sanitizer {
+    state: State,
+}
+
+#[derive(Default, Clone, Copy, PartialEq, Eq, Debug)]
+enum State {
+    #[default]
+    Ground,
+    /// After ESC.
+    Escape,
+    /// ESC followed by intermediate bytes (`ESC ( B`).
+    EscapeIntermediate,
+    /// Control sequence: parameters and intermediates until a final byte.
+    Csi,
+    /// OSC, DCS, SOS, PM, APC: until BEL or ST.
+    String,
+    /// ESC inside a string: `\` ends it (ST).
+    StringEscape,
+}
+
+impl Sanitizer {
+    pub fn push(&mut self, text: &str, out: &mut String) {
+        for c in text.chars() {
+            self.step(c, out);
+        }
+    }
+
+    fn step(&mut self, c: char, out: &mut String) {
+        use State::*;
+        match self.state {
+            Ground => match c {
+                '\x1b' => self.state = Escape,
+                '\n' | '\t' => out.push(c),
+                '\u{9b}' => self.state = Csi,
+                '\u{90}' | '\u{98}' | '\u{9d}' | '\u{9e}' | '\u{9f}' => self.state = String,
+                c if c.is_control() => {}
+                c => out.push(c),
+            },
+            Escape => match c {
+                '[' => self.state = Csi,
+                ']' | 'P' | 'X' | '^' | '_' => self.state = String,
+                '\x1b' => {}
+                ' '..='/' => self.state = EscapeIntermediate,
+                '0'..='~' => self.state = Ground,
+                c => {
+                    self.state = Ground;
+                    self.step(c, out);
+                }
+            },
+            EscapeIntermediate => match c {
+                ' '..='/' => {}
+                '0'..='~' => self.state = Ground,
+                c => {
+                    self.state = Ground;
+                    self.step(c, out);
+                }
+            },
+            Csi => match c {
+                '0'..='?' | ' '..='/' => {}
+                '@'..='~' => self.state = Ground,
+                '\x1b' => self.state = Escape,
+                c => {
+                    self.state = Ground;
+                    self.step(c, out);
+                }
+            },
+            String => match c {
+                '\x07' | '\u{9c}' => self.state = Ground,
+                '\x1b' => self.state = StringEscape,
+                '\n' => {
+                    self.state = Ground;
+                    out.push('\n');
+                }
+                _ => {}
+            },
+            StringEscape => match c {
+                '\\' => self.state = Ground,
+                c => {
+                    self.state = Escape;
+                    self.step(c, out);
+                }
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[derive(Default)]
+    struct Memory {
+        files: BTreeMap<String, Vec<u8>>,
+        fail: bool,
+    }
+
+    impl FileStore for &mut Memory {
+        fn create(&mut self) -> Option<String> {
+            if self.fail {
+                return None;
+            }
+            let path = format!("/tmp/out-{}.log", self.files.len());
+            self.files.insert(path.clone(), Vec::new());
+            Some(path)
+        }
+        fn append(&mut self, path: &str, bytes: &[u8]) -> bool {
+            self.files.get_mut(path).unwrap().extend_from_slice(bytes);
+            true
+        }
+    }
+
+    fn clean(chunks: &[&str]) -> String {
+        let mut s = Sanitizer::default();
+        let mut out = String::new();
+        for c in chunks {
+            s.push(c, &mut out);
+        }
+        out
+    }
+
+    #[test]
+    fn sanitizer_strips_escapes_and_controls_even_across_chunks() {
+        assert_eq!(clean(&["\x1b[31mred\x1b[0m plain\n"]), "red plain\n");
+        assert_eq!(clean(&["a\x1b[3", "8;5;196mb\x1b", "[0mc"]), "abc");
+        assert_eq!(
+            clean(&["tab\there\r\nbell\x07 bs\x08!"]),
+            "tab\there\nbell bs!"
+        );
+        assert_eq!(
+            clean(&["\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ title\x1b]0;t\x07!"]),
+            "link title!"
+        );
+        assert_eq!(clean(&["\x1b(Bcharset \x1b=keypad"]), "charset keypad");
+        assert_eq!(clean(&["10%\r20%\r100%\n"]), "10%20%100%\n");
+        assert_eq!(clean(&["\u{9b}1mC1 csi\u{85}"]), "C1 csi");
+        assert_eq!(clean(&["üñí ✓\n"]), "üñí ✓\n");
+        // An unterminated OSC ends at the line; the next line survives.
+        assert_eq!(clean(&["\x1b]2;title without end\nnext\n"]), "\nnext\n");
+        // A CSI broken by a control character: the character is handled.
+        assert_eq!(clean(&["\x1b[12\nx"]), "\nx");
+    }
+
+    #[test]
+    fn decoder_keeps_split_characters_and_replaces_invalid_bytes() {
+        let mut d = Utf8Decoder::default();
+        let mut out = String::new();
+        let bytes = "é✓".as_bytes();
+        for b in bytes {
+            d.decode(&[*b], &mut out);
+        }
+        assert_eq!(out, "é✓");
+        out.clear();
+        d.decode(b"a\xffb\xe2\x9c", &mut out);
+        assert_eq!(out, "a\u{FFFD}b");
+        d.finish(&mut out);
+        assert_eq!(out, "a\u{FFFD}b\u{FFFD}");
+    }
+
+    #[test]
+    fn small_output_is_kept_whole_without_a_file() {
+        let mut m = Memory::default();
+        let mut acc = Accumulator::new(2000, 51200, &mut m);
+        acc.append(b"a\n");
+        acc.append(b"b\n");
+        acc.finish();
+        let snap = acc.snapshot(true);
+        assert_eq!(snap.content, "a\nb\n");
+        assert!(!snap.truncation.truncated);
+        assert_eq!(snap.full_output_path, None);
+        drop(acc);
+        assert!(m.files.is_empty());
+    }
+
+    #[test]
+    fn byte_cap_matches_pi_c091_and_keeps_the_raw_bytes() {
+        let mut m = Memory::default();
+        let mut acc = Accumulator::new(2000, 51200, &mut m);
+        let mut raw = Vec::new();
+        for i in 1..=1000 {
+            let line = format!("{i:099}\n");
+            raw.extend_from_slice(line.as_bytes());
+            acc.append(line.as_bytes());
+        }
+        acc.finish();
+        let snap = acc.snapshot(true);
+        let t = &snap.truncation;
+        assert!(t.truncated);
+        assert_eq!(t.truncated_by, Some(TruncatedBy::Bytes));
+        assert_eq!((t.total_lines, t.total_bytes), (1000, 100000));
+        assert_eq!((t.output_lines, t.output_bytes), (512, 51199));
+        assert!(snap.content.starts_with(&format!("{:099}\n", 489)));
+        let path = snap.full_output_path.clone().unwrap();
+        drop(acc);
+        assert_eq!(m.files[&path], raw);
+    }
+
+    #[test]
+    fn the_file_keeps_escapes_the_text_drops() {
+        let mut m = Memory::default();
+        let mut acc = Accumulator::new(3, 51200, &mut m);
+        let raw = b"\x1b[1mone\x1b[0m\ntwo\nthree\nfour\n";
+        acc.append(raw);
+        acc.finish();
+        let snap = acc.snapshot(true);
+        assert_eq!(snap.content, "two\nthree\nfour");
+        assert_eq!(snap.truncation.truncated_by, Some(TruncatedBy::Lines));
+        assert_eq!(snap.truncation.total_bytes, "one\ntwo\nthree\nfour\n".len());
+        let path = snap.full_output_path.clone().unwrap();
+        drop(acc);
+        assert_eq!(m.files[&path], raw);
+    }
+
+    #[test]
+    fn a_long_last_line_is_cut_at_a_character_boundary() {
+        let mut m = Memory::default();
+        let mut acc = Accumulator::new(2000, 10, &mut m);
+        acc.append("xx€€€€€".as_bytes());
+        acc.finish();
+        let snap = acc.snapshot(true);
+        assert!(snap.truncation.last_line_partial);
+        assert_eq!(snap.content, "€€€");
+        assert_eq!(acc.last_line_bytes(), 17);
+    }
+
+    #[test]
+    fn the_rolling_tail_stays_bounded_and_starts_at_a_line() {
+        let mut m = Memory::default();
+        let mut acc = Accumulator::new(2000, 100, &mut m);
+        for i in 0..1000 {
+            acc.append(format!("line {i:04} of output\n").as_bytes());
+            assert!(acc.tail.len() <= 400 + 20);
+        }
+        acc.finish();
+        let snap = acc.snapshot(false);
+        assert!(snap.content.starts_with("line "), "{}", snap.content);
+        assert!(snap.content.ends_with("line 0999 of output"));
+        assert_eq!(snap.truncation.total_lines, 1000);
+    }
+
+    #[test]
+    fn a_failed_file_is_not_shown() {
+        let mut m = Memory {
+            fail: true,
+            ..Default::default()
+        };
+        let mut acc = Accumulator::new(1, 51200, &mut m);
+        acc.append(b"a\nb\n");
+        acc.finish();
+        let snap = acc.snapshot(true);
+        assert!(snap.truncation.truncated);
+        assert_eq!(snap.full_output_path, None);
+    }
+}
