@@ -4,6 +4,7 @@
 //! it; bash runs programs; grep and find search).
 
 use crate::ops::fs::{FsRead, FsWrite};
+use crate::ops::search::Search;
 use crate::sandbox::Capabilities;
 use std::sync::Arc;
 
@@ -25,6 +26,7 @@ pub(crate) fn capabilities(
     name: &str,
     fs_read: &Arc<dyn FsRead>,
     fs_write: &Arc<dyn FsWrite>,
+    search: &Arc<dyn Search>,
 ) -> Capabilities {
     let read = Some(fs_read.clone());
     match name {
@@ -37,7 +39,11 @@ pub(crate) fn capabilities(
             fs_write: Some(fs_write.clone()),
             ..Default::default()
         },
-        // bash: process, grep/find: search (granted when their backends land).
+        "grep" | "find" => Capabilities {
+            search: Some(search.clone()),
+            ..Default::default()
+        },
+        // bash: process (granted when its backend lands).
         _ => Capabilities::default(),
     }
 }

@@ -9,6 +9,7 @@ use crate::hooks::ToolHooks;
 use crate::loader::{self, ComponentSpec};
 use crate::message::AssistantMessage;
 use crate::ops::fs::{FsRead, FsWrite, LocalFs};
+use crate::ops::search::{FsSearch, LocalSearch, Search};
 use crate::pipeline::BatchContext;
 use crate::registry::{Diagnostic, RegisteredTool, Registry, ToolDefinition, ToolInfo, ToolSource};
 use crate::sandbox::{Capabilities, Limits};
@@ -153,16 +154,23 @@ impl HostBuilder {
             Some(rt) => rt,
             None => Runtime::shared()?,
         };
-        let (fs_read, fs_write): (Arc<dyn FsRead>, Arc<dyn FsWrite>) = match self.fs {
-            Some(fs) => fs,
-            None => {
-                let local = Arc::new(
-                    LocalFs::new(std::slice::from_ref(&workspace))
-                        .map_err(|e| workspace_error(format!("cannot open it: {e}")))?,
-                );
-                (local.clone(), local)
-            }
-        };
+        // Search runs natively on the local disk; over another backend it
+        // walks through that backend's `FsRead`.
+        let (fs_read, fs_write, search): (Arc<dyn FsRead>, Arc<dyn FsWrite>, Arc<dyn Search>) =
+            match self.fs {
+                Some((read, write)) => {
+                    let search = Arc::new(FsSearch::new(read.clone()));
+                    (read, write, search)
+                }
+                None => {
+                    let local = Arc::new(
+                        LocalFs::new(std::slice::from_ref(&workspace))
+                            .map_err(|e| workspace_error(format!("cannot open it: {e}")))?,
+                    );
+                    let search = Arc::new(LocalSearch::new(local.clone()));
+                    (local.clone(), local, search)
+                }
+            };
 
         let mut registry = Registry::default();
         let mut diagnostics = Vec::new();
@@ -174,7 +182,7 @@ impl HostBuilder {
                     hash: component.hash.to_string(),
                     origin: format!("built-in {}", component.name),
                     source: ToolSource::Builtin,
-                    caps: builtin::capabilities(component.name, &fs_read, &fs_write),
+                    caps: builtin::capabilities(component.name, &fs_read, &fs_write, &search),
                     limits: self.builtin_limits,
                 },
             )

@@ -379,13 +379,13 @@ impl Sandbox {
         })
     }
 
-    /// The roots this component may read, for its call context.
+    /// The roots this component may read or search, for its call context.
     pub(crate) fn fs_roots(&self) -> Vec<String> {
-        self.caps
-            .fs_read
-            .as_ref()
-            .map(|fs| fs.roots())
-            .unwrap_or_default()
+        match (&self.caps.fs_read, &self.caps.search) {
+            (Some(fs), _) => fs.roots(),
+            (None, Some(search)) => search.roots(),
+            (None, None) => Vec::new(),
+        }
     }
 
     /// A fresh instance in a fresh store, for one call.
