@@ -598,4 +598,70 @@ mod tests {
             r.warnings
         );
     }
+
+    /// A backend that waits for its stop flag, and reports when it starts
+    /// and when it saw the flag.
+    #[derive(Debug)]
+    struct WaitsForStop(std::sync::Mutex<std::sync::mpsc::Sender<()>>);
+
+    impl Search for WaitsForStop {
+        fn grep(&self, _: &GrepRequest, stop: &StopFlag) -> Result<GrepResult, SearchError> {
+            self.0.lock().unwrap().send(()).unwrap();
+            while !stop.is_raised() {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            self.0.lock().unwrap().send(()).unwrap();
+            Err(SearchError::Cancelled)
+        }
+
+        fn glob(&self, _: &GlobRequest, _: &StopFlag) -> Result<GlobResult, SearchError> {
+            unreachable!("not used")
+        }
+
+        fn roots(&self) -> Vec<String> {
+            Vec::new()
+        }
+    }
+
+    fn waiting_backend() -> (Arc<dyn Search>, std::sync::mpsc::Receiver<()>) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        (Arc::new(WaitsForStop(std::sync::Mutex::new(tx))), rx)
+    }
+
+    /// Bound for "the walk noticed", so a broken flag fails instead of hanging.
+    const NOTICE: std::time::Duration = std::time::Duration::from_secs(30);
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn cancelling_the_call_answers_cancelled_and_stops_the_walk() {
+        let (backend, noticed) = waiting_backend();
+        let cancel = CancellationToken::new();
+        let request = Tree::new(&[]).request("x");
+        let search = tokio::spawn(run_search(Ok(backend), cancel.clone(), move |b, stop| {
+            b.grep(&request, stop)
+        }));
+        noticed.recv_timeout(NOTICE).expect("the walk started");
+        cancel.cancel();
+        assert!(matches!(search.await.unwrap(), Err(SearchError::Cancelled)));
+        noticed
+            .recv_timeout(NOTICE)
+            .expect("the walk saw its stop flag");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dropping_the_call_stops_the_walk() {
+        let (backend, noticed) = waiting_backend();
+        let request = Tree::new(&[]).request("x");
+        let search = tokio::spawn(run_search(
+            Ok(backend),
+            CancellationToken::new(),
+            move |b, stop| b.grep(&request, stop),
+        ));
+        noticed.recv_timeout(NOTICE).expect("the walk started");
+        // A call past its deadline is dropped, not cancelled.
+        search.abort();
+        assert!(search.await.unwrap_err().is_cancelled());
+        noticed
+            .recv_timeout(NOTICE)
+            .expect("the walk saw its stop flag");
+    }
 }

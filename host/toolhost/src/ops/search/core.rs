@@ -448,10 +448,7 @@ impl<T> Ranked<T> {
         inner.bytes += bytes;
         inner.items.insert(rel, (weight, bytes, item));
         // Drop entries from the end while the rest still weigh enough.
-        loop {
-            let Some((_, (last_weight, _, _))) = inner.items.last_key_value() else {
-                break;
-            };
+        while let Some((_, (last_weight, _, _))) = inner.items.last_key_value() {
             if inner.weight - last_weight < inner.need {
                 break;
             }

@@ -110,7 +110,7 @@ impl FsSearch {
         overrides: Option<&Override>,
         stop: &StopFlag,
         warnings: &mut Vec<String>,
-        visit: &mut dyn FnMut(&Path, &Path, bool, &mut Vec<String>) -> Flow,
+        visit: &mut Visit<'_>,
     ) -> Flow {
         let mut entries = match self.fs.list_dir(&dir.to_string_lossy()) {
             Ok(entries) => entries,
@@ -172,6 +172,10 @@ impl FsSearch {
         Flow::Continue
     }
 }
+
+/// Called for each entry not ignored: (relative path, absolute path, is a
+/// directory, warnings); `Stop` ends the walk.
+type Visit<'a> = dyn FnMut(&Path, &Path, bool, &mut Vec<String>) -> Flow + 'a;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Flow {
