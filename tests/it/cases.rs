@@ -96,6 +96,21 @@ fn deviation(id: &str, expected: &mut Value) {
         }
         _ => {}
     }
+    // grep and find (§7.17, §7.18).
+    let search = match id {
+        // .gitignore counts outside git repositories too.
+        "C109" => Some("kept.txt:1: needle"),
+        // The .git directory is never searched.
+        "C112" => Some("v.txt:1: needle"),
+        // Sorted order, the limit takes the first N (more exist: the notice stays).
+        "C127" => Some(
+            "a.txt\nb.txt\n\n[2 results limit reached. Use limit=4 for more, or refine pattern]",
+        ),
+        _ => None,
+    };
+    if let Some(text) = search {
+        expected["content"][0]["text"] = json!(text);
+    }
 }
 
 fn check_text(id: &str, got: &str, want: &Value) {

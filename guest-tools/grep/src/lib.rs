@@ -1,18 +1,268 @@
-//! The built-in `grep` tool (placeholder until its implementation lands).
+//! The built-in `grep` tool (spec §1.11 with §7.1, §7.17–§7.21).
+//!
+//! Imports only `search`: the host walks and searches natively on the
+//! ripgrep libraries and returns files in path order with their matching and
+//! context lines (overlapping windows merged). This component applies Pi's
+//! argument rules and formats Pi's output, notices and details.
+//!
+//! Where toolhost differs from Pi (spec §7): `.gitignore` counts outside git
+//! repositories too and `.git` is never searched; results are sorted; an
+//! unreadable path adds a warning notice instead of failing the call
+//! (`Some paths could not be searched: {path} ({cause}); …`, at most five
+//! named); context windows merge; errors have our own texts.
 
-use toolhost_sdk::serde_json::Value;
-use toolhost_sdk::{Context, Definition, Tool, ToolError, ToolOutput};
+use toolhost_sdk::js;
+use toolhost_sdk::path::resolve_to_cwd;
+use toolhost_sdk::search::{self, GrepRequest, GrepResult, SearchError, warning_notice};
+use toolhost_sdk::serde_json::{Map, Value};
+use toolhost_sdk::truncate::{
+    DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, NO_LINE_LIMIT, format_size, truncate_head,
+    truncate_line,
+};
+use toolhost_sdk::{Context, Definition, Tool, ToolError, ToolOutput, fs};
 
-struct Placeholder;
+const SCHEMA: &str = r#"{"type":"object","required":["pattern"],"properties":{"pattern":{"type":"string","description":"Search pattern (regex or literal string)"},"path":{"type":"string","description":"Directory or file to search (default: current directory)"},"glob":{"type":"string","description":"Filter files by glob pattern, e.g. '*.ts' or '**/*.spec.ts'"},"ignoreCase":{"type":"boolean","description":"Case-insensitive search (default: false)"},"literal":{"type":"boolean","description":"Treat pattern as literal string instead of regex (default: false)"},"context":{"type":"number","description":"Number of lines to show before and after each match (default: 0)"},"limit":{"type":"number","description":"Maximum number of matches to return (default: 100)"}}}"#;
 
-impl Tool for Placeholder {
+const DESCRIPTION: &str = "Search file contents for a pattern. Returns matching lines with file paths and line numbers. Respects .gitignore. Output is truncated to 100 matches or 50KB (whichever is hit first). Long lines are truncated to 500 chars.";
+
+const DEFAULT_LIMIT: f64 = 100.0;
+
+/// Bytes the host keeps of a long line: enough for 500 UTF-16 units of any
+/// text (at most 4 bytes per unit), so the cut here is always the exact one.
+const MAX_LINE_BYTES: u32 = 4 * GREP_MAX_LINE_LENGTH as u32;
+
+struct Grep;
+
+impl Tool for Grep {
     fn definition(&self) -> Definition {
-        Definition::new("grep", "grep", "Not available yet.", r#"{"type":"object"}"#)
+        Definition::new("grep", "grep", DESCRIPTION, SCHEMA)
+            .prompt_snippet("Search file contents for patterns (respects .gitignore)")
     }
 
-    fn execute(&self, _ctx: &Context, _args: Value) -> Result<ToolOutput, ToolError> {
-        Err(ToolError::new("The grep tool is not available yet."))
+    fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+        ctx.check_cancelled()?;
+        let pattern = args
+            .get("pattern")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let raw = match args.get("path").and_then(Value::as_str) {
+            Some(p) if !p.is_empty() => p,
+            _ => ".",
+        };
+        // Pi passes `--glob` only for a non-empty glob.
+        let glob = args
+            .get("glob")
+            .and_then(Value::as_str)
+            .filter(|g| !g.is_empty());
+        let ignore_case = args.get("ignoreCase").and_then(Value::as_bool) == Some(true);
+        let literal = args.get("literal").and_then(Value::as_bool) == Some(true);
+        // `context > 0 ? context : 0`; lines are whole, so a fraction rounds down.
+        let context = args
+            .get("context")
+            .and_then(Value::as_f64)
+            .filter(|c| *c > 0.0)
+            .map_or(0, |c| c.min(f64::from(u32::MAX)) as u32);
+        // `Math.max(1, limit ?? 100)`: Pi stops once the count reaches it, so
+        // a fractional limit keeps its ceiling in matches.
+        let limit = args
+            .get("limit")
+            .and_then(Value::as_f64)
+            .unwrap_or(DEFAULT_LIMIT)
+            .max(1.0);
+        let max_matches = limit.ceil().min(f64::from(u32::MAX)) as u32;
+
+        let abs = resolve_to_cwd(raw, &ctx.cwd, ctx.home.as_deref());
+        let request = GrepRequest {
+            pattern: pattern.to_string(),
+            root: abs.clone(),
+            glob: glob.map(str::to_string),
+            ignore_case,
+            literal,
+            context,
+            max_matches,
+            max_line_bytes: MAX_LINE_BYTES,
+        };
+        let result = search::grep(&request).map_err(|e| error_text(e, &abs, raw, glob, ctx))?;
+        ctx.check_cancelled()?;
+        Ok(format(&result, limit))
     }
 }
 
-toolhost_sdk::export_tools!(Placeholder);
+toolhost_sdk::export_tools!(Grep);
+
+/// The model-facing text of a failed search (spec §7.21, §7.1).
+fn error_text(
+    err: SearchError,
+    abs: &str,
+    raw: &str,
+    glob: Option<&str>,
+    ctx: &Context,
+) -> ToolError {
+    ToolError::new(match err {
+        SearchError::NotFound(_) => format!("Path not found: {abs}"),
+        SearchError::InvalidPattern(reason) => format!("Invalid regex: {reason}"),
+        SearchError::InvalidGlob(reason) => {
+            format!("Invalid glob '{}': {reason}", glob.unwrap_or_default())
+        }
+        SearchError::OutsideRoots(_) => fs::outside_message(raw, ctx),
+        SearchError::Cancelled => return ToolError::aborted(),
+        SearchError::Other(message) => message,
+    })
+}
+
+/// Pi's output: one line per match (`path:n: text`) or context line
+/// (`path-n- text`), capped at 50 KB, then the notices.
+fn format(result: &GrepResult, limit: f64) -> ToolOutput {
+    let warning = warning_notice(&result.warnings);
+    if result.matches == 0 {
+        let mut text = "No matches found".to_string();
+        if let Some(w) = warning {
+            text.push_str(&format!("\n\n[{w}]"));
+        }
+        return ToolOutput::text(text);
+    }
+    let mut lines = Vec::new();
+    let mut lines_truncated = false;
+    for file in &result.files {
+        for line in &file.lines {
+            // Pi drops every `\r` from rg's line text.
+            let clean: String = line.text.chars().filter(|&c| c != '\r').collect();
+            let (mut text, cut) = truncate_line(&clean, GREP_MAX_LINE_LENGTH);
+            if line.cut && !cut {
+                text.push_str("... [truncated]");
+            }
+            lines_truncated |= cut || line.cut;
+            let sep = if line.is_match { ':' } else { '-' };
+            lines.push(format!(
+                "{}{sep}{}{sep} {text}",
+                file.path, line.line_number
+            ));
+        }
+    }
+
+    let truncation = truncate_head(&lines.join("\n"), NO_LINE_LIMIT, DEFAULT_MAX_BYTES);
+    let mut text = truncation.content.clone();
+    let mut notices = Vec::new();
+    let mut details = Map::new();
+    // Pi counts matches until it reaches the limit, so the notice appears
+    // when the limit was reached, even with nothing beyond it.
+    if result.limit_reached || f64::from(result.matches) >= limit {
+        notices.push(format!(
+            "{} matches limit reached. Use limit={} for more, or refine pattern",
+            js::number(limit),
+            js::number(limit * 2.0)
+        ));
+        details.insert("matchLimitReached".into(), js::json_number(limit));
+    }
+    if truncation.truncated {
+        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
+        details.insert(
+            "truncation".into(),
+            toolhost_sdk::serde_json::to_value(&truncation).unwrap_or(Value::Null),
+        );
+    }
+    if lines_truncated {
+        notices.push(format!(
+            "Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines"
+        ));
+        details.insert("linesTruncated".into(), Value::Bool(true));
+    }
+    if let Some(w) = warning {
+        notices.push(w);
+    }
+    if !notices.is_empty() {
+        text.push_str(&format!("\n\n[{}]", notices.join(". ")));
+    }
+    let mut out = ToolOutput::text(text);
+    if !details.is_empty() {
+        out = out.with_details(Value::Object(details));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_sdk::search::{GrepFile, GrepLine};
+
+    fn line(n: u64, text: &str, is_match: bool, cut: bool) -> GrepLine {
+        GrepLine {
+            line_number: n,
+            text: text.into(),
+            is_match,
+            cut,
+        }
+    }
+
+    fn result(lines: Vec<GrepLine>, limit_reached: bool) -> GrepResult {
+        GrepResult {
+            matches: lines.iter().filter(|l| l.is_match).count() as u32,
+            files: vec![GrepFile {
+                path: "a.txt".into(),
+                lines,
+            }],
+            limit_reached,
+            warnings: Vec::new(),
+        }
+    }
+
+    fn text(out: &ToolOutput) -> &str {
+        match &out.content[0] {
+            toolhost_sdk::Content::Text(t) => t,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn formats_matches_and_context_like_pi() {
+        let out = format(
+            &result(
+                vec![
+                    line(1, "before\r", false, false),
+                    line(2, "x\tneedle", true, false),
+                ],
+                false,
+            ),
+            100.0,
+        );
+        assert_eq!(text(&out), "a.txt-1- before\na.txt:2: x\tneedle");
+        assert!(out.details.is_none());
+    }
+
+    #[test]
+    fn notices_for_the_limit_long_lines_and_warnings() {
+        let long = "é".repeat(600);
+        let mut r = result(vec![line(1, &long, true, false)], false);
+        r.warnings = (0..7)
+            .map(|i| format!("d{i} (permission denied)"))
+            .collect();
+        let out = format(&r, 1.0);
+        let expected = format!(
+            "a.txt:1: {}... [truncated]\n\n[1 matches limit reached. Use limit=2 for more, or refine pattern. Some lines truncated to 500 chars. Use read tool to see full lines. Some paths could not be searched: d0 (permission denied); d1 (permission denied); d2 (permission denied); d3 (permission denied); d4 (permission denied); and 2 more]",
+            "é".repeat(500)
+        );
+        assert_eq!(text(&out), expected);
+        assert_eq!(
+            out.details.unwrap().to_string(),
+            r#"{"matchLimitReached":1,"linesTruncated":true}"#
+        );
+    }
+
+    #[test]
+    fn a_line_the_host_cut_is_marked_even_when_it_fits() {
+        let out = format(&result(vec![line(3, "short", true, true)], false), 100.0);
+        assert!(text(&out).starts_with("a.txt:3: short... [truncated]"));
+    }
+
+    #[test]
+    fn no_matches_keeps_the_warning() {
+        let mut r = result(Vec::new(), false);
+        r.files.clear();
+        assert_eq!(text(&format(&r, 100.0)), "No matches found");
+        r.warnings = vec!["locked (permission denied)".into()];
+        assert_eq!(
+            text(&format(&r, 100.0)),
+            "No matches found\n\n[Some paths could not be searched: locked (permission denied)]"
+        );
+    }
+}

@@ -5,6 +5,7 @@
 
 use crate::ops::fs::{FsRead, FsWrite};
 use crate::ops::process::{ProcessPolicy, STOP_GRACE};
+use crate::ops::search::Search;
 use crate::sandbox::{Capabilities, Limits};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -73,6 +74,7 @@ pub(crate) fn capabilities(
     fs_read: &Arc<dyn FsRead>,
     fs_write: &Arc<dyn FsWrite>,
     shell: &ShellGrants,
+    search: &Arc<dyn Search>,
 ) -> Capabilities {
     let read = Some(fs_read.clone());
     match name {
@@ -90,7 +92,10 @@ pub(crate) fn capabilities(
             process: Some(shell.process.clone()),
             ..Default::default()
         },
-        // grep/find: search (granted when their backends land).
+        "grep" | "find" => Capabilities {
+            search: Some(search.clone()),
+            ..Default::default()
+        },
         _ => Capabilities::default(),
     }
 }

@@ -12,6 +12,7 @@ use crate::loader::{self, ComponentSpec};
 use crate::message::AssistantMessage;
 use crate::ops::fs::{FsRead, FsWrite, LocalFs};
 use crate::ops::process::Confinement;
+use crate::ops::search::{FsSearch, LocalSearch, Search};
 use crate::ops::tools::ToolSet;
 use crate::pipeline::BatchContext;
 use crate::policy::Policy;
@@ -212,16 +213,23 @@ impl HostBuilder {
             Some(rt) => rt,
             None => Runtime::shared()?,
         };
-        let (fs_read, fs_write): (Arc<dyn FsRead>, Arc<dyn FsWrite>) = match self.fs {
-            Some(fs) => fs,
-            None => {
-                let local = Arc::new(
-                    LocalFs::new(std::slice::from_ref(&workspace))
-                        .map_err(|e| workspace_error(format!("cannot open it: {e}")))?,
-                );
-                (local.clone(), local)
-            }
-        };
+        // Search runs natively on the local disk; over another backend it
+        // walks through that backend's `FsRead`.
+        let (fs_read, fs_write, search): (Arc<dyn FsRead>, Arc<dyn FsWrite>, Arc<dyn Search>) =
+            match self.fs {
+                Some((read, write)) => {
+                    let search = Arc::new(FsSearch::new(read.clone()));
+                    (read, write, search)
+                }
+                None => {
+                    let local = Arc::new(
+                        LocalFs::new(std::slice::from_ref(&workspace))
+                            .map_err(|e| workspace_error(format!("cannot open it: {e}")))?,
+                    );
+                    let search = Arc::new(LocalSearch::new(local.clone()));
+                    (local.clone(), local, search)
+                }
+            };
 
         let temp_dir = match &self.temp_dir {
             Some(dir) => std::fs::create_dir_all(dir).and_then(|()| dir.canonicalize()),
@@ -264,7 +272,13 @@ impl HostBuilder {
                     hash: component.hash.to_string(),
                     origin: format!("built-in {}", component.name),
                     source: ToolSource::Builtin,
-                    caps: builtin::capabilities(component.name, &fs_read, &fs_write, &shell),
+                    caps: builtin::capabilities(
+                        component.name,
+                        &fs_read,
+                        &fs_write,
+                        &shell,
+                        &search,
+                    ),
                     limits: builtin::limits(
                         component.name,
                         self.builtin_limits,

@@ -491,15 +491,15 @@ impl Sandbox {
         self.hook.is_some()
     }
 
-    /// The filesystem roots this component was granted (read roots, then
-    /// write roots not already listed), for its call context.
+    /// The filesystem roots this component was granted (read roots, or the
+    /// search roots of a component that only searches, then write roots not
+    /// already listed), for its call context.
     pub(crate) fn fs_roots(&self) -> Vec<String> {
-        let mut roots = self
-            .caps
-            .fs_read
-            .as_ref()
-            .map(|fs| fs.roots())
-            .unwrap_or_default();
+        let mut roots = match (&self.caps.fs_read, &self.caps.search) {
+            (Some(fs), _) => fs.roots(),
+            (None, Some(search)) => search.roots(),
+            (None, None) => Vec::new(),
+        };
         for root in self.caps.fs_write.iter().flat_map(|fs| fs.roots()) {
             if !roots.contains(&root) {
                 roots.push(root);

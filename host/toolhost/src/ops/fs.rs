@@ -167,6 +167,29 @@ impl Located<'_> {
     }
 }
 
+/// A path resolved to its real location inside a granted root
+/// ([`LocalFs::resolve_real`]).
+#[derive(Debug)]
+pub(crate) struct RealPath<'a> {
+    /// The granted root holding it (a real absolute path).
+    pub root: &'a Path,
+    /// The root's directory handle: opening `rel` through it cannot leave the root.
+    pub dir: &'a Dir,
+    /// The real path relative to `root`; empty for the root itself.
+    pub rel: PathBuf,
+}
+
+impl RealPath<'_> {
+    /// The real absolute path.
+    pub fn absolute(&self) -> PathBuf {
+        if self.rel.as_os_str().is_empty() {
+            self.root.to_path_buf()
+        } else {
+            self.root.join(&self.rel)
+        }
+    }
+}
+
 impl LocalFs {
     /// Open each root (canonicalised: its real path is what tools see).
     pub fn new(roots: &[PathBuf]) -> io::Result<LocalFs> {
@@ -192,6 +215,29 @@ impl LocalFs {
                 })
             })
             .max_by_key(|l| l.root.path.as_os_str().len())
+    }
+
+    /// Where `path` really is: every symlink followed, each step inside a
+    /// granted root, by the same rules as every other operation here (`..`
+    /// resolved lexically first, absolute paths and links leaving the roots
+    /// refused). For backends that work natively from a real path, such as
+    /// search; the path need not exist (its missing tail is kept as given).
+    pub(crate) fn resolve_real(&self, path: &str) -> Result<RealPath<'_>, FsError> {
+        let abs = normalize(path).ok_or_else(|| {
+            fs_error(
+                ErrorCode::InvalidInput,
+                format!("{path} is not an absolute path"),
+            )
+        })?;
+        if self.locate_lexical(&abs).is_none() {
+            return Err(outside(path));
+        }
+        let located = self.resolve_links(&abs, path)?;
+        Ok(RealPath {
+            root: &located.root.path,
+            dir: &located.root.dir,
+            rel: located.rel,
+        })
     }
 
     fn is_root_ancestor(&self, abs: &Path) -> bool {

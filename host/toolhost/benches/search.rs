@@ -1,0 +1,382 @@
+//! grep and find through the whole toolhost pipeline against the `rg` and
+//! `fd` binaries, on the same generated tree, in the same run.
+//!
+//! ```sh
+//! cargo bench -p toolhost --bench search
+//! ```
+//!
+//! Each comparison runs the commands Pi 0.85 runs (spec §1.11, §1.12): for
+//! grep `rg --json --line-number --color=never --hidden -- PATTERN ROOT`,
+//! read until the match limit and stopped there, as Pi does; for find
+//! `fd --glob --color=never --hidden --max-results N -- PATTERN ROOT`.
+//! toolhost answers the same question through `Host::run_batch` (a fresh
+//! sandboxed instance per call, validation, the search Operations, the
+//! guest's formatting). Times are medians of interleaved runs on a warm page
+//! cache; the ratio is toolhost / native (the goal is ≤ 1.2).
+//!
+//! The tree sits in a git repository (a `.git` directory), so `.gitignore`
+//! means the same to every program whatever its version. `rg --hidden` also
+//! searches `.git` (Pi's bug 26), which toolhost skips; it is kept small.
+//!
+//! Settings (environment): `TOOLHOST_BENCH_FILES` (default 40000),
+//! `TOOLHOST_BENCH_ITERS` (default 9), `TOOLHOST_BENCH_DIR` (generate the
+//! tree there and keep it; default: a temporary directory).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use toolhost::{AssistantMessage, CancellationToken, Host, NoEvents, ToolCall};
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A deterministic pseudo-random sequence (xorshift).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+const WORDS: &[&str] = &[
+    "let", "fn", "struct", "impl", "return", "match", "self", "value", "error", "config", "path",
+    "buffer", "index", "result", "handle", "request", "response", "state", "token", "stream",
+];
+
+/// A source tree like a repository's: nested directories of text files, some
+/// hidden, plus ignored build output and dependencies (skipped by everyone).
+fn generate(root: &Path, files: usize) {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let write = |rel: &str, text: &str| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    write(".gitignore", "target/\nnode_modules/\n*.log\n");
+    write(".git/HEAD", "ref: refs/heads/main\n");
+    write(".git/config", "[core]\n\trepositoryformatversion = 0\n");
+    let exts = ["rs", "ts", "md", "json", "txt", "log"];
+    let mut made = 0;
+    let mut dir_no = 0;
+    while made < files {
+        let depth = 1 + rng.below(4);
+        let dir: Vec<String> = (0..depth)
+            .map(|level| format!("m{}_{}", level, rng.below(12)))
+            .collect();
+        let dir = dir.join("/");
+        dir_no += 1;
+        for _ in 0..(5 + rng.below(30)) {
+            let hidden = if rng.below(25) == 0 { "." } else { "" };
+            let ext = exts[rng.below(exts.len() as u64) as usize];
+            let mut text = String::new();
+            for line in 0..(10 + rng.below(120)) {
+                let words: Vec<&str> = (0..(3 + rng.below(12)))
+                    .map(|_| WORDS[rng.below(WORDS.len() as u64) as usize])
+                    .collect();
+                text.push_str(&words.join(" "));
+                if rng.below(40_000) == 0 {
+                    text.push_str(" needle_rare");
+                }
+                if line % 7 == 0 {
+                    text.push_str(" // TODO check");
+                }
+                text.push('\n');
+            }
+            write(&format!("{dir}/{hidden}f{made}.{ext}"), &text);
+            made += 1;
+        }
+        if dir_no % 50 == 0 {
+            // Ignored trees: build output and dependencies.
+            for i in 0..40 {
+                write(
+                    &format!("target/debug/{dir_no}/o{i}.rs"),
+                    "needle_rare in build output\n",
+                );
+                write(
+                    &format!("node_modules/p{dir_no}/i{i}.ts"),
+                    "needle_rare in a dependency\n",
+                );
+            }
+        }
+    }
+}
+
+/// A program on PATH (the first of `names`).
+fn which(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    for name in names {
+        for dir in std::env::split_paths(&path) {
+            let candidate = dir.join(name);
+            if candidate.is_file() {
+                return Some(candidate);
+            }
+        }
+    }
+    None
+}
+
+/// Pi's grep: rg's JSON read line by line, stopped at `limit` matches.
+/// Returns the matches seen.
+fn run_rg(rg: &Path, pattern: &str, root: &Path, limit: usize) -> usize {
+    let mut child = Command::new(rg)
+        .args(["--json", "--line-number", "--color=never", "--hidden", "--"])
+        .arg(pattern)
+        .arg(root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting rg");
+    let stdout = child.stdout.take().unwrap();
+    let mut matches = 0;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        if line.starts_with(r#"{"type":"match""#) {
+            matches += 1;
+            if matches >= limit {
+                let _ = child.kill();
+                break;
+            }
+        }
+    }
+    let _ = child.wait();
+    matches
+}
+
+/// Pi's find: fd with its flags; returns the paths printed.
+fn run_fd(fd: &Path, pattern: &str, root: &Path, limit: usize) -> usize {
+    let out = Command::new(fd)
+        .args(["--glob", "--color=never", "--hidden", "--max-results"])
+        .arg(limit.to_string())
+        .arg("--")
+        .arg(pattern)
+        .arg(root)
+        .stderr(Stdio::null())
+        .output()
+        .expect("running fd");
+    out.stdout.iter().filter(|&&b| b == b'\n').count()
+}
+
+/// One call through the whole pipeline; returns the result's line count.
+fn run_tool(
+    rt: &tokio::runtime::Runtime,
+    host: &Host,
+    tool: &str,
+    args: serde_json::Value,
+) -> usize {
+    let message = AssistantMessage::from_calls(vec![ToolCall {
+        id: "bench".into(),
+        name: tool.into(),
+        arguments: args,
+    }]);
+    let outcome =
+        rt.block_on(host.run_batch(&message, CancellationToken::new(), Arc::new(NoEvents)));
+    let result = &outcome.results[0];
+    assert!(!result.is_error, "{tool} failed: {}", result.text());
+    result.text().lines().take_while(|l| !l.is_empty()).count()
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:8.1} ms", d.as_secs_f64() * 1000.0)
+}
+
+/// One timed command; returns how many lines or results it produced.
+type Runner<'a> = Box<dyn FnMut() -> usize + 'a>;
+
+struct Comparison<'a> {
+    name: &'a str,
+    ours: Runner<'a>,
+    theirs: Option<(&'a str, Runner<'a>)>,
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument is not supported.
+    let files = env_usize("TOOLHOST_BENCH_FILES", 40_000);
+    let iters = env_usize("TOOLHOST_BENCH_ITERS", 9).max(1);
+    let keep = std::env::var_os("TOOLHOST_BENCH_DIR").map(PathBuf::from);
+    let tmp;
+    let root = match &keep {
+        Some(dir) => dir.clone(),
+        None => {
+            tmp = tempfile::tempdir().unwrap();
+            tmp.path().to_path_buf()
+        }
+    };
+    let root = {
+        std::fs::create_dir_all(&root).unwrap();
+        root.canonicalize().unwrap()
+    };
+    if !root.join(".gitignore").exists() {
+        print!("generating {files} files in {} ... ", root.display());
+        std::io::stdout().flush().unwrap();
+        let start = Instant::now();
+        generate(&root, files);
+        println!("{:.1} s", start.elapsed().as_secs_f64());
+    }
+
+    let rg = which(&["rg"]);
+    let fd = which(&["fd", "fdfind"]);
+    if rg.is_none() || fd.is_none() {
+        println!(
+            "note: {} not found on PATH, so {} compared. Install them with \
+             `apt-get install ripgrep fd-find` (Debian) or `cargo install ripgrep fd-find`.",
+            [("rg", rg.is_none()), ("fd", fd.is_none())]
+                .iter()
+                .filter(|(_, missing)| *missing)
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(" and "),
+            if rg.is_none() && fd.is_none() {
+                "nothing is"
+            } else {
+                "not everything is"
+            }
+        );
+    }
+    for (name, bin) in [("rg", &rg), ("fd", &fd)] {
+        if let Some(bin) = bin {
+            let version = Command::new(bin).arg("--version").output().unwrap();
+            let version = String::from_utf8_lossy(&version.stdout);
+            println!(
+                "{name}: {} ({})",
+                version.lines().next().unwrap_or(""),
+                bin.display()
+            );
+        }
+    }
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let host = rt
+        .block_on(Host::builder().workspace(&root).all_tools_active().build())
+        .expect("building the host");
+
+    let root = root.as_path();
+    let mut comparisons = vec![
+        Comparison {
+            name: "grep one small file (fixed cost)",
+            ours: Box::new(|| {
+                run_tool(
+                    &rt,
+                    &host,
+                    "grep",
+                    serde_json::json!({"pattern": "target", "path": ".gitignore"}),
+                )
+            }),
+            theirs: rg.as_deref().map(|rg| {
+                let f: Runner =
+                    Box::new(move || run_rg(rg, "target", &root.join(".gitignore"), 100));
+                ("rg", f)
+            }),
+        },
+        Comparison {
+            name: "grep rare literal (whole tree)",
+            ours: Box::new(|| {
+                run_tool(
+                    &rt,
+                    &host,
+                    "grep",
+                    serde_json::json!({"pattern": "needle_rare"}),
+                )
+            }),
+            theirs: rg.as_deref().map(|rg| {
+                let f: Runner = Box::new(move || run_rg(rg, "needle_rare", root, 100));
+                ("rg", f)
+            }),
+        },
+        Comparison {
+            name: "grep regex, 1000 matches limit",
+            ours: Box::new(|| {
+                run_tool(
+                    &rt,
+                    &host,
+                    "grep",
+                    serde_json::json!({"pattern": r"TODO \w+", "limit": 1000}),
+                )
+            }),
+            theirs: rg.as_deref().map(|rg| {
+                let f: Runner = Box::new(move || run_rg(rg, r"TODO \w+", root, 1000));
+                ("rg", f)
+            }),
+        },
+        Comparison {
+            name: "find rare name (whole tree)",
+            ours: Box::new(|| {
+                run_tool(
+                    &rt,
+                    &host,
+                    "find",
+                    serde_json::json!({"pattern": "f1234*.rs"}),
+                )
+            }),
+            theirs: fd.as_deref().map(|fd| {
+                let f: Runner = Box::new(move || run_fd(fd, "f1234*.rs", root, 1000));
+                ("fd", f)
+            }),
+        },
+        Comparison {
+            name: "find *.rs, 1000 results limit",
+            ours: Box::new(|| run_tool(&rt, &host, "find", serde_json::json!({"pattern": "*.rs"}))),
+            theirs: fd.as_deref().map(|fd| {
+                let f: Runner = Box::new(move || run_fd(fd, "*.rs", root, 1000));
+                ("fd", f)
+            }),
+        },
+    ];
+
+    println!("{iters} runs each, medians (toolhost / native):");
+    for c in &mut comparisons {
+        // One warm-up each: the page cache and the compiled components.
+        let ours_lines = (c.ours)();
+        let theirs_lines = c.theirs.as_mut().map(|(_, f)| f());
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        for _ in 0..iters {
+            let start = Instant::now();
+            (c.ours)();
+            ours.push(start.elapsed());
+            if let Some((_, f)) = c.theirs.as_mut() {
+                let start = Instant::now();
+                f();
+                theirs.push(start.elapsed());
+            }
+        }
+        let ours = median(ours);
+        match (&c.theirs, theirs_lines) {
+            (Some((native, _)), Some(lines)) => {
+                let theirs = median(theirs);
+                println!(
+                    "  {:34} toolhost {} ({ours_lines} lines)  {native} {} ({lines} results)  ratio {:.2}",
+                    c.name,
+                    ms(ours),
+                    ms(theirs),
+                    ours.as_secs_f64() / theirs.as_secs_f64()
+                );
+            }
+            _ => println!(
+                "  {:34} toolhost {} ({ours_lines} lines)  (no native binary)",
+                c.name,
+                ms(ours)
+            ),
+        }
+    }
+}

@@ -1,0 +1,429 @@
+//! [`LocalSearch`]: search on the local disk with ripgrep's parallel walker.
+//!
+//! # Confinement
+//!
+//! The search root is resolved by [`LocalFs::resolve_real`] (the rules of
+//! every filesystem operation). The walk starts at the root's real path and
+//! never follows a symlink, so it stays below the root. Files are opened
+//! through the granted root's directory handle (`openat2(RESOLVE_BENEATH)`),
+//! so even a directory swapped for a symlink while the walk runs cannot make
+//! it read a file outside the roots; at worst such a race lists names.
+
+use super::core::{
+    Cancellable, FileHits, FileSink, FindGlob, IgnoreLevel, IgnoreRules, Ranked, assemble_grep,
+    grep_override, io_cause, overflow_warning, regex_matcher, shown,
+};
+use super::{Search, StopFlag};
+use crate::bindings::fs_types::ErrorCode;
+use crate::bindings::search::{GlobRequest, GlobResult, GrepRequest, GrepResult, SearchError};
+use crate::ops::fs::{FsRead, LocalFs, RealPath};
+use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
+use grep_regex::RegexMatcher;
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
+use ignore::overrides::Override;
+use ignore::{WalkBuilder, WalkState};
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Largest ignore file read above the search root.
+const MAX_IGNORE_FILE: u64 = 1 << 20;
+
+/// The `search` Operations on the local disk, inside the roots of a [`LocalFs`].
+#[derive(Debug)]
+pub struct LocalSearch {
+    fs: Arc<LocalFs>,
+    threads: usize,
+}
+
+impl LocalSearch {
+    /// Search the roots of `fs`, with as many walker threads as the machine
+    /// has cores (ripgrep's default, at most 12).
+    pub fn new(fs: Arc<LocalFs>) -> LocalSearch {
+        LocalSearch { fs, threads: 0 }
+    }
+
+    /// Use `n` walker threads (0: one per core).
+    pub fn threads(mut self, n: usize) -> LocalSearch {
+        self.threads = n;
+        self
+    }
+}
+
+/// The resolved search root.
+struct Target<'a> {
+    real: RealPath<'a>,
+    /// The real absolute path the walk starts from.
+    abs: PathBuf,
+    is_dir: bool,
+}
+
+impl Target<'_> {
+    /// The path to open through the root handle for `rel` below the target.
+    fn handle_path(&self, rel: &Path) -> PathBuf {
+        if rel.as_os_str().is_empty() {
+            // `join("")` would add a trailing slash, which a file refuses.
+            self.real.rel.clone()
+        } else {
+            self.real.rel.join(rel)
+        }
+    }
+}
+
+/// The handle-relative form of a path (`.` for the root itself).
+fn dot(rel: &Path) -> &Path {
+    if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    }
+}
+
+/// Open a file for reading through a root handle. Non-blocking, so a FIFO
+/// swapped in cannot hang the walk.
+fn open_file(dir: &Dir, rel: &Path) -> io::Result<std::fs::File> {
+    let mut options = OpenOptions::new();
+    options
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    Ok(dir.open_with(dot(rel), &options)?.into_std())
+}
+
+impl LocalSearch {
+    fn target(&self, root: &str) -> Result<Target<'_>, SearchError> {
+        let real = self.fs.resolve_real(root).map_err(|e| match e.code {
+            ErrorCode::OutsideRoots => SearchError::OutsideRoots(root.to_string()),
+            ErrorCode::NotFound | ErrorCode::NotADirectory => {
+                SearchError::NotFound(root.to_string())
+            }
+            ErrorCode::Cancelled => SearchError::Cancelled,
+            _ => SearchError::Other(e.message),
+        })?;
+        let meta =
+            real.dir.metadata(dot(&real.rel)).map_err(
+                |e| match rustix::io::Errno::from_io_error(&e) {
+                    Some(rustix::io::Errno::NOENT) | Some(rustix::io::Errno::NOTDIR) => {
+                        SearchError::NotFound(root.to_string())
+                    }
+                    _ if e.kind() == io::ErrorKind::PermissionDenied
+                        && e.raw_os_error().is_none() =>
+                    {
+                        SearchError::OutsideRoots(root.to_string())
+                    }
+                    _ => SearchError::Other(format!("{root}: {}", io_cause(&e))),
+                },
+            )?;
+        let is_dir = meta.is_dir();
+        if !is_dir && !meta.is_file() {
+            return Err(SearchError::Other(format!(
+                "Not a file or directory: {root}"
+            )));
+        }
+        let abs = real.absolute();
+        Ok(Target { real, abs, is_dir })
+    }
+
+    /// The ignore rules of the directories from the granted root down to the
+    /// search root's parent (the walker reads those at and below the root).
+    fn outer_rules(&self, target: &Target<'_>, warnings: &mut Vec<String>) -> IgnoreRules {
+        let mut rules = IgnoreRules::default();
+        let mut ancestors: Vec<&Path> = target.real.rel.ancestors().skip(1).collect();
+        ancestors.reverse();
+        for rel in ancestors {
+            let dir_abs = target.real.root.join(rel);
+            let level = IgnoreLevel::load(
+                &dir_abs,
+                |name| read_small(target.real.dir, &rel.join(name)),
+                &dir_abs.to_string_lossy(),
+                warnings,
+            );
+            rules = rules.with(level);
+        }
+        rules
+    }
+
+    /// The walker: ignore files honoured everywhere, hidden files included,
+    /// `.git` never entered, symlinks not followed, no global git excludes.
+    fn walker(
+        &self,
+        target: &Target<'_>,
+        overrides: Option<Override>,
+        outer: IgnoreRules,
+    ) -> ignore::WalkParallel {
+        let mut builder = WalkBuilder::new(&target.abs);
+        builder
+            .hidden(false)
+            .parents(false)
+            .ignore(true)
+            .git_ignore(true)
+            .git_exclude(true)
+            .git_global(false)
+            .require_git(false)
+            .follow_links(false)
+            .threads(self.threads);
+        if let Some(overrides) = &overrides {
+            builder.overrides(overrides.clone());
+        }
+        builder.filter_entry(move |entry| {
+            if entry.file_name() == ".git" {
+                return false;
+            }
+            if outer.is_empty() || entry.depth() == 0 {
+                return true;
+            }
+            // Rules from above the search root rank below the walker's own
+            // (it has already applied those) and below a `--glob` whitelist.
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            if let Some(o) = &overrides
+                && o.matched(entry.path(), is_dir).is_whitelist()
+            {
+                return true;
+            }
+            !outer.is_ignored(entry.path(), is_dir)
+        });
+        builder.build_parallel()
+    }
+}
+
+/// Read a small regular file through a root handle; `None` if absent or odd.
+fn read_small(dir: &Dir, rel: &Path) -> Option<Vec<u8>> {
+    let file = open_file(dir, rel).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_IGNORE_FILE).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// A walk error as warnings: `{path} ({cause})`, paths relative to `base`.
+fn describe(err: &ignore::Error, base: &Path, out: &mut Vec<String>) {
+    match err {
+        ignore::Error::Partial(errs) => errs.iter().for_each(|e| describe(e, base, out)),
+        ignore::Error::WithDepth { err, .. } => describe(err, base, out),
+        ignore::Error::WithPath { path, err } => {
+            out.push(format!("{} ({})", relative(path, base), cause(err)));
+        }
+        ignore::Error::Loop { child, .. } => {
+            out.push(format!("{} (symlink loop)", relative(child, base)));
+        }
+        other => out.push(cause(other)),
+    }
+}
+
+fn cause(err: &ignore::Error) -> String {
+    match err {
+        ignore::Error::Io(e) => io_cause(e),
+        ignore::Error::WithLineNumber { line, err } => format!("line {line}: {}", cause(err)),
+        ignore::Error::WithPath { err, .. } | ignore::Error::WithDepth { err, .. } => cause(err),
+        other => other.to_string(),
+    }
+}
+
+fn relative(path: &Path, base: &Path) -> String {
+    match path.strip_prefix(base) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+        Ok(rel) => shown(rel),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+/// One file searched through the root handle.
+fn search_one(
+    searcher: &mut Searcher,
+    matcher: &RegexMatcher,
+    dir: &Dir,
+    handle_path: &Path,
+    request: &GrepRequest,
+    stop: &StopFlag,
+) -> io::Result<FileHits> {
+    let file = open_file(dir, handle_path)?;
+    let mut sink = FileSink::new(request, stop);
+    searcher.search_reader(matcher, Cancellable { inner: file, stop }, &mut sink)?;
+    Ok(sink.finish())
+}
+
+fn searcher(request: &GrepRequest, binary: BinaryDetection) -> Searcher {
+    SearcherBuilder::new()
+        .line_number(true)
+        .before_context(request.context as usize)
+        .after_context(request.context as usize)
+        .binary_detection(binary)
+        .build()
+}
+
+impl Search for LocalSearch {
+    fn grep(&self, request: &GrepRequest, stop: &StopFlag) -> Result<GrepResult, SearchError> {
+        let matcher = regex_matcher(request)?;
+        let target = self.target(&request.root)?;
+        let overrides = grep_override(&target.abs, request.glob.as_deref())?;
+        if !target.is_dir {
+            // An explicit file: searched whatever the ignore rules and the glob
+            // say, binary or not (NULs read as line ends), as rg does.
+            let mut searcher = searcher(request, BinaryDetection::convert(b'\0'));
+            let hits = search_one(
+                &mut searcher,
+                &matcher,
+                target.real.dir,
+                &target.handle_path(Path::new("")),
+                request,
+                stop,
+            );
+            if stop.is_raised() {
+                return Err(SearchError::Cancelled);
+            }
+            let hits = hits
+                .map_err(|e| SearchError::Other(format!("{}: {}", request.root, io_cause(&e))))?;
+            let name = Path::new(&request.root)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            return Ok(assemble_grep(vec![(name, hits)], request, Vec::new()));
+        }
+
+        let mut warnings = Vec::new();
+        let outer = self.outer_rules(&target, &mut warnings);
+        let warnings = Mutex::new(warnings);
+        let ranked: Ranked<FileHits> =
+            Ranked::new(u64::from(request.max_matches).saturating_add(1));
+        let walk = self.walker(&target, overrides, outer);
+        walk.run(|| {
+            let mut searcher = searcher(request, BinaryDetection::quit(b'\0'));
+            let matcher = matcher.clone();
+            let (target, ranked, warnings) = (&target, &ranked, &warnings);
+            Box::new(move |entry| {
+                if stop.is_raised() || ranked.is_overflowed() {
+                    return WalkState::Quit;
+                }
+                let entry = match entry {
+                    Ok(entry) => entry,
+                    Err(e) => {
+                        describe(&e, &target.abs, &mut warnings.lock().expect("warnings"));
+                        return WalkState::Continue;
+                    }
+                };
+                let Some(kind) = entry.file_type() else {
+                    return WalkState::Continue;
+                };
+                let Ok(rel) = entry.path().strip_prefix(&target.abs) else {
+                    return WalkState::Continue;
+                };
+                if kind.is_dir() {
+                    return if ranked.is_beyond(rel) {
+                        WalkState::Skip
+                    } else {
+                        WalkState::Continue
+                    };
+                }
+                if !kind.is_file() || ranked.is_beyond(rel) {
+                    return WalkState::Continue;
+                }
+                let found = search_one(
+                    &mut searcher,
+                    &matcher,
+                    target.real.dir,
+                    &target.handle_path(rel),
+                    request,
+                    stop,
+                );
+                match found {
+                    Ok(hits) => ranked.offer_hits(rel.to_path_buf(), hits),
+                    Err(_) if stop.is_raised() => return WalkState::Quit,
+                    Err(e) => warnings.lock().expect("warnings").push(format!(
+                        "{} ({})",
+                        shown(rel),
+                        io_cause(&e)
+                    )),
+                }
+                WalkState::Continue
+            })
+        });
+        if stop.is_raised() {
+            return Err(SearchError::Cancelled);
+        }
+        let mut warnings = warnings.into_inner().expect("warnings");
+        if ranked.is_overflowed() {
+            warnings.push(overflow_warning());
+        }
+        let files = ranked
+            .into_sorted()
+            .into_iter()
+            .map(|(rel, hits)| (shown(&rel), hits))
+            .collect();
+        Ok(assemble_grep(files, request, warnings))
+    }
+
+    fn glob(&self, request: &GlobRequest, stop: &StopFlag) -> Result<GlobResult, SearchError> {
+        let glob = FindGlob::new(&request.pattern, Path::new(&request.root))?;
+        let target = self.target(&request.root)?;
+        if !target.is_dir {
+            return Err(SearchError::Other(format!(
+                "Not a directory: {}",
+                request.root
+            )));
+        }
+        let mut warnings = Vec::new();
+        let outer = self.outer_rules(&target, &mut warnings);
+        let warnings = Mutex::new(warnings);
+        let ranked: Ranked<String> = Ranked::new(u64::from(request.max_results).saturating_add(1));
+        let walk = self.walker(&target, None, outer);
+        walk.run(|| {
+            let (target, ranked, warnings, glob) = (&target, &ranked, &warnings, &glob);
+            Box::new(move |entry| {
+                if stop.is_raised() || ranked.is_overflowed() {
+                    return WalkState::Quit;
+                }
+                let entry = match entry {
+                    Ok(entry) => entry,
+                    Err(e) => {
+                        describe(&e, &target.abs, &mut warnings.lock().expect("warnings"));
+                        return WalkState::Continue;
+                    }
+                };
+                if entry.depth() == 0 {
+                    return WalkState::Continue;
+                }
+                let Ok(rel) = entry.path().strip_prefix(&target.abs) else {
+                    return WalkState::Continue;
+                };
+                let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+                if ranked.is_beyond(rel) {
+                    return if is_dir {
+                        WalkState::Skip
+                    } else {
+                        WalkState::Continue
+                    };
+                }
+                if glob.is_match(rel) {
+                    let mut path = shown(rel);
+                    if is_dir {
+                        path.push('/');
+                    }
+                    ranked.offer(rel.to_path_buf(), 1, path.len(), path);
+                }
+                WalkState::Continue
+            })
+        });
+        if stop.is_raised() {
+            return Err(SearchError::Cancelled);
+        }
+        let mut warnings = warnings.into_inner().expect("warnings");
+        if ranked.is_overflowed() {
+            warnings.push(overflow_warning());
+        }
+        warnings.sort();
+        warnings.dedup();
+        let mut paths: Vec<String> = ranked.into_sorted().into_iter().map(|(_, p)| p).collect();
+        let limit_reached = paths.len() > request.max_results as usize;
+        paths.truncate(request.max_results as usize);
+        Ok(GlobResult {
+            paths,
+            limit_reached,
+            warnings,
+        })
+    }
+
+    fn roots(&self) -> Vec<String> {
+        FsRead::roots(self.fs.as_ref())
+    }
+}
