@@ -11,6 +11,8 @@ const GUESTS: &[(&str, &str)] = &[
     ("FSPROBE", "fsprobe"),
     ("TOOLSET", "toolset"),
     ("HOOKKIT", "hookkit"),
+    ("RUNPROBE", "runprobe"),
+    ("SEARCHPROBE", "searchprobe"),
 ];
 
 fn main() {

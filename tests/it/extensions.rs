@@ -326,3 +326,72 @@ fn a_malformed_policy_stops_the_host_with_the_file_and_cause() {
     assert!(err.contains("fs-reed"), "{err}");
     assert!(Path::new(&ws.user_config()).exists());
 }
+
+#[test]
+fn process_grants_name_the_programs_an_extension_may_run() {
+    let ws = Workspace::new();
+    ws.write("hello.txt", "hi");
+    let probe = ws.path.join("runprobe.wasm");
+    std::fs::copy(toolhost_tests::RUNPROBE, &probe).unwrap();
+    let ext = probe.to_str().unwrap();
+    let run = |args: Value| {
+        let out = toolhost(
+            &ws,
+            &["--extension", ext, "call", "run", &args.to_string()],
+            None,
+        );
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+            out.status.code(),
+        )
+    };
+    // Not granted: refused at load.
+    let (_, stderr, code) = run(json!({"program": "cat", "args": ["hello.txt"]}));
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.contains("[extensions.runprobe] process = [\"<program>\"]"),
+        "{stderr}"
+    );
+
+    // Granted cat (and the workspace as its directory): cat runs, ls does not.
+    user_policy(
+        &ws,
+        "[extensions.runprobe]\nprocess = [\"cat\"]\nfs-read = [\".\"]\n",
+    );
+    assert_eq!(
+        run(json!({"program": "cat", "args": ["hello.txt"]})).0,
+        "exit 0: hi\n"
+    );
+    let (stdout, _, code) = run(json!({"program": "ls"}));
+    assert_eq!(code, Some(1));
+    assert!(stdout.contains("ls"), "{stdout}");
+}
+
+#[test]
+fn a_search_grant_covers_only_the_granted_directories() {
+    let ws = Workspace::new();
+    ws.write("docs/a.md", "needle");
+    ws.write("private/b.md", "needle");
+    let probe = ws.path.join("searchprobe.wasm");
+    std::fs::copy(toolhost_tests::SEARCHPROBE, &probe).unwrap();
+    let ext = probe.to_str().unwrap();
+    let seek = |root: &str| {
+        let args = json!({"pattern": "needle", "root": format!("{}/{root}", ws.str())});
+        let out = toolhost(
+            &ws,
+            &["--extension", ext, "call", "seek", &args.to_string()],
+            None,
+        );
+        (String::from_utf8(out.stdout).unwrap(), out.status.code())
+    };
+    assert_eq!(seek("docs").1, Some(1), "not granted: refused");
+    user_policy(
+        &ws,
+        "[extensions.searchprobe]\nsearch = true\nfs-read = [\"docs\"]\n",
+    );
+    assert_eq!(seek("docs"), ("a.md\n".to_string(), Some(0)));
+    let (out, code) = seek("private");
+    assert_eq!(code, Some(1));
+    assert!(out.contains("OutsideRoots"), "{out}");
+}

@@ -7,6 +7,8 @@ use crate::engine::Runtime;
 use crate::error::Error;
 use crate::loader::{self, ComponentSpec, Loaded};
 use crate::ops::fs::LocalFs;
+use crate::ops::process::ProcessPolicy;
+use crate::ops::search::LocalSearch;
 use crate::ops::tools::ToolSet;
 use crate::policy::{GrantSpec, Policy, resolve_path};
 use crate::registry::ToolSource;
@@ -58,12 +60,12 @@ pub(crate) async fn load(
         hooks: false,
         refused: None,
     };
-    let (caps, warnings) = capabilities(&granted, workspace, tool_set);
     let limits = limits(
         &granted,
         found.manifest.as_ref().map(|m| &m.capabilities),
         defaults,
     );
+    let (caps, warnings) = capabilities(&granted, workspace, tool_set, limits);
     match load_component(runtime, found, caps, limits).await {
         Ok(loaded) => {
             report.tools = loaded
@@ -140,6 +142,7 @@ fn capabilities(
     grant: &GrantSpec,
     workspace: &Path,
     tool_set: &ToolSet,
+    call_limits: Limits,
 ) -> (Capabilities, Warnings) {
     let mut warnings = Vec::new();
     let read_roots = directories(&grant.fs_read, workspace, "fs-read", &mut warnings);
@@ -158,10 +161,36 @@ fn capabilities(
         }
     }
     if grant.search {
-        warnings.push("search grants are not supported yet; ignored".into());
+        // Search covers the directories it may read.
+        match LocalFs::new(&read_roots) {
+            Ok(fs) if !read_roots.is_empty() => {
+                caps.search = Some(Arc::new(LocalSearch::new(Arc::new(fs))));
+            }
+            Ok(_) => warnings.push("search is granted but no fs-read directory to search".into()),
+            Err(e) => warnings.push(format!("opening the search directories: {e}")),
+        }
     }
     if !grant.process.is_empty() {
-        warnings.push("process grants are not supported yet; ignored".into());
+        // Programs run with the host's safe environment plus the granted
+        // variables, in (and writing only to) the granted directories.
+        let mut policy = ProcessPolicy::new()
+            .host_env()
+            .default_timeout(Some(call_limits.time));
+        for program in &grant.process {
+            policy = policy.program(program);
+        }
+        for dir in read_roots.iter().chain(&write_roots) {
+            policy = policy.cwd_root(dir);
+        }
+        for dir in &write_roots {
+            policy = policy.write_root(dir);
+        }
+        for name in &grant.env {
+            if let Ok(value) = std::env::var(name) {
+                policy = policy.env(name.clone(), value);
+            }
+        }
+        caps.process = Some(Arc::new(policy));
     }
     if grant.tools {
         caps.tools = Some(tool_set.clone());
