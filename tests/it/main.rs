@@ -6,6 +6,7 @@ mod bash;
 mod cases;
 mod cli;
 mod edit;
+mod formats;
 mod pipeline;
 mod read;
 mod sandbox;

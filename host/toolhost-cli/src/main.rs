@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use toolhost::{
-    AssistantMessage, CancellationToken, ContentBlock, Event, Host, NoEvents, ToolCall, ToolInfo,
+    AssistantMessage, CancellationToken, ContentBlock, Event, Host, NoEvents, ToolCall, ToolFormat,
+    ToolInfo, formats,
 };
 
 #[derive(Parser)]
@@ -46,11 +47,18 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Show the loaded tools: a table, or their definitions with --json.
+    /// Show the loaded tools: a table, every tool's definition and state with
+    /// --json, or the active tools as a provider's API expects them with --format.
     List {
-        #[arg(long)]
+        #[arg(long, conflicts_with = "format")]
         json: bool,
+        /// json (toolhost's definitions), openai, anthropic or mcp (a tools/list result).
+        #[arg(long, value_name = "FORMAT", value_parser = parse_format)]
+        format: Option<ToolFormat>,
     },
+    /// Print the system-prompt section for the active tools, as Pi builds it
+    /// from their prompt snippets and guidelines.
+    Prompt,
     /// Call one tool (active or not) through the full pipeline and print its result.
     Call {
         /// The tool's name.
@@ -68,6 +76,10 @@ enum Command {
         #[arg(value_name = "FILE")]
         file: String,
     },
+}
+
+fn parse_format(s: &str) -> Result<ToolFormat, String> {
+    s.parse()
 }
 
 fn main() -> ExitCode {
@@ -110,13 +122,22 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         eprintln!("toolhost: warning: {d}");
     }
     match cli.command {
-        Command::List { json } => list(&host, json),
+        Command::List { json, format } => list(&host, json, format),
+        Command::Prompt => {
+            println!("{}", formats::system_prompt_section(&host.definitions()));
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Call { name, args, json } => call(&host, name, &args, json).await,
         Command::Run { file } => run_batch(&host, &file).await,
     }
 }
 
-fn list(host: &Host, json: bool) -> Result<ExitCode> {
+fn list(host: &Host, json: bool, format: Option<ToolFormat>) -> Result<ExitCode> {
+    if let Some(format) = format {
+        let tools = formats::tools_as(&host.active_tool_infos(), format);
+        println!("{}", serde_json::to_string_pretty(&tools)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let tools = host.tools();
     if json {
         println!("{}", serde_json::to_string_pretty(&tools)?);

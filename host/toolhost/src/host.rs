@@ -330,6 +330,17 @@ impl Host {
             .collect()
     }
 
+    /// The active tools with their source, in active-set order.
+    pub fn active_tool_infos(&self) -> Vec<ToolInfo> {
+        let registry = self.inner.registry.read().expect("registry lock");
+        let infos = registry.infos();
+        registry
+            .active()
+            .iter()
+            .filter_map(|name| infos.iter().find(|t| &t.definition.name == name).cloned())
+            .collect()
+    }
+
     pub fn active_tools(&self) -> Vec<String> {
         self.inner
             .registry

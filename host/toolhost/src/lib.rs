@@ -20,12 +20,19 @@
 //! * Everything the caller sees is a Pi-shaped [`message`] or [`events`]
 //!   value; a failing call is an error result bound to its call id, never a
 //!   host error.
+//!
+//! # Speaking to other programs
+//!
+//! * [`formats`] turns the active tools into each consumer's shape (OpenAI,
+//!   Anthropic, MCP, toolhost's own) and builds Pi's system-prompt section
+//!   from their snippets and guidelines.
 
 pub mod bindings;
 mod builtin;
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod formats;
 pub mod hooks;
 mod host;
 mod loader;
@@ -41,6 +48,7 @@ pub use builtin::DEFAULT_ACTIVE_TOOLS;
 pub use engine::{Runtime, RuntimeOptions};
 pub use error::Error;
 pub use events::{Event, EventSink, NoEvents};
+pub use formats::ToolFormat;
 pub use hooks::{
     AfterToolCallContext, AfterToolCallResult, BeforeToolCallContext, BeforeToolCallResult,
     ToolHooks,
