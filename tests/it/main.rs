@@ -11,6 +11,7 @@ mod pipeline;
 mod read;
 mod sandbox;
 mod search;
+mod serve;
 mod support;
 mod validation;
 mod write;

@@ -173,3 +173,11 @@ pub fn toolhost(ws: &Workspace, args: &[&str], stdin: Option<&str>) -> Output {
     drop(input);
     child.wait_with_output().unwrap()
 }
+
+/// The repository's root directory.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}

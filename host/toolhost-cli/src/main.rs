@@ -1,4 +1,5 @@
-//! `toolhost`: list, call and run sandboxed agent tools from a terminal.
+//! `toolhost`: list, call and run sandboxed agent tools from a terminal, and
+//! serve them to other programs (`serve`: JSON-RPC).
 //!
 //! Parsing, printing and exit codes only; the work is the library's.
 //! Exit codes: 0 success, 1 the tool reported an error, 2 usage or host error.
@@ -76,6 +77,8 @@ enum Command {
         #[arg(value_name = "FILE")]
         file: String,
     },
+    /// Serve JSON-RPC 2.0 on stdin/stdout, one object per line (see docs/protocol.md).
+    Serve,
 }
 
 fn parse_format(s: &str) -> Result<ToolFormat, String> {
@@ -129,6 +132,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Call { name, args, json } => call(&host, name, &args, json).await,
         Command::Run { file } => run_batch(&host, &file).await,
+        Command::Serve => {
+            let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+            toolhost::serve::serve(host, stdin, tokio::io::stdout())
+                .await
+                .context("serving JSON-RPC on stdio")?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

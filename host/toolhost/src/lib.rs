@@ -26,6 +26,8 @@
 //! * [`formats`] turns the active tools into each consumer's shape (OpenAI,
 //!   Anthropic, MCP, toolhost's own) and builds Pi's system-prompt section
 //!   from their snippets and guidelines.
+//! * [`serve`] is a JSON-RPC 2.0 server (one object per line) for agent loops
+//!   in any language: list tools, run batches with streamed events, cancel.
 
 pub mod bindings;
 mod builtin;
@@ -42,6 +44,7 @@ mod pipeline;
 pub mod registry;
 pub mod sandbox;
 mod schedule;
+pub mod serve;
 pub mod validate;
 
 pub use builtin::DEFAULT_ACTIVE_TOOLS;
