@@ -7,6 +7,7 @@ mod cases;
 mod cli;
 mod edit;
 mod formats;
+mod mcp;
 mod pipeline;
 mod read;
 mod sandbox;

@@ -1,5 +1,6 @@
 //! `toolhost`: list, call and run sandboxed agent tools from a terminal, and
-//! serve them to other programs (`serve`: JSON-RPC).
+//! serve them to other programs (`serve`: JSON-RPC; `mcp`: Model Context
+//! Protocol).
 //!
 //! Parsing, printing and exit codes only; the work is the library's.
 //! Exit codes: 0 success, 1 the tool reported an error, 2 usage or host error.
@@ -11,9 +12,10 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 use toolhost::{
-    AssistantMessage, CancellationToken, ContentBlock, Event, Host, NoEvents, ToolCall, ToolFormat,
-    ToolInfo, formats,
+    AssistantMessage, CancellationToken, ContentBlock, Event, Host, HostBuilder, NoEvents,
+    ToolCall, ToolFormat, ToolInfo, formats,
 };
 
 #[derive(Parser)]
@@ -79,11 +81,17 @@ enum Command {
     },
     /// Serve JSON-RPC 2.0 on stdin/stdout, one object per line (see docs/protocol.md).
     Serve,
+    /// Serve the active tools as a Model Context Protocol server on stdin/stdout.
+    /// The tools are reloaded when .toolhost/extensions/ or an --extension file changes.
+    Mcp,
 }
 
 fn parse_format(s: &str) -> Result<ToolFormat, String> {
     s.parse()
 }
+
+/// How often `mcp` looks at the extension files.
+const RELOAD_INTERVAL: Duration = Duration::from_millis(300);
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -106,21 +114,46 @@ fn main() -> ExitCode {
     }
 }
 
+/// The host the global options describe (built again when `mcp` reloads).
+#[derive(Clone)]
+struct HostOptions {
+    workspace: Option<PathBuf>,
+    extensions: Vec<PathBuf>,
+    tools: Option<Vec<String>>,
+    all_tools: bool,
+}
+
+impl HostOptions {
+    fn builder(&self) -> HostBuilder {
+        let mut builder = Host::builder();
+        if let Some(dir) = &self.workspace {
+            builder = builder.workspace(dir);
+        }
+        for ext in &self.extensions {
+            builder = builder.extension(ext);
+        }
+        if let Some(tools) = &self.tools {
+            builder = builder.active_tools(tools.iter().map(|t| t.trim().to_string()));
+        }
+        if self.all_tools {
+            builder = builder.all_tools_active();
+        }
+        builder
+    }
+}
+
 async fn run(cli: Cli) -> Result<ExitCode> {
-    let mut builder = Host::builder();
-    if let Some(dir) = &cli.workspace {
-        builder = builder.workspace(dir);
-    }
-    for ext in &cli.extensions {
-        builder = builder.extension(ext);
-    }
-    if let Some(tools) = &cli.tools {
-        builder = builder.active_tools(tools.iter().map(|t| t.trim().to_string()));
-    }
-    if cli.all_tools {
-        builder = builder.all_tools_active();
-    }
-    let host = builder.build().await.context("loading the tools")?;
+    let options = HostOptions {
+        workspace: cli.workspace,
+        extensions: cli.extensions,
+        tools: cli.tools,
+        all_tools: cli.all_tools,
+    };
+    let host = options
+        .builder()
+        .build()
+        .await
+        .context("loading the tools")?;
     for d in host.diagnostics() {
         eprintln!("toolhost: warning: {d}");
     }
@@ -139,7 +172,28 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 .context("serving JSON-RPC on stdio")?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Mcp => mcp(host, options).await,
     }
+}
+
+async fn mcp(host: Host, options: HostOptions) -> Result<ExitCode> {
+    let mut watch = vec![host.workspace().join(".toolhost").join("extensions")];
+    watch.extend(options.extensions.iter().cloned());
+    let factory: toolhost::mcp::HostFactory = Arc::new(move || {
+        let builder = options.builder();
+        Box::pin(builder.build())
+    });
+    toolhost::mcp::McpServer::new(host)
+        .log(Arc::new(|line| eprintln!("toolhost mcp: {line}")))
+        .reload(toolhost::mcp::Reload {
+            factory,
+            watch,
+            interval: RELOAD_INTERVAL,
+        })
+        .serve_stdio()
+        .await
+        .context("serving MCP on stdio")?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn list(host: &Host, json: bool, format: Option<ToolFormat>) -> Result<ExitCode> {

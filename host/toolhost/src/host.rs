@@ -222,6 +222,7 @@ impl HostBuilder {
                 home: std::env::var("HOME").ok().filter(|h| !h.is_empty()),
                 cancel_grace: self.cancel_grace,
                 sequential: self.sequential,
+                changes: tokio::sync::watch::Sender::new(0),
             }),
         })
     }
@@ -270,6 +271,8 @@ pub(crate) struct HostInner {
     pub home: Option<String>,
     pub cancel_grace: Duration,
     pub sequential: bool,
+    /// Bumped whenever the tools a model may call change (see [`Host::changes`]).
+    pub changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl HostInner {
@@ -355,8 +358,22 @@ impl Host {
     pub fn set_active_tools<S: AsRef<str>>(&self, names: &[S]) -> Vec<String> {
         let names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
         let mut registry = self.inner.registry.write().expect("registry lock");
+        let before = registry.active().to_vec();
         registry.set_active(&names);
-        registry.active().to_vec()
+        let after = registry.active().to_vec();
+        if after != before {
+            self.inner
+                .changes
+                .send_modify(|generation| *generation += 1);
+        }
+        after
+    }
+
+    /// A receiver that is marked changed whenever the active tools change
+    /// (their set, order or definitions). Servers use it to tell their
+    /// clients to list the tools again (MCP's `notifications/tools/list_changed`).
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.changes.subscribe()
     }
 
     /// Problems found while loading: broken extensions, name collisions.

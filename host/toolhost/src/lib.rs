@@ -28,6 +28,8 @@
 //!   from their snippets and guidelines.
 //! * [`serve`] is a JSON-RPC 2.0 server (one object per line) for agent loops
 //!   in any language: list tools, run batches with streamed events, cancel.
+//! * [`mcp`] (feature `mcp`, on by default) is a Model Context Protocol server
+//!   on the official Rust SDK; [`watch`] tells it when extension files change.
 
 pub mod bindings;
 mod builtin;
@@ -38,6 +40,8 @@ pub mod formats;
 pub mod hooks;
 mod host;
 mod loader;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod message;
 pub mod ops;
 mod pipeline;
@@ -46,6 +50,7 @@ pub mod sandbox;
 mod schedule;
 pub mod serve;
 pub mod validate;
+pub mod watch;
 
 pub use builtin::DEFAULT_ACTIVE_TOOLS;
 pub use engine::{Runtime, RuntimeOptions};
