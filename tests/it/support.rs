@@ -206,3 +206,29 @@ pub fn toolhost_with_env(
     drop(input);
     child.wait_with_output().unwrap()
 }
+
+/// The repository's root directory.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// The Python that has the official MCP SDK: `TOOLHOST_TEST_PYTHON`, or the
+/// virtualenv `.ci/run` creates in `target/pyenv`. Missing is a failure, not
+/// a skip: the MCP tests are what prove the server speaks the protocol.
+#[track_caller]
+pub fn python_with_mcp() -> PathBuf {
+    let python = std::env::var_os("TOOLHOST_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target/pyenv/bin/python"));
+    assert!(
+        python.exists(),
+        "the MCP tests need Python with the MCP SDK at {}: create it as .ci/run does \
+         (python3 -m venv target/pyenv && target/pyenv/bin/pip install -r tests/requirements.txt) \
+         or point TOOLHOST_TEST_PYTHON at one",
+        python.display()
+    );
+    python
+}

@@ -1,4 +1,6 @@
-//! `toolhost`: list, call and run sandboxed agent tools from a terminal.
+//! `toolhost`: list, call and run sandboxed agent tools from a terminal, and
+//! serve them to other programs (`serve`: JSON-RPC; `mcp`: Model Context
+//! Protocol).
 //!
 //! Parsing, printing and exit codes only; the work is the library's.
 //! Exit codes: 0 success, 1 the tool reported an error, 2 usage or host error.
@@ -10,8 +12,10 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 use toolhost::{
-    AssistantMessage, CancellationToken, ContentBlock, Event, Host, NoEvents, ToolCall, ToolInfo,
+    AssistantMessage, CancellationToken, ContentBlock, Event, Host, HostBuilder, NoEvents,
+    ToolCall, ToolFormat, ToolInfo, formats,
 };
 
 #[derive(Parser)]
@@ -46,11 +50,18 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Show the loaded tools: a table, or their definitions with --json.
+    /// Show the loaded tools: a table, every tool's definition and state with
+    /// --json, or the active tools as a provider's API expects them with --format.
     List {
-        #[arg(long)]
+        #[arg(long, conflicts_with = "format")]
         json: bool,
+        /// json (toolhost's definitions), openai, anthropic or mcp (a tools/list result).
+        #[arg(long, value_name = "FORMAT", value_parser = parse_format)]
+        format: Option<ToolFormat>,
     },
+    /// Print the system-prompt section for the active tools, as Pi builds it
+    /// from their prompt snippets and guidelines.
+    Prompt,
     /// Call one tool (active or not) through the full pipeline and print its result.
     Call {
         /// The tool's name.
@@ -75,6 +86,11 @@ enum Command {
     },
     /// Trust the workspace's toolhost.toml as it is now, so its grants apply.
     Trust,
+    /// Serve JSON-RPC 2.0 on stdin/stdout, one object per line (see docs/protocol.md).
+    Serve,
+    /// Serve the active tools as a Model Context Protocol server on stdin/stdout.
+    /// The tools are reloaded when .toolhost/extensions/ or an --extension file changes.
+    Mcp,
 }
 
 #[derive(Subcommand)]
@@ -92,6 +108,13 @@ enum ExtCommand {
         json: bool,
     },
 }
+
+fn parse_format(s: &str) -> Result<ToolFormat, String> {
+    s.parse()
+}
+
+/// How often `mcp` looks at the extension files.
+const RELOAD_INTERVAL: Duration = Duration::from_millis(300);
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -114,6 +137,34 @@ fn main() -> ExitCode {
     }
 }
 
+/// The host the global options describe (built again when `mcp` reloads).
+#[derive(Clone)]
+struct HostOptions {
+    workspace: Option<PathBuf>,
+    extensions: Vec<PathBuf>,
+    tools: Option<Vec<String>>,
+    all_tools: bool,
+}
+
+impl HostOptions {
+    fn builder(&self) -> HostBuilder {
+        let mut builder = Host::builder();
+        if let Some(dir) = &self.workspace {
+            builder = builder.workspace(dir);
+        }
+        for ext in &self.extensions {
+            builder = builder.extension(ext);
+        }
+        if let Some(tools) = &self.tools {
+            builder = builder.active_tools(tools.iter().map(|t| t.trim().to_string()));
+        }
+        if self.all_tools {
+            builder = builder.all_tools_active();
+        }
+        builder
+    }
+}
+
 async fn run(cli: Cli) -> Result<ExitCode> {
     // Commands that do not need the tools loaded.
     match &cli.command {
@@ -123,20 +174,17 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Trust => return trust(cli.workspace.as_deref()),
         _ => {}
     }
-    let mut builder = Host::builder();
-    if let Some(dir) = &cli.workspace {
-        builder = builder.workspace(dir);
-    }
-    for ext in &cli.extensions {
-        builder = builder.extension(ext);
-    }
-    if let Some(tools) = &cli.tools {
-        builder = builder.active_tools(tools.iter().map(|t| t.trim().to_string()));
-    }
-    if cli.all_tools {
-        builder = builder.all_tools_active();
-    }
-    let host = builder.build().await.context("loading the tools")?;
+    let options = HostOptions {
+        workspace: cli.workspace,
+        extensions: cli.extensions,
+        tools: cli.tools,
+        all_tools: cli.all_tools,
+    };
+    let host = options
+        .builder()
+        .build()
+        .await
+        .context("loading the tools")?;
     for d in host.diagnostics() {
         eprintln!("toolhost: warning: {d}");
     }
@@ -147,9 +195,21 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         );
     }
     match cli.command {
-        Command::List { json } => list(&host, json),
+        Command::List { json, format } => list(&host, json, format),
+        Command::Prompt => {
+            println!("{}", formats::system_prompt_section(&host.definitions()));
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Call { name, args, json } => call(&host, name, &args, json).await,
         Command::Run { file } => run_batch(&host, &file).await,
+        Command::Serve => {
+            let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+            toolhost::serve::serve(host, stdin, tokio::io::stdout())
+                .await
+                .context("serving JSON-RPC on stdio")?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Mcp => mcp(host, options).await,
         Command::Ext {
             command: ExtCommand::List { json },
         } => ext_list(&host, json),
@@ -246,7 +306,32 @@ fn summary(grant: &Value) -> String {
     }
 }
 
-fn list(host: &Host, json: bool) -> Result<ExitCode> {
+async fn mcp(host: Host, options: HostOptions) -> Result<ExitCode> {
+    let mut watch = vec![host.workspace().join(".toolhost").join("extensions")];
+    watch.extend(options.extensions.iter().cloned());
+    let factory: toolhost::mcp::HostFactory = Arc::new(move || {
+        let builder = options.builder();
+        Box::pin(builder.build())
+    });
+    toolhost::mcp::McpServer::new(host)
+        .log(Arc::new(|line| eprintln!("toolhost mcp: {line}")))
+        .reload(toolhost::mcp::Reload {
+            factory,
+            watch,
+            interval: RELOAD_INTERVAL,
+        })
+        .serve_stdio()
+        .await
+        .context("serving MCP on stdio")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list(host: &Host, json: bool, format: Option<ToolFormat>) -> Result<ExitCode> {
+    if let Some(format) = format {
+        let tools = formats::tools_as(&host.active_tool_infos(), format);
+        println!("{}", serde_json::to_string_pretty(&tools)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let tools = host.tools();
     if json {
         println!("{}", serde_json::to_string_pretty(&tools)?);

@@ -371,6 +371,7 @@ impl HostBuilder {
                 sequential: self.sequential,
                 temp_dir,
                 confinement,
+                changes: tokio::sync::watch::Sender::new(0),
             }),
         })
     }
@@ -419,6 +420,8 @@ pub(crate) struct HostInner {
     pub sequential: bool,
     pub temp_dir: PathBuf,
     pub confinement: Confinement,
+    /// Bumped whenever the tools a model may call change (see [`Host::changes`]).
+    pub changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl HostInner {
@@ -490,6 +493,17 @@ impl Host {
             .collect()
     }
 
+    /// The active tools with their source, in active-set order.
+    pub fn active_tool_infos(&self) -> Vec<ToolInfo> {
+        let registry = self.inner.registry.read().expect("registry lock");
+        let infos = registry.infos();
+        registry
+            .active()
+            .iter()
+            .filter_map(|name| infos.iter().find(|t| &t.definition.name == name).cloned())
+            .collect()
+    }
+
     pub fn active_tools(&self) -> Vec<String> {
         self.inner
             .registry
@@ -504,8 +518,22 @@ impl Host {
     pub fn set_active_tools<S: AsRef<str>>(&self, names: &[S]) -> Vec<String> {
         let names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
         let mut registry = self.inner.registry.write().expect("registry lock");
+        let before = registry.active().to_vec();
         registry.set_active(&names);
-        registry.active().to_vec()
+        let after = registry.active().to_vec();
+        if after != before {
+            self.inner
+                .changes
+                .send_modify(|generation| *generation += 1);
+        }
+        after
+    }
+
+    /// A receiver that is marked changed whenever the active tools change
+    /// (their set, order or definitions). Servers use it to tell their
+    /// clients to list the tools again (MCP's `notifications/tools/list_changed`).
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.changes.subscribe()
     }
 
     /// Problems found while loading: broken extensions, name collisions.

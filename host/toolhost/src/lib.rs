@@ -20,6 +20,16 @@
 //! * Everything the caller sees is a Pi-shaped [`message`] or [`events`]
 //!   value; a failing call is an error result bound to its call id, never a
 //!   host error.
+//!
+//! # Speaking to other programs
+//!
+//! * [`formats`] turns the active tools into each consumer's shape (OpenAI,
+//!   Anthropic, MCP, toolhost's own) and builds Pi's system-prompt section
+//!   from their snippets and guidelines.
+//! * [`serve`] is a JSON-RPC 2.0 server (one object per line) for agent loops
+//!   in any language: list tools, run batches with streamed events, cancel.
+//! * [`mcp`] (feature `mcp`, on by default) is a Model Context Protocol server
+//!   on the official Rust SDK; [`watch`] tells it when extension files change.
 
 pub mod bindings;
 mod builtin;
@@ -28,9 +38,12 @@ pub mod engine;
 pub mod error;
 pub mod events;
 pub mod extensions;
+pub mod formats;
 pub mod hooks;
 mod host;
 pub mod loader;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod message;
 pub mod ops;
 mod pipeline;
@@ -38,12 +51,15 @@ pub mod policy;
 pub mod registry;
 pub mod sandbox;
 mod schedule;
+pub mod serve;
 pub mod validate;
+pub mod watch;
 
 pub use builtin::{DEFAULT_ACTIVE_TOOLS, DEFAULT_COMMAND_TIMEOUT};
 pub use engine::{Runtime, RuntimeOptions};
 pub use error::Error;
 pub use events::{Event, EventSink, NoEvents};
+pub use formats::ToolFormat;
 pub use hooks::{
     AfterToolCallContext, AfterToolCallResult, BeforeToolCallContext, BeforeToolCallResult,
     ToolHooks,

@@ -1,0 +1,423 @@
+//! `toolhost serve`: the host as a JSON-RPC 2.0 server over a byte stream
+//! (stdio in the CLI), one JSON object per line in both directions, for agent
+//! loops written in any language. `docs/protocol.md` is the user's reference.
+//!
+//! Methods:
+//!
+//! * `tools/list` `{format?}` → `{tools}`: the active tools in a
+//!   [`ToolFormat`] (`json` by default; `mcp` gives the `tools/list` array).
+//! * `tools/prompt` → `{text}`: the system-prompt section (spec §3.1).
+//! * `tools/setActive` `{names}` → `{active}`: replace the active set.
+//! * `batch/run` `{message}` → `{toolResults, terminate}`: execute an
+//!   assistant message's tool calls as one batch. While it runs, every event
+//!   goes out as a `batch/event` notification `{id, event}` (`id` is the
+//!   request's), in Pi's order; all of a batch's events precede its response.
+//! * `batch/cancel` `{id}` → `{cancelled}`: abort the running batch of request
+//!   `id`; its response still comes, with every call's result.
+//!
+//! Batches run concurrently; everything else is answered in order of arrival.
+//! Malformed input gets the JSON-RPC error codes with a message naming the
+//! cause. A JSON array (a JSON-RPC batch) is refused: with streamed events, one
+//! request per line is the unit.
+
+use crate::events::Event;
+use crate::formats::{self, ToolFormat};
+use crate::host::Host;
+use crate::message::AssistantMessage;
+use serde_json::{Map, Value, json};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+/// JSON-RPC 2.0 error codes.
+pub mod codes {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+}
+
+/// The notification method that carries a batch's events.
+pub const EVENT_METHOD: &str = "batch/event";
+
+struct RpcError {
+    code: i64,
+    message: String,
+}
+
+impl RpcError {
+    fn invalid_request(cause: impl std::fmt::Display) -> RpcError {
+        RpcError {
+            code: codes::INVALID_REQUEST,
+            message: format!("Invalid request: {cause}"),
+        }
+    }
+
+    fn invalid_params(method: &str, cause: impl std::fmt::Display) -> RpcError {
+        RpcError {
+            code: codes::INVALID_PARAMS,
+            message: format!("Invalid params for {method}: {cause}"),
+        }
+    }
+}
+
+/// Running batches by request id (the id's JSON text, so `1` and `"1"` differ).
+type Running = Arc<Mutex<HashMap<String, CancellationToken>>>;
+
+/// Serve `host` on `input`/`output` until `input` ends, then wait for the
+/// running batches to answer. Returns an error only when `input` cannot be
+/// read or `output` cannot be written.
+pub async fn serve<R, W>(host: Host, input: R, output: W) -> std::io::Result<()>
+where
+    R: AsyncBufRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    // One writer owns the output, so concurrent batches never interleave
+    // inside a line, and a batch's events, queued before its response, are
+    // written before it.
+    let (out, mut lines) = mpsc::unbounded_channel::<Value>();
+    let writer = tokio::spawn(async move {
+        let mut output = output;
+        while let Some(value) = lines.recv().await {
+            let mut line = value.to_string();
+            line.push('\n');
+            output.write_all(line.as_bytes()).await?;
+            output.flush().await?;
+        }
+        Ok::<(), std::io::Error>(())
+    });
+
+    let running: Running = Arc::default();
+    let mut batches = JoinSet::new();
+    let mut input = input;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if input.read_line(&mut line).await? == 0 {
+            break;
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        handle_line(
+            &host,
+            line.trim_end_matches(['\n', '\r']),
+            &out,
+            &running,
+            &mut batches,
+        );
+    }
+    while batches.join_next().await.is_some() {}
+    drop(out);
+    writer.await.map_err(std::io::Error::other)?
+}
+
+fn response(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+fn error_response(id: &Value, error: RpcError) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": error.code, "message": error.message}})
+}
+
+/// A parsed request: `id` is `None` for a notification.
+struct Request {
+    id: Option<Value>,
+    method: String,
+    params: Map<String, Value>,
+}
+
+fn parse_request(line: &str) -> Result<Request, (Value, RpcError)> {
+    let value: Value = serde_json::from_str(line).map_err(|e| {
+        let error = RpcError {
+            code: codes::PARSE_ERROR,
+            message: format!("Parse error: {e}"),
+        };
+        (Value::Null, error)
+    })?;
+    let mut object = match value {
+        Value::Object(object) => object,
+        Value::Array(_) => {
+            let cause =
+                "JSON-RPC batches (arrays) are not supported; send one request object per line";
+            return Err((Value::Null, RpcError::invalid_request(cause)));
+        }
+        other => {
+            let cause = format!("a request must be a JSON object, got {}", kind(&other));
+            return Err((Value::Null, RpcError::invalid_request(cause)));
+        }
+    };
+    let id = match object.remove("id") {
+        None => None,
+        Some(id @ (Value::Null | Value::Number(_) | Value::String(_))) => Some(id),
+        Some(other) => {
+            let cause = format!(
+                "\"id\" must be a string, a number or null, got {}",
+                kind(&other)
+            );
+            return Err((Value::Null, RpcError::invalid_request(cause)));
+        }
+    };
+    let reply_to = id.clone().unwrap_or(Value::Null);
+    if object.get("jsonrpc") != Some(&json!("2.0")) {
+        let cause = match object.get("jsonrpc") {
+            None => "\"jsonrpc\": \"2.0\" is missing".to_string(),
+            Some(v) => format!("\"jsonrpc\" must be \"2.0\", got {v}"),
+        };
+        return Err((reply_to, RpcError::invalid_request(cause)));
+    }
+    let method = match object.remove("method") {
+        Some(Value::String(m)) => m,
+        None => return Err((reply_to, RpcError::invalid_request("\"method\" is missing"))),
+        Some(other) => {
+            let cause = format!("\"method\" must be a string, got {}", kind(&other));
+            return Err((reply_to, RpcError::invalid_request(cause)));
+        }
+    };
+    let params = match object.remove("params") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(params)) => params,
+        Some(other) => {
+            let cause = format!(
+                "{method}: \"params\" must be an object of named parameters, got {}",
+                kind(&other)
+            );
+            return Err((reply_to, RpcError::invalid_request(cause)));
+        }
+    };
+    Ok(Request { id, method, params })
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn handle_line(
+    host: &Host,
+    line: &str,
+    out: &mpsc::UnboundedSender<Value>,
+    running: &Running,
+    batches: &mut JoinSet<()>,
+) {
+    let request = match parse_request(line) {
+        Ok(request) => request,
+        Err((id, error)) => {
+            let _ = out.send(error_response(&id, error));
+            return;
+        }
+    };
+    if request.method == "batch/run" {
+        match start_batch(host, request, out, running) {
+            Ok(Some(task)) => {
+                batches.spawn(task);
+            }
+            Ok(None) => {}
+            Err((id, error)) => {
+                let _ = out.send(error_response(&id, error));
+            }
+        }
+        return;
+    }
+    let outcome = dispatch(host, &request, running);
+    // A notification gets no response, not even an error (JSON-RPC 2.0 §4.1).
+    if let Some(id) = &request.id {
+        let _ = out.send(match outcome {
+            Ok(result) => response(id, result),
+            Err(error) => error_response(id, error),
+        });
+    }
+}
+
+/// Every method except `batch/run`, answered at once.
+fn dispatch(host: &Host, request: &Request, running: &Running) -> Result<Value, RpcError> {
+    let method = request.method.as_str();
+    let params = &request.params;
+    match method {
+        "tools/list" => {
+            let format = match params.get("format") {
+                None | Some(Value::Null) => ToolFormat::Json,
+                Some(Value::String(s)) => s
+                    .parse()
+                    .map_err(|e| RpcError::invalid_params(method, format!("\"format\": {e}")))?,
+                Some(other) => {
+                    let cause = format!("\"format\" must be a string, got {}", kind(other));
+                    return Err(RpcError::invalid_params(method, cause));
+                }
+            };
+            let tools = formats::tools_as(&host.active_tool_infos(), format);
+            // MCP's shape is a tools/list result; here every format is the array.
+            let tools = match tools {
+                Value::Object(mut o) if format == ToolFormat::Mcp => {
+                    o.remove("tools").unwrap_or_default()
+                }
+                other => other,
+            };
+            Ok(json!({ "tools": tools }))
+        }
+        "tools/prompt" => Ok(json!({
+            "text": formats::system_prompt_section(&host.definitions())
+        })),
+        "tools/setActive" => {
+            let names = params
+                .get("names")
+                .and_then(Value::as_array)
+                .and_then(|names| names.iter().map(Value::as_str).collect::<Option<Vec<_>>>())
+                .ok_or_else(|| {
+                    RpcError::invalid_params(method, "\"names\" must be an array of tool names")
+                })?;
+            Ok(json!({ "active": host.set_active_tools(&names) }))
+        }
+        "batch/cancel" => {
+            let id = match params.get("id") {
+                Some(id @ (Value::Null | Value::Number(_) | Value::String(_))) => id,
+                _ => {
+                    let cause =
+                        "\"id\" must be the id of a batch/run request (a string or a number)";
+                    return Err(RpcError::invalid_params(method, cause));
+                }
+            };
+            let token = running
+                .lock()
+                .expect("running batches lock")
+                .get(&id.to_string())
+                .cloned();
+            if let Some(token) = &token {
+                token.cancel();
+            }
+            Ok(json!({ "cancelled": token.is_some() }))
+        }
+        _ => Err(RpcError {
+            code: codes::METHOD_NOT_FOUND,
+            message: format!(
+                "Method not found: {method} (methods: tools/list, tools/prompt, tools/setActive, batch/run, batch/cancel)"
+            ),
+        }),
+    }
+}
+
+type BatchTask = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// Check a `batch/run` request and return the task that runs it.
+fn start_batch(
+    host: &Host,
+    request: Request,
+    out: &mpsc::UnboundedSender<Value>,
+    running: &Running,
+) -> Result<Option<BatchTask>, (Value, RpcError)> {
+    let method = "batch/run";
+    let Some(id) = request.id else {
+        // Without an id there is nowhere to send the results.
+        return Ok(None);
+    };
+    let message = match request.params.get("message") {
+        None => {
+            let cause =
+                "\"message\" is missing: it must be the assistant message whose tool calls to run";
+            return Err((id, RpcError::invalid_params(method, cause)));
+        }
+        Some(raw) => AssistantMessage::from_json(raw.clone()).map_err(|e| {
+            (
+                id.clone(),
+                RpcError::invalid_params(method, format!("\"message\": {e}")),
+            )
+        })?,
+    };
+    let key = id.to_string();
+    let cancel = CancellationToken::new();
+    {
+        let mut running = running.lock().expect("running batches lock");
+        if running.contains_key(&key) {
+            let cause = format!("id {key} is already used by a running batch");
+            return Err((id, RpcError::invalid_request(cause)));
+        }
+        running.insert(key.clone(), cancel.clone());
+    }
+    let (host, out, running) = (host.clone(), out.clone(), running.clone());
+    Ok(Some(Box::pin(async move {
+        let events = out.clone();
+        let event_id = id.clone();
+        let sink = Arc::new(move |event: Event| {
+            let event = serde_json::to_value(&event).unwrap_or_default();
+            let _ = events.send(json!({
+                "jsonrpc": "2.0",
+                "method": EVENT_METHOD,
+                "params": {"id": event_id, "event": event},
+            }));
+        });
+        let outcome = host.run_batch(&message, cancel, sink).await;
+        running.lock().expect("running batches lock").remove(&key);
+        let _ = out.send(response(
+            &id,
+            json!({"toolResults": outcome.results, "terminate": outcome.terminate}),
+        ));
+    })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_of(line: &str) -> (Value, i64, String) {
+        let (id, e) = parse_request(line).err().expect("an error");
+        (id, e.code, e.message)
+    }
+
+    #[test]
+    fn malformed_requests_get_their_code_and_cause() {
+        let (id, code, message) = error_of("{\"jsonrpc\":\"2.0\",");
+        assert_eq!((id, code), (Value::Null, codes::PARSE_ERROR));
+        assert!(
+            message.starts_with("Parse error: EOF while parsing"),
+            "{message}"
+        );
+
+        let (_, code, message) = error_of("[1]");
+        assert_eq!(code, codes::INVALID_REQUEST);
+        assert!(
+            message.contains("batches (arrays) are not supported"),
+            "{message}"
+        );
+
+        let (id, code, message) = error_of(r#"{"jsonrpc":"1.0","id":7,"method":"tools/list"}"#);
+        assert_eq!((id, code), (json!(7), codes::INVALID_REQUEST));
+        assert_eq!(
+            message,
+            "Invalid request: \"jsonrpc\" must be \"2.0\", got \"1.0\""
+        );
+
+        let (_, _, message) = error_of(r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#);
+        assert_eq!(
+            message,
+            "Invalid request: \"id\" must be a string, a number or null, got an object"
+        );
+
+        let (id, _, message) = error_of(r#"{"jsonrpc":"2.0","id":"a","method":3}"#);
+        assert_eq!(id, json!("a"));
+        assert_eq!(
+            message,
+            "Invalid request: \"method\" must be a string, got a number"
+        );
+
+        let (_, _, message) =
+            error_of(r#"{"jsonrpc":"2.0","id":1,"method":"batch/run","params":[1]}"#);
+        assert_eq!(
+            message,
+            "Invalid request: batch/run: \"params\" must be an object of named parameters, got an array"
+        );
+
+        let ok = parse_request(r#"{"jsonrpc":"2.0","method":"batch/cancel","params":{"id":2}}"#)
+            .ok()
+            .unwrap();
+        assert_eq!((ok.id, ok.method.as_str()), (None, "batch/cancel"));
+    }
+}

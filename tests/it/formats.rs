@@ -1,0 +1,231 @@
+//! `toolhost list --format` against the providers' documented tool shapes
+//! (JSON Schemas in fixtures/provider-tools/), and `toolhost prompt` against
+//! Pi's own system-prompt builder (fixtures/pi-system-prompt.json).
+
+use crate::support::*;
+use serde_json::{Value, json};
+use std::process::Output;
+use toolhost::{ExecutionMode, ToolDefinition, formats};
+
+fn schema(name: &str) -> jsonschema::Validator {
+    let path = format!(
+        "{}/provider-tools/{name}.schema.json",
+        toolhost_tests::FIXTURES
+    );
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Every violation of `instance`, as `path: message` lines.
+fn violations(validator: &jsonschema::Validator, instance: &Value) -> Vec<String> {
+    validator
+        .iter_errors(instance)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect()
+}
+
+#[track_caller]
+fn json_stdout(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn list_as(ws: &Workspace, format: &str) -> Value {
+    json_stdout(&toolhost(
+        ws,
+        &[
+            "--all-tools",
+            "--extension",
+            toolhost_tests::TESTKIT,
+            "list",
+            "--format",
+            format,
+        ],
+        None,
+    ))
+}
+
+#[test]
+fn openai_and_anthropic_formats_match_the_documented_tool_shapes() {
+    let ws = Workspace::new();
+    for (format, name_at) in [("openai", "/function/name"), ("anthropic", "/name")] {
+        let tools = list_as(&ws, format);
+        let tools = tools.as_array().unwrap();
+        let validator = schema(format);
+        let names: Vec<&str> = tools
+            .iter()
+            .map(|t| t.pointer(name_at).unwrap().as_str().unwrap())
+            .collect();
+        assert!(
+            names.contains(&"read") && names.contains(&"slow"),
+            "{format}: {names:?}"
+        );
+        for tool in tools {
+            assert_eq!(violations(&validator, tool), Vec::<String>::new(), "{tool}");
+        }
+    }
+    // The fixtures reject what the other provider expects, so passing them
+    // means something.
+    let openai = list_as(&ws, "openai")[0].clone();
+    let anthropic = list_as(&ws, "anthropic")[0].clone();
+    assert!(!violations(&schema("openai"), &anthropic).is_empty());
+    assert!(!violations(&schema("anthropic"), &openai).is_empty());
+    let mut bad_name = anthropic.clone();
+    bad_name["name"] = json!("read file");
+    assert!(!violations(&schema("anthropic"), &bad_name).is_empty());
+
+    let read = &openai["function"];
+    assert_eq!(read["name"], "read");
+    assert!(
+        read["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Read the contents of a file.")
+    );
+    assert_eq!(read["parameters"]["required"], json!(["path"]));
+    assert_eq!(anthropic["input_schema"], read["parameters"]);
+}
+
+#[test]
+fn the_mcp_format_is_a_tools_list_result_with_hints_for_built_ins_only() {
+    let ws = Workspace::new();
+    let result = list_as(&ws, "mcp");
+    assert_eq!(
+        violations(&schema("mcp"), &result),
+        Vec::<String>::new(),
+        "{result}"
+    );
+    let tool = |name: &str| {
+        result["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is not listed"))
+            .clone()
+    };
+    for name in ["read", "ls"] {
+        assert_eq!(tool(name)["annotations"], json!({"readOnlyHint": true}));
+    }
+    assert_eq!(
+        tool("write")["annotations"],
+        json!({"readOnlyHint": false, "destructiveHint": true})
+    );
+    let slow = tool("slow");
+    assert_eq!(slow["title"], "Slow");
+    assert_eq!(slow.get("annotations"), None);
+}
+
+#[test]
+fn the_json_format_lists_the_active_definitions_in_order() {
+    let ws = Workspace::new();
+    let out = toolhost(
+        &ws,
+        &[
+            "--extension",
+            toolhost_tests::TESTKIT,
+            "--tools",
+            "slow,read",
+            "list",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    let tools = json_stdout(&out);
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["slow", "read"]);
+    assert_eq!(tools[1]["label"], "read");
+    assert_eq!(tools[1]["promptSnippet"], "Read file contents");
+
+    let out = toolhost(&ws, &["list", "--format", "gemini"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "unknown tool format \"gemini\": expected one of json, openai, anthropic, mcp"
+        )
+    );
+}
+
+/// Pi's inputs, as recorded in the fixture, as toolhost definitions.
+fn definitions(tools: &Value) -> Vec<ToolDefinition> {
+    tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| ToolDefinition {
+            name: t["name"].as_str().unwrap().into(),
+            label: t["name"].as_str().unwrap().into(),
+            description: String::new(),
+            parameters: json!({"type": "object"}),
+            prompt_snippet: t["promptSnippet"].as_str().map(Into::into),
+            prompt_guidelines: t["promptGuidelines"]
+                .as_array()
+                .map(|g| g.iter().map(|s| s.as_str().unwrap().to_string()).collect())
+                .unwrap_or_default(),
+            execution_mode: ExecutionMode::Parallel,
+        })
+        .collect()
+}
+
+#[test]
+fn the_prompt_section_is_pis_byte_for_byte() {
+    let path = format!("{}/pi-system-prompt.json", toolhost_tests::FIXTURES);
+    let fixture: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let cases = fixture["cases"].as_array().unwrap();
+    assert!(cases.len() >= 5);
+    for case in cases {
+        assert_eq!(
+            formats::system_prompt_section(&definitions(&case["tools"])),
+            case["section"].as_str().unwrap(),
+            "case {}",
+            case["name"]
+        );
+    }
+}
+
+#[test]
+fn toolhost_prompt_prints_the_section_for_the_active_tools() {
+    let ws = Workspace::new();
+    let out = toolhost(&ws, &["--tools", "read,ls,write", "prompt"], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "Available tools:\n\
+         - read: Read file contents\n\
+         - ls: List directory contents\n\
+         - write: Create or overwrite files\n\
+         \n\
+         In addition to the tools above, you may have access to other custom tools depending on the project.\n\
+         \n\
+         Guidelines:\n\
+         - Use read to examine files instead of cat or sed.\n\
+         - Use write only for new files or complete rewrites.\n\
+         - Be concise in your responses\n\
+         - Show file paths clearly when working with files\n"
+    );
+    // bash without grep, find or ls: Pi's file-operations guideline comes first.
+    let out = toolhost(&ws, &["--tools", "read,bash", "prompt"], None);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let guidelines = text.split("Guidelines:\n").nth(1).unwrap();
+    assert!(
+        guidelines.starts_with(
+            "- Use bash for file operations like ls, rg, find\n\
+             - Use read to examine files instead of cat or sed.\n"
+        ),
+        "{text}"
+    );
+}

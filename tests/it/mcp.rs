@@ -1,0 +1,80 @@
+//! `toolhost mcp` driven by the official MCP Python SDK (tests/mcp_client.py),
+//! and the change signal behind `notifications/tools/list_changed`.
+
+use crate::support::*;
+use serde_json::Value;
+use std::process::Command;
+
+/// A 1×1 PNG, so `read` returns an image block.
+fn pixel_png() -> Vec<u8> {
+    let mut bytes = Vec::new();
+    image::RgbImage::from_pixel(1, 1, image::Rgb([255, 0, 0]))
+        .write_to(
+            &mut std::io::Cursor::new(&mut bytes),
+            image::ImageFormat::Png,
+        )
+        .unwrap();
+    bytes
+}
+
+#[test]
+fn the_python_sdk_drives_toolhost_mcp() {
+    let ws = Workspace::new();
+    ws.write("a.txt", "Hello, MCP!\n");
+    ws.write("pixel.png", pixel_png());
+    // The testkit sits in the extensions directory, where the server watches
+    // it; the script removes and restores it to see list_changed.
+    let extension = ws.write(
+        ".toolhost/extensions/testkit.wasm",
+        std::fs::read(toolhost_tests::TESTKIT).unwrap(),
+    );
+    let out = Command::new(python_with_mcp())
+        .arg(repo_root().join("tests/mcp_client.py"))
+        .arg(toolhost_bin())
+        .arg(&ws.path)
+        .arg(&extension)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "mcp_client.py failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("no summary line ({e}):\n{stdout}"));
+    assert_eq!(summary["protocolVersion"], "2025-11-25");
+    assert_eq!(summary["serverInfo"], "toolhost");
+    assert_eq!(summary["listChanged"], 2);
+    assert_eq!(summary["progress"].as_array().map(Vec::len), Some(3));
+    assert!(
+        summary["cancelled"]
+            .as_str()
+            .unwrap()
+            .ends_with("the tool answered: Operation aborted")
+    );
+}
+
+#[test]
+fn changing_the_active_set_marks_the_host_changed() {
+    let ws = Workspace::new();
+    let host = host(&ws);
+    let mut changes = host.changes();
+    assert!(!changes.has_changed().unwrap());
+    host.set_active_tools(&host.active_tools());
+    assert!(
+        !changes.has_changed().unwrap(),
+        "the same set is no change: no list_changed for it"
+    );
+    host.set_active_tools(&["read", "slow"]);
+    assert!(changes.has_changed().unwrap());
+    changes.mark_unchanged();
+    host.set_active_tools(&["slow", "read"]);
+    assert!(
+        changes.has_changed().unwrap(),
+        "the order is part of the list"
+    );
+    changes.mark_unchanged();
+    host.set_active_tools(&["slow", "read", "no-such-tool"]);
+    assert!(!changes.has_changed().unwrap(), "unknown names are dropped");
+}

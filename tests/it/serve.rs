@@ -1,0 +1,394 @@
+//! `toolhost serve`: JSON-RPC 2.0 over stdio, driven by the example Python
+//! client and by a line-level client here.
+
+use crate::support::*;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// How long to wait for a line before calling the server stuck (a bound on a
+/// failure, not a timing check).
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// A running `toolhost serve` with the testkit loaded.
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<Value>,
+}
+
+impl Server {
+    fn start(ws: &Workspace, args: &[&str]) -> Server {
+        let mut child = Command::new(toolhost_bin())
+            .arg("--workspace")
+            .arg(&ws.path)
+            .args(["--extension", toolhost_tests::TESTKIT])
+            .args(args)
+            .arg("serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let line = line.unwrap();
+                let value = serde_json::from_str(&line).unwrap_or_else(|e| {
+                    panic!("serve wrote a line that is not JSON ({e}): {line}")
+                });
+                if tx.send(value).is_err() {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Server {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, id: Value, method: &str, params: Value) {
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send(&line.to_string());
+    }
+
+    #[track_caller]
+    fn next(&self) -> Value {
+        self.lines
+            .recv_timeout(PATIENCE)
+            .expect("toolhost serve wrote nothing more")
+    }
+
+    /// The next response (events of other requests are skipped).
+    #[track_caller]
+    fn response(&self) -> Value {
+        loop {
+            let line = self.next();
+            if line.get("method").is_none() {
+                return line;
+            }
+        }
+    }
+
+    /// Close stdin and wait: serve exits once the running batches answered.
+    fn finish(mut self) -> Vec<Value> {
+        drop(self.stdin.take());
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "toolhost serve exited with {status}");
+        self.lines.try_iter().collect()
+    }
+}
+
+fn batch(calls: Value) -> Value {
+    json!({"role": "assistant", "stopReason": "toolUse", "content": calls})
+}
+
+/// `start c1`, `end c2`, `message_end c1`, … for the shape of an event stream.
+fn shape(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| {
+            let id = e["toolCallId"]
+                .as_str()
+                .or(e["message"]["toolCallId"].as_str())
+                .unwrap_or("?");
+            format!("{} {id}", e["type"].as_str().unwrap_or("?"))
+        })
+        .collect()
+}
+
+#[test]
+fn the_example_client_streams_a_parallel_batch_in_pi_order() {
+    let ws = Workspace::new();
+    // slow sleeps long enough that fast, started after it, ends first.
+    let message = batch(json!([
+        {"type": "toolCall", "id": "c1", "name": "slow", "arguments": {"ms": 2000}},
+        {"type": "toolCall", "id": "c2", "name": "fast", "arguments": {}},
+        {"type": "toolCall", "id": "c3", "name": "nope", "arguments": {}},
+    ]));
+    let file = ws.write("batch.json", message.to_string());
+    let out = Command::new("python3")
+        .arg(repo_root().join("examples/serve_client.py"))
+        .arg("--toolhost")
+        .arg(toolhost_bin())
+        .arg(&file)
+        .args([
+            "--",
+            "--workspace",
+            ws.str(),
+            "--extension",
+            toolhost_tests::TESTKIT,
+        ])
+        .output()
+        .expect("running python3 (the example client needs only the standard library)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "serve_client.py failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (result, events) = lines.split_last().unwrap();
+    // Spec §2.3: starts in source order, ends in completion order (the unknown
+    // tool at once), then the result messages in source order.
+    assert_eq!(
+        shape(events),
+        [
+            "tool_execution_start c1",
+            "tool_execution_start c2",
+            "tool_execution_start c3",
+            "tool_execution_end c3",
+            "tool_execution_end c2",
+            "tool_execution_end c1",
+            "message_start c1",
+            "message_end c1",
+            "message_start c2",
+            "message_end c2",
+            "message_start c3",
+            "message_end c3",
+        ]
+    );
+    assert_eq!(events[3]["isError"], true);
+    assert_eq!(
+        events[3]["result"],
+        json!({"content": [{"type": "text", "text": "Tool nope not found"}], "details": {}})
+    );
+    assert_eq!(events[0]["args"], json!({"ms": 2000}));
+    let texts: Vec<&str> = result["toolResults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "slow done after 2000 ms",
+            "fast done",
+            "Tool nope not found"
+        ]
+    );
+    assert_eq!(result["toolResults"][0]["role"], "toolResult");
+    assert_eq!(result["terminate"], false);
+    // The events' messages are the ones the response returns.
+    assert_eq!(events[6]["message"], result["toolResults"][0]);
+}
+
+#[test]
+fn malformed_input_gets_json_rpc_errors_naming_the_cause() {
+    let ws = Workspace::new();
+    let mut server = Server::start(&ws, &[]);
+    let cases: &[(&str, Value, i64, &str)] = &[
+        (
+            "{\"jsonrpc\": \"2.0\", \"id\": 1,",
+            Value::Null,
+            -32700,
+            "Parse error: EOF while parsing a value at line 1 column 27",
+        ),
+        (
+            "[]",
+            Value::Null,
+            -32600,
+            "Invalid request: JSON-RPC batches (arrays) are not supported; send one request object per line",
+        ),
+        (
+            r#"{"id": 5, "method": "tools/list"}"#,
+            json!(5),
+            -32600,
+            "Invalid request: \"jsonrpc\": \"2.0\" is missing",
+        ),
+        (
+            r#"{"jsonrpc": "2.0", "id": 6, "method": "tools/delete"}"#,
+            json!(6),
+            -32601,
+            "Method not found: tools/delete (methods: tools/list, tools/prompt, tools/setActive, batch/run, batch/cancel)",
+        ),
+        (
+            r#"{"jsonrpc": "2.0", "id": 7, "method": "batch/run", "params": {}}"#,
+            json!(7),
+            -32602,
+            "Invalid params for batch/run: \"message\" is missing: it must be the assistant message whose tool calls to run",
+        ),
+        (
+            r#"{"jsonrpc": "2.0", "id": 8, "method": "batch/run", "params": {"message": {"role": "user", "content": []}}}"#,
+            json!(8),
+            -32602,
+            "Invalid params for batch/run: \"message\": expected role \"assistant\", got \"user\"",
+        ),
+        (
+            r#"{"jsonrpc": "2.0", "id": "x", "method": "tools/list", "params": {"format": "gemini"}}"#,
+            json!("x"),
+            -32602,
+            "Invalid params for tools/list: \"format\": unknown tool format \"gemini\": expected one of json, openai, anthropic, mcp",
+        ),
+        (
+            r#"{"jsonrpc": "2.0", "id": 9, "method": "tools/setActive", "params": {"names": "read"}}"#,
+            json!(9),
+            -32602,
+            "Invalid params for tools/setActive: \"names\" must be an array of tool names",
+        ),
+    ];
+    for (line, id, code, message) in cases {
+        server.send(line);
+        let reply = server.next();
+        assert_eq!(
+            reply,
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+            "for {line}"
+        );
+    }
+    // A notification is never answered, not even with an error: the next line
+    // is the answer to the request after it.
+    server.send(r#"{"jsonrpc": "2.0", "method": "tools/delete"}"#);
+    server.request(json!(10), "tools/list", json!({}));
+    let reply = server.next();
+    assert_eq!(reply["id"], 10);
+    assert!(!reply["result"]["tools"].as_array().unwrap().is_empty());
+    assert!(server.finish().is_empty());
+}
+
+#[test]
+fn batches_run_concurrently_and_cancel_by_request_id() {
+    let ws = Workspace::new();
+    let mut server = Server::start(&ws, &[]);
+    let long = batch(json!([
+        {"type": "toolCall", "id": "long-1", "name": "slow", "arguments": {"ms": 600000}},
+    ]));
+    server.request(json!("long"), "batch/run", json!({"message": long}));
+    let first = server.next();
+    assert_eq!(first["method"], "batch/event");
+    assert_eq!(first["params"]["id"], "long");
+    assert_eq!(first["params"]["event"]["type"], "tool_execution_start");
+
+    // While the ten-minute batch runs, another one completes.
+    server.request(
+        json!("long"),
+        "batch/run",
+        json!({"message": batch(json!([]))}),
+    );
+    assert_eq!(
+        server.response()["error"]["message"],
+        "Invalid request: id \"long\" is already used by a running batch"
+    );
+    let quick = batch(json!([
+        {"type": "toolCall", "id": "q1", "name": "fast", "arguments": {}},
+    ]));
+    server.request(json!(2), "batch/run", json!({"message": quick}));
+    let mut quick_events = Vec::new();
+    let reply = loop {
+        let line = server.next();
+        if line["method"] == "batch/event" {
+            assert_eq!(line["params"]["id"], 2, "the long batch is quiet");
+            quick_events.push(line["params"]["event"].clone());
+        } else {
+            break line;
+        }
+    };
+    assert_eq!(reply["id"], 2);
+    assert_eq!(
+        reply["result"]["toolResults"][0]["content"][0]["text"],
+        "fast done"
+    );
+    assert_eq!(
+        shape(&quick_events),
+        [
+            "tool_execution_start q1",
+            "tool_execution_end q1",
+            "message_start q1",
+            "message_end q1"
+        ]
+    );
+
+    server.request(json!(3), "batch/cancel", json!({"id": "missing"}));
+    assert_eq!(server.response()["result"], json!({"cancelled": false}));
+    server.request(json!(4), "batch/cancel", json!({"id": "long"}));
+    let mut replies = [server.response(), server.response()];
+    // The cancel is answered at once; the batch when its call has stopped.
+    replies.sort_by_key(|r| r["id"].is_string());
+    assert_eq!(replies[0]["id"], 4);
+    assert_eq!(replies[0]["result"], json!({"cancelled": true}));
+    assert_eq!(replies[1]["id"], "long");
+    let aborted = &replies[1]["result"]["toolResults"][0];
+    assert_eq!(aborted["content"][0]["text"], "Operation aborted");
+    assert_eq!(aborted["isError"], true);
+    assert_eq!(replies[1]["result"]["terminate"], false);
+    assert!(server.finish().is_empty());
+}
+
+#[test]
+fn tools_can_be_listed_in_each_format_and_the_active_set_replaced() {
+    let ws = Workspace::new();
+    ws.write("a.txt", "alpha\n");
+    let mut server = Server::start(&ws, &["--tools", "read,ls,slow"]);
+    server.request(json!(1), "tools/list", json!({}));
+    let tools = server.response()["result"]["tools"].clone();
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["read", "ls", "slow"]);
+    assert_eq!(tools[0]["promptSnippet"], "Read file contents");
+    assert_eq!(tools[2]["executionMode"], "parallel");
+
+    for (format, name_of) in [
+        ("openai", "/function/name"),
+        ("anthropic", "/name"),
+        ("mcp", "/name"),
+    ] {
+        server.request(json!(format), "tools/list", json!({"format": format}));
+        let tools = server.response()["result"]["tools"].clone();
+        let names: Vec<&str> = tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.pointer(name_of).unwrap().as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["read", "ls", "slow"], "{format}");
+    }
+
+    server.request(
+        json!(2),
+        "tools/setActive",
+        json!({"names": ["ls", "nope", "read"]}),
+    );
+    assert_eq!(
+        server.response()["result"],
+        json!({"active": ["ls", "read"]})
+    );
+    server.request(json!(3), "tools/prompt", json!({}));
+    let text = server.response()["result"]["text"].clone();
+    assert_eq!(
+        text,
+        "Available tools:\n- ls: List directory contents\n- read: Read file contents\n\n\
+         In addition to the tools above, you may have access to other custom tools depending on the project.\n\n\
+         Guidelines:\n- Use read to examine files instead of cat or sed.\n\
+         - Be concise in your responses\n- Show file paths clearly when working with files"
+    );
+    // slow is no longer callable; read still is.
+    let message = batch(json!([
+        {"type": "toolCall", "id": "a", "name": "slow", "arguments": {}},
+        {"type": "toolCall", "id": "b", "name": "read", "arguments": {"path": "a.txt"}},
+    ]));
+    server.request(json!(4), "batch/run", json!({"message": message}));
+    let results = server.response()["result"]["toolResults"].clone();
+    assert_eq!(results[0]["content"][0]["text"], "Tool slow not found");
+    assert_eq!(results[1]["content"][0]["text"], "alpha\n");
+    server.finish();
+}
