@@ -115,6 +115,20 @@ async def main(toolhost, workspace, extension):
               f"progress notifications: {progress}")
         summary["progress"] = progress
 
+        # bash streams its output as progress (Pi's onUpdate), the last with all of it.
+        bash_progress = []
+
+        async def on_bash_progress(value, total, message):
+            bash_progress.append(message)
+
+        result = await client.call_tool(
+            "bash", {"command": "echo a; sleep 0.3; echo b"}, progress_callback=on_bash_progress
+        )
+        check(text_of(result) == "a\nb\n" and not result.is_error, f"bash result: {result}")
+        check(len(bash_progress) >= 2 and bash_progress[-1] == "a\nb\n",
+              f"bash progress notifications: {bash_progress}")
+        summary["bashProgress"] = bash_progress
+
         # Parallel requests run concurrently: a quick call answers while a ten-minute
         # one is still running; then the long one is cancelled (notifications/cancelled).
         async with anyio.create_task_group() as group:
