@@ -16,6 +16,11 @@ list:
 test:
     cargo test --workspace
 
+# The benchmark suite: one table of every figure against its baseline
+# (docs/performance.md). Arguments select sections: `just bench overhead`.
+bench *sections:
+    scripts/bench {{sections}}
+
 # Everything CI checks.
 ci:
     .ci/run

@@ -1,9 +1,7 @@
 //! grep and find through the whole toolhost pipeline against the `rg` and
-//! `fd` binaries, on the same generated tree, in the same run.
-//!
-//! ```sh
-//! cargo bench -p toolhost --bench search
-//! ```
+//! `fd` binaries, on the same tree, in the same run: a generated tree like a
+//! repository's, and a real one (`~/.cargo/registry/src`, or
+//! `$TOOLHOST_BENCH_REAL_TREE`) when it exists.
 //!
 //! Each comparison runs the commands Pi 0.85 runs (spec §1.11, §1.12): for
 //! grep `rg --json --line-number --color=never --hidden -- PATTERN ROOT`,
@@ -14,14 +12,17 @@
 //! guest's formatting). Times are medians of interleaved runs on a warm page
 //! cache; the ratio is toolhost / native (the goal is ≤ 1.2).
 //!
-//! The tree sits in a git repository (a `.git` directory), so `.gitignore`
-//! means the same to every program whatever its version. `rg --hidden` also
-//! searches `.git` (Pi's bug 26), which toolhost skips; it is kept small.
+//! The generated tree sits in a git repository (a `.git` directory), so
+//! `.gitignore` means the same to every program whatever its version.
+//! `rg --hidden` also searches `.git` (Pi's bug 26), which toolhost skips; it
+//! is kept small.
 //!
 //! Settings (environment): `TOOLHOST_BENCH_FILES` (default 40000),
-//! `TOOLHOST_BENCH_ITERS` (default 9), `TOOLHOST_BENCH_DIR` (generate the
-//! tree there and keep it; default: a temporary directory).
+//! `TOOLHOST_BENCH_DIR` (generate the tree there and keep it; default: a
+//! temporary directory).
 
+use crate::table::{Row, median, ms, ratio};
+use crate::{Config, runtime};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -116,7 +117,7 @@ fn generate(root: &Path, files: usize) {
 }
 
 /// A program on PATH (the first of `names`).
-fn which(names: &[&str]) -> Option<PathBuf> {
+pub fn which(names: &[&str]) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     for name in names {
         for dir in std::env::split_paths(&path) {
@@ -189,162 +190,236 @@ fn run_tool(
     result.text().lines().take_while(|l| !l.is_empty()).count()
 }
 
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:8.1} ms", d.as_secs_f64() * 1000.0)
-}
-
 /// One timed command; returns how many lines or results it produced.
 type Runner<'a> = Box<dyn FnMut() -> usize + 'a>;
 
 struct Comparison<'a> {
-    name: &'a str,
+    name: String,
     ours: Runner<'a>,
     theirs: Option<(&'a str, Runner<'a>)>,
 }
 
-fn main() {
-    // `cargo bench` passes `--bench`; a filter argument is not supported.
+/// The generated tree: `$TOOLHOST_BENCH_DIR` (kept), else a temporary one.
+fn generated_tree() -> (PathBuf, Option<tempfile::TempDir>) {
     let files = env_usize("TOOLHOST_BENCH_FILES", 40_000);
-    let iters = env_usize("TOOLHOST_BENCH_ITERS", 9).max(1);
-    let keep = std::env::var_os("TOOLHOST_BENCH_DIR").map(PathBuf::from);
-    let tmp;
-    let root = match &keep {
-        Some(dir) => dir.clone(),
+    let (root, tmp) = match std::env::var_os("TOOLHOST_BENCH_DIR") {
+        Some(dir) => (PathBuf::from(dir), None),
         None => {
-            tmp = tempfile::tempdir().unwrap();
-            tmp.path().to_path_buf()
+            let tmp = tempfile::tempdir().unwrap();
+            (tmp.path().to_path_buf(), Some(tmp))
         }
     };
-    let root = {
-        std::fs::create_dir_all(&root).unwrap();
-        root.canonicalize().unwrap()
-    };
+    std::fs::create_dir_all(&root).unwrap();
+    let root = root.canonicalize().unwrap();
     if !root.join(".gitignore").exists() {
-        print!("generating {files} files in {} ... ", root.display());
-        std::io::stdout().flush().unwrap();
+        eprint!("generating {files} files in {} ... ", root.display());
+        std::io::stderr().flush().unwrap();
         let start = Instant::now();
         generate(&root, files);
-        println!("{:.1} s", start.elapsed().as_secs_f64());
+        eprintln!("{:.1} s", start.elapsed().as_secs_f64());
     }
+    (root, tmp)
+}
 
+/// A real source tree: `$TOOLHOST_BENCH_REAL_TREE`, else cargo's registry sources.
+fn real_tree() -> Option<PathBuf> {
+    let dir = match std::env::var_os("TOOLHOST_BENCH_REAL_TREE") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(std::env::var_os("HOME")?).join(".cargo/registry/src"),
+    };
+    dir.canonicalize().ok().filter(|d| d.is_dir())
+}
+
+pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
     let rg = which(&["rg"]);
     let fd = which(&["fd", "fdfind"]);
     if rg.is_none() || fd.is_none() {
-        println!(
-            "note: {} not found on PATH, so {} compared. Install them with \
-             `apt-get install ripgrep fd-find` (Debian) or `cargo install ripgrep fd-find`.",
-            [("rg", rg.is_none()), ("fd", fd.is_none())]
-                .iter()
-                .filter(|(_, missing)| *missing)
-                .map(|(n, _)| *n)
-                .collect::<Vec<_>>()
-                .join(" and "),
-            if rg.is_none() && fd.is_none() {
-                "nothing is"
-            } else {
-                "not everything is"
-            }
+        eprintln!(
+            "note: rg or fd is not on PATH, so its comparisons have no baseline. Install them \
+             with `apt-get install ripgrep fd-find` (Debian) or `cargo install ripgrep fd-find`."
         );
     }
     for (name, bin) in [("rg", &rg), ("fd", &fd)] {
         if let Some(bin) = bin {
             let version = Command::new(bin).arg("--version").output().unwrap();
             let version = String::from_utf8_lossy(&version.stdout);
-            println!(
+            eprintln!(
                 "{name}: {} ({})",
                 version.lines().next().unwrap_or(""),
                 bin.display()
             );
         }
     }
+    let rt = runtime();
+    let (generated, _keep) = generated_tree();
+    let mut trees = vec![("generated", generated)];
+    if let Some(real) = real_tree() {
+        trees.push(("registry", real));
+    }
+    for (label, root) in &trees {
+        let host = rt
+            .block_on(
+                Host::builder()
+                    .workspace(root)
+                    .user_config_dir(None)
+                    .all_tools_active()
+                    .build(),
+            )
+            .expect("building the host");
+        let comparisons = if *label == "generated" {
+            generated_comparisons(&rt, &host, root, rg.as_deref(), fd.as_deref())
+        } else {
+            real_comparisons(&rt, &host, root, rg.as_deref(), fd.as_deref())
+        };
+        compare(cfg, label, comparisons, rows);
+    }
+}
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let host = rt
-        .block_on(Host::builder().workspace(&root).all_tools_active().build())
-        .expect("building the host");
+fn grep_cmp<'a>(
+    rt: &'a tokio::runtime::Runtime,
+    host: &'a Host,
+    rg: Option<&'a Path>,
+    name: &str,
+    args: serde_json::Value,
+    root: PathBuf,
+    limit: usize,
+) -> Comparison<'a> {
+    let pattern = args["pattern"].as_str().unwrap().to_string();
+    let native_root = match args["path"].as_str() {
+        Some(p) => root.join(p),
+        None => root,
+    };
+    Comparison {
+        name: name.to_string(),
+        ours: Box::new(move || run_tool(rt, host, "grep", args.clone())),
+        theirs: rg.map(|rg| {
+            let f: Runner = Box::new(move || run_rg(rg, &pattern, &native_root, limit));
+            ("rg", f)
+        }),
+    }
+}
 
-    let root = root.as_path();
-    let mut comparisons = vec![
-        Comparison {
-            name: "grep one small file (fixed cost)",
-            ours: Box::new(|| {
-                run_tool(
-                    &rt,
-                    &host,
-                    "grep",
-                    serde_json::json!({"pattern": "target", "path": ".gitignore"}),
-                )
-            }),
-            theirs: rg.as_deref().map(|rg| {
-                let f: Runner =
-                    Box::new(move || run_rg(rg, "target", &root.join(".gitignore"), 100));
-                ("rg", f)
-            }),
-        },
-        Comparison {
-            name: "grep rare literal (whole tree)",
-            ours: Box::new(|| {
-                run_tool(
-                    &rt,
-                    &host,
-                    "grep",
-                    serde_json::json!({"pattern": "needle_rare"}),
-                )
-            }),
-            theirs: rg.as_deref().map(|rg| {
-                let f: Runner = Box::new(move || run_rg(rg, "needle_rare", root, 100));
-                ("rg", f)
-            }),
-        },
-        Comparison {
-            name: "grep regex, 1000 matches limit",
-            ours: Box::new(|| {
-                run_tool(
-                    &rt,
-                    &host,
-                    "grep",
-                    serde_json::json!({"pattern": r"TODO \w+", "limit": 1000}),
-                )
-            }),
-            theirs: rg.as_deref().map(|rg| {
-                let f: Runner = Box::new(move || run_rg(rg, r"TODO \w+", root, 1000));
-                ("rg", f)
-            }),
-        },
-        Comparison {
-            name: "find rare name (whole tree)",
-            ours: Box::new(|| {
-                run_tool(
-                    &rt,
-                    &host,
-                    "find",
-                    serde_json::json!({"pattern": "f1234*.rs"}),
-                )
-            }),
-            theirs: fd.as_deref().map(|fd| {
-                let f: Runner = Box::new(move || run_fd(fd, "f1234*.rs", root, 1000));
-                ("fd", f)
-            }),
-        },
-        Comparison {
-            name: "find *.rs, 1000 results limit",
-            ours: Box::new(|| run_tool(&rt, &host, "find", serde_json::json!({"pattern": "*.rs"}))),
-            theirs: fd.as_deref().map(|fd| {
-                let f: Runner = Box::new(move || run_fd(fd, "*.rs", root, 1000));
-                ("fd", f)
-            }),
-        },
-    ];
+fn find_cmp<'a>(
+    rt: &'a tokio::runtime::Runtime,
+    host: &'a Host,
+    fd: Option<&'a Path>,
+    name: &str,
+    pattern: &str,
+    root: PathBuf,
+) -> Comparison<'a> {
+    let pattern = pattern.to_string();
+    let args = serde_json::json!({ "pattern": pattern });
+    Comparison {
+        name: name.to_string(),
+        ours: Box::new(move || run_tool(rt, host, "find", args.clone())),
+        theirs: fd.map(|fd| {
+            let f: Runner = Box::new(move || run_fd(fd, &pattern, &root, 1000));
+            ("fd", f)
+        }),
+    }
+}
 
-    println!("{iters} runs each, medians (toolhost / native):");
+fn generated_comparisons<'a>(
+    rt: &'a tokio::runtime::Runtime,
+    host: &'a Host,
+    root: &Path,
+    rg: Option<&'a Path>,
+    fd: Option<&'a Path>,
+) -> Vec<Comparison<'a>> {
+    vec![
+        grep_cmp(
+            rt,
+            host,
+            rg,
+            "grep one small file (fixed cost)",
+            serde_json::json!({"pattern": "target", "path": ".gitignore"}),
+            root.to_path_buf(),
+            100,
+        ),
+        grep_cmp(
+            rt,
+            host,
+            rg,
+            "grep rare literal, whole tree",
+            serde_json::json!({"pattern": "needle_rare"}),
+            root.to_path_buf(),
+            100,
+        ),
+        grep_cmp(
+            rt,
+            host,
+            rg,
+            "grep regex, 1000-match limit (dense)",
+            serde_json::json!({"pattern": r"TODO \w+", "limit": 1000}),
+            root.to_path_buf(),
+            1000,
+        ),
+        find_cmp(
+            rt,
+            host,
+            fd,
+            "find rare name, whole tree",
+            "f1234*.rs",
+            root.to_path_buf(),
+        ),
+        find_cmp(
+            rt,
+            host,
+            fd,
+            "find *.rs, 1000-result limit",
+            "*.rs",
+            root.to_path_buf(),
+        ),
+    ]
+}
+
+fn real_comparisons<'a>(
+    rt: &'a tokio::runtime::Runtime,
+    host: &'a Host,
+    root: &Path,
+    rg: Option<&'a Path>,
+    fd: Option<&'a Path>,
+) -> Vec<Comparison<'a>> {
+    vec![
+        grep_cmp(
+            rt,
+            host,
+            rg,
+            "grep absent literal, whole tree",
+            serde_json::json!({"pattern": "toolhost_absent_needle"}),
+            root.to_path_buf(),
+            100,
+        ),
+        grep_cmp(
+            rt,
+            host,
+            rg,
+            "grep regex, 1000-match limit (dense)",
+            serde_json::json!({"pattern": r"fn \w+\(", "limit": 1000}),
+            root.to_path_buf(),
+            1000,
+        ),
+        find_cmp(
+            rt,
+            host,
+            fd,
+            "find absent name, whole tree",
+            "toolhost_absent_*.rs",
+            root.to_path_buf(),
+        ),
+        find_cmp(
+            rt,
+            host,
+            fd,
+            "find *.rs, 1000-result limit",
+            "*.rs",
+            root.to_path_buf(),
+        ),
+    ]
+}
+
+fn compare(cfg: &Config, tree: &str, mut comparisons: Vec<Comparison<'_>>, rows: &mut Vec<Row>) {
+    let iters = cfg.scaled(9).max(1);
     for c in &mut comparisons {
         // One warm-up each: the page cache and the compiled components.
         let ours_lines = (c.ours)();
@@ -360,23 +435,18 @@ fn main() {
                 theirs.push(start.elapsed());
             }
         }
-        let ours = median(ours);
-        match (&c.theirs, theirs_lines) {
+        let ours = median(&ours);
+        let figure = format!("{tree} tree: {} ({ours_lines} lines)", c.name);
+        let row = Row::new(figure, ms(ours));
+        rows.push(match (&c.theirs, theirs_lines) {
             (Some((native, _)), Some(lines)) => {
-                let theirs = median(theirs);
-                println!(
-                    "  {:34} toolhost {} ({ours_lines} lines)  {native} {} ({lines} results)  ratio {:.2}",
-                    c.name,
-                    ms(ours),
-                    ms(theirs),
-                    ours.as_secs_f64() / theirs.as_secs_f64()
-                );
+                let theirs: Duration = median(&theirs);
+                let r = ratio(ours, theirs);
+                row.baseline(format!("{native} {} ({lines} results)", ms(theirs)))
+                    .ratio(r)
+                    .target("≤ 1.2×", r <= 1.2)
             }
-            _ => println!(
-                "  {:34} toolhost {} ({ours_lines} lines)  (no native binary)",
-                c.name,
-                ms(ours)
-            ),
-        }
+            _ => row.baseline("no native binary on PATH"),
+        });
     }
 }

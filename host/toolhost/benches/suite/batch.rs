@@ -1,0 +1,66 @@
+//! Parallel scaling: one batch of 64 `read` calls (64 different files of
+//! 16 KB, each read whole and formatted by the guest), run in parallel (the
+//! default) against the same batch on a host that runs batches sequentially.
+//! The ratio is the speed-up (sequential / parallel); on 2 cores at most 2.
+
+use crate::table::{Row, median, ms, ratio};
+use crate::{Config, runtime};
+use std::sync::Arc;
+use std::time::Instant;
+use toolhost::{AssistantMessage, CancellationToken, Host, NoEvents, ToolCall};
+
+const CALLS: usize = 64;
+
+pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
+    let rt = runtime();
+    let ws = tempfile::tempdir().unwrap();
+    let mut calls = Vec::new();
+    for i in 0..CALLS {
+        let text: String = (0..400)
+            .map(|line| format!("line {line:4} of file {i:2}: some text to read back\n"))
+            .collect();
+        std::fs::write(ws.path().join(format!("file{i}.txt")), text).unwrap();
+        calls.push(ToolCall {
+            id: format!("call_{i}"),
+            name: "read".into(),
+            arguments: serde_json::json!({ "path": format!("file{i}.txt") }),
+        });
+    }
+    let message = AssistantMessage::from_calls(calls);
+    let build = |sequential: bool| {
+        rt.block_on(
+            Host::builder()
+                .workspace(ws.path())
+                .user_config_dir(None)
+                .sequential(sequential)
+                .build(),
+        )
+        .expect("building the host")
+    };
+    let (parallel, sequential) = (build(false), build(true));
+    let time = |host: &Host| {
+        let start = Instant::now();
+        let outcome =
+            rt.block_on(host.run_batch(&message, CancellationToken::new(), Arc::new(NoEvents)));
+        let elapsed = start.elapsed();
+        assert!(outcome.results.iter().all(|r| !r.is_error));
+        elapsed
+    };
+    for _ in 0..3 {
+        time(&parallel);
+        time(&sequential);
+    }
+    let (mut par, mut seq) = (Vec::new(), Vec::new());
+    for _ in 0..cfg.scaled(30) {
+        par.push(time(&parallel));
+        seq.push(time(&sequential));
+    }
+    let (par, seq) = (median(&par), median(&seq));
+    let speedup = ratio(seq, par);
+    rows.push(
+        Row::new("64 × read in one batch, parallel", ms(par))
+            .baseline(format!("the same batch sequential {}", ms(seq)))
+            .ratio(speedup)
+            .target("speed-up ≥ 1.7×", speedup >= 1.7),
+    );
+}

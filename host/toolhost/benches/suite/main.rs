@@ -1,0 +1,115 @@
+//! toolhost's benchmark suite: every figure of "What fast means here"
+//! (`docs/performance.md`) measured side by side with its baseline in one
+//! run, printed as one table with the ratio and the target.
+//!
+//! ```sh
+//! scripts/bench                        # builds what it needs, runs everything
+//! cargo bench -p toolhost --bench suite -- overhead batch   # some sections
+//! ```
+//!
+//! Sections (run in this order; arguments select some): `overhead` (host
+//! overhead per call against plain wasmtime), `batch` (parallel against
+//! sequential), `kill` (kill latency), `memory` (RSS per in-flight call),
+//! `startup` (warm and cold start of the CLI), `search` (grep and find
+//! against rg and fd). `TOOLHOST_BENCH_SCALE` multiplies the iteration
+//! counts (default 1; 0.2 for a quick look).
+//!
+//! Timings on shared machines are noisy: every comparison interleaves its two
+//! sides and reports medians (and p99 where said); ratios, not absolute
+//! times, are what carries from one machine to another.
+
+mod batch;
+mod kill;
+mod memory;
+mod overhead;
+mod plain;
+mod search;
+mod startup;
+mod table;
+
+use std::path::Path;
+use std::time::Duration;
+use toolhost::HostBuilder;
+
+const SECTIONS: &[&str] = &["overhead", "batch", "kill", "memory", "startup", "search"];
+
+/// Settings shared by the sections.
+pub struct Config {
+    scale: f64,
+}
+
+impl Config {
+    /// `n` iterations scaled by `TOOLHOST_BENCH_SCALE` (at least 1).
+    pub fn scaled(&self, n: usize) -> usize {
+        ((n as f64 * self.scale).round() as usize).max(1)
+    }
+}
+
+/// The runtime the CLI uses: multi-threaded, one worker per core.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A host on `workspace` with the testkit guest, every tool active and no
+/// user configuration.
+pub fn testkit_host(workspace: &Path) -> HostBuilder {
+    toolhost::Host::builder()
+        .workspace(workspace)
+        .user_config_dir(None)
+        .extension(toolhost_tests::TESTKIT)
+        .all_tools_active()
+        .cancel_grace(Duration::from_millis(300))
+}
+
+fn main() {
+    if memory::child_main() {
+        return;
+    }
+    // `cargo bench` passes `--bench`; other arguments name sections.
+    let chosen: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    for name in &chosen {
+        assert!(
+            SECTIONS.contains(&name.as_str()),
+            "unknown section {name}; the sections are {SECTIONS:?}"
+        );
+    }
+    let cfg = Config {
+        scale: std::env::var("TOOLHOST_BENCH_SCALE")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1.0),
+    };
+    let mut rows = Vec::new();
+    for section in SECTIONS {
+        if !chosen.is_empty() && !chosen.iter().any(|c| c == section) {
+            continue;
+        }
+        eprintln!("running {section} ...");
+        let start = std::time::Instant::now();
+        match *section {
+            "overhead" => overhead::run(&cfg, &mut rows),
+            "batch" => batch::run(&cfg, &mut rows),
+            "kill" => kill::run(&cfg, &mut rows),
+            "memory" => memory::run(&mut rows),
+            "startup" => startup::run(&cfg, &mut rows),
+            "search" => search::run(&cfg, &mut rows),
+            _ => unreachable!(),
+        }
+        eprintln!("  {section}: {:.1} s", start.elapsed().as_secs_f64());
+    }
+    println!(
+        "toolhost {} on {} cores ({}), {}",
+        env!("CARGO_PKG_VERSION"),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        std::env::consts::ARCH,
+        "medians unless said"
+    );
+    println!();
+    table::print(&rows);
+}

@@ -1,0 +1,167 @@
+//! Start-up: `toolhost list` as a process (what every CLI command, `serve`
+//! and `mcp` pay before their first answer) with the built-ins and 20
+//! extensions, with the compiled-code cache warm and cold.
+//!
+//! The extensions are copies of the `benchtool` test guest, each with its
+//! tool renamed (`benchtool_00` … `benchtool_19`: the marker has a fixed
+//! length, so renaming moves no byte) and so a different content hash and
+//! compile-cache entry, as twenty different extensions would have.
+//!
+//! Baselines: the process floor (`toolhost --version`, which exits before
+//! the runtime starts), the built-ins alone (the slope gives the cost per
+//! extension) and, for a cold cache, the same start with a warm one.
+//!
+//! The binary is `$TOOLHOST_BIN`, else `toolhost` beside this benchmark's
+//! directory (`target/release/toolhost`); `scripts/bench` builds it first.
+
+use crate::Config;
+use crate::table::{Row, median, ms, ratio};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const EXTENSIONS: usize = 20;
+const MARKER: &[u8] = b"benchtool_00";
+
+fn toolhost_bin() -> Option<PathBuf> {
+    if let Some(bin) = std::env::var_os("TOOLHOST_BIN") {
+        return Some(PathBuf::from(bin));
+    }
+    // target/<profile>/deps/suite-<hash> → target/<profile>/toolhost
+    let exe = std::env::current_exe().ok()?;
+    let bin = exe.parent()?.parent()?.join("toolhost");
+    bin.is_file().then_some(bin)
+}
+
+/// The benchtool component with its tool renamed to `benchtool_{n:02}`.
+fn renamed_copy(bytes: &[u8], n: usize) -> Vec<u8> {
+    let name = format!("benchtool_{n:02}");
+    assert_eq!(name.len(), MARKER.len());
+    let at: Vec<usize> = bytes
+        .windows(MARKER.len())
+        .enumerate()
+        .filter(|(_, w)| *w == MARKER)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(at.len(), 1, "the benchtool marker must appear exactly once");
+    let mut copy = bytes.to_vec();
+    copy[at[0]..at[0] + MARKER.len()].copy_from_slice(name.as_bytes());
+    copy
+}
+
+struct Setup {
+    bin: PathBuf,
+    config_home: PathBuf,
+}
+
+impl Setup {
+    /// One run of `toolhost ARGS` in `workspace` with its own config and
+    /// cache; returns its wall time and stdout.
+    fn time(&self, workspace: &Path, cache: &Path, args: &[&str]) -> (Duration, String) {
+        let start = Instant::now();
+        let out = Command::new(&self.bin)
+            .arg("--workspace")
+            .arg(workspace)
+            .args(args)
+            .env("XDG_CONFIG_HOME", &self.config_home)
+            .env("TOOLHOST_CACHE_DIR", cache)
+            .stdin(Stdio::null())
+            .output()
+            .expect("running toolhost");
+        let elapsed = start.elapsed();
+        assert!(
+            out.status.success(),
+            "toolhost {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (elapsed, String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
+    let Some(bin) = toolhost_bin() else {
+        rows.push(Row::new(
+            "warm start",
+            "skipped: no toolhost binary (cargo build --release -p toolhost-cli, or set TOOLHOST_BIN)",
+        ));
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = |name: &str| {
+        let d = tmp.path().join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    };
+    let setup = Setup {
+        bin,
+        config_home: dir("config"),
+    };
+    let (bare, with_ext, cache) = (dir("bare"), dir("extended"), dir("cache"));
+    let bytes = std::fs::read(toolhost_tests::BENCHTOOL).unwrap();
+    let ext_dir = with_ext.join(".toolhost/extensions");
+    std::fs::create_dir_all(&ext_dir).unwrap();
+    for n in 0..EXTENSIONS {
+        std::fs::write(
+            ext_dir.join(format!("benchtool_{n:02}.wasm")),
+            renamed_copy(&bytes, n),
+        )
+        .unwrap();
+    }
+
+    // Fill the cache, and check that every extension's tool is there.
+    setup.time(&bare, &cache, &["list"]);
+    let (_, listed) = setup.time(&with_ext, &cache, &["list"]);
+    for n in 0..EXTENSIONS {
+        assert!(
+            listed.contains(&format!("benchtool_{n:02}")),
+            "extension {n} is missing from the list:\n{listed}"
+        );
+    }
+
+    let (mut floor, mut builtins, mut extended) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..cfg.scaled(20) {
+        floor.push(setup.time(&bare, &cache, &["--version"]).0);
+        builtins.push(setup.time(&bare, &cache, &["list"]).0);
+        extended.push(setup.time(&with_ext, &cache, &["list"]).0);
+    }
+    let (floor, builtins, extended) = (median(&floor), median(&builtins), median(&extended));
+    let per_ext = extended.saturating_sub(builtins) / EXTENSIONS as u32;
+    let budget = Duration::from_millis(20) + Duration::from_micros(500) * EXTENSIONS as u32;
+    rows.push(
+        Row::new("warm start: `toolhost list`, built-ins only", ms(builtins))
+            .baseline(format!("process floor (`--version`) {}", ms(floor)))
+            .ratio(ratio(builtins, floor))
+            .target("≤ 20 ms", builtins <= Duration::from_millis(20)),
+    );
+    rows.push(
+        Row::new(
+            format!("warm start: `toolhost list`, built-ins + {EXTENSIONS} extensions"),
+            ms(extended),
+        )
+        .baseline(format!("built-ins only {}", ms(builtins)))
+        .ratio(ratio(extended, builtins))
+        .target(
+            format!("≤ {} (20 ms + 0.5 ms each)", ms(budget)),
+            extended <= budget,
+        ),
+    );
+    rows.push(
+        Row::new("warm start: cost per extension", ms(per_ext))
+            .target("≤ 0.5 ms", per_ext <= Duration::from_micros(500)),
+    );
+
+    let mut cold = Vec::new();
+    for i in 0..cfg.scaled(3) {
+        let fresh = dir(&format!("cold-cache-{i}"));
+        cold.push(setup.time(&with_ext, &fresh, &["list"]).0);
+    }
+    let cold = median(&cold);
+    rows.push(
+        Row::new(
+            format!("cold start: built-ins + {EXTENSIONS} extensions, empty cache"),
+            ms(cold),
+        )
+        .baseline(format!("warm cache {}", ms(extended)))
+        .ratio(ratio(cold, extended)),
+    );
+}
