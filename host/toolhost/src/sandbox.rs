@@ -207,6 +207,9 @@ impl CallSignals {
 /// Each Operations interface is implemented on it in its `ops` module.
 pub(crate) struct CallState {
     wasi: WasiCtx,
+    /// When the guest is stopped (checked at every epoch tick); see
+    /// [`CallInstance::restart_clock`].
+    deadline: Instant,
     pub(crate) table: ResourceTable,
     limiter: MemoryLimiter,
     pub(crate) signals: Arc<CallSignals>,
@@ -483,6 +486,11 @@ impl Sandbox {
         })
     }
 
+    /// See [`Runtime::may_hold_instance`].
+    pub(crate) fn may_hold_instance(&self) -> bool {
+        self.runtime.may_hold_instance()
+    }
+
     pub(crate) fn provides_tools(&self) -> bool {
         self.tool.is_some()
     }
@@ -542,8 +550,10 @@ impl Sandbox {
             wasi.initial_cwd(cwd);
         }
         let wasi = wasi.build();
+        let deadline = Instant::now() + self.limits.time;
         let state = CallState {
             wasi,
+            deadline,
             table: ResourceTable::new(),
             limiter: MemoryLimiter {
                 max_bytes: self.limits.memory_bytes,
@@ -553,10 +563,9 @@ impl Sandbox {
         };
         let mut store = Store::new(self.runtime.engine(), state);
         store.limiter(|s| &mut s.limiter);
-        let deadline = Instant::now() + self.limits.time;
         store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(move |_| {
-            if Instant::now() >= deadline {
+        store.epoch_deadline_callback(|store| {
+            if Instant::now() >= store.data().deadline {
                 return Err(Stop::Deadline.into());
             }
             Ok(UpdateDeadline::Yield(1))
@@ -604,6 +613,13 @@ pub(crate) struct CallInstance {
 }
 
 impl CallInstance {
+    /// Start the call's time limit again from now: an instance kept from
+    /// `prepare-arguments` for `execute` gets its whole limit for `execute`.
+    pub(crate) fn restart_clock(&mut self) {
+        self.deadline = Instant::now() + self.limits.time;
+        self.store.data_mut().deadline = self.deadline;
+    }
+
     /// Run `f` on the store under the call's deadline, and stop it when it
     /// outlives cancellation by the grace period. Dropping the future unwinds
     /// the guest; the store is dropped with the instance.

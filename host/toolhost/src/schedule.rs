@@ -10,6 +10,7 @@
 use crate::message::{StopReason, ToolResultMessage};
 use crate::pipeline::{BatchContext, Finished, Preflight};
 use crate::registry::ExecutionMode;
+use futures::FutureExt;
 use std::sync::Arc;
 
 /// The result messages of a batch, in source order, and the terminate vote.
@@ -101,6 +102,21 @@ async fn parallel(ctx: &Arc<BatchContext>) -> Vec<Finished> {
             Preflight::Done(f) => slots[i] = Some(*f),
             Preflight::Ready(r) => ready.push((i, r)),
         }
+    }
+    // A lone call runs in the batch's own task: a task of its own would only
+    // add a hand-over between threads (a few microseconds of a trivial call).
+    // A panic stays bound to the call, as it would in a task of its own.
+    if let [(i, _)] = ready[..] {
+        let (_, r) = ready.pop().expect("one ready call");
+        let outcome = std::panic::AssertUnwindSafe(ctx.execute(*r))
+            .catch_unwind()
+            .await;
+        slots[i] = Some(outcome.unwrap_or_else(|_| {
+            let call = &calls[i];
+            let text = format!("Tool {} failed: the host task running it panicked", call.name);
+            ctx.fail(call, text, false)
+        }));
+        return slots.into_iter().flatten().collect();
     }
     // Started in source order, all at once; each its own task so that calls
     // run on every core.
