@@ -248,7 +248,7 @@ def report(shown, delimiter, summary):
     ]
     width = max((len(c["name"]) for c in cols), default=0)
     for c in cols:
-        head = f"{c['name']:<{width}}  {c['type']:<6}  {c['count']} values, {c['empty']} empty"
+        head = f"{c['name']:<{width}}  {c['type']:<6}  {plural(c['count'], 'value')}, {c['empty']} empty"
         if c["type"] == "number":
             lines.append(
                 f"{head}; min {c['min']}, max {c['max']}, mean {c['mean']}, "
