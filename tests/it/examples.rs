@@ -344,3 +344,36 @@ fn examples_are_inspected_without_grants() {
         );
     }
 }
+
+#[test]
+fn python_calls_fill_every_slot_of_the_instance_pool() {
+    // A componentize-py call instantiates 13 core modules (libc, libpython
+    // and its runtime are linked dynamically): the pool must hold that many
+    // for every call its semaphore admits, or a full batch fails some calls.
+    let ws = Workspace::new();
+    ws.write("data/a.csv", "n\n1\n2\n");
+    user_policy(&ws, "[extensions.csvstats]\nfs-read = [\"data\"]\n");
+    let runtime = toolhost::Runtime::new(toolhost::RuntimeOptions {
+        max_concurrent_calls: 2,
+        ..Default::default()
+    })
+    .unwrap();
+    let host = block(
+        toolhost::Host::builder()
+            .workspace(&ws.path)
+            .user_config_dir(Some(ws.user_config()))
+            .extension(example("csvstats"))
+            .runtime(runtime)
+            .all_tools_active()
+            .build(),
+    )
+    .expect("building the host");
+    let calls = (0..4)
+        .map(|i| tool_call(&format!("c{i}"), "csv_stats", json!({"path": "data/a.csv"})))
+        .collect();
+    let message = toolhost::AssistantMessage::from_calls(calls);
+    let (outcome, _) = run(&host, &message, toolhost::CancellationToken::new());
+    for result in &outcome.results {
+        assert!(!result.is_error, "{:?}", result.content);
+    }
+}
