@@ -6,6 +6,7 @@ mod bash;
 mod cases;
 mod cli;
 mod edit;
+mod examples;
 mod extensions;
 mod formats;
 mod hooks;

@@ -82,9 +82,12 @@ impl Runtime {
         let calls = options.max_concurrent_calls;
         let mut pool = PoolingAllocationConfig::new();
         pool.total_component_instances(calls)
-            // A component built by wit-component holds its main module plus
-            // small shim modules; JavaScript and Python runtimes hold more.
-            .total_core_instances(calls.saturating_mul(8))
+            // Core instances per call: 3 for a Rust tool (main module, shim,
+            // fixup), 7 for a componentize-qjs one, 13 for componentize-py
+            // (libc, libpython and its runtime are linked dynamically), so 16
+            // lets every call the semaphore admits find its instances. This
+            // pool limit only counts; unlike memories, nothing is reserved.
+            .total_core_instances(calls.saturating_mul(16))
             .total_memories(calls.saturating_mul(2))
             .total_tables(calls.saturating_mul(4))
             .total_stacks(calls)

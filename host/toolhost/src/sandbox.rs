@@ -35,7 +35,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-use wasmtime::component::{Component, HasSelf, InstancePre, Linker, ResourceTable};
+use wasmtime::component::types::ComponentItem;
+use wasmtime::component::{Component, HasSelf, InstancePre, Linker, ResourceTable, ResourceType};
 use wasmtime::{ResourceLimiter, Store, UpdateDeadline};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
@@ -356,6 +357,61 @@ pub(crate) fn check_imports(
     Ok(())
 }
 
+/// Link each `toolhost:tool` Operation that `component` imports but `caps`
+/// does not grant to functions that trap, so that only calls needing no
+/// Operation (such as `definitions`) can run.
+///
+/// Not `Linker::define_unknown_imports_as_traps`: it walks the WASI imports
+/// too, and where a component's WASI instance re-exports a resource it uses
+/// (componentize-qjs and componentize-py components list `error` in
+/// `wasi:io/streams`), it defines a fresh resource type there that clashes
+/// with the real one, so such components could not be inspected.
+fn stub_ungranted_operations(
+    linker: &mut Linker<CallState>,
+    component: &Component,
+    caps: &Capabilities,
+    engine: &wasmtime::Engine,
+) -> wasmtime::Result<()> {
+    /// The resource type of stubbed resources; no value of it is ever made.
+    struct Ungranted;
+    for (name, item) in component.component_type().imports(engine) {
+        let Some(rest) = name.strip_prefix("toolhost:tool/") else {
+            continue;
+        };
+        let interface = rest.split_once('@').map_or(rest, |(i, _)| i);
+        let granted = match interface {
+            "fs-read" => caps.fs_read.is_some(),
+            "fs-write" => caps.fs_write.is_some(),
+            "process" => caps.process.is_some(),
+            "search" => caps.search.is_some(),
+            "tools" => caps.tools.is_some(),
+            _ => true, // always linked, or refused by the linker as unknown
+        };
+        let ComponentItem::ComponentInstance(instance) = item.ty else {
+            continue;
+        };
+        if granted {
+            continue;
+        }
+        let mut stub = linker.instance(name)?;
+        for (export, ty) in instance.exports(engine) {
+            match ty.ty {
+                ComponentItem::ComponentFunc(_) => {
+                    let what = format!("{name}#{export}");
+                    stub.func_new(export, move |_, _, _, _| {
+                        wasmtime::bail!("{what} is not granted to this component")
+                    })?;
+                }
+                ComponentItem::Resource(_) => {
+                    stub.resource(export, ResourceType::host::<Ungranted>(), |_, _| Ok(()))?;
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A loaded component, ready to instantiate for each call. It exports tools,
 /// hooks, or both.
 pub(crate) struct Sandbox {
@@ -441,7 +497,7 @@ impl Sandbox {
                 tools::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
             }
             if trap_ungranted {
-                linker.define_unknown_imports_as_traps(component)?;
+                stub_ungranted_operations(&mut linker, component, &caps, runtime.engine())?;
             }
             Ok(())
         })();
