@@ -18,6 +18,30 @@ use toolhost::{
     ToolCall, ToolFormat, ToolInfo, formats,
 };
 
+/// `println!` that ends the program quietly when the reader went away
+/// (`toolhost list | head`), as Unix tools do, instead of panicking.
+macro_rules! println {
+    () => {
+        println!("")
+    };
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout().lock(), $($arg)*) {
+            $crate::stdout_failed(e);
+        }
+    }};
+}
+
+/// A failed write to stdout: a closed pipe is a normal end; anything else is
+/// reported and exits 2.
+fn stdout_failed(e: std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    eprintln!("toolhost: writing to stdout: {e}");
+    std::process::exit(2);
+}
+
 #[derive(Parser)]
 #[command(
     name = "toolhost",
@@ -337,7 +361,7 @@ fn list(host: &Host, json: bool, format: Option<ToolFormat>) -> Result<ExitCode>
         println!("{}", serde_json::to_string_pretty(&tools)?);
         return Ok(ExitCode::SUCCESS);
     }
-    print!("{}", table(&tools));
+    println!("{}", table(&tools).trim_end_matches('\n'));
     for tool in &tools {
         let d = &tool.definition;
         println!("\n{} ({})", d.name, d.label);
