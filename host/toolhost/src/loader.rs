@@ -56,21 +56,7 @@ pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Res
             hooks,
         });
     }
-    // Never cancelled: loading ends by result, trap or deadline.
-    let signals = CallSignals::new(CancellationToken::new(), Duration::ZERO);
-    let mut instance = sandbox.instantiate(signals).await.map_err(|e| {
-        fail(format!(
-            "instantiating failed: {}",
-            e.message("the component")
-        ))
-    })?;
-    let definitions = instance.definitions().await.map_err(|e| {
-        fail(format!(
-            "reading its definitions failed: {}",
-            e.message("the component")
-        ))
-    })?;
-    drop(instance);
+    let definitions = read_definitions(&sandbox).await.map_err(fail)?;
     if definitions.is_empty() {
         return Err(fail("defines no tools".into()));
     }
@@ -143,19 +129,7 @@ pub async fn inspect(runtime: &Arc<Runtime>, path: &std::path::Path) -> Result<I
             problems: Vec::new(),
         });
     }
-    let signals = CallSignals::new(CancellationToken::new(), Duration::ZERO);
-    let mut instance = sandbox.instantiate(signals).await.map_err(|e| {
-        fail(format!(
-            "instantiating failed: {}",
-            e.message("the component")
-        ))
-    })?;
-    let definitions = instance.definitions().await.map_err(|e| {
-        fail(format!(
-            "reading its definitions failed: {}",
-            e.message("the component")
-        ))
-    })?;
+    let definitions = read_definitions(&sandbox).await.map_err(fail)?;
     let mut tools = Vec::new();
     let mut problems = Vec::new();
     for def in definitions {
@@ -172,6 +146,22 @@ pub async fn inspect(runtime: &Arc<Runtime>, path: &std::path::Path) -> Result<I
         tools,
         hooks: sandbox.provides_hooks(),
         problems,
+    })
+}
+
+/// Instantiate the component once and ask it for its tools.
+async fn read_definitions(sandbox: &Sandbox) -> Result<Vec<types::ToolDefinition>, String> {
+    // Never cancelled: reading ends by result, trap or deadline.
+    let signals = CallSignals::new(CancellationToken::new(), Duration::ZERO);
+    let mut instance = sandbox
+        .instantiate(signals)
+        .await
+        .map_err(|e| format!("instantiating failed: {}", e.message("the component")))?;
+    instance.definitions().await.map_err(|e| {
+        format!(
+            "reading its definitions failed: {}",
+            e.message("the component")
+        )
     })
 }
 

@@ -1583,7 +1583,7 @@ fn js_number_string(number: f64) -> String {
 
 /// JavaScript's WhiteSpace and LineTerminator code points (what `trim` and `Number` strip).
 /// Not Rust's `char::is_whitespace`: JS includes U+FEFF and excludes U+0085 and U+180E.
-fn is_js_whitespace(c: char) -> bool {
+pub(crate) fn is_js_whitespace(c: char) -> bool {
     matches!(
         c,
         '\u{0009}'
@@ -1605,7 +1605,7 @@ fn is_js_whitespace(c: char) -> bool {
     )
 }
 
-fn js_trim(text: &str) -> &str {
+pub(crate) fn js_trim(text: &str) -> &str {
     text.trim_matches(is_js_whitespace)
 }
 
