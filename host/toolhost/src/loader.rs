@@ -12,6 +12,49 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// Most tools one component may define: as many as the strictest provider
+/// accepts in one request (OpenAI: 128), so no honest component needs more.
+/// Each definition costs the host a schema check and compilation at load, in
+/// the host and outside any guest deadline, and the model a share of every
+/// request: without this bound, a component declaring 100,000 tools held the
+/// host's start for minutes.
+pub const MAX_TOOLS_PER_COMPONENT: usize = 128;
+
+/// Largest definitions list of one component, in bytes of its texts (names,
+/// labels, descriptions, schemas, prompt lines), checked before any schema is
+/// parsed: a schema of megabytes costs seconds to compile and is sent to the
+/// model with every request.
+pub const MAX_DEFINITIONS_BYTES: usize = 1 << 20;
+
+/// Refuse a definitions list too long or too large to be honest, before
+/// anything in it is parsed.
+fn check_definitions_size(definitions: &[types::ToolDefinition]) -> Result<(), String> {
+    if definitions.len() > MAX_TOOLS_PER_COMPONENT {
+        return Err(format!(
+            "defines {} tools, more than the {MAX_TOOLS_PER_COMPONENT} a component may define",
+            definitions.len()
+        ));
+    }
+    let bytes: usize = definitions
+        .iter()
+        .map(|d| {
+            d.name.len()
+                + d.label.len()
+                + d.description.len()
+                + d.parameters.len()
+                + d.prompt_snippet.as_ref().map_or(0, String::len)
+                + d.prompt_guidelines.iter().map(String::len).sum::<usize>()
+        })
+        .sum();
+    if bytes > MAX_DEFINITIONS_BYTES {
+        return Err(format!(
+            "its definitions take {bytes} bytes, more than the {MAX_DEFINITIONS_BYTES} a \
+             component may declare"
+        ));
+    }
+    Ok(())
+}
+
 /// A component to load and what it is allowed.
 pub(crate) struct ComponentSpec<'a> {
     pub bytes: &'a [u8],
@@ -74,6 +117,7 @@ pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Res
     if definitions.is_empty() {
         return Err(fail("defines no tools".into()));
     }
+    check_definitions_size(&definitions).map_err(fail)?;
     let mut tools: Vec<RegisteredTool> = Vec::new();
     for def in definitions {
         let name = def.name.clone();
@@ -156,6 +200,7 @@ pub async fn inspect(runtime: &Arc<Runtime>, path: &std::path::Path) -> Result<I
             e.message("the component")
         ))
     })?;
+    check_definitions_size(&definitions).map_err(fail)?;
     let mut tools = Vec::new();
     let mut problems = Vec::new();
     for def in definitions {
