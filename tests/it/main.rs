@@ -9,6 +9,7 @@ mod edit;
 mod extensions;
 mod formats;
 mod hooks;
+mod hostile;
 mod mcp;
 mod pipeline;
 mod read;
