@@ -13,6 +13,7 @@ const GUESTS: &[(&str, &str)] = &[
     ("HOOKKIT", "hookkit"),
     ("RUNPROBE", "runprobe"),
     ("SEARCHPROBE", "searchprobe"),
+    ("HOSTILE", "hostile"),
 ];
 
 fn main() {

@@ -10,6 +10,7 @@ mod examples;
 mod extensions;
 mod formats;
 mod hooks;
+mod hostile;
 mod mcp;
 mod pipeline;
 mod read;

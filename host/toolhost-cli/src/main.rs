@@ -68,6 +68,10 @@ struct Cli {
     /// Make every loaded tool active.
     #[arg(long, global = true)]
     all_tools: bool,
+    /// Refuse shell commands TCP connections and listening sockets (where
+    /// the kernel's Landlock has network rules; Pi's bash has the network).
+    #[arg(long, global = true)]
+    no_network: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -168,6 +172,7 @@ struct HostOptions {
     extensions: Vec<PathBuf>,
     tools: Option<Vec<String>>,
     all_tools: bool,
+    no_network: bool,
 }
 
 impl HostOptions {
@@ -185,7 +190,7 @@ impl HostOptions {
         if self.all_tools {
             builder = builder.all_tools_active();
         }
-        builder
+        builder.command_network(!self.no_network)
     }
 }
 
@@ -203,6 +208,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         extensions: cli.extensions,
         tools: cli.tools,
         all_tools: cli.all_tools,
+        no_network: cli.no_network,
     };
     let host = options
         .builder()

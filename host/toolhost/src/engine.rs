@@ -153,12 +153,22 @@ impl Runtime {
                 }
             }
         }
-        let component = Component::from_binary(&self.engine, bytes).map_err(|e| Error::Load {
-            path: origin.to_string(),
-            reason: format!(
-                "not a valid WebAssembly component: {}",
-                first_line(&e.to_string())
-            ),
+        let component = Component::from_binary(&self.engine, bytes).map_err(|e| {
+            let cause = first_line(&e.to_string()).to_string();
+            // A valid component whose initial memories or tables are larger
+            // than the pool's slots: name the limit, not the format.
+            let reason = if cause.contains("does not fit in pooling allocator") {
+                format!(
+                    "declares more initial memory or table space than this host reserves for \
+                     one component ({cause})"
+                )
+            } else {
+                format!("not a valid WebAssembly component: {cause}")
+            };
+            Error::Load {
+                path: origin.to_string(),
+                reason,
+            }
         })?;
         if let Some(path) = cached {
             // The cache is an optimisation: failing to write it is not an error.
