@@ -14,6 +14,7 @@ const GUESTS: &[(&str, &str)] = &[
     ("RUNPROBE", "runprobe"),
     ("SEARCHPROBE", "searchprobe"),
     ("BENCHTOOL", "benchtool"),
+    ("HOSTILE", "hostile"),
 ];
 
 fn main() {

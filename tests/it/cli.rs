@@ -207,3 +207,25 @@ fn run_rejects_a_malformed_message_with_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("expected role \"assistant\""));
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_output_quietly() {
+    // `toolhost list --json | head -c 10`: the pipe closes early; no panic.
+    let ws = Workspace::new();
+    let mut child = std::process::Command::new(toolhost_bin())
+        .arg("--workspace")
+        .arg(&ws.path)
+        .args(["list", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 10];
+    std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}

@@ -47,7 +47,10 @@ fn the_python_sdk_drives_toolhost_mcp() {
     assert_eq!(summary["serverInfo"], "toolhost");
     assert_eq!(summary["listChanged"], 2);
     assert_eq!(summary["progress"].as_array().map(Vec::len), Some(3));
-    assert_eq!(summary["bashProgress"].as_array().unwrap().last().unwrap(), "a\nb\n");
+    assert_eq!(
+        summary["bashProgress"].as_array().unwrap().last().unwrap(),
+        "a\nb\n"
+    );
     assert!(
         summary["cancelled"]
             .as_str()

@@ -232,3 +232,19 @@ pub fn python_with_mcp() -> PathBuf {
     );
     python
 }
+
+/// Encode component WAT text into `{name}.wasm` in `ws`: the host loads
+/// extensions from files, and the file stem is the name grants use.
+#[track_caller]
+pub fn wat_component(ws: &Workspace, name: &str, wat: &str) -> PathBuf {
+    let bytes = wat::parse_str(wat).unwrap_or_else(|e| panic!("{name}: invalid WAT: {e}"));
+    ws.write(&format!("{name}.wasm"), bytes)
+}
+
+/// A builder whose user configuration holds `policy` as its `toolhost.toml`
+/// (the grants of extensions).
+pub fn granted(ws: &Workspace, policy: &str) -> HostBuilder {
+    std::fs::create_dir_all(ws.user_config()).unwrap();
+    std::fs::write(ws.user_config().join("toolhost.toml"), policy).unwrap();
+    builder(ws).user_config_dir(Some(ws.user_config()))
+}

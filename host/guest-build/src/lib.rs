@@ -71,7 +71,9 @@ impl GuestWorkspace<'_> {
     }
 
     /// Rerun the build script when the workspace's sources or the WIT change
-    /// (its own `target/` excluded, so a manual build there changes nothing).
+    /// (its own `target/` excluded, so a manual build there changes nothing;
+    /// `examples/` too: they are not members, and their builds fill it with
+    /// toolchains and outputs).
     fn watch(&self) {
         println!(
             "cargo:rerun-if-changed={}",
@@ -87,7 +89,11 @@ impl GuestWorkspace<'_> {
         {
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            if entry.path().is_dir() && !name.starts_with('.') && name != "target" {
+            if entry.path().is_dir()
+                && !name.starts_with('.')
+                && name != "target"
+                && name != "examples"
+            {
                 println!("cargo:rerun-if-changed={}", entry.path().display());
             }
         }

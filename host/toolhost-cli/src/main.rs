@@ -18,6 +18,30 @@ use toolhost::{
     ToolCall, ToolFormat, ToolInfo, formats,
 };
 
+/// `println!` that ends the program quietly when the reader went away
+/// (`toolhost list | head`), as Unix tools do, instead of panicking.
+macro_rules! println {
+    () => {
+        println!("")
+    };
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout().lock(), $($arg)*) {
+            $crate::stdout_failed(e);
+        }
+    }};
+}
+
+/// A failed write to stdout: a closed pipe is a normal end; anything else is
+/// reported and exits 2.
+fn stdout_failed(e: std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    eprintln!("toolhost: writing to stdout: {e}");
+    std::process::exit(2);
+}
+
 #[derive(Parser)]
 #[command(
     name = "toolhost",
@@ -44,6 +68,10 @@ struct Cli {
     /// Make every loaded tool active.
     #[arg(long, global = true)]
     all_tools: bool,
+    /// Refuse shell commands TCP connections and listening sockets (where
+    /// the kernel's Landlock has network rules; Pi's bash has the network).
+    #[arg(long, global = true)]
+    no_network: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -144,6 +172,7 @@ struct HostOptions {
     extensions: Vec<PathBuf>,
     tools: Option<Vec<String>>,
     all_tools: bool,
+    no_network: bool,
 }
 
 impl HostOptions {
@@ -161,7 +190,7 @@ impl HostOptions {
         if self.all_tools {
             builder = builder.all_tools_active();
         }
-        builder
+        builder.command_network(!self.no_network)
     }
 }
 
@@ -179,6 +208,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         extensions: cli.extensions,
         tools: cli.tools,
         all_tools: cli.all_tools,
+        no_network: cli.no_network,
     };
     let host = options
         .builder()
@@ -337,7 +367,7 @@ fn list(host: &Host, json: bool, format: Option<ToolFormat>) -> Result<ExitCode>
         println!("{}", serde_json::to_string_pretty(&tools)?);
         return Ok(ExitCode::SUCCESS);
     }
-    print!("{}", table(&tools));
+    println!("{}", table(&tools).trim_end_matches('\n'));
     for tool in &tools {
         let d = &tool.definition;
         println!("\n{} ({})", d.name, d.label);

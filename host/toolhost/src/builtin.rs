@@ -42,7 +42,8 @@ pub(crate) struct ShellGrants {
 /// The process policy of the shell tools: the shells, working directories in
 /// the workspace, writes in the workspace, the host's temp directory (also
 /// the children's `TMPDIR`) and `extra_write_roots`, the allowlisted host
-/// environment and the session id.
+/// environment, the session id, and the network when `network` (Pi's bash
+/// has it: package managers and git need it).
 pub(crate) fn shell_policy(
     workspace: &Path,
     temp_dir: &Path,
@@ -50,6 +51,7 @@ pub(crate) fn shell_policy(
     session_id: Option<String>,
     default_timeout: Option<Duration>,
     require_landlock: bool,
+    network: bool,
 ) -> ProcessPolicy {
     let mut policy = SHELLS
         .iter()
@@ -61,7 +63,8 @@ pub(crate) fn shell_policy(
         .env("TMPDIR", temp_dir.to_string_lossy())
         .session_id(session_id)
         .default_timeout(default_timeout)
-        .require_landlock(require_landlock);
+        .require_landlock(require_landlock)
+        .network(network);
     for root in extra_write_roots {
         policy = policy.write_root(root);
     }

@@ -94,9 +94,12 @@ impl Runtime {
         let calls = options.max_concurrent_calls;
         let mut pool = PoolingAllocationConfig::new();
         pool.total_component_instances(calls)
-            // A component built by wit-component holds its main module plus
-            // small shim modules; JavaScript and Python runtimes hold more.
-            .total_core_instances(calls.saturating_mul(8))
+            // Core instances per call: 3 for a Rust tool (main module, shim,
+            // fixup), 7 for a componentize-qjs one, 13 for componentize-py
+            // (libc, libpython and its runtime are linked dynamically), so 16
+            // lets every call the semaphore admits find its instances. This
+            // pool limit only counts; unlike memories, nothing is reserved.
+            .total_core_instances(calls.saturating_mul(16))
             .total_memories(calls.saturating_mul(2))
             .total_tables(calls.saturating_mul(4))
             .total_stacks(calls)
@@ -220,12 +223,22 @@ impl Runtime {
                 }
             }
         }
-        let component = Component::from_binary(&self.engine, bytes).map_err(|e| Error::Load {
-            path: origin.to_string(),
-            reason: format!(
-                "not a valid WebAssembly component: {}",
-                first_line(&e.to_string())
-            ),
+        let component = Component::from_binary(&self.engine, bytes).map_err(|e| {
+            let cause = first_line(&e.to_string()).to_string();
+            // A valid component whose initial memories or tables are larger
+            // than the pool's slots: name the limit, not the format.
+            let reason = if cause.contains("does not fit in pooling allocator") {
+                format!(
+                    "declares more initial memory or table space than this host reserves for \
+                     one component ({cause})"
+                )
+            } else {
+                format!("not a valid WebAssembly component: {cause}")
+            };
+            Error::Load {
+                path: origin.to_string(),
+                reason,
+            }
         })?;
         if let Some(path) = cached {
             // The cache is an optimisation: failing to write it is not an error.

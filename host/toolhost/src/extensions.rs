@@ -172,10 +172,12 @@ fn capabilities(
     }
     if !grant.process.is_empty() {
         // Programs run with the host's safe environment plus the granted
-        // variables, in (and writing only to) the granted directories.
+        // variables, in (and writing only to) the granted directories, and
+        // reach the network only when that is granted too.
         let mut policy = ProcessPolicy::new()
             .host_env()
-            .default_timeout(Some(call_limits.time));
+            .default_timeout(Some(call_limits.time))
+            .network(grant.network);
         for program in &grant.process {
             policy = policy.program(program);
         }

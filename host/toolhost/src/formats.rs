@@ -8,6 +8,7 @@
 //! disagree about a tool's shape.
 
 use crate::registry::{ToolDefinition, ToolInfo, ToolSource};
+use crate::validate::{is_js_whitespace, js_trim};
 use serde_json::{Map, Value, json};
 
 /// A tool-list format.
@@ -219,7 +220,7 @@ fn normalize_snippet(text: &str) -> Option<String> {
     let mut out = String::with_capacity(text.len());
     let mut pending_space = false;
     for c in text.chars() {
-        if is_js_space(c) {
+        if is_js_whitespace(c) {
             pending_space = true;
         } else {
             if pending_space && !out.is_empty() {
@@ -230,27 +231,6 @@ fn normalize_snippet(text: &str) -> Option<String> {
         }
     }
     (!out.is_empty()).then_some(out)
-}
-
-fn js_trim(s: &str) -> &str {
-    s.trim_matches(is_js_space)
-}
-
-/// JavaScript's `\s` (and what `String.prototype.trim` removes): ECMAScript
-/// WhiteSpace and LineTerminator. Differs from `char::is_whitespace`, which
-/// includes U+0085 and excludes U+FEFF.
-fn is_js_space(c: char) -> bool {
-    matches!(
-        c,
-        '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
-            ..='\u{200A}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202F}'
-                | '\u{205F}'
-                | '\u{3000}'
-                | '\u{FEFF}'
-    )
 }
 
 #[cfg(test)]

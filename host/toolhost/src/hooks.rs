@@ -179,7 +179,7 @@ impl ComponentHook {
             details: result.details.as_ref().map(Value::to_string),
             is_error: *is_error,
         };
-        let patch = match instance.on_tool_result(event).await {
+        let patch = match instance.on_tool_result(event, &self.subject()).await {
             Err(failure) => return Err(failure.message(&self.subject())),
             Ok(Err(thrown)) => return Err(thrown),
             Ok(Ok(None)) => return Ok(()),

@@ -54,6 +54,7 @@ pub struct HostBuilder {
     command_timeout: Option<Duration>,
     write_roots: Vec<PathBuf>,
     require_landlock: bool,
+    command_network: bool,
 }
 
 impl Default for HostBuilder {
@@ -81,6 +82,7 @@ impl Default for HostBuilder {
             command_timeout: Some(builtin::DEFAULT_COMMAND_TIMEOUT),
             write_roots: Vec::new(),
             require_landlock: false,
+            command_network: true,
         }
     }
 }
@@ -193,6 +195,14 @@ impl HostBuilder {
         self
     }
 
+    /// Whether shell commands may connect to and listen on TCP ports
+    /// (default: yes, as in Pi). `false` refuses both where Landlock has
+    /// network rules (ABI ≥ 4); UDP is not covered.
+    pub fn command_network(mut self, allowed: bool) -> Self {
+        self.command_network = allowed;
+        self
+    }
+
     /// Load the built-in tools and the extensions.
     ///
     /// A broken extension does not fail the build: it is reported in
@@ -251,6 +261,7 @@ impl HostBuilder {
                 self.session_id.clone(),
                 self.command_timeout,
                 self.require_landlock,
+                self.command_network,
             )),
             output_dir,
         };

@@ -12,6 +12,49 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// Most tools one component may define: as many as the strictest provider
+/// accepts in one request (OpenAI: 128), so no honest component needs more.
+/// Each definition costs the host a schema check and compilation at load, in
+/// the host and outside any guest deadline, and the model a share of every
+/// request: without this bound, a component declaring 100,000 tools held the
+/// host's start for minutes.
+pub const MAX_TOOLS_PER_COMPONENT: usize = 128;
+
+/// Largest definitions list of one component, in bytes of its texts (names,
+/// labels, descriptions, schemas, prompt lines), checked before any schema is
+/// parsed: a schema of megabytes costs seconds to compile and is sent to the
+/// model with every request.
+pub const MAX_DEFINITIONS_BYTES: usize = 1 << 20;
+
+/// Refuse a definitions list too long or too large to be honest, before
+/// anything in it is parsed.
+fn check_definitions_size(definitions: &[types::ToolDefinition]) -> Result<(), String> {
+    if definitions.len() > MAX_TOOLS_PER_COMPONENT {
+        return Err(format!(
+            "defines {} tools, more than the {MAX_TOOLS_PER_COMPONENT} a component may define",
+            definitions.len()
+        ));
+    }
+    let bytes: usize = definitions
+        .iter()
+        .map(|d| {
+            d.name.len()
+                + d.label.len()
+                + d.description.len()
+                + d.parameters.len()
+                + d.prompt_snippet.as_ref().map_or(0, String::len)
+                + d.prompt_guidelines.iter().map(String::len).sum::<usize>()
+        })
+        .sum();
+    if bytes > MAX_DEFINITIONS_BYTES {
+        return Err(format!(
+            "its definitions take {bytes} bytes, more than the {MAX_DEFINITIONS_BYTES} a \
+             component may declare"
+        ));
+    }
+    Ok(())
+}
+
 /// A component to load and what it is allowed.
 pub(crate) struct ComponentSpec<'a> {
     pub bytes: &'a [u8],
@@ -56,21 +99,7 @@ pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Res
             hooks,
         });
     }
-    // Never cancelled: loading ends by result, trap or deadline.
-    let signals = CallSignals::new(CancellationToken::new(), Duration::ZERO);
-    let mut instance = sandbox.instantiate(signals).await.map_err(|e| {
-        fail(format!(
-            "instantiating failed: {}",
-            e.message("the component")
-        ))
-    })?;
-    let definitions = instance.definitions().await.map_err(|e| {
-        fail(format!(
-            "reading its definitions failed: {}",
-            e.message("the component")
-        ))
-    })?;
-    drop(instance);
+    let definitions = read_definitions(&sandbox).await.map_err(fail)?;
     if definitions.is_empty() {
         return Err(fail("defines no tools".into()));
     }
@@ -143,19 +172,7 @@ pub async fn inspect(runtime: &Arc<Runtime>, path: &std::path::Path) -> Result<I
             problems: Vec::new(),
         });
     }
-    let signals = CallSignals::new(CancellationToken::new(), Duration::ZERO);
-    let mut instance = sandbox.instantiate(signals).await.map_err(|e| {
-        fail(format!(
-            "instantiating failed: {}",
-            e.message("the component")
-        ))
-    })?;
-    let definitions = instance.definitions().await.map_err(|e| {
-        fail(format!(
-            "reading its definitions failed: {}",
-            e.message("the component")
-        ))
-    })?;
+    let definitions = read_definitions(&sandbox).await.map_err(fail)?;
     let mut tools = Vec::new();
     let mut problems = Vec::new();
     for def in definitions {
@@ -173,6 +190,25 @@ pub async fn inspect(runtime: &Arc<Runtime>, path: &std::path::Path) -> Result<I
         hooks: sandbox.provides_hooks(),
         problems,
     })
+}
+
+/// Instantiate the component once and ask it for its tools, refusing a list
+/// too long or too large before anything in it is parsed.
+async fn read_definitions(sandbox: &Sandbox) -> Result<Vec<types::ToolDefinition>, String> {
+    // Never cancelled: reading ends by result, trap or deadline.
+    let signals = CallSignals::new(CancellationToken::new(), Duration::ZERO);
+    let mut instance = sandbox
+        .instantiate(signals)
+        .await
+        .map_err(|e| format!("instantiating failed: {}", e.message("the component")))?;
+    let definitions = instance.definitions().await.map_err(|e| {
+        format!(
+            "reading its definitions failed: {}",
+            e.message("the component")
+        )
+    })?;
+    check_definitions_size(&definitions)?;
+    Ok(definitions)
 }
 
 /// Tool names as the model providers accept them.

@@ -21,6 +21,7 @@
 //! fs-read = ["docs"]                             # directories, relative to the workspace
 //! fs-write = ["out"]
 //! process = ["git"]                              # programs it may run
+//! network = true                                 # its programs may use TCP
 //! env = ["LANG"]                                 # environment variables it may see
 //! search = true                                  # search within its fs-read roots
 //! tools = true                                   # read and set the active tools
@@ -55,6 +56,9 @@ pub struct GrantSpec {
     pub fs_read: Vec<String>,
     pub fs_write: Vec<String>,
     pub process: Vec<String>,
+    /// Its programs may connect to and listen on TCP ports (refused by
+    /// Landlock otherwise, where the kernel has network rules).
+    pub network: bool,
     pub env: Vec<String>,
     pub search: bool,
     pub tools: bool,
@@ -78,6 +82,7 @@ impl GrantSpec {
                 }
             }
         }
+        self.network |= other.network;
         self.search |= other.search;
         self.tools |= other.tools;
         self.memory_mb = other.memory_mb.or(self.memory_mb);

@@ -35,15 +35,22 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-use wasmtime::component::{Component, HasSelf, InstancePre, Linker, ResourceTable};
+use wasmtime::component::types::ComponentItem;
+use wasmtime::component::{Component, HasSelf, InstancePre, Linker, ResourceTable, ResourceType};
 use wasmtime::{ResourceLimiter, Store, UpdateDeadline};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
 
 /// Most progress updates forwarded for one call; later ones are dropped.
 pub const MAX_PROGRESS_UPDATES: u32 = 10_000;
-/// Largest progress update forwarded (bytes of its text and image data).
+/// Largest progress update forwarded (bytes of its text and image data and
+/// its details).
 pub const MAX_PROGRESS_BYTES: usize = 1 << 20;
+/// Most content blocks in one result, progress update or hook patch. Real
+/// tools return one or two; without a bound, a flood of empty blocks would
+/// pass every byte limit and still cost the host, and every consumer of its
+/// events, memory and work per block.
+pub const MAX_CONTENT_BLOCKS: usize = 1000;
 /// Guest stderr kept to explain a crash.
 const STDERR_CAPTURE: usize = 64 << 10;
 
@@ -54,8 +61,8 @@ pub struct Limits {
     pub memory_bytes: usize,
     /// Wall time from instantiation to result.
     pub time: Duration,
-    /// Largest result content (text and image data), in bytes; `None` is no
-    /// limit beyond memory.
+    /// Largest result, in bytes of its content (text and image data),
+    /// details and added tool names; `None` is no limit beyond memory.
     pub output_bytes: Option<usize>,
 }
 
@@ -179,22 +186,13 @@ impl CallSignals {
         self.progress.lock().expect("progress lock").take();
     }
 
+    /// Deliver an update (already weighed, see `progress::Host::update`),
+    /// unless the call has settled or sent its share.
     fn forward(&self, partial: PartialResult) {
         if self.settled.load(Ordering::SeqCst) {
             return;
         }
         if self.updates.fetch_add(1, Ordering::Relaxed) >= MAX_PROGRESS_UPDATES {
-            return;
-        }
-        let size: usize = partial
-            .content
-            .iter()
-            .map(|b| match b {
-                ContentBlock::Text { text } => text.len(),
-                ContentBlock::Image { data, .. } => data.len(),
-            })
-            .sum();
-        if size > MAX_PROGRESS_BYTES {
             return;
         }
         if let Some(f) = self.progress.lock().expect("progress lock").as_ref() {
@@ -259,6 +257,14 @@ impl fs_types::Host for CallState {}
 
 impl progress::Host for CallState {
     fn update(&mut self, partial: types::PartialResult) -> wasmtime::Result<()> {
+        // Weighed before its details are parsed: an update too big to
+        // forward costs the host nothing beyond its copy (a guest can send
+        // thousands, each as large as its memory).
+        if partial.content.len() > MAX_CONTENT_BLOCKS
+            || guest_bytes(&partial.content, partial.details.as_deref(), &[]) > MAX_PROGRESS_BYTES
+        {
+            return Ok(());
+        }
         let Ok(details) = partial
             .details
             .as_deref()
@@ -278,6 +284,49 @@ impl progress::Host for CallState {
 impl cancellation::Host for CallState {
     fn is_cancelled(&mut self) -> wasmtime::Result<bool> {
         Ok(self.signals.cancel.is_cancelled())
+    }
+}
+
+/// What a guest's result, update or patch weighs against the output limits:
+/// the bytes of its texts, images (data and type), details and added tool
+/// names. The guest chooses every one of them, so each counts, and they are
+/// counted before the host parses or copies any of it.
+pub(crate) fn guest_bytes(
+    content: &[types::ContentBlock],
+    details: Option<&str>,
+    names: &[String],
+) -> usize {
+    let content: usize = content
+        .iter()
+        .map(|block| match block {
+            types::ContentBlock::Text(text) => text.len(),
+            types::ContentBlock::Image(image) => image.data.len() + image.mime_type.len(),
+        })
+        .sum();
+    content + details.map_or(0, str::len) + names.iter().map(String::len).sum::<usize>()
+}
+
+/// Refuse a guest's result or patch that exceeds the block bound or `limit`
+/// bytes, in the words of `subject` (`Tool read`, `Hook audit`).
+fn check_output(
+    subject: &str,
+    content: &[types::ContentBlock],
+    details: Option<&str>,
+    names: &[String],
+    limit: Option<usize>,
+) -> Result<(), String> {
+    if content.len() > MAX_CONTENT_BLOCKS {
+        return Err(format!(
+            "{subject} returned {} content blocks, more than the limit of {MAX_CONTENT_BLOCKS}",
+            content.len()
+        ));
+    }
+    let size = guest_bytes(content, details, names);
+    match limit {
+        Some(max) if size > max => Err(format!(
+            "{subject} returned {size} bytes of content and details, more than its limit of {max}"
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -354,6 +403,61 @@ pub(crate) fn check_imports(
             return Err(refuse(format!(
                 "imports {name} ({what}), which is not granted to it{hint}"
             )));
+        }
+    }
+    Ok(())
+}
+
+/// Link each `toolhost:tool` Operation that `component` imports but `caps`
+/// does not grant to functions that trap, so that only calls needing no
+/// Operation (such as `definitions`) can run.
+///
+/// Not `Linker::define_unknown_imports_as_traps`: it walks the WASI imports
+/// too, and where a component's WASI instance re-exports a resource it uses
+/// (componentize-qjs and componentize-py components list `error` in
+/// `wasi:io/streams`), it defines a fresh resource type there that clashes
+/// with the real one, so such components could not be inspected.
+fn stub_ungranted_operations(
+    linker: &mut Linker<CallState>,
+    component: &Component,
+    caps: &Capabilities,
+    engine: &wasmtime::Engine,
+) -> wasmtime::Result<()> {
+    /// The resource type of stubbed resources; no value of it is ever made.
+    struct Ungranted;
+    for (name, item) in component.component_type().imports(engine) {
+        let Some(rest) = name.strip_prefix("toolhost:tool/") else {
+            continue;
+        };
+        let interface = rest.split_once('@').map_or(rest, |(i, _)| i);
+        let granted = match interface {
+            "fs-read" => caps.fs_read.is_some(),
+            "fs-write" => caps.fs_write.is_some(),
+            "process" => caps.process.is_some(),
+            "search" => caps.search.is_some(),
+            "tools" => caps.tools.is_some(),
+            _ => true, // always linked, or refused by the linker as unknown
+        };
+        let ComponentItem::ComponentInstance(instance) = item.ty else {
+            continue;
+        };
+        if granted {
+            continue;
+        }
+        let mut stub = linker.instance(name)?;
+        for (export, ty) in instance.exports(engine) {
+            match ty.ty {
+                ComponentItem::ComponentFunc(_) => {
+                    let what = format!("{name}#{export}");
+                    stub.func_new(export, move |_, _, _, _| {
+                        wasmtime::bail!("{what} is not granted to this component")
+                    })?;
+                }
+                ComponentItem::Resource(_) => {
+                    stub.resource(export, ResourceType::host::<Ungranted>(), |_, _| Ok(()))?;
+                }
+                _ => {}
+            }
         }
     }
     Ok(())
@@ -444,7 +548,7 @@ impl Sandbox {
                 tools::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
             }
             if trap_ungranted {
-                linker.define_unknown_imports_as_traps(component)?;
+                stub_ungranted_operations(&mut linker, component, &caps, runtime.engine())?;
             }
             Ok(())
         })();
@@ -708,19 +812,31 @@ impl CallInstance {
         .await
     }
 
+    /// The hook's patch, refused (as if the hook had failed, in the words of
+    /// `subject`) when it is larger than a tool's result could be.
     pub(crate) async fn on_tool_result(
         &mut self,
         event: hook::ToolResultEvent,
+        subject: &str,
     ) -> Result<Result<Option<hook::ToolResultPatch>, String>, CallFailure> {
         let hook = self.hook()?;
-        self.guard(|store| {
-            Box::pin(async move {
-                hook.toolhost_tool_hook()
-                    .call_on_tool_result(store, &event)
-                    .await
+        let patch = self
+            .guard(|store| {
+                Box::pin(async move {
+                    hook.toolhost_tool_hook()
+                        .call_on_tool_result(store, &event)
+                        .await
+                })
             })
-        })
-        .await
+            .await?;
+        if let Ok(Some(p)) = &patch {
+            let content = p.content.as_deref().unwrap_or_default();
+            let limit = self.limits.output_bytes;
+            if let Err(refused) = check_output(subject, content, p.details.as_deref(), &[], limit) {
+                return Ok(Err(refused));
+            }
+        }
+        Ok(patch)
     }
 
     pub(crate) async fn definitions(&mut self) -> Result<Vec<types::ToolDefinition>, CallFailure> {
@@ -767,22 +883,13 @@ impl CallInstance {
             })
             .await?;
         let limit = self.limits.output_bytes;
-        Ok(out.and_then(result_from_wit).and_then(|r| {
-            let size: usize = r
-                .content
-                .iter()
-                .map(|b| match b {
-                    ContentBlock::Text { text } => text.len(),
-                    ContentBlock::Image { data, .. } => data.len(),
-                })
-                .sum();
-            match limit {
-                Some(max) if size > max => Err(format!(
-                    "Tool {name} returned {size} bytes of content, more than its limit of {max}",
-                    name = tool_name
-                )),
-                _ => Ok(r),
-            }
+        Ok(out.and_then(|r| {
+            // Checked on the guest's own values, before the host parses the
+            // details or converts the content.
+            let subject = format!("Tool {tool_name}");
+            let (content, details) = (&r.content, r.details.as_deref());
+            check_output(&subject, content, details, &r.added_tool_names, limit)?;
+            result_from_wit(r)
         }))
     }
 }

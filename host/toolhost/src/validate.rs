@@ -37,6 +37,7 @@
 //! "Received arguments" block ([`js_stringify_pretty`]).
 
 use serde_json::{Map, Value};
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt;
 
@@ -47,6 +48,72 @@ const MAX_ISSUES: usize = 8;
 /// descends into the value (`{"$ref": "#"}`) would otherwise recurse forever. Past the bound the
 /// walk gives up on that branch and the `jsonschema` backstop has the last word.
 const MAX_SCHEMA_DEPTH: usize = 256;
+
+/// Steps (schema nodes visited) the walk may take to coerce and validate one call's arguments.
+/// A tool's schema comes from its (possibly hostile) component, and its `$ref`s make it a graph
+/// that the walk unfolds: two references back to the root under `anyOf` double the work at every
+/// level, so without a bound one call could keep a host thread busy for ever — the walk runs in
+/// the host, where no guest deadline applies. Honest arguments need a few steps per value node and
+/// schema keyword (a model's arguments are at most some tens of thousands of nodes); past the bound
+/// the call is refused with [`SCHEMA_TOO_COMPLEX`].
+const MAX_WALK_STEPS: u64 = 1_000_000;
+
+/// The issue of a call whose validation ran out of [`MAX_WALK_STEPS`].
+pub const SCHEMA_TOO_COMPLEX: &str =
+    "the tool's parameter schema is too complex to check these arguments";
+
+thread_local! {
+    /// Walk steps left for the validation running on this thread; `None` outside one. The walk
+    /// is synchronous, so a thread runs one validation at a time.
+    static WALK_BUDGET: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// Run `f` under a fresh walk budget (or under the one already running on this thread), and
+/// refuse its outcome if the budget ran out: the walk then returned early everywhere.
+fn within_budget<T>(f: impl FnOnce() -> Result<T, Vec<Issue>>) -> Result<T, Vec<Issue>> {
+    struct Outermost(bool);
+    impl Drop for Outermost {
+        fn drop(&mut self) {
+            if self.0 {
+                WALK_BUDGET.with(|budget| budget.set(None));
+            }
+        }
+    }
+    let outermost = Outermost(WALK_BUDGET.with(|budget| {
+        let unset = budget.get().is_none();
+        if unset {
+            budget.set(Some(MAX_WALK_STEPS));
+        }
+        unset
+    }));
+    let outcome = f();
+    let exhausted = budget_spent();
+    drop(outermost);
+    if exhausted {
+        return Err(vec![Issue {
+            path: format_path("", None),
+            message: SCHEMA_TOO_COMPLEX.to_owned(),
+        }]);
+    }
+    outcome
+}
+
+/// Whether the validation running on this thread has spent its walk budget.
+fn budget_spent() -> bool {
+    WALK_BUDGET.with(|budget| budget.get() == Some(0))
+}
+
+/// Take one walk step; `false` once the budget is spent.
+fn walk_step() -> bool {
+    WALK_BUDGET.with(|budget| match budget.get() {
+        Some(0) => false,
+        Some(left) => {
+            budget.set(Some(left - 1));
+            true
+        }
+        None => true,
+    })
+}
 
 /// The formats TypeBox 1.3.7 registers; any other format passes, as in TypeBox.
 const TYPEBOX_FORMATS: &[&str] = &[
@@ -175,6 +242,10 @@ impl ArgumentSchema {
 
     /// Spec §2.5 steps 1-4 with the §7.3 changes: returns the coerced deep copy, or the issues.
     pub fn coerce_and_validate(&self, args: &Value) -> Result<Value, Vec<Issue>> {
+        within_budget(|| self.coerce_and_validate_unbounded(args))
+    }
+
+    fn coerce_and_validate_unbounded(&self, args: &Value) -> Result<Value, Vec<Issue>> {
         let mut args = args.clone();
         self.remove_optional_nulls(&mut args, &self.schema);
         // Pi ignores the value `Value.Convert` returns: only in-place changes inside the
@@ -188,13 +259,22 @@ impl ArgumentSchema {
         if args.is_object() {
             args = self.coerce_json(&self.schema, args);
         }
-        self.validate(&args).map(|()| args)
+        self.validate_unbounded(&args).map(|()| args)
     }
 
     /// Step 4 alone: checks `value` against the schema, without coercion.
     pub fn validate(&self, value: &Value) -> Result<(), Vec<Issue>> {
+        within_budget(|| self.validate_unbounded(value))
+    }
+
+    fn validate_unbounded(&self, value: &Value) -> Result<(), Vec<Issue>> {
         let mut raw = Vec::new();
         if self.walk(&self.schema, value, "", 0, &mut raw) && raw.is_empty() {
+            // A walk that ran out of steps passed everything unchecked; the backstop would
+            // unfold the same references without any bound, so it is not asked.
+            if budget_spent() {
+                return Err(Vec::new());
+            }
             if self.backstop.is_valid(value) {
                 return Ok(());
             }
@@ -534,7 +614,7 @@ impl ArgumentSchema {
         depth: usize,
         out: &mut Vec<RawIssue>,
     ) -> bool {
-        if depth > MAX_SCHEMA_DEPTH {
+        if depth > MAX_SCHEMA_DEPTH || !walk_step() {
             return true;
         }
         let keywords = match schema {
@@ -643,6 +723,9 @@ impl ArgumentSchema {
                 ok = false;
             }
         }
+        // Issues are only appended and only the first MAX_ISSUES are ever shown, so the rest can
+        // go at once: kept, nested unions over a deep value would pile them up by the million.
+        out.truncate(MAX_ISSUES);
         ok
     }
 
@@ -1583,7 +1666,7 @@ fn js_number_string(number: f64) -> String {
 
 /// JavaScript's WhiteSpace and LineTerminator code points (what `trim` and `Number` strip).
 /// Not Rust's `char::is_whitespace`: JS includes U+FEFF and excludes U+0085 and U+180E.
-fn is_js_whitespace(c: char) -> bool {
+pub(crate) fn is_js_whitespace(c: char) -> bool {
     matches!(
         c,
         '\u{0009}'
@@ -1605,7 +1688,7 @@ fn is_js_whitespace(c: char) -> bool {
     )
 }
 
-fn js_trim(text: &str) -> &str {
+pub(crate) fn js_trim(text: &str) -> &str {
     text.trim_matches(is_js_whitespace)
 }
 
@@ -2984,6 +3067,37 @@ mod tests {
         assert_eq!(
             failure_text("t", &[], &json!({"a":1})),
             "Validation failed for tool \"t\":\nUnknown validation error\n\nReceived arguments:\n{\n  \"a\": 1\n}"
+        );
+    }
+
+    #[test]
+    fn schemas_whose_references_explode_are_refused_within_the_walk_budget() {
+        // Two references back to the root at every level: 2^depth work without the budget.
+        let doubling = json!({"type":"object","anyOf":[{"$ref":"#"},{"$ref":"#"}]});
+        assert_eq!(
+            issues(&doubling, json!({"a": 1})),
+            [format!("root: {SCHEMA_TOO_COMPLEX}")]
+        );
+        // Exponential through the value too: each level tries both members on a deep array.
+        let branching = json!({"type":"object","properties":{"a":{"$ref":"#/$defs/x"}},
+            "$defs":{"x":{"anyOf":[
+                {"type":"array","items":{"$ref":"#/$defs/x"}},
+                {"type":"array","items":{"$ref":"#/$defs/x"}}]}}});
+        let mut deep = json!("leaf");
+        for _ in 0..60 {
+            deep = json!([deep]);
+        }
+        assert_eq!(
+            issues(&branching, json!({ "a": deep })),
+            [format!("root: {SCHEMA_TOO_COMPLEX}")]
+        );
+        // The budget is per call: honest recursive schemas still validate afterwards.
+        let tree =
+            json!({"type":"object","properties":{"child":{"$ref":"#"},"n":{"type":"number"}}});
+        ok(&tree, json!({"child": {"child": {"n": 1}}}));
+        assert_eq!(
+            issues(&tree, json!({"child": {"n": "x"}})),
+            ["child.n: must be number"]
         );
     }
 

@@ -312,13 +312,7 @@ impl LocalFs {
     /// root. Components above the roots are taken as they are (roots are real
     /// paths, so their ancestors hold no links on the way to them).
     fn resolve_links(&self, abs: &Path, shown: &str) -> Result<Located<'_>, FsError> {
-        let mut queue: VecDeque<PathBuf> = abs
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(s) => Some(PathBuf::from(s)),
-                _ => None,
-            })
-            .collect();
+        let mut queue = path_steps(abs);
         let mut current = PathBuf::from("/");
         let mut hops = 0;
         while let Some(name) = queue.pop_front() {
@@ -363,22 +357,31 @@ impl LocalFs {
             let target = rustix::fs::readlinkat(&at.root.dir, at.rel(), Vec::new())
                 .map_err(|e| io_error(&io::Error::from(e), shown))?;
             let target = PathBuf::from(target.to_string_lossy().into_owned());
-            if target.is_absolute() {
-                current = PathBuf::from("/");
-            }
-            let mut front: Vec<PathBuf> = target
-                .components()
-                .filter_map(|c| match c {
-                    Component::Normal(s) => Some(PathBuf::from(s)),
-                    Component::ParentDir => Some(PathBuf::from("..")),
-                    _ => None,
-                })
-                .collect();
-            while let Some(c) = front.pop() {
-                queue.push_front(c);
-            }
+            follow_link(&mut queue, &mut current, &target);
         }
         self.locate_lexical(&current).ok_or_else(|| outside(shown))
+    }
+}
+
+/// The steps of a path for a link walk: its names and `..` components.
+fn path_steps(path: &Path) -> VecDeque<PathBuf> {
+    path.components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => Some(PathBuf::from(s)),
+            Component::ParentDir => Some(PathBuf::from("..")),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Continue a link walk through a symlink to `target`: an absolute target
+/// starts again from `/`; its steps come before the rest of the path.
+fn follow_link(queue: &mut VecDeque<PathBuf>, current: &mut PathBuf, target: &Path) {
+    if target.is_absolute() {
+        *current = PathBuf::from("/");
+    }
+    for step in path_steps(target).into_iter().rev() {
+        queue.push_front(step);
     }
 }
 
@@ -642,13 +645,7 @@ impl MemoryFs {
             return Err(outside(path));
         }
         let nodes = self.nodes.read().expect("memory fs lock");
-        let mut queue: VecDeque<PathBuf> = abs
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(s) => Some(PathBuf::from(s)),
-                _ => None,
-            })
-            .collect();
+        let mut queue = path_steps(&abs);
         let mut current = PathBuf::from("/");
         let mut hops = 0;
         while let Some(name) = queue.pop_front() {
@@ -667,21 +664,7 @@ impl MemoryFs {
                     if hops > MAX_SYMLINK_HOPS {
                         return Err(fs_error(ErrorCode::TooManyLinks, path.to_string()));
                     }
-                    let target = Path::new(target);
-                    if target.is_absolute() {
-                        current = PathBuf::from("/");
-                    }
-                    let mut front: Vec<PathBuf> = target
-                        .components()
-                        .filter_map(|c| match c {
-                            Component::Normal(s) => Some(PathBuf::from(s)),
-                            Component::ParentDir => Some(PathBuf::from("..")),
-                            _ => None,
-                        })
-                        .collect();
-                    while let Some(c) = front.pop() {
-                        queue.push_front(c);
-                    }
+                    follow_link(&mut queue, &mut current, Path::new(target));
                 }
                 Some(MemoryNode::File(_)) if !queue.is_empty() => {
                     return Err(fs_error(ErrorCode::NotADirectory, path.to_string()));

@@ -13,10 +13,13 @@
 //! * Its own session and process group (`setsid`, like Node's `detached`), so
 //!   the whole group can be stopped and no terminal reaches it.
 //! * Where the kernel offers Landlock: write access only beneath the write
-//!   roots (plus `/dev/null` and friends), reading everywhere, and no signals
-//!   to processes outside its domain (ABI ≥ 6). Without Landlock the child
-//!   runs unconfined and [`landlock`] says why; a policy may instead
-//!   [require](ProcessPolicy::require_landlock) it and refuse to spawn.
+//!   roots (plus `/dev/null` and friends), reading everywhere, no signals to
+//!   processes outside its domain (ABI ≥ 6), and unless the policy allows
+//!   the [network](ProcessPolicy::network), no TCP `connect` or `bind`
+//!   (ABI ≥ 4; UDP and Unix sockets are not covered by Landlock). Without
+//!   Landlock the child runs unconfined and [`landlock`] says why; a policy
+//!   may instead [require](ProcessPolicy::require_landlock) it and refuse to
+//!   spawn.
 //!
 //! # Lifetime: no process outlives its call
 //!
@@ -115,7 +118,8 @@ pub const SESSION_ID_VAR: &str = "TOOLHOST_SESSION_ID";
 /// What a component may run, where, and with which environment.
 ///
 /// The default grants nothing: no program, no working directory, an empty
-/// environment, no default timeout, and Landlock used where available.
+/// environment, no default timeout, no network, and Landlock used where
+/// available.
 #[derive(Clone, Debug, Default)]
 pub struct ProcessPolicy {
     programs: Vec<String>,
@@ -125,6 +129,7 @@ pub struct ProcessPolicy {
     session_id: Option<String>,
     default_timeout: Option<Duration>,
     require_landlock: bool,
+    network: bool,
 }
 
 impl ProcessPolicy {
@@ -191,6 +196,16 @@ impl ProcessPolicy {
     /// child unconfined.
     pub fn require_landlock(mut self, required: bool) -> Self {
         self.require_landlock = required;
+        self
+    }
+
+    /// Let children connect to and listen on TCP ports. Off by default: a
+    /// program that can read files (Landlock leaves reading open) could
+    /// otherwise send them anywhere. Enforced where Landlock has network
+    /// rules (ABI ≥ 4, Linux 6.7); `connect` and `bind` then fail with
+    /// `EACCES`. UDP (and so DNS) is not covered by Landlock.
+    pub fn network(mut self, allowed: bool) -> Self {
+        self.network = allowed;
         self
     }
 
@@ -410,7 +425,8 @@ impl ProcessPolicy {
     /// allocating and opening the roots is fine). `None` when unavailable.
     fn ruleset(&self) -> Result<Option<landlock::RulesetCreated>, ProcessError> {
         use landlock::{
-            Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
+            Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr,
+            RulesetCreatedAttr, Scope,
         };
         let abi = match landlock() {
             Ok(abi) => *abi,
@@ -439,6 +455,13 @@ impl ProcessPolicy {
         if abi >= landlock::ABI::V6 {
             // No signals to processes outside the child's domain (the host).
             ruleset = ruleset.scope(Scope::Signal).map_err(|e| fail(&e))?;
+        }
+        if !self.network && abi >= landlock::ABI::V4 {
+            // Handled with no rule allowing a port: every TCP connect and
+            // bind is refused, so a child cannot send what it reads away.
+            ruleset = ruleset
+                .handle_access(AccessNet::from_all(abi))
+                .map_err(|e| fail(&e))?;
         }
         let mut created = ruleset
             .create()

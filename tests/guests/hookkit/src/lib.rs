@@ -2,8 +2,10 @@
 //! (world `hook-component`). Its behaviour is chosen by the call it sees:
 //! `echo` arguments with `"value"` of `rm -rf …` are blocked, `rewrite` is
 //! rewritten, `crash` panics, `spin` never returns, `stop` blocks and asks the
-//! loop to terminate; `fast` results are patched and `fail` results make the
-//! hook fail.
+//! loop to terminate, `deep` and `garbled` are rewritten to arguments that
+//! are not JSON the host accepts; `fast` results are patched, `fail` results
+//! make the hook fail, and `echo` results of `flood` get a patch of 2,000
+//! empty blocks.
 
 wit_bindgen::generate!({
     path: "../../../wit",
@@ -46,6 +48,11 @@ impl Guest for HookKit {
             },
             "fail" => return Err("hookkit refuses this call".into()),
             "stop" => verdict(true, None, true, None),
+            "deep" => {
+                let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+                verdict(false, None, false, Some(deep))
+            }
+            "garbled" => verdict(false, None, false, Some("{oops".into())),
             _ => None,
         })
     }
@@ -61,6 +68,11 @@ impl Guest for HookKit {
                 is_error: None,
             })),
             "fail" => Err("hookkit cannot look at failures".into()),
+            "echo" if event.input.contains("\"flood\"") => Ok(Some(ToolResultPatch {
+                content: Some(vec![ContentBlock::Text(String::new()); 2000]),
+                details: None,
+                is_error: None,
+            })),
             _ => Ok(None),
         }
     }

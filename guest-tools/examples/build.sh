@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Build the example extensions into one directory (default: <repository>/target/examples):
+#
+#   wordcount.wasm   Rust, on the toolhost SDK          (cargo, target wasm32-wasip2)
+#   jsonquery.wasm   JavaScript, with componentize-qjs  (npm, pinned in jsonquery/package-lock.json)
+#   csvstats.wasm    Python, with componentize-py       (pip, pinned in csvstats/requirements.txt)
+#
+# The JavaScript and Python toolchains are installed on first use, and again
+# whenever their pins change: npm into jsonquery/node_modules, pip into a
+# virtual environment at csvstats/.venv. Needs Rust with the wasm32-wasip2
+# target, Node.js 18+ with npm, and Python 3.10+.
+#
+# Usage: guest-tools/examples/build.sh [OUTPUT_DIR]
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:-$here/../../target/examples}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+step() { printf '\n== %s\n' "$*" >&2; }
+
+step "wordcount (Rust)"
+# cargo prints the component's path among its JSON messages; that finds it
+# wherever CARGO_TARGET_DIR points.
+wasm=$(cd "$here/wordcount" &&
+    cargo build --release --locked --target wasm32-wasip2 --message-format=json-render-diagnostics |
+    sed -n 's/.*"filenames":\["\([^"]*\/wordcount\.wasm\)".*/\1/p' | tail -n 1)
+[ -n "$wasm" ] || { echo "build.sh: cargo did not report wordcount.wasm" >&2; exit 1; }
+cp "$wasm" "$out/wordcount.wasm"
+
+step "jsonquery (JavaScript)"
+(
+    cd "$here/jsonquery"
+    # npm ci installs exactly the lock file; redo it only when the lock changed.
+    if ! cmp -s package-lock.json node_modules/.installed-lock.json; then
+        npm ci --no-audit --no-fund
+        cp package-lock.json node_modules/.installed-lock.json
+    fi
+    npm run --silent build
+)
+cp "$here/jsonquery/dist/jsonquery.wasm" "$out/jsonquery.wasm"
+
+step "csvstats (Python)"
+(
+    cd "$here/csvstats"
+    venv=.venv
+    if ! cmp -s requirements.txt "$venv/.installed-requirements.txt"; then
+        rm -rf "$venv"
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install --quiet --disable-pip-version-check -r requirements.txt
+        cp requirements.txt "$venv/.installed-requirements.txt"
+    fi
+    mkdir -p dist
+    # VIRTUAL_ENV names the environment componentize-py takes site-packages
+    # from, so the machine's own Python packages never end up in the build.
+    VIRTUAL_ENV=$PWD/$venv "$venv/bin/componentize-py" --quiet -d wit -w csvstats \
+        componentize -p src csvstats -o dist/csvstats.wasm
+)
+cp "$here/csvstats/dist/csvstats.wasm" "$out/csvstats.wasm"
+
+step "built into $out"
+ls -l "$out"/*.wasm >&2

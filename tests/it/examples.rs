@@ -1,0 +1,379 @@
+//! The example extensions of `guest-tools/examples/` (Rust, JavaScript,
+//! Python), as their READMEs tell a user to install them: the `.wasm` file
+//! dropped into `.toolhost/extensions/`, a grant written in `toolhost.toml`.
+//! Each one is listed and runs under its grant, and without the grant is
+//! refused at load (wordcount, jsonquery: they import `fs-read`) or reaches
+//! no file (csvstats: it reads through WASI preopens).
+//!
+//! The components are built by `guest-tools/examples/build.sh` (which
+//! `.ci/run` calls first), not by these tests: a missing one fails the test
+//! with that command.
+
+use crate::support::*;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::process::Output;
+use std::sync::Mutex;
+
+/// The built example `name`.wasm; panics with the build command when missing.
+#[track_caller]
+fn example(name: &str) -> PathBuf {
+    let path = PathBuf::from(toolhost_tests::EXAMPLES).join(format!("{name}.wasm"));
+    assert!(
+        path.is_file(),
+        "the example extension {} is missing: build the examples with \
+         `guest-tools/examples/build.sh` (.ci/run does)",
+        path.display()
+    );
+    path
+}
+
+/// Drop example `name` into the workspace's extensions directory, as its
+/// README says. The first use of each example in this process compiles it
+/// (the JavaScript and Python ones are megabytes of runtime) into the on-disk
+/// cache, one test at a time, so parallel tests do not compile it together.
+#[track_caller]
+fn drop_in(ws: &Workspace, name: &str) {
+    static COMPILED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    let component = example(name);
+    {
+        let mut compiled = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
+        let compiled = compiled.get_or_insert_with(HashSet::new);
+        if !compiled.contains(name) {
+            let out = toolhost(
+                &Workspace::new(),
+                &["ext", "inspect", component.to_str().unwrap()],
+                None,
+            );
+            assert!(out.status.success(), "{}", stderr(&out));
+            compiled.insert(name.to_string());
+        }
+    }
+    let dir = ws.path.join(".toolhost/extensions");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(&component, dir.join(format!("{name}.wasm"))).unwrap();
+}
+
+fn user_policy(ws: &Workspace, text: &str) {
+    std::fs::create_dir_all(ws.user_config()).unwrap();
+    std::fs::write(ws.user_config().join("toolhost.toml"), text).unwrap();
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[track_caller]
+fn json_out(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: stdout {:?} stderr {:?}",
+            String::from_utf8_lossy(&out.stdout),
+            stderr(out)
+        )
+    })
+}
+
+/// `toolhost call TOOL ARGS --json`: the result message.
+#[track_caller]
+fn call_message(ws: &Workspace, tool: &str, args: Value) -> Value {
+    json_out(&toolhost(
+        ws,
+        &["call", tool, &args.to_string(), "--json"],
+        None,
+    ))
+}
+
+/// The text of a call's result, and whether it is an error.
+#[track_caller]
+fn call_text(ws: &Workspace, tool: &str, args: Value) -> (String, bool) {
+    let msg = call_message(ws, tool, args);
+    (
+        msg["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        msg["isError"].as_bool().unwrap(),
+    )
+}
+
+/// The listed tool `name`, if `toolhost list` shows it.
+fn listed(ws: &Workspace, name: &str) -> Option<Value> {
+    let tools = json_out(&toolhost(ws, &["list", "--json"], None));
+    tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .cloned()
+}
+
+#[test]
+fn rust_wordcount_counts_files_in_its_granted_directory_only() {
+    let ws = Workspace::new();
+    ws.write("docs/a.txt", "one two\nthree\n");
+    ws.write("docs/sub/b.md", "héllo wörld\n");
+    ws.write("docs/.hidden", "not counted");
+    ws.write("secret.txt", "outside the grant");
+    ws.symlink("docs/link", ws.path.join("secret.txt"));
+    drop_in(&ws, "wordcount");
+
+    // Not granted: refused at load, with the line that would grant it.
+    assert!(listed(&ws, "wc").is_none());
+    let ext = json_out(&toolhost(&ws, &["ext", "list", "--json"], None));
+    assert_eq!(ext[0]["name"], "wordcount");
+    assert_eq!(
+        ext[0]["refused"],
+        "imports toolhost:tool/fs-read@0.1.0 (read files), which is not granted to it; \
+         grant it in toolhost.toml: [extensions.wordcount] fs-read = [\"<directory>\"]"
+    );
+    assert_eq!(
+        call_text(&ws, "wc", json!({"path": "docs"})),
+        ("Tool wc not found".into(), true)
+    );
+
+    user_policy(&ws, "[extensions.wordcount]\nfs-read = [\"docs\"]\n");
+    let wc = listed(&ws, "wc").expect("granted: listed");
+    assert_eq!(wc["active"], true);
+    assert_eq!(wc["source"]["kind"], "extension");
+
+    // The directory's files, recursively; dot files and the symlink out of
+    // the grant are not counted.
+    let msg = call_message(&ws, "wc", json!({"path": "docs"}));
+    assert_eq!(msg["isError"], false, "{msg}");
+    assert_eq!(
+        msg["content"][0]["text"],
+        "lines  words  chars  bytes  path\n\
+         \x20   2      3     14     14  docs/a.txt\n\
+         \x20   1      2     12     14  docs/sub/b.md\n\
+         \x20   3      5     26     28  total"
+    );
+    assert_eq!(
+        msg["details"]["total"],
+        json!({"lines": 3, "words": 5, "chars": 26, "bytes": 28})
+    );
+
+    let outside = format!(
+        "is outside the directories this extension may read ({}/docs)",
+        ws.str()
+    );
+    assert_eq!(
+        call_text(&ws, "wc", json!({"path": "secret.txt"})),
+        (format!("secret.txt {outside}"), true)
+    );
+    assert_eq!(
+        call_text(&ws, "wc", json!({"path": "docs/link"})),
+        (format!("docs/link {outside}"), true),
+        "a symlink does not lead out of the grant"
+    );
+    assert_eq!(
+        call_text(&ws, "wc", json!({"path": "docs/none.txt"})),
+        ("No such file or directory: docs/none.txt".into(), true)
+    );
+}
+
+#[test]
+fn javascript_jsonquery_queries_json_in_its_granted_directory_only() {
+    let ws = Workspace::new();
+    ws.write(
+        "data/pkg.json",
+        r#"{"name":"demo","items":[{"name":"a","n":1},{"name":"b","n":2}],"odd key":{"x":true}}"#,
+    );
+    ws.write("secret.json", r#"{"token":"s3cret"}"#);
+    drop_in(&ws, "jsonquery");
+    // The grant in the workspace's own toolhost.toml, as the README shows:
+    // it applies once the user trusts it.
+    ws.write(
+        "toolhost.toml",
+        "[extensions.jsonquery]\nfs-read = [\"data\"]\n",
+    );
+    let query = |q: &str| {
+        call_text(
+            &ws,
+            "json_query",
+            json!({"path": "data/pkg.json", "query": q}),
+        )
+    };
+
+    assert!(
+        listed(&ws, "json_query").is_none(),
+        "untrusted: not granted"
+    );
+    assert_eq!(query(".name"), ("Tool json_query not found".into(), true));
+
+    let out = toolhost(&ws, &["trust"], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(listed(&ws, "json_query").is_some());
+    assert_eq!(query(".items[].name"), ("\"a\"\n\"b\"".into(), false));
+    assert_eq!(query(".items | length"), ("2".into(), false));
+    assert_eq!(query(".\"odd key\""), ("{\n  \"x\": true\n}".into(), false));
+    assert_eq!(query(".items[-1].n"), ("2".into(), false));
+    assert_eq!(
+        query(".name.x"),
+        ("Cannot index string with \"x\"".into(), true)
+    );
+    assert_eq!(
+        query(".items["),
+        (
+            "Invalid query \".items[\" at position 8: expected an index, a \"key\" or ]".into(),
+            true
+        )
+    );
+    // prepare-arguments maps the old argument name before validation.
+    assert_eq!(
+        call_text(
+            &ws,
+            "json_query",
+            json!({"file": "data/pkg.json", "query": ".name"})
+        ),
+        ("\"demo\"".into(), false)
+    );
+    assert_eq!(
+        call_text(&ws, "json_query", json!({"path": "secret.json"})),
+        (
+            format!(
+                "secret.json is outside the directories this extension may read ({}/data)",
+                ws.str()
+            ),
+            true
+        )
+    );
+}
+
+#[test]
+fn python_csvstats_reads_only_granted_files_with_open() {
+    let ws = Workspace::new();
+    ws.write(
+        "data/sales.csv",
+        "region,amount,date\nnorth,10,2024-01-01\nsouth,2.5,2024-01-02\nnorth,,2024-01-03\neast,7,2024-01-04\n",
+    );
+    ws.write("secret.csv", "token\ns3cret\n");
+    ws.symlink("data/escape.csv", ws.path.join("secret.csv"));
+    drop_in(&ws, "csvstats");
+
+    // It imports no Operation, so it loads ungranted, but no file exists for it.
+    assert!(listed(&ws, "csv_stats").is_some());
+    assert_eq!(
+        call_text(&ws, "csv_stats", json!({"path": "data/sales.csv"})),
+        (
+            "data/sales.csv is outside the directories this extension may read (none)".into(),
+            true
+        )
+    );
+
+    user_policy(&ws, "[extensions.csvstats]\nfs-read = [\"data\"]\n");
+    let msg = call_message(&ws, "csv_stats", json!({"path": "data/sales.csv"}));
+    assert_eq!(msg["isError"], false, "{msg}");
+    assert_eq!(
+        msg["content"][0]["text"],
+        "data/sales.csv: 4 rows, 3 columns, delimiter \",\"\n\
+         region  text    4 values, 0 empty; 3 distinct, most common \"north\" (2)\n\
+         amount  number  3 values, 1 empty; min 2.5, max 10, mean 6.5, median 7, sum 19.5\n\
+         date    text    4 values, 0 empty; 4 distinct, most common \"2024-01-01\" (1)"
+    );
+    assert_eq!(msg["details"]["columns"][1]["median"], 7);
+
+    assert_eq!(
+        call_text(&ws, "csv_stats", json!({"path": "secret.csv"})),
+        (
+            format!(
+                "secret.csv is outside the directories this extension may read ({}/data)",
+                ws.str()
+            ),
+            true
+        )
+    );
+    // WASI does not follow a symlink out of a preopened directory.
+    let (text, is_error) = call_text(&ws, "csv_stats", json!({"path": "data/escape.csv"}));
+    assert!(is_error);
+    assert!(text.starts_with("Cannot read data/escape.csv: "), "{text}");
+    assert!(!text.contains("s3cret"), "{text}");
+
+    // Memory granted in toolhost.toml bounds the Python runtime too: past
+    // the limit the call stops (every number is kept for the median) ...
+    let numbers: String = (0..600_000).map(|i| format!("{i}\n")).collect();
+    ws.write("data/numbers.csv", format!("n\n{numbers}"));
+    user_policy(
+        &ws,
+        "[extensions.csvstats]\nfs-read = [\"data\"]\nmemory-mb = 20\n",
+    );
+    assert!(!call_text(&ws, "csv_stats", json!({"path": "data/sales.csv"})).1);
+    assert_eq!(
+        call_text(&ws, "csv_stats", json!({"path": "data/numbers.csv"})),
+        (
+            "Tool csv_stats exceeded its memory limit of 20 MiB and was stopped".into(),
+            true
+        )
+    );
+    // ... and below the runtime's own initial memory it cannot even load.
+    user_policy(
+        &ws,
+        "[extensions.csvstats]\nfs-read = [\"data\"]\nmemory-mb = 8\n",
+    );
+    let ext = json_out(&toolhost(&ws, &["ext", "list", "--json"], None));
+    assert_eq!(
+        ext[0]["refused"],
+        "instantiating failed: the component exceeded its memory limit of 8 MiB and was stopped"
+    );
+}
+
+#[test]
+fn examples_are_inspected_without_grants() {
+    let ws = Workspace::new();
+    for (name, tool, capabilities) in [
+        ("wordcount", "wc", json!(["fs-read"])),
+        ("jsonquery", "json_query", json!(["fs-read"])),
+        ("csvstats", "csv_stats", json!([])),
+    ] {
+        drop_in(&ws, name);
+        let path = example(name);
+        let out = toolhost(
+            &ws,
+            &["ext", "inspect", path.to_str().unwrap(), "--json"],
+            None,
+        );
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
+        let inspection = json_out(&out);
+        assert_eq!(inspection["capabilities"], capabilities, "{name}");
+        assert_eq!(inspection["tools"][0]["name"], tool, "{name}");
+        assert_eq!(
+            inspection["tools"][0]["parameters"]["required"],
+            json!(["path"]),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn python_calls_fill_every_slot_of_the_instance_pool() {
+    // A componentize-py call instantiates 13 core modules (libc, libpython
+    // and its runtime are linked dynamically): the pool must hold that many
+    // for every call its semaphore admits, or a full batch fails some calls.
+    let ws = Workspace::new();
+    ws.write("data/a.csv", "n\n1\n2\n");
+    user_policy(&ws, "[extensions.csvstats]\nfs-read = [\"data\"]\n");
+    let runtime = toolhost::Runtime::new(toolhost::RuntimeOptions {
+        max_concurrent_calls: 2,
+        ..Default::default()
+    })
+    .unwrap();
+    let host = block(
+        toolhost::Host::builder()
+            .workspace(&ws.path)
+            .user_config_dir(Some(ws.user_config()))
+            .extension(example("csvstats"))
+            .runtime(runtime)
+            .all_tools_active()
+            .build(),
+    )
+    .expect("building the host");
+    let calls = (0..4)
+        .map(|i| tool_call(&format!("c{i}"), "csv_stats", json!({"path": "data/a.csv"})))
+        .collect();
+    let message = toolhost::AssistantMessage::from_calls(calls);
+    let (outcome, _) = run(&host, &message, toolhost::CancellationToken::new());
+    for result in &outcome.results {
+        assert!(!result.is_error, "{:?}", result.content);
+    }
+}
