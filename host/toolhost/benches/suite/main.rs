@@ -104,11 +104,10 @@ fn main() {
         eprintln!("  {section}: {:.1} s", start.elapsed().as_secs_f64());
     }
     println!(
-        "toolhost {} on {} cores ({}), {}",
+        "toolhost {} on {} cores ({}), medians unless said",
         env!("CARGO_PKG_VERSION"),
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         std::env::consts::ARCH,
-        "medians unless said"
     );
     println!();
     table::print(&rows);

@@ -35,13 +35,16 @@ fn rss_and_peak() -> (u64, u64) {
 }
 
 /// Called first thing in `main`: runs one side when this is a child.
+/// Runs `n` calls with these arguments at once, in one side's embedding.
+type RunCalls<'a> = Box<dyn Fn(usize, &str) + 'a>;
+
 pub fn child_main() -> bool {
     let Ok(side) = std::env::var(CHILD_VAR) else {
         return false;
     };
     let rt = runtime();
     let sleepy = serde_json::json!({ "ms": SLEEP_MS }).to_string();
-    let run: Box<dyn Fn(usize, &str)> = match side.as_str() {
+    let run: RunCalls = match side.as_str() {
         "toolhost" => {
             let ws = tempfile::tempdir().unwrap();
             let host = rt
