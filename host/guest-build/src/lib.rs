@@ -83,6 +83,11 @@ impl GuestWorkspace<'_> {
             "cargo:rerun-if-changed={}",
             self.dir.join("Cargo.lock").display()
         );
+        // The guests' target and linker flags.
+        println!(
+            "cargo:rerun-if-changed={}",
+            self.dir.join(".cargo/config.toml").display()
+        );
         for entry in fs::read_dir(self.dir)
             .expect("reading the guest workspace")
             .flatten()
