@@ -577,3 +577,56 @@ fn a_batch_larger_than_the_instance_pool_completes() {
             .all(|r| r.text() == "slow done after 20 ms")
     );
 }
+
+/// A before hook that changes the active tools when it sees a call id.
+struct Switcher {
+    host: std::sync::OnceLock<toolhost::Host>,
+    switches: Vec<(&'static str, Vec<&'static str>)>,
+}
+
+impl ToolHooks for Switcher {
+    fn before_tool_call<'a>(
+        &'a self,
+        ctx: &'a mut BeforeToolCallContext,
+    ) -> futures::future::BoxFuture<'a, Result<Option<BeforeToolCallResult>, String>> {
+        Box::pin(async move {
+            for (id, active) in &self.switches {
+                if ctx.tool_call.id == *id {
+                    self.host.get().unwrap().set_active_tools(active);
+                }
+            }
+            Ok(None)
+        })
+    }
+}
+
+#[test]
+fn a_hook_changing_the_active_tools_decides_the_lookup_of_later_calls() {
+    // Calls of a parallel batch are prepared ahead of their hooks; what a
+    // hook of an earlier call changes still decides what a later name finds.
+    let ws = Workspace::new();
+    let switcher = Arc::new(Switcher {
+        host: std::sync::OnceLock::new(),
+        switches: vec![("c1", vec!["fast", "echo"]), ("c3", vec!["echo"])],
+    });
+    let host = block(builder(&ws).hooks(switcher.clone()).build()).unwrap();
+    switcher.host.set(host.clone()).ok().unwrap();
+    host.set_active_tools(&["fast"]);
+    let batch = toolhost::AssistantMessage::from_calls(vec![
+        tool_call("c1", "fast", json!({})),
+        tool_call("c2", "echo", json!({"value": "now active"})),
+        tool_call("c3", "fast", json!({})),
+        tool_call("c4", "fast", json!({})),
+    ]);
+    let (outcome, _) = run(&host, &batch, CancellationToken::new());
+    let texts: Vec<String> = outcome.results.iter().map(|r| r.text()).collect();
+    assert_eq!(
+        texts,
+        [
+            "fast done",
+            r#"echoed: {"value":"now active"}"#,
+            "fast done",
+            "Tool fast not found"
+        ]
+    );
+}

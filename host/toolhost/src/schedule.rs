@@ -8,7 +8,7 @@
 //! to its result message before the next starts.
 
 use crate::message::{StopReason, ToolResultMessage};
-use crate::pipeline::{BatchContext, Finished, Preflight};
+use crate::pipeline::{BatchContext, Finished, Preflight, ReadyCall};
 use crate::registry::ExecutionMode;
 use futures::FutureExt;
 use std::sync::Arc;
@@ -103,41 +103,72 @@ async fn parallel(ctx: &Arc<BatchContext>) -> Vec<Finished> {
             Preflight::Ready(r) => ready.push((i, r)),
         }
     }
-    // A lone call runs in the batch's own task: a task of its own would only
-    // add a hand-over between threads (a few microseconds of a trivial call).
-    // A panic stays bound to the call, as it would in a task of its own.
-    if let [(i, _)] = ready[..] {
-        let (_, r) = ready.pop().expect("one ready call");
+    // Every call starts at once and runs concurrently with the others (a
+    // call waiting on a process or a file never holds up the rest), but not
+    // each in a task of its own: a call handed to another thread runs on a
+    // core whose caches hold none of it, and each hand-over is a wake-up.
+    // The calls are dealt round-robin into one share per worker thread; the
+    // batch's own task runs the first share and a task per other share runs
+    // the rest, each share's calls polled together. A guest computing
+    // without end still lets its share's other calls go on: it yields at
+    // every epoch tick. Measured on 2 cores (scripts/bench batch, 64 `read`
+    // calls, sequential 4.7 ms): a task per call 4.4 ms, shares 3.2 ms.
+    let shares = ready.len().min(cores());
+    let mut dealt: Vec<Vec<(usize, Box<ReadyCall>)>> = (0..shares).map(|_| Vec::new()).collect();
+    for (n, call) in ready.into_iter().enumerate() {
+        dealt[n % shares].push(call);
+    }
+    let mut dealt = dealt.into_iter();
+    let own = dealt.next().unwrap_or_default();
+    let others: Vec<_> = dealt
+        .map(|share| {
+            let ctx = ctx.clone();
+            tokio::spawn(async move { run_share(&ctx, share).await })
+        })
+        .collect();
+    for (i, f) in run_share(ctx, own).await {
+        slots[i] = Some(f);
+    }
+    for handle in others {
+        // `run_share` binds every call's panic to that call's result.
+        let share = handle.await.expect("a share's task does not panic");
+        for (i, f) in share {
+            slots[i] = Some(f);
+        }
+    }
+    slots.into_iter().flatten().collect()
+}
+
+/// Threads to spread a batch's calls over: the runtime's workers (one on a
+/// current-thread runtime, where other tasks would run on the same thread).
+/// Asked of the runtime: `available_parallelism` reads cgroup files, which
+/// cost more than a trivial call.
+fn cores() -> usize {
+    tokio::runtime::Handle::try_current().map_or(1, |rt| rt.metrics().num_workers().max(1))
+}
+
+/// Run a share of prepared calls concurrently; a call that panics ends in an
+/// error result of its own, and the others go on.
+async fn run_share(
+    ctx: &Arc<BatchContext>,
+    share: Vec<(usize, Box<ReadyCall>)>,
+) -> Vec<(usize, Finished)> {
+    let calls = &ctx.message.tool_calls;
+    let running = share.into_iter().map(|(i, r)| async move {
         let outcome = std::panic::AssertUnwindSafe(ctx.execute(*r))
             .catch_unwind()
             .await;
-        slots[i] = Some(outcome.unwrap_or_else(|_| {
+        let finished = outcome.unwrap_or_else(|_| {
             let call = &calls[i];
-            let text = format!("Tool {} failed: the host task running it panicked", call.name);
+            let text = format!(
+                "Tool {} failed: the host task running it panicked",
+                call.name
+            );
             ctx.fail(call, text, false)
-        }));
-        return slots.into_iter().flatten().collect();
-    }
-    // Started in source order, all at once; each its own task so that calls
-    // run on every core.
-    let running: Vec<_> = ready
-        .into_iter()
-        .map(|(i, r)| {
-            let ctx = ctx.clone();
-            (i, tokio::spawn(async move { ctx.execute(*r).await }))
-        })
-        .collect();
-    for (i, handle) in running {
-        slots[i] = Some(match handle.await {
-            Ok(f) => f,
-            Err(e) => {
-                let call = &calls[i];
-                let text = format!("Tool {} failed: the host task running it {e}", call.name);
-                ctx.fail(call, text, false)
-            }
         });
-    }
-    slots.into_iter().flatten().collect()
+        (i, finished)
+    });
+    futures::future::join_all(running).await
 }
 
 fn terminates(finished: &[Finished]) -> bool {
