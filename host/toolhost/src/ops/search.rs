@@ -23,12 +23,15 @@
 //!
 //! # Speed
 //!
-//! [`LocalSearch`] walks with the `ignore` crate's parallel walker and
-//! searches each file on the walker's threads, as `rg` does; results are
-//! collected in a path-ordered set that, once it holds the limit plus one,
-//! refuses and prunes everything sorting after its last entry. The glue runs
-//! the walk on tokio's blocking pool. [`FsSearch`] searches any [`FsRead`]
-//! backend (the in-memory one in tests) with a sequential walk.
+//! [`LocalSearch`] first walks sequentially in sorted order, so a limit
+//! reached early stops the walk at the cut (a 1000-match grep searches only
+//! the files before it); a search that outlasts a small budget goes on with
+//! the `ignore` crate's parallel walker, searching each file on the walker's
+//! threads as `rg` does, for every entry after the last one handled. Results
+//! are collected in a path-ordered set that, once it holds the limit plus
+//! one, refuses and prunes everything sorting after its last entry. The glue
+//! runs the walk on tokio's blocking pool. [`FsSearch`] searches any
+//! [`FsRead`] backend (the in-memory one in tests) with a sequential walk.
 //!
 //! # Cancellation
 //!
@@ -564,16 +567,15 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn an_unreadable_directory_is_a_warning_and_the_rest_is_kept() {
-        // A directory whose path is longer than the kernel accepts cannot be
-        // read by anyone (root included), so this holds for every test user.
-        let tree = Tree::new(&[("a.txt", "needle\n"), ("z.txt", "needle\n")]);
+    /// A directory `name` holding a directory whose path is longer than the
+    /// kernel accepts, so nobody can read it (root included): a walk that
+    /// reaches it warns.
+    fn unreadable_dir(tree: &Tree, name: &str) {
         // Built with descriptor-relative calls, as no absolute path reaches it.
         use rustix::fs::{Mode, OFlags, mkdirat, openat};
         let segment = "d".repeat(250);
         let mut dir = openat(rustix::fs::CWD, &tree.ws, OFlags::DIRECTORY, Mode::empty()).unwrap();
-        for name in std::iter::once("deep").chain(std::iter::repeat_n(segment.as_str(), 20)) {
+        for name in std::iter::once(name).chain(std::iter::repeat_n(segment.as_str(), 20)) {
             mkdirat(&dir, name, Mode::from_raw_mode(0o755)).unwrap();
             dir = openat(&dir, name, OFlags::DIRECTORY, Mode::empty()).unwrap();
         }
@@ -585,6 +587,12 @@ mod tests {
         )
         .unwrap();
         rustix::io::write(&file, b"needle\n").unwrap();
+    }
+
+    #[test]
+    fn an_unreadable_directory_is_a_warning_and_the_rest_is_kept() {
+        let tree = Tree::new(&[("a.txt", "needle\n"), ("z.txt", "needle\n")]);
+        unreadable_dir(&tree, "deep");
         let r = tree
             .local()
             .grep(&tree.request("needle"), &StopFlag::new())
@@ -597,6 +605,75 @@ mod tests {
             "{:?}",
             r.warnings
         );
+    }
+
+    #[test]
+    fn a_limit_stops_the_walk_at_the_cut() {
+        // Nothing after the last result (and the entry that shows more
+        // exist) is visited: the unreadable directory is never reached.
+        let tree = Tree::new(&[("a.txt", "x\nx\n"), ("b.txt", "x\n"), ("c.txt", "x\n")]);
+        unreadable_dir(&tree, "d");
+        let search = tree.local();
+        let stop = StopFlag::new();
+        let mut request = tree.request("x");
+        request.max_matches = 2;
+        let r = search.grep(&request, &stop).unwrap();
+        assert_eq!(lines(&r), ["a.txt:1:x", "a.txt:2:x"]);
+        assert!(r.limit_reached);
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+        let find = |max| GlobRequest {
+            pattern: "*".into(),
+            root: tree.root(""),
+            max_results: max,
+        };
+        let r = search.glob(&find(2), &stop).unwrap();
+        assert_eq!(r.paths, ["a.txt", "b.txt"]);
+        assert!(r.limit_reached);
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+        // Without the cut the walk gets there.
+        request.max_matches = 100;
+        assert_eq!(search.grep(&request, &stop).unwrap().warnings.len(), 1);
+        assert_eq!(search.glob(&find(100), &stop).unwrap().warnings.len(), 1);
+    }
+
+    #[test]
+    fn the_parallel_walk_goes_on_where_the_sorted_walk_stopped() {
+        // Every budget hands over at a different entry (a file, a directory,
+        // one on the way back up); the results never change.
+        let mut files = Vec::new();
+        for dir in ["", "a/", "a/b/", "a/b/c/", "a.d/", "e/", "e/f/"] {
+            for name in ["1.txt", "2.rs", "3.txt"] {
+                files.push((format!("{dir}{name}"), format!("x {dir}\nno\nx\n")));
+            }
+        }
+        files.push(("e/.gitignore".into(), "*.rs\n".into()));
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        let tree = Tree::new(&refs);
+        let stop = StopFlag::new();
+        let find = |max| GlobRequest {
+            pattern: "*".into(),
+            root: tree.root(""),
+            max_results: max,
+        };
+        for max in [1, 7, 20, 1000] {
+            let mut request = tree.request("x");
+            request.max_matches = max;
+            let want_grep = format!("{:?}", tree.grep(request.clone()));
+            let want_find = format!("{:?}", tree.glob("*", max));
+            for budget in 1..40 {
+                let local = tree.local().sorted_budget(budget, u64::MAX);
+                let got = format!("{:?}", local.grep(&request, &stop));
+                assert_eq!(got, want_grep, "grep, limit {max}, budget {budget} entries");
+                let got = format!("{:?}", local.glob(&find(max), &stop));
+                assert_eq!(got, want_find, "find, limit {max}, budget {budget} entries");
+                let local = tree.local().sorted_budget(u64::MAX, budget);
+                let got = format!("{:?}", local.grep(&request, &stop));
+                assert_eq!(got, want_grep, "grep, limit {max}, budget {budget} bytes");
+            }
+        }
     }
 
     /// A backend that waits for its stop flag, and reports when it starts

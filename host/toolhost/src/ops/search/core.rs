@@ -367,10 +367,11 @@ impl Sink for FileSink<'_> {
 }
 
 /// A reader that fails once the call is cancelled, so a search inside one
-/// huge file stops too.
+/// huge file stops too. Counts the bytes read.
 pub(super) struct Cancellable<'a, R> {
     pub inner: R,
     pub stop: &'a StopFlag,
+    pub read: u64,
 }
 
 impl<R: io::Read> io::Read for Cancellable<'_, R> {
@@ -378,7 +379,9 @@ impl<R: io::Read> io::Read for Cancellable<'_, R> {
         if self.stop.is_raised() {
             return Err(cancelled_io());
         }
-        self.inner.read(buf)
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
     }
 }
 

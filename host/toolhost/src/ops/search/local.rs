@@ -1,4 +1,17 @@
-//! [`LocalSearch`]: search on the local disk with ripgrep's parallel walker.
+//! [`LocalSearch`]: search on the local disk with ripgrep's walkers.
+//!
+//! # Two phases
+//!
+//! A walk first runs sequentially with names sorted in each directory, so
+//! entries come in result order (component by component) and it stops at the
+//! first entry past the last one that can be in the result: a limit reached
+//! early costs only the files before the cut. Searches that run longer than
+//! [`SORTED_ENTRIES`] entries or [`SORTED_BYTES`] searched bytes go on with
+//! ripgrep's parallel walker for the rest of the tree (every entry after the
+//! last one handled), collecting into the same path-ordered set, which prunes
+//! what sorts after its cut. The parallel walker alone visits entries in no
+//! useful order, so a limit used to cost several times the files needed; the
+//! sequential walker alone leaves cores idle on a whole-tree search.
 //!
 //! # Confinement
 //!
@@ -29,23 +42,45 @@ use std::sync::{Arc, Mutex};
 /// Largest ignore file read above the search root.
 const MAX_IGNORE_FILE: u64 = 1 << 20;
 
+/// Entries the sorted walk visits before the parallel walker takes over:
+/// a 1000-result find in a source tree needs a few thousand.
+const SORTED_ENTRIES: u64 = 8192;
+
+/// Bytes the sorted walk searches before the parallel walker takes over:
+/// a 1000-match grep for a common pattern needs a few hundred KB.
+const SORTED_BYTES: u64 = 4 << 20;
+
 /// The `search` Operations on the local disk, inside the roots of a [`LocalFs`].
 #[derive(Debug)]
 pub struct LocalSearch {
     fs: Arc<LocalFs>,
     threads: usize,
+    /// Budget of the sorted walk: entries visited, bytes searched.
+    sorted: (u64, u64),
 }
 
 impl LocalSearch {
     /// Search the roots of `fs`, with as many walker threads as the machine
     /// has cores (ripgrep's default, at most 12).
     pub fn new(fs: Arc<LocalFs>) -> LocalSearch {
-        LocalSearch { fs, threads: 0 }
+        LocalSearch {
+            fs,
+            threads: 0,
+            sorted: (SORTED_ENTRIES, SORTED_BYTES),
+        }
     }
 
     /// Use `n` walker threads (0: one per core).
     pub fn threads(mut self, n: usize) -> LocalSearch {
         self.threads = n;
+        self
+    }
+
+    /// Hand over to the parallel walker after `entries` entries or `bytes`
+    /// searched bytes (tests use tiny budgets to cover the hand-over).
+    #[cfg(test)]
+    pub(crate) fn sorted_budget(mut self, entries: u64, bytes: u64) -> LocalSearch {
+        self.sorted = (entries, bytes);
         self
     }
 }
@@ -147,9 +182,9 @@ impl LocalSearch {
     fn walker(
         &self,
         target: &Target<'_>,
-        overrides: Option<Override>,
-        outer: IgnoreRules,
-    ) -> ignore::WalkParallel {
+        overrides: Option<&Override>,
+        outer: &IgnoreRules,
+    ) -> WalkBuilder {
         let mut builder = WalkBuilder::new(&target.abs);
         builder
             .hidden(false)
@@ -161,9 +196,10 @@ impl LocalSearch {
             .require_git(false)
             .follow_links(false)
             .threads(self.threads);
-        if let Some(overrides) = &overrides {
+        if let Some(overrides) = overrides {
             builder.overrides(overrides.clone());
         }
+        let (overrides, outer) = (overrides.cloned(), outer.clone());
         builder.filter_entry(move |entry| {
             if entry.file_name() == ".git" {
                 return false;
@@ -181,7 +217,44 @@ impl LocalSearch {
             }
             !outer.is_ignored(entry.path(), is_dir)
         });
-        builder.build_parallel()
+        builder
+    }
+
+    /// The sequential walker with names sorted in each directory: entries in
+    /// result order.
+    fn sorted_walker(
+        &self,
+        target: &Target<'_>,
+        overrides: Option<&Override>,
+        outer: &IgnoreRules,
+    ) -> ignore::Walk {
+        self.walker(target, overrides, outer)
+            .sort_by_file_name(|a, b| a.cmp(b))
+            .build()
+    }
+}
+
+/// Where the sorted walk left off when it ran out of budget: it has handled
+/// every entry up to and including `last` in walk order, so everything before
+/// `last` except its ancestors' and its own contents that follow it.
+struct Resume {
+    last: Option<PathBuf>,
+}
+
+impl Resume {
+    /// What the parallel walker does with `rel` if the sorted walk handled it
+    /// (`None`: it did not). A directory on the way to `last` is entered; any
+    /// other directory before it was walked whole.
+    fn handled(&self, rel: &Path, is_dir: bool) -> Option<WalkState> {
+        let last = self.last.as_deref()?;
+        if rel > last {
+            return None;
+        }
+        Some(if is_dir && !last.starts_with(rel) {
+            WalkState::Skip
+        } else {
+            WalkState::Continue
+        })
     }
 }
 
@@ -213,7 +286,15 @@ fn describe(err: &ignore::Error, base: &Path, out: &mut Vec<String>) {
 
 fn cause(err: &ignore::Error) -> String {
     match err {
-        ignore::Error::Io(e) => io_cause(e),
+        ignore::Error::Io(e) => {
+            // The sequential walker wraps walkdir's error, whose message
+            // repeats the path; the OS error is its source.
+            let os = e
+                .get_ref()
+                .and_then(|inner| inner.source())
+                .and_then(|source| source.downcast_ref::<io::Error>());
+            io_cause(os.unwrap_or(e))
+        }
         ignore::Error::WithLineNumber { line, err } => format!("line {line}: {}", cause(err)),
         ignore::Error::WithPath { err, .. } | ignore::Error::WithDepth { err, .. } => cause(err),
         other => other.to_string(),
@@ -228,7 +309,7 @@ fn relative(path: &Path, base: &Path) -> String {
     }
 }
 
-/// One file searched through the root handle.
+/// One file searched through the root handle; also returns the bytes read.
 fn search_one(
     searcher: &mut Searcher,
     matcher: &RegexMatcher,
@@ -236,11 +317,16 @@ fn search_one(
     handle_path: &Path,
     request: &GrepRequest,
     stop: &StopFlag,
-) -> io::Result<FileHits> {
+) -> io::Result<(FileHits, u64)> {
     let file = open_file(dir, handle_path)?;
     let mut sink = FileSink::new(request, stop);
-    searcher.search_reader(matcher, Cancellable { inner: file, stop }, &mut sink)?;
-    Ok(sink.finish())
+    let mut reader = Cancellable {
+        inner: file,
+        stop,
+        read: 0,
+    };
+    searcher.search_reader(matcher, &mut reader, &mut sink)?;
+    Ok((sink.finish(), reader.read))
 }
 
 fn searcher(request: &GrepRequest, binary: BinaryDetection) -> Searcher {
@@ -268,7 +354,8 @@ impl Search for LocalSearch {
                 &target.handle_path(Path::new("")),
                 request,
                 stop,
-            );
+            )
+            .map(|(hits, _)| hits);
             if stop.is_raised() {
                 return Err(SearchError::Cancelled);
             }
@@ -286,40 +373,36 @@ impl Search for LocalSearch {
         let warnings = Mutex::new(warnings);
         let ranked: Ranked<FileHits> =
             Ranked::new(u64::from(request.max_matches).saturating_add(1));
-        let walk = self.walker(&target, overrides, outer);
-        walk.run(|| {
-            let mut searcher = searcher(request, BinaryDetection::quit(b'\0'));
-            let matcher = matcher.clone();
-            let (target, ranked, warnings) = (&target, &ranked, &warnings);
-            Box::new(move |entry| {
-                if stop.is_raised() || ranked.is_overflowed() {
-                    return WalkState::Quit;
+        let mut resume = Resume { last: None };
+        let mut sorted_searcher = searcher(request, BinaryDetection::quit(b'\0'));
+        let (mut entries, mut bytes, mut last) = (0u64, 0u64, PathBuf::new());
+        for entry in self.sorted_walker(&target, overrides.as_ref(), &outer) {
+            if stop.is_raised() || ranked.is_overflowed() {
+                break;
+            }
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    describe(&e, &target.abs, &mut warnings.lock().expect("warnings"));
+                    continue;
                 }
-                let entry = match entry {
-                    Ok(entry) => entry,
-                    Err(e) => {
-                        describe(&e, &target.abs, &mut warnings.lock().expect("warnings"));
-                        return WalkState::Continue;
-                    }
-                };
-                let Some(kind) = entry.file_type() else {
-                    return WalkState::Continue;
-                };
-                let Ok(rel) = entry.path().strip_prefix(&target.abs) else {
-                    return WalkState::Continue;
-                };
-                if kind.is_dir() {
-                    return if ranked.is_beyond(rel) {
-                        WalkState::Skip
-                    } else {
-                        WalkState::Continue
-                    };
-                }
-                if !kind.is_file() || ranked.is_beyond(rel) {
-                    return WalkState::Continue;
-                }
+            };
+            let Ok(rel) = entry.path().strip_prefix(&target.abs) else {
+                continue;
+            };
+            // Entries come in result order: past the cut, so is the rest.
+            if ranked.is_beyond(rel) {
+                break;
+            }
+            if entries >= self.sorted.0 || bytes >= self.sorted.1 {
+                // `rel` is not handled: the parallel walker takes it from here.
+                resume.last = Some(std::mem::take(&mut last));
+                break;
+            }
+            entries += 1;
+            if entry.file_type().is_some_and(|t| t.is_file()) {
                 let found = search_one(
-                    &mut searcher,
+                    &mut sorted_searcher,
                     &matcher,
                     target.real.dir,
                     &target.handle_path(rel),
@@ -327,17 +410,78 @@ impl Search for LocalSearch {
                     stop,
                 );
                 match found {
-                    Ok(hits) => ranked.offer_hits(rel.to_path_buf(), hits),
-                    Err(_) if stop.is_raised() => return WalkState::Quit,
+                    Ok((hits, read)) => {
+                        bytes += read;
+                        ranked.offer_hits(rel.to_path_buf(), hits);
+                    }
+                    Err(_) if stop.is_raised() => break,
                     Err(e) => warnings.lock().expect("warnings").push(format!(
                         "{} ({})",
                         shown(rel),
                         io_cause(&e)
                     )),
                 }
-                WalkState::Continue
-            })
-        });
+            }
+            last = rel.to_path_buf();
+        }
+        if resume.last.is_some() && !stop.is_raised() && !ranked.is_overflowed() {
+            self.walker(&target, overrides.as_ref(), &outer)
+                .build_parallel()
+                .run(|| {
+                    let mut searcher = searcher(request, BinaryDetection::quit(b'\0'));
+                    let matcher = matcher.clone();
+                    let (target, ranked, warnings, resume) = (&target, &ranked, &warnings, &resume);
+                    Box::new(move |entry| {
+                        if stop.is_raised() || ranked.is_overflowed() {
+                            return WalkState::Quit;
+                        }
+                        let entry = match entry {
+                            Ok(entry) => entry,
+                            Err(e) => {
+                                describe(&e, &target.abs, &mut warnings.lock().expect("warnings"));
+                                return WalkState::Continue;
+                            }
+                        };
+                        let Some(kind) = entry.file_type() else {
+                            return WalkState::Continue;
+                        };
+                        let Ok(rel) = entry.path().strip_prefix(&target.abs) else {
+                            return WalkState::Continue;
+                        };
+                        if let Some(state) = resume.handled(rel, kind.is_dir()) {
+                            return state;
+                        }
+                        if kind.is_dir() {
+                            return if ranked.is_beyond(rel) {
+                                WalkState::Skip
+                            } else {
+                                WalkState::Continue
+                            };
+                        }
+                        if !kind.is_file() || ranked.is_beyond(rel) {
+                            return WalkState::Continue;
+                        }
+                        let found = search_one(
+                            &mut searcher,
+                            &matcher,
+                            target.real.dir,
+                            &target.handle_path(rel),
+                            request,
+                            stop,
+                        );
+                        match found {
+                            Ok((hits, _)) => ranked.offer_hits(rel.to_path_buf(), hits),
+                            Err(_) if stop.is_raised() => return WalkState::Quit,
+                            Err(e) => warnings.lock().expect("warnings").push(format!(
+                                "{} ({})",
+                                shown(rel),
+                                io_cause(&e)
+                            )),
+                        }
+                        WalkState::Continue
+                    })
+                });
+        }
         if stop.is_raised() {
             return Err(SearchError::Cancelled);
         }
@@ -366,44 +510,83 @@ impl Search for LocalSearch {
         let outer = self.outer_rules(&target, &mut warnings);
         let warnings = Mutex::new(warnings);
         let ranked: Ranked<String> = Ranked::new(u64::from(request.max_results).saturating_add(1));
-        let walk = self.walker(&target, None, outer);
-        walk.run(|| {
-            let (target, ranked, warnings, glob) = (&target, &ranked, &warnings, &glob);
-            Box::new(move |entry| {
-                if stop.is_raised() || ranked.is_overflowed() {
-                    return WalkState::Quit;
+        let mut resume = Resume { last: None };
+        let (mut entries, mut last) = (0u64, PathBuf::new());
+        let offer = |rel: &Path, is_dir: bool| {
+            if glob.is_match(rel) {
+                let mut path = shown(rel);
+                if is_dir {
+                    path.push('/');
                 }
-                let entry = match entry {
-                    Ok(entry) => entry,
-                    Err(e) => {
-                        describe(&e, &target.abs, &mut warnings.lock().expect("warnings"));
+                ranked.offer(rel.to_path_buf(), 1, path.len(), path);
+            }
+        };
+        for entry in self.sorted_walker(&target, None, &outer) {
+            if stop.is_raised() || ranked.is_overflowed() {
+                break;
+            }
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    describe(&e, &target.abs, &mut warnings.lock().expect("warnings"));
+                    continue;
+                }
+            };
+            let Ok(rel) = entry.path().strip_prefix(&target.abs) else {
+                continue;
+            };
+            // Entries come in result order: past the cut, so is the rest.
+            if ranked.is_beyond(rel) {
+                break;
+            }
+            if entries >= self.sorted.0 {
+                // `rel` is not handled: the parallel walker takes it from here.
+                resume.last = Some(std::mem::take(&mut last));
+                break;
+            }
+            entries += 1;
+            if entry.depth() > 0 {
+                offer(rel, entry.file_type().is_some_and(|t| t.is_dir()));
+            }
+            last = rel.to_path_buf();
+        }
+        if resume.last.is_some() && !stop.is_raised() && !ranked.is_overflowed() {
+            self.walker(&target, None, &outer).build_parallel().run(|| {
+                let (target, ranked, warnings, resume, offer) =
+                    (&target, &ranked, &warnings, &resume, &offer);
+                Box::new(move |entry| {
+                    if stop.is_raised() || ranked.is_overflowed() {
+                        return WalkState::Quit;
+                    }
+                    let entry = match entry {
+                        Ok(entry) => entry,
+                        Err(e) => {
+                            describe(&e, &target.abs, &mut warnings.lock().expect("warnings"));
+                            return WalkState::Continue;
+                        }
+                    };
+                    if entry.depth() == 0 {
                         return WalkState::Continue;
                     }
-                };
-                if entry.depth() == 0 {
-                    return WalkState::Continue;
-                }
-                let Ok(rel) = entry.path().strip_prefix(&target.abs) else {
-                    return WalkState::Continue;
-                };
-                let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-                if ranked.is_beyond(rel) {
-                    return if is_dir {
-                        WalkState::Skip
-                    } else {
-                        WalkState::Continue
+                    let Ok(rel) = entry.path().strip_prefix(&target.abs) else {
+                        return WalkState::Continue;
                     };
-                }
-                if glob.is_match(rel) {
-                    let mut path = shown(rel);
-                    if is_dir {
-                        path.push('/');
+                    let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+                    if let Some(state) = resume.handled(rel, is_dir) {
+                        return state;
                     }
-                    ranked.offer(rel.to_path_buf(), 1, path.len(), path);
-                }
-                WalkState::Continue
-            })
-        });
+                    if ranked.is_beyond(rel) {
+                        return if is_dir {
+                            WalkState::Skip
+                        } else {
+                            WalkState::Continue
+                        };
+                    }
+                    offer(rel, is_dir);
+                    WalkState::Continue
+                })
+            });
+        }
         if stop.is_raised() {
             return Err(SearchError::Cancelled);
         }
