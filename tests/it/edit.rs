@@ -458,3 +458,73 @@ fn an_edit_waiting_for_its_files_lock_is_cancelled_as_aborted() {
     assert_eq!(outcome.results[1].text(), "fast done");
     assert_eq!(read(&ws, "a.txt"), "alpha\n");
 }
+
+/// `toolhost call TOOL ARGS` as a user whose writes the file permissions
+/// decide: `nobody` when the tests run as root (root may write any file),
+/// else the user running them. Returns whether it succeeded, and its output.
+fn call_unprivileged(ws: &Workspace, tool: &str, args: Value) -> (bool, String) {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::process::CommandExt;
+    let home = tempfile::tempdir().unwrap();
+    for dir in [&ws.path, &home.path().to_path_buf()] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let mut cmd = std::process::Command::new(toolhost_bin());
+    cmd.arg("--workspace")
+        .arg(&ws.path)
+        .args(["call", tool, &args.to_string()])
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path())
+        .env("TOOLHOST_CACHE_DIR", home.path().join("cache"));
+    // The workspace was created by this process: its owner is who we are.
+    if std::fs::metadata(&ws.path).unwrap().uid() == 0 {
+        cmd.uid(65534).gid(65534);
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn a_read_only_file_is_refused_by_edit_and_write_as_in_pi() {
+    use std::os::unix::fs::PermissionsExt;
+    let ws = Workspace::new();
+    let ro = ws.write("ro.txt", "keep me\n");
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let rw = ws.write("rw.txt", "change me\n");
+    std::fs::set_permissions(&rw, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let edit = |path: &str| json!({"path": path, "edits": [{"oldText": "me", "newText": "you"}]});
+
+    // Pi's edit checks access(R_OK | W_OK) before anything else.
+    assert_eq!(
+        call_unprivileged(&ws, "edit", edit("ro.txt")),
+        (
+            false,
+            "Could not edit file: ro.txt. Error code: EACCES.\n".to_string()
+        )
+    );
+    // Pi's write opens the file and fails; the rename must not replace it.
+    let (ok, text) = call_unprivileged(&ws, "write", json!({"path": "ro.txt", "content": "x"}));
+    assert_eq!(
+        (ok, text),
+        (
+            false,
+            format!("EACCES: permission denied, open '{}'\n", ro.display())
+        )
+    );
+    assert_eq!(read(&ws, "ro.txt"), "keep me\n");
+    let mode = std::fs::metadata(&ro).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o444);
+
+    // The same user may edit and write a file it may write.
+    let (ok, text) = call_unprivileged(&ws, "edit", edit("rw.txt"));
+    assert!(ok, "{text}");
+    assert_eq!(read(&ws, "rw.txt"), "change you\n");
+    let (ok, text) = call_unprivileged(&ws, "write", json!({"path": "rw.txt", "content": "x"}));
+    assert!(ok, "{text}");
+    assert_eq!(read(&ws, "rw.txt"), "x");
+}

@@ -73,7 +73,8 @@ impl Tool for EditTool {
         })?;
         ctx.check_cancelled()?;
 
-        // Pi's `access(R_OK | W_OK)`.
+        // Pi's `access(R_OK | W_OK)`: a read-only file is refused here.
+        fs::access(&abs).map_err(|e| cannot_edit(&e, &abs, raw, ctx))?;
         let meta = fs::stat(&abs).map_err(|e| cannot_edit(&e, &abs, raw, ctx))?;
         ctx.check_cancelled()?;
         if meta.kind == EntryKind::Directory {

@@ -48,6 +48,11 @@ pub fn create_dir_all(path: &str) -> Result<(), FsError> {
     fs_write::create_dir_all(path)
 }
 
+/// `access(path, R_OK | W_OK)`: the file exists and may be read and written.
+pub fn access(path: &str) -> Result<(), FsError> {
+    fs_write::access(path)
+}
+
 /// Wait for and take the mutation lock of `path` (Pi's `withFileMutationQueue`):
 /// hold it across a read-modify-write so parallel calls on the same file
 /// (through any alias) do not lose each other's changes.

@@ -56,6 +56,8 @@ pub trait FsWrite: Send + Sync + std::fmt::Debug {
     fn append_file(&self, path: &str, contents: &[u8]) -> Result<(), FsError>;
     /// `mkdir -p`.
     fn create_dir_all(&self, path: &str) -> Result<(), FsError>;
+    /// `access(R_OK | W_OK)`: the file exists and may be read and written.
+    fn access(&self, path: &str) -> Result<(), FsError>;
     /// The identity of the file for mutation locks: its real path, or its
     /// resolved path when it does not exist yet (Pi's queue key).
     fn lock_key(&self, path: &str) -> Result<String, FsError>;
@@ -397,6 +399,12 @@ fn is_escape(e: &io::Error) -> bool {
 }
 
 /// Map an I/O error to the WIT error, naming the path the tool gave.
+/// `faccessat` with the effective ids, relative to `dir`, following a final
+/// symlink (its target was resolved inside the roots with the directory).
+fn accessible(dir: &Dir, name: &str, mode: rustix::fs::Access) -> io::Result<()> {
+    rustix::fs::accessat(dir, name, mode, rustix::fs::AtFlags::EACCESS).map_err(io::Error::from)
+}
+
 fn io_error(e: &io::Error, path: &str) -> FsError {
     use rustix::io::Errno;
     if is_escape(e) {
@@ -524,7 +532,15 @@ impl FsWrite for LocalFs {
                     format!("{path}: is a directory"),
                 ));
             }
-            Ok(m) => Some(m.permissions()),
+            Ok(m) => {
+                // The rename would replace a file this process may not write
+                // (Node's writeFile opens it and fails with EACCES).
+                if m.is_file() {
+                    accessible(&dir, &name, rustix::fs::Access::WRITE_OK)
+                        .map_err(|e| io_error(&e, path))?;
+                }
+                Some(m.permissions())
+            }
             Err(_) => None,
         };
         let tmp = temp_name(&name);
@@ -567,6 +583,13 @@ impl FsWrite for LocalFs {
             .dir
             .create_dir_all(&located.rel)
             .map_err(|e| io_error(&e, path))
+    }
+
+    fn access(&self, path: &str) -> Result<(), FsError> {
+        let located = self.locate_for_write(path)?;
+        let (dir, name) = self.parent_of(&located, path)?;
+        let mode = rustix::fs::Access::READ_OK | rustix::fs::Access::WRITE_OK;
+        accessible(&dir, &name, mode).map_err(|e| io_error(&e, path))
     }
 
     fn lock_key(&self, path: &str) -> Result<String, FsError> {
@@ -813,6 +836,11 @@ impl FsWrite for MemoryFs {
             }
         }
         Ok(())
+    }
+
+    fn access(&self, path: &str) -> Result<(), FsError> {
+        // Its files have no permissions: what exists may be written.
+        FsRead::stat(self, path).map(|_| ())
     }
 
     fn lock_key(&self, path: &str) -> Result<String, FsError> {
@@ -1108,6 +1136,10 @@ impl fs_write::Host for CallState {
 
     fn create_dir_all(&mut self, path: String) -> wasmtime::Result<Result<(), FsError>> {
         Ok(self.writer().and_then(|fs| fs.create_dir_all(&path)))
+    }
+
+    fn access(&mut self, path: String) -> wasmtime::Result<Result<(), FsError>> {
+        Ok(self.writer().and_then(|fs| fs.access(&path)))
     }
 
     async fn lock(
