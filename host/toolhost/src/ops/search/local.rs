@@ -234,6 +234,39 @@ impl LocalSearch {
     }
 }
 
+/// The sorted walk's entries with their paths relative to `base`, in result
+/// order, until the cut: the first entry past it (so is the rest), a stop, or
+/// a full result ends them. Walk errors go to `warnings`.
+fn before_cut<'a, T>(
+    mut walk: ignore::Walk,
+    base: &'a Path,
+    stop: &'a StopFlag,
+    ranked: &'a Ranked<T>,
+    warnings: &'a Mutex<Vec<String>>,
+) -> impl Iterator<Item = (ignore::DirEntry, PathBuf)> + 'a {
+    std::iter::from_fn(move || {
+        loop {
+            if stop.is_raised() || ranked.is_overflowed() {
+                return None;
+            }
+            let entry = match walk.next()? {
+                Ok(entry) => entry,
+                Err(e) => {
+                    describe(&e, base, &mut warnings.lock().expect("warnings"));
+                    continue;
+                }
+            };
+            let Ok(rel) = entry.path().strip_prefix(base).map(Path::to_path_buf) else {
+                continue;
+            };
+            if ranked.is_beyond(&rel) {
+                return None;
+            }
+            return Some((entry, rel));
+        }
+    })
+}
+
 /// Where the sorted walk left off when it ran out of budget: it has handled
 /// every entry up to and including `last` in walk order, so everything before
 /// `last` except its ancestors' and its own contents that follow it.
@@ -376,24 +409,9 @@ impl Search for LocalSearch {
         let mut resume = Resume { last: None };
         let mut sorted_searcher = searcher(request, BinaryDetection::quit(b'\0'));
         let (mut entries, mut bytes, mut last) = (0u64, 0u64, PathBuf::new());
-        for entry in self.sorted_walker(&target, overrides.as_ref(), &outer) {
-            if stop.is_raised() || ranked.is_overflowed() {
-                break;
-            }
-            let entry = match entry {
-                Ok(entry) => entry,
-                Err(e) => {
-                    describe(&e, &target.abs, &mut warnings.lock().expect("warnings"));
-                    continue;
-                }
-            };
-            let Ok(rel) = entry.path().strip_prefix(&target.abs) else {
-                continue;
-            };
-            // Entries come in result order: past the cut, so is the rest.
-            if ranked.is_beyond(rel) {
-                break;
-            }
+        let walk = self.sorted_walker(&target, overrides.as_ref(), &outer);
+        for (entry, rel) in before_cut(walk, &target.abs, stop, &ranked, &warnings) {
+            let rel = rel.as_path();
             if entries >= self.sorted.0 || bytes >= self.sorted.1 {
                 // `rel` is not handled: the parallel walker takes it from here.
                 resume.last = Some(std::mem::take(&mut last));
@@ -521,24 +539,9 @@ impl Search for LocalSearch {
                 ranked.offer(rel.to_path_buf(), 1, path.len(), path);
             }
         };
-        for entry in self.sorted_walker(&target, None, &outer) {
-            if stop.is_raised() || ranked.is_overflowed() {
-                break;
-            }
-            let entry = match entry {
-                Ok(entry) => entry,
-                Err(e) => {
-                    describe(&e, &target.abs, &mut warnings.lock().expect("warnings"));
-                    continue;
-                }
-            };
-            let Ok(rel) = entry.path().strip_prefix(&target.abs) else {
-                continue;
-            };
-            // Entries come in result order: past the cut, so is the rest.
-            if ranked.is_beyond(rel) {
-                break;
-            }
+        let walk = self.sorted_walker(&target, None, &outer);
+        for (entry, rel) in before_cut(walk, &target.abs, stop, &ranked, &warnings) {
+            let rel = rel.as_path();
             if entries >= self.sorted.0 {
                 // `rel` is not handled: the parallel walker takes it from here.
                 resume.last = Some(std::mem::take(&mut last));
