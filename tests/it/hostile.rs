@@ -1022,32 +1022,48 @@ fn hostile_bash_network_is_refused_when_the_host_denies_it() {
     assert!(listener.was_reached());
 
     let closed = block(builder(&ws).command_network(false).build()).unwrap();
+    // Refused by the seccomp filter on inet sockets, and by Landlock's TCP
+    // rules where the kernel has them (ABI >= 4).
     let r = call(&closed, "bash", connect.clone());
-    match landlock_abi() {
-        Some(abi) if abi >= 4 => {
-            assert!(r.is_error, "{}", r.text());
-            assert!(r.text().contains("Permission denied"), "{}", r.text());
-            assert!(!listener.was_reached(), "the connection went through");
-        }
-        _ => assert_eq!(r.text(), "connected\n"),
-    }
+    assert!(r.is_error, "{}", r.text());
+    assert!(r.text().contains("Permission denied"), "{}", r.text());
+    assert!(!listener.was_reached(), "the connection went through");
     // Listening is refused too.
     let r = call(
         &closed,
         "bash",
         json!({"command": "python3 -c 'import socket; socket.socket().bind((\"127.0.0.1\", 0)); print(\"bound\")'"}),
     );
-    if landlock_abi().is_some_and(|abi| abi >= 4) {
-        assert!(r.is_error, "{}", r.text());
-        assert!(
-            r.text()
-                .contains("PermissionError: [Errno 13] Permission denied"),
-            "{}",
-            r.text()
-        );
-    } else {
-        assert_eq!(r.text(), "bound\n");
-    }
+    assert!(r.is_error, "{}", r.text());
+    assert!(
+        r.text()
+            .contains("PermissionError: [Errno 13] Permission denied"),
+        "{}",
+        r.text()
+    );
+    // UDP (DNS, any datagram), which Landlock does not cover.
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let send = json!({"command": format!(
+        "echo hi > /dev/udp/127.0.0.1/{} && echo sent",
+        udp.local_addr().unwrap().port()
+    )});
+    let received = |udp: &std::net::UdpSocket| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        udp.recv(&mut [0u8; 16]).is_ok()
+    };
+    let r = call(&closed, "bash", send.clone());
+    assert!(r.text().contains("Permission denied"), "{}", r.text());
+    assert!(!received(&udp), "a datagram went out");
+    assert_eq!(call(&open, "bash", send).text(), "sent\n");
+    assert!(received(&udp), "the open host's datagram arrived");
+    // Unix sockets stay: local tools use them.
+    let r = call(
+        &closed,
+        "bash",
+        json!({"command": "python3 -c 'import socket; socket.socket(socket.AF_UNIX); print(\"unix\")'"}),
+    );
+    assert_eq!(r.text(), "unix\n");
     assert_eq!(
         call(&closed, "bash", json!({"command": "echo ok"})).text(),
         "ok\n"
@@ -1059,12 +1075,8 @@ fn hostile_bash_network_is_refused_when_the_host_denies_it() {
         None,
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    if landlock_abi().is_some_and(|abi| abi >= 4) {
-        assert!(stdout.contains("Permission denied"), "{stdout}");
-        assert!(!listener.was_reached(), "the connection went through");
-    } else {
-        assert_eq!(stdout, "connected\n");
-    }
+    assert!(stdout.contains("Permission denied"), "{stdout}");
+    assert!(!listener.was_reached(), "the connection went through");
 }
 
 #[test]
@@ -1093,11 +1105,15 @@ fn hostile_extension_programs_get_no_network_and_no_writes_unless_granted() {
         run(&host, "echo x > out/inside && cat out/inside"),
         "exit 0: x\n"
     );
-    let abi = landlock_abi();
     let refused_connect = run(&host, &connect);
+    assert!(
+        refused_connect.contains("Permission denied"),
+        "{refused_connect}"
+    );
+    assert!(!listener.was_reached());
     let refused_write = run(&host, &write_outside);
     let refused_workspace_write = run(&host, "echo x > not-granted.txt");
-    if let Some(abi) = abi {
+    if landlock_abi().is_some() {
         assert!(refused_write.starts_with("exit 1: "), "{refused_write}");
         assert!(
             refused_write.contains("Permission denied"),
@@ -1109,13 +1125,6 @@ fn hostile_extension_programs_get_no_network_and_no_writes_unless_granted() {
         );
         assert!(!outside.path.join("escaped").exists());
         assert!(!ws.path.join("not-granted.txt").exists());
-        if abi >= 4 {
-            assert!(
-                refused_connect.contains("Permission denied"),
-                "{refused_connect}"
-            );
-            assert!(!listener.was_reached());
-        }
     }
     drop(host);
 

@@ -68,8 +68,8 @@ struct Cli {
     /// Make every loaded tool active.
     #[arg(long, global = true)]
     all_tools: bool,
-    /// Refuse shell commands TCP connections and listening sockets (where
-    /// the kernel's Landlock has network rules; Pi's bash has the network).
+    /// Refuse shell commands the network: IPv4 and IPv6 sockets of every
+    /// kind (Pi's bash has the network).
     #[arg(long, global = true)]
     no_network: bool,
     #[command(subcommand)]

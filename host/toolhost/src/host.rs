@@ -195,9 +195,9 @@ impl HostBuilder {
         self
     }
 
-    /// Whether shell commands may connect to and listen on TCP ports
-    /// (default: yes, as in Pi). `false` refuses both where Landlock has
-    /// network rules (ABI ≥ 4); UDP is not covered.
+    /// Whether shell commands may use the network (default: yes, as in Pi).
+    /// `false` refuses them IPv4 and IPv6 sockets of every kind (TCP, UDP,
+    /// raw; see [`ProcessPolicy::network`](crate::ops::process::ProcessPolicy::network)).
     pub fn command_network(mut self, allowed: bool) -> Self {
         self.command_network = allowed;
         self

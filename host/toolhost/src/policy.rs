@@ -21,7 +21,7 @@
 //! fs-read = ["docs"]                             # directories, relative to the workspace
 //! fs-write = ["out"]
 //! process = ["git"]                              # programs it may run
-//! network = true                                 # its programs may use TCP
+//! network = true                                 # its programs may use the network
 //! env = ["LANG"]                                 # environment variables it may see
 //! search = true                                  # search within its fs-read roots
 //! tools = true                                   # read and set the active tools
@@ -56,8 +56,8 @@ pub struct GrantSpec {
     pub fs_read: Vec<String>,
     pub fs_write: Vec<String>,
     pub process: Vec<String>,
-    /// Its programs may connect to and listen on TCP ports (refused by
-    /// Landlock otherwise, where the kernel has network rules).
+    /// Its programs may use the network (IPv4 and IPv6 sockets; refused
+    /// otherwise, see `ProcessPolicy::network`).
     pub network: bool,
     pub env: Vec<String>,
     pub search: bool,

@@ -16,10 +16,12 @@
 //!   roots (plus `/dev/null` and friends), reading everywhere, no signals to
 //!   processes outside its domain (ABI ≥ 6), and unless the policy allows
 //!   the [network](ProcessPolicy::network), no TCP `connect` or `bind`
-//!   (ABI ≥ 4; UDP and Unix sockets are not covered by Landlock). Without
-//!   Landlock the child runs unconfined and [`landlock`] says why; a policy
-//!   may instead [require](ProcessPolicy::require_landlock) it and refuse to
-//!   spawn.
+//!   (ABI ≥ 4). Without Landlock the child runs unconfined and [`landlock`]
+//!   says why; a policy may instead
+//!   [require](ProcessPolicy::require_landlock) it and refuse to spawn.
+//! * Unless the policy allows the network, a seccomp filter refuses every
+//!   `socket(AF_INET | AF_INET6, …)` with `EACCES`: TCP, and the UDP and raw
+//!   sockets Landlock does not cover (DNS included). Unix sockets stay.
 //!
 //! # Lifetime: no process outlives its call
 //!
@@ -199,11 +201,11 @@ impl ProcessPolicy {
         self
     }
 
-    /// Let children connect to and listen on TCP ports. Off by default: a
-    /// program that can read files (Landlock leaves reading open) could
-    /// otherwise send them anywhere. Enforced where Landlock has network
-    /// rules (ABI ≥ 4, Linux 6.7); `connect` and `bind` then fail with
-    /// `EACCES`. UDP (and so DNS) is not covered by Landlock.
+    /// Let children use the network. Off by default: a program that can
+    /// read files (Landlock leaves reading open) could otherwise send them
+    /// anywhere. Enforced by a seccomp filter (no IPv4 or IPv6 socket can be
+    /// created: `EACCES`) and, where Landlock has network rules (ABI ≥ 4,
+    /// Linux 6.7), by refusing TCP `connect` and `bind` too.
     pub fn network(mut self, allowed: bool) -> Self {
         self.network = allowed;
         self
@@ -286,14 +288,17 @@ impl ProcessPolicy {
             .stdout(std::process::Stdio::from(stdout_w))
             .stderr(std::process::Stdio::from(stderr_w));
         let mut ruleset = confinement;
+        // Built here: the child may not allocate between fork and exec.
+        let socket_filter = (!self.network).then(inet_socket_filter).flatten();
         #[allow(unsafe_code)]
         // SAFETY: the hook runs in the forked child before exec, where only
-        // async-signal-safe work is sound. It makes two system calls through
-        // rustix (`setsid`) and the landlock crate (`prctl(NO_NEW_PRIVS)` and
-        // `landlock_restrict_self` on a ruleset built in the parent), moves
-        // the ruleset out of an `Option` (no allocation), and builds errors
-        // from raw errnos (no allocation). A failing restriction fails the
-        // spawn: the child never runs unconfined by accident.
+        // async-signal-safe work is sound. It makes system calls through
+        // rustix (`setsid`), the landlock crate (`prctl(NO_NEW_PRIVS)` and
+        // `landlock_restrict_self` on a ruleset built in the parent) and libc
+        // (`prctl` for the seccomp filter built in the parent), moves the
+        // ruleset out of an `Option` (no allocation), and builds errors from
+        // raw errnos (no allocation). A failing restriction fails the spawn:
+        // the child never runs unconfined by accident.
         unsafe {
             cmd.pre_exec(move || {
                 rustix::process::setsid().map_err(errno_io)?;
@@ -306,6 +311,9 @@ impl ProcessPolicy {
                             return Err(errno_io(Errno::PERM));
                         }
                     }
+                }
+                if let Some(filter) = &socket_filter {
+                    install_filter(filter)?;
                 }
                 Ok(())
             });
@@ -1133,6 +1141,82 @@ impl process::HostChild for CallState {
         self.table.delete(child)?;
         Ok(())
     }
+}
+
+/// A seccomp program refusing `socket(AF_INET | AF_INET6, …)` with
+/// `EACCES`: UDP and raw sockets, which Landlock's network rules (TCP only)
+/// leave open, so a child without the network cannot send what it reads
+/// through DNS or any datagram. Unix sockets stay. `None` on architectures
+/// it does not know (x86_64 and aarch64 are covered).
+fn inet_socket_filter() -> Option<Vec<libc::sock_filter>> {
+    #[cfg(target_arch = "x86_64")]
+    const ARCH: u32 = 0xc000_003e; // AUDIT_ARCH_X86_64
+    #[cfg(target_arch = "aarch64")]
+    const ARCH: u32 = 0xc000_00b7; // AUDIT_ARCH_AARCH64
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    return None;
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    {
+        const RET_ALLOW: u32 = 0x7fff_0000; // SECCOMP_RET_ALLOW
+        const RET_DENY: u32 = 0x0005_0000 | libc::EACCES as u32; // SECCOMP_RET_ERRNO
+        const RET_KILL: u32 = 0x8000_0000; // SECCOMP_RET_KILL_PROCESS
+        // Offsets in `struct seccomp_data`: nr, arch, args[0] (low half).
+        const NR: u32 = 0;
+        const ARCH_AT: u32 = 4;
+        const ARG0: u32 = 16;
+        let op = |code: u32, k: u32, jt: u8, jf: u8| libc::sock_filter {
+            code: code as u16,
+            jt,
+            jf,
+            k,
+        };
+        let (ld, jeq, jge, ret) = (
+            libc::BPF_LD | libc::BPF_W | libc::BPF_ABS,
+            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+            libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K,
+            libc::BPF_RET | libc::BPF_K,
+        );
+        Some(vec![
+            // Another ABI (i386 on x86_64, arm32 on aarch64) has other
+            // numbers: no process of ours uses one, so it is killed.
+            op(ld, ARCH_AT, 0, 0),
+            op(jeq, ARCH, 1, 0),
+            op(ret, RET_KILL, 0, 0),
+            op(ld, NR, 0, 0),
+            // The x32 ABI: the same numbers with bit 30 set.
+            op(jge, 0x4000_0000, 4, 0),
+            op(jeq, libc::SYS_socket as u32, 0, 4),
+            op(ld, ARG0, 0, 0),
+            op(jeq, libc::AF_INET as u32, 1, 0),
+            op(jeq, libc::AF_INET6 as u32, 0, 1),
+            op(ret, RET_DENY, 0, 0),
+            op(ret, RET_ALLOW, 0, 0),
+        ])
+    }
+}
+
+/// Install `filter` in this (child) process: no new privileges, then the
+/// filter. Async-signal-safe: two `prctl` calls, no allocation.
+fn install_filter(filter: &[libc::sock_filter]) -> io::Result<()> {
+    let program = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr().cast_mut(),
+    };
+    #[allow(unsafe_code)]
+    // SAFETY: `prctl` with these options reads only `program`, which lives
+    // across the call and points at `filter`'s instructions.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+            || libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER,
+                &program as *const libc::sock_fprog,
+            ) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
