@@ -1143,10 +1143,11 @@ impl process::HostChild for CallState {
     }
 }
 
-/// A seccomp program refusing `socket(AF_INET | AF_INET6, …)` with
-/// `EACCES`: UDP and raw sockets, which Landlock's network rules (TCP only)
-/// leave open, so a child without the network cannot send what it reads
-/// through DNS or any datagram. Unix sockets stay. `None` on architectures
+/// A seccomp program refusing `socket(AF_INET | AF_INET6, …)` (and
+/// `io_uring_setup`, whose rings can open sockets too) with `EACCES`: UDP
+/// and raw sockets, which Landlock's network rules (TCP only) leave open, so
+/// a child without the network cannot send what it reads through DNS or any
+/// datagram. Unix sockets stay. `None` on architectures
 /// it does not know (x86_64 and aarch64 are covered).
 fn inet_socket_filter() -> Option<Vec<libc::sock_filter>> {
     #[cfg(target_arch = "x86_64")]
@@ -1184,7 +1185,9 @@ fn inet_socket_filter() -> Option<Vec<libc::sock_filter>> {
             op(ret, RET_KILL, 0, 0),
             op(ld, NR, 0, 0),
             // The x32 ABI: the same numbers with bit 30 set.
-            op(jge, 0x4000_0000, 4, 0),
+            op(jge, 0x4000_0000, 5, 0),
+            // io_uring creates sockets without the socket system call.
+            op(jeq, libc::SYS_io_uring_setup as u32, 4, 0),
             op(jeq, libc::SYS_socket as u32, 0, 4),
             op(ld, ARG0, 0, 0),
             op(jeq, libc::AF_INET as u32, 1, 0),
@@ -1229,6 +1232,59 @@ mod tests {
         ($a:expr, $b:expr $(, $($msg:tt)+)?) => {
             assert_eq!(format!("{:?}", $a), format!("{:?}", $b) $(, $($msg)+)?)
         };
+    }
+
+    /// Run a classic-BPF seccomp program (the instructions the filter uses)
+    /// on one system call: (nr, arch, first argument).
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    fn verdict(program: &[libc::sock_filter], nr: u32, arch: u32, arg0: u32) -> u32 {
+        let mut data = [0u8; 64];
+        data[0..4].copy_from_slice(&nr.to_le_bytes());
+        data[4..8].copy_from_slice(&arch.to_le_bytes());
+        data[16..20].copy_from_slice(&arg0.to_le_bytes());
+        let (mut pc, mut acc) = (0usize, 0u32);
+        loop {
+            let op = program[pc];
+            let code = u32::from(op.code);
+            if code == libc::BPF_LD | libc::BPF_W | libc::BPF_ABS {
+                let at = op.k as usize;
+                acc = u32::from_le_bytes(data[at..at + 4].try_into().unwrap());
+                pc += 1;
+            } else if code == libc::BPF_RET | libc::BPF_K {
+                return op.k;
+            } else {
+                let taken = if code == libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K {
+                    acc == op.k
+                } else {
+                    assert_eq!(code, libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K);
+                    acc >= op.k
+                };
+                pc += 1 + usize::from(if taken { op.jt } else { op.jf });
+            }
+        }
+    }
+
+    #[test]
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    fn the_socket_filter_refuses_inet_sockets_and_io_uring_only() {
+        let program = inet_socket_filter().unwrap();
+        let arch = u32::from_le_bytes(program[1].k.to_le_bytes());
+        let (allow, deny, kill) = (0x7fff_0000, 0x0005_0000 | libc::EACCES as u32, 0x8000_0000);
+        let socket = libc::SYS_socket as u32;
+        let run = |nr: u32, arg0: i32| verdict(&program, nr, arch, arg0 as u32);
+        assert_eq!(run(socket, libc::AF_INET), deny);
+        assert_eq!(run(socket, libc::AF_INET6), deny);
+        assert_eq!(run(socket, libc::AF_UNIX), allow);
+        assert_eq!(run(socket, libc::AF_NETLINK), allow);
+        assert_eq!(run(libc::SYS_io_uring_setup as u32, 8), deny);
+        assert_eq!(run(libc::SYS_read as u32, libc::AF_INET), allow);
+        assert_eq!(run(libc::SYS_connect as u32, 3), allow);
+        // The x32 numbers, and another architecture's calls.
+        assert_eq!(run(0x4000_0000 | socket, libc::AF_INET), deny);
+        assert_eq!(
+            verdict(&program, socket, 0x4000_0003, libc::AF_INET as u32),
+            kill
+        );
     }
 
     fn policy(dir: &Path) -> ProcessPolicy {
