@@ -267,6 +267,57 @@ fn before_cut<'a, T>(
     })
 }
 
+/// What the parallel walker of one search shares: the base its paths are
+/// relative to, the stop flag, the result, the warnings, and where the
+/// sorted walk left off.
+struct ParallelWalk<'a, T> {
+    base: &'a Path,
+    stop: &'a StopFlag,
+    ranked: &'a Ranked<T>,
+    warnings: &'a Mutex<Vec<String>>,
+    resume: &'a Resume,
+}
+
+impl<T> ParallelWalk<'_, T> {
+    /// One entry, through the steps every search takes: quit when stopped
+    /// or full, note a walk error, leave the entries the sorted walk handled
+    /// and those past the cut (a directory's whole subtree); then `handle`
+    /// the entry with its path relative to the base and whether it is a
+    /// directory.
+    fn entry(
+        &self,
+        entry: Result<ignore::DirEntry, ignore::Error>,
+        handle: impl FnOnce(&ignore::DirEntry, &Path, bool) -> WalkState,
+    ) -> WalkState {
+        if self.stop.is_raised() || self.ranked.is_overflowed() {
+            return WalkState::Quit;
+        }
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                describe(&e, self.base, &mut self.warnings.lock().expect("warnings"));
+                return WalkState::Continue;
+            }
+        };
+        let Ok(rel) = entry.path().strip_prefix(self.base) else {
+            return WalkState::Continue;
+        };
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+        // The root is always handled: the sorted walk began with it.
+        if let Some(state) = self.resume.handled(rel, is_dir) {
+            return state;
+        }
+        if self.ranked.is_beyond(rel) {
+            return if is_dir {
+                WalkState::Skip
+            } else {
+                WalkState::Continue
+            };
+        }
+        handle(&entry, rel, is_dir)
+    }
+}
+
 /// Where the sorted walk left off when it ran out of budget: it has handled
 /// every entry up to and including `last` in walk order, so everything before
 /// `last` except its ancestors' and its own contents that follow it.
@@ -407,6 +458,31 @@ impl Search for LocalSearch {
         let ranked: Ranked<FileHits> =
             Ranked::new(u64::from(request.max_matches).saturating_add(1));
         let mut resume = Resume { last: None };
+        // One file of either walk: its hits ranked, or why it could not be
+        // read noted. `None` when the search was stopped meanwhile, else the
+        // bytes read.
+        let rank_file = |searcher: &mut Searcher, matcher: &RegexMatcher, rel: &Path| {
+            let found = search_one(
+                searcher,
+                matcher,
+                target.real.dir,
+                &target.handle_path(rel),
+                request,
+                stop,
+            );
+            match found {
+                Ok((hits, read)) => {
+                    ranked.offer_hits(rel.to_path_buf(), hits);
+                    Some(read)
+                }
+                Err(_) if stop.is_raised() => None,
+                Err(e) => {
+                    let warning = format!("{} ({})", shown(rel), io_cause(&e));
+                    warnings.lock().expect("warnings").push(warning);
+                    Some(0)
+                }
+            }
+        };
         let mut sorted_searcher = searcher(request, BinaryDetection::quit(b'\0'));
         let (mut entries, mut bytes, mut last) = (0u64, 0u64, PathBuf::new());
         let walk = self.sorted_walker(&target, overrides.as_ref(), &outer);
@@ -419,84 +495,35 @@ impl Search for LocalSearch {
             }
             entries += 1;
             if entry.file_type().is_some_and(|t| t.is_file()) {
-                let found = search_one(
-                    &mut sorted_searcher,
-                    &matcher,
-                    target.real.dir,
-                    &target.handle_path(rel),
-                    request,
-                    stop,
-                );
-                match found {
-                    Ok((hits, read)) => {
-                        bytes += read;
-                        ranked.offer_hits(rel.to_path_buf(), hits);
-                    }
-                    Err(_) if stop.is_raised() => break,
-                    Err(e) => warnings.lock().expect("warnings").push(format!(
-                        "{} ({})",
-                        shown(rel),
-                        io_cause(&e)
-                    )),
+                match rank_file(&mut sorted_searcher, &matcher, rel) {
+                    Some(read) => bytes += read,
+                    None => break,
                 }
             }
             last = rel.to_path_buf();
         }
         if resume.last.is_some() && !stop.is_raised() && !ranked.is_overflowed() {
+            let walk = ParallelWalk {
+                base: &target.abs,
+                stop,
+                ranked: &ranked,
+                warnings: &warnings,
+                resume: &resume,
+            };
             self.walker(&target, overrides.as_ref(), &outer)
                 .build_parallel()
                 .run(|| {
                     let mut searcher = searcher(request, BinaryDetection::quit(b'\0'));
                     let matcher = matcher.clone();
-                    let (target, ranked, warnings, resume) = (&target, &ranked, &warnings, &resume);
+                    let (walk, rank_file) = (&walk, &rank_file);
                     Box::new(move |entry| {
-                        if stop.is_raised() || ranked.is_overflowed() {
-                            return WalkState::Quit;
-                        }
-                        let entry = match entry {
-                            Ok(entry) => entry,
-                            Err(e) => {
-                                describe(&e, &target.abs, &mut warnings.lock().expect("warnings"));
-                                return WalkState::Continue;
+                        walk.entry(entry, |entry, rel, _| {
+                            let is_file = entry.file_type().is_some_and(|t| t.is_file());
+                            if is_file && rank_file(&mut searcher, &matcher, rel).is_none() {
+                                return WalkState::Quit;
                             }
-                        };
-                        let Some(kind) = entry.file_type() else {
-                            return WalkState::Continue;
-                        };
-                        let Ok(rel) = entry.path().strip_prefix(&target.abs) else {
-                            return WalkState::Continue;
-                        };
-                        if let Some(state) = resume.handled(rel, kind.is_dir()) {
-                            return state;
-                        }
-                        if kind.is_dir() {
-                            return if ranked.is_beyond(rel) {
-                                WalkState::Skip
-                            } else {
-                                WalkState::Continue
-                            };
-                        }
-                        if !kind.is_file() || ranked.is_beyond(rel) {
-                            return WalkState::Continue;
-                        }
-                        let found = search_one(
-                            &mut searcher,
-                            &matcher,
-                            target.real.dir,
-                            &target.handle_path(rel),
-                            request,
-                            stop,
-                        );
-                        match found {
-                            Ok((hits, _)) => ranked.offer_hits(rel.to_path_buf(), hits),
-                            Err(_) if stop.is_raised() => return WalkState::Quit,
-                            Err(e) => warnings.lock().expect("warnings").push(format!(
-                                "{} ({})",
-                                shown(rel),
-                                io_cause(&e)
-                            )),
-                        }
-                        WalkState::Continue
+                            WalkState::Continue
+                        })
                     })
                 });
         }
@@ -554,39 +581,20 @@ impl Search for LocalSearch {
             last = rel.to_path_buf();
         }
         if resume.last.is_some() && !stop.is_raised() && !ranked.is_overflowed() {
+            let walk = ParallelWalk {
+                base: &target.abs,
+                stop,
+                ranked: &ranked,
+                warnings: &warnings,
+                resume: &resume,
+            };
             self.walker(&target, None, &outer).build_parallel().run(|| {
-                let (target, ranked, warnings, resume, offer) =
-                    (&target, &ranked, &warnings, &resume, &offer);
+                let (walk, offer) = (&walk, &offer);
                 Box::new(move |entry| {
-                    if stop.is_raised() || ranked.is_overflowed() {
-                        return WalkState::Quit;
-                    }
-                    let entry = match entry {
-                        Ok(entry) => entry,
-                        Err(e) => {
-                            describe(&e, &target.abs, &mut warnings.lock().expect("warnings"));
-                            return WalkState::Continue;
-                        }
-                    };
-                    if entry.depth() == 0 {
-                        return WalkState::Continue;
-                    }
-                    let Ok(rel) = entry.path().strip_prefix(&target.abs) else {
-                        return WalkState::Continue;
-                    };
-                    let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-                    if let Some(state) = resume.handled(rel, is_dir) {
-                        return state;
-                    }
-                    if ranked.is_beyond(rel) {
-                        return if is_dir {
-                            WalkState::Skip
-                        } else {
-                            WalkState::Continue
-                        };
-                    }
-                    offer(rel, is_dir);
-                    WalkState::Continue
+                    walk.entry(entry, |_, rel, is_dir| {
+                        offer(rel, is_dir);
+                        WalkState::Continue
+                    })
                 })
             });
         }
