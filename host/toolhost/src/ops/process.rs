@@ -1328,6 +1328,14 @@ mod tests {
         collect(&mut child).await
     }
 
+    /// The process group of a child whose first output is its shell's `$$`.
+    async fn first_line_pgid(child: &mut Child) -> Pid {
+        let ChildEvent::Output(first) = child.next().await else {
+            panic!("no pgid")
+        };
+        pgid_of(&String::from_utf8(first).unwrap())
+    }
+
     fn pgid_of(output: &str) -> Pid {
         let n: i32 = output.lines().next().unwrap().trim().parse().unwrap();
         Pid::from_raw(n).unwrap()
@@ -1550,10 +1558,7 @@ mod tests {
         let mut child = p
             .spawn(command(script, dir.path()), cancel.clone())
             .unwrap();
-        let ChildEvent::Output(first) = child.next().await else {
-            panic!("no pgid")
-        };
-        let pgid = pgid_of(&String::from_utf8(first).unwrap());
+        let pgid = first_line_pgid(&mut child).await;
         cancel.cancel();
         assert_same!(collect(&mut child).await.1, ExitStatus::Cancelled);
         assert!(!group_exists(pgid));
@@ -1561,10 +1566,7 @@ mod tests {
         let mut child = p
             .spawn(command(script, dir.path()), CancellationToken::new())
             .unwrap();
-        let ChildEvent::Output(first) = child.next().await else {
-            panic!("no pgid")
-        };
-        let pgid = pgid_of(&String::from_utf8(first).unwrap());
+        let pgid = first_line_pgid(&mut child).await;
         child.kill();
         assert_same!(collect(&mut child).await.1, ExitStatus::Cancelled);
         assert!(!group_exists(pgid));
@@ -1572,10 +1574,7 @@ mod tests {
         let mut child = p
             .spawn(command(script, dir.path()), CancellationToken::new())
             .unwrap();
-        let ChildEvent::Output(first) = child.next().await else {
-            panic!("no pgid")
-        };
-        let pgid = pgid_of(&String::from_utf8(first).unwrap());
+        let pgid = first_line_pgid(&mut child).await;
         drop(child);
         let mut gone = false;
         for _ in 0..500 {
