@@ -495,6 +495,29 @@ pub(super) fn shown(rel: &Path) -> String {
     }
 }
 
+/// The grep result from the files a walk ranked: `Cancelled` if the search
+/// was stopped, else [`assemble_grep`] of the files in path order, warned
+/// when the collected results outgrew their bound.
+pub(super) fn ranked_grep(
+    ranked: Ranked<FileHits>,
+    request: &GrepRequest,
+    mut warnings: Vec<String>,
+    stop: &StopFlag,
+) -> Result<GrepResult, SearchError> {
+    if stop.is_raised() {
+        return Err(SearchError::Cancelled);
+    }
+    if ranked.is_overflowed() {
+        warnings.push(overflow_warning());
+    }
+    let files = ranked
+        .into_sorted()
+        .into_iter()
+        .map(|(rel, hits)| (shown(&rel), hits))
+        .collect();
+    Ok(assemble_grep(files, request, warnings))
+}
+
 /// The grep result from files in path order: the first `max_matches` matches,
 /// the lines of the file where the limit falls cut after its last kept
 /// match's context (later matching lines inside that window become context).

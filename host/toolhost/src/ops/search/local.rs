@@ -24,7 +24,7 @@
 
 use super::core::{
     Cancellable, FileHits, FileSink, FindGlob, IgnoreLevel, IgnoreRules, Ranked, assemble_grep,
-    grep_override, io_cause, overflow_warning, regex_matcher, shown,
+    grep_override, io_cause, overflow_warning, ranked_grep, regex_matcher, shown,
 };
 use super::{Search, StopFlag};
 use crate::bindings::fs_types::ErrorCode;
@@ -527,19 +527,8 @@ impl Search for LocalSearch {
                     })
                 });
         }
-        if stop.is_raised() {
-            return Err(SearchError::Cancelled);
-        }
-        let mut warnings = warnings.into_inner().expect("warnings");
-        if ranked.is_overflowed() {
-            warnings.push(overflow_warning());
-        }
-        let files = ranked
-            .into_sorted()
-            .into_iter()
-            .map(|(rel, hits)| (shown(&rel), hits))
-            .collect();
-        Ok(assemble_grep(files, request, warnings))
+        let warnings = warnings.into_inner().expect("warnings");
+        ranked_grep(ranked, request, warnings, stop)
     }
 
     fn glob(&self, request: &GlobRequest, stop: &StopFlag) -> Result<GlobResult, SearchError> {

@@ -10,7 +10,7 @@
 
 use super::core::{
     FileHits, FileSink, FindGlob, IgnoreLevel, IgnoreRules, MAX_RESULT_BYTES, Ranked,
-    assemble_grep, grep_override, overflow_warning, regex_matcher, shown,
+    assemble_grep, grep_override, overflow_warning, ranked_grep, regex_matcher, shown,
 };
 use super::{Search, StopFlag};
 use crate::bindings::fs_types::{EntryKind, ErrorCode, FsError};
@@ -268,18 +268,7 @@ impl Search for FsSearch {
             &mut warnings,
             &mut visit,
         );
-        if stop.is_raised() {
-            return Err(SearchError::Cancelled);
-        }
-        if ranked.is_overflowed() {
-            warnings.push(overflow_warning());
-        }
-        let files = ranked
-            .into_sorted()
-            .into_iter()
-            .map(|(rel, hits)| (shown(&rel), hits))
-            .collect();
-        Ok(assemble_grep(files, request, warnings))
+        ranked_grep(ranked, request, warnings, stop)
     }
 
     fn glob(&self, request: &GlobRequest, stop: &StopFlag) -> Result<GlobResult, SearchError> {
