@@ -225,16 +225,7 @@ impl LocalFs {
     /// refused). For backends that work natively from a real path, such as
     /// search; the path need not exist (its missing tail is kept as given).
     pub(crate) fn resolve_real(&self, path: &str) -> Result<RealPath<'_>, FsError> {
-        let abs = normalize(path).ok_or_else(|| {
-            fs_error(
-                ErrorCode::InvalidInput,
-                format!("{path} is not an absolute path"),
-            )
-        })?;
-        if self.locate_lexical(&abs).is_none() {
-            return Err(outside(path));
-        }
-        let located = self.resolve_links(&abs, path)?;
+        let located = self.locate_for_write(path)?;
         Ok(RealPath {
             root: &located.root.path,
             dir: &located.root.dir,
