@@ -5,9 +5,12 @@ the virtualenv .ci/run creates (`pip install -r tests/requirements.txt`). Each s
 what it receives; any failure exits non-zero with the reason. On success the last line of
 stdout is a JSON summary the Rust test checks.
 
-Usage: mcp_client.py TOOLHOST WORKSPACE EXTENSION
-  WORKSPACE holds a.txt, pixel.png and EXTENSION (the testkit component, inside
-  WORKSPACE/.toolhost/extensions/), which toolhost loads with --extension.
+Usage: mcp_client.py TOOLHOST WORKSPACE EXTENSION PLANTED
+  WORKSPACE holds a.txt and pixel.png; EXTENSION (the testkit component, outside the
+  workspace) is loaded with --extension; PLANTED (another component) is copied into
+  WORKSPACE/.toolhost/extensions/ while the server runs, as an agent's own tool could,
+  and must never be listed. The server gets this process's XDG_CONFIG_HOME, so it reads
+  the test's user configuration, never the developer's.
 """
 
 import json
@@ -20,7 +23,7 @@ import time
 import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp.client.stdio import get_default_environment, stdio_client
 
 # Generous bounds for waiting on the server: a failure ends the wait, never a timing check.
 DEADLINE_S = 60
@@ -43,12 +46,13 @@ async def wait_until(predicate, what):
         await anyio.sleep(0.05)
 
 
-async def main(toolhost, workspace, extension):
+async def main(toolhost, workspace, extension, planted):
     errlog_path = os.path.join(tempfile.mkdtemp(), "toolhost-mcp.stderr")
     errlog = open(errlog_path, "w")
     params = StdioServerParameters(
         command=toolhost,
         args=["--workspace", workspace, "--extension", extension, "mcp"],
+        env={**get_default_environment(), "XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"]},
     )
     list_changes = []
 
@@ -162,6 +166,18 @@ async def main(toolhost, workspace, extension):
         check("slow" in names, f"tools after restoring: {names}")
         summary["listChanged"] = len(list_changes)
 
+        # A component planted in the workspace while the server runs is refused at the
+        # reload it causes: reported, never listed, no list_changed.
+        planted_path = os.path.join(workspace, ".toolhost", "extensions", "planted.wasm")
+        os.makedirs(os.path.dirname(planted_path), exist_ok=True)
+        shutil.copy(planted, planted_path)
+        refusal = f"{planted_path}: untrusted: run toolhost trust to review"
+        await wait_until(lambda: refusal in server_log(), "the reload to refuse the planted component")
+        names = [t.name for t in (await client.list_tools()).tools]
+        check("probe" not in names, f"the planted component was listed: {names}")
+        check(len(list_changes) == 2, "list_changed for a refused component")
+        summary["plantedRefused"] = True
+
     print(json.dumps(summary))
 
 
@@ -177,7 +193,7 @@ def first_assertion(error):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
+    if len(sys.argv) != 5:
         sys.exit(__doc__)
     try:
         anyio.run(main, *sys.argv[1:])

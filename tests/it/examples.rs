@@ -1,6 +1,8 @@
 //! The example extensions of `guest-tools/examples/` (Rust, JavaScript,
 //! Python), as their READMEs tell a user to install them: the `.wasm` file
-//! dropped into `.toolhost/extensions/`, a grant written in `toolhost.toml`.
+//! dropped into the user's extensions directory with a grant in the user's
+//! `toolhost.toml`, or into a workspace's `.toolhost/extensions/` with a
+//! grant in the workspace's `toolhost.toml`, trusted with `toolhost trust`.
 //! Each one is listed and runs under its grant, and without the grant is
 //! refused at load (wordcount, jsonquery: they import `fs-read`) or reaches
 //! no file (csvstats: it reads through WASI preopens).
@@ -12,7 +14,7 @@
 use crate::support::*;
 use serde_json::{Value, json};
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::Mutex;
 
@@ -29,12 +31,13 @@ fn example(name: &str) -> PathBuf {
     path
 }
 
-/// Drop example `name` into the workspace's extensions directory, as its
-/// README says. The first use of each example in this process compiles it
+/// Drop example `name` into the extensions directory `dir` (the user's, or a
+/// workspace's), as its README says. The first use of each example in this
+/// process compiles it
 /// (the JavaScript and Python ones are megabytes of runtime) into the on-disk
 /// cache, one test at a time, so parallel tests do not compile it together.
 #[track_caller]
-fn drop_in(ws: &Workspace, name: &str) {
+fn drop_in(dir: &Path, name: &str) {
     static COMPILED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
     let component = example(name);
     {
@@ -50,8 +53,7 @@ fn drop_in(ws: &Workspace, name: &str) {
             compiled.insert(name.to_string());
         }
     }
-    let dir = ws.path.join(".toolhost/extensions");
-    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(dir).unwrap();
     std::fs::copy(&component, dir.join(format!("{name}.wasm"))).unwrap();
 }
 
@@ -117,7 +119,7 @@ fn rust_wordcount_counts_files_in_its_granted_directory_only() {
     ws.write("docs/.hidden", "not counted");
     ws.write("secret.txt", "outside the grant");
     ws.symlink("docs/link", ws.path.join("secret.txt"));
-    drop_in(&ws, "wordcount");
+    drop_in(&ws.user_extensions(), "wordcount");
 
     // Not granted: refused at load, with the line that would grant it.
     assert!(listed(&ws, "wc").is_none());
@@ -181,7 +183,7 @@ fn javascript_jsonquery_queries_json_in_its_granted_directory_only() {
         r#"{"name":"demo","items":[{"name":"a","n":1},{"name":"b","n":2}],"odd key":{"x":true}}"#,
     );
     ws.write("secret.json", r#"{"token":"s3cret"}"#);
-    drop_in(&ws, "jsonquery");
+    drop_in(&ws.extensions(), "jsonquery");
     // The grant in the workspace's own toolhost.toml, as the README shows:
     // it applies once the user trusts it.
     ws.write(
@@ -202,8 +204,7 @@ fn javascript_jsonquery_queries_json_in_its_granted_directory_only() {
     );
     assert_eq!(query(".name"), ("Tool json_query not found".into(), true));
 
-    let out = toolhost(&ws, &["trust"], None);
-    assert!(out.status.success(), "{}", stderr(&out));
+    trust_workspace(&ws);
     assert!(listed(&ws, "json_query").is_some());
     assert_eq!(query(".items[].name"), ("\"a\"\n\"b\"".into(), false));
     assert_eq!(query(".items | length"), ("2".into(), false));
@@ -250,7 +251,7 @@ fn python_csvstats_reads_only_granted_files_with_open() {
     );
     ws.write("secret.csv", "token\ns3cret\n");
     ws.symlink("data/escape.csv", ws.path.join("secret.csv"));
-    drop_in(&ws, "csvstats");
+    drop_in(&ws.user_extensions(), "csvstats");
 
     // It imports no Operation, so it loads ungranted, but no file exists for it.
     assert!(listed(&ws, "csv_stats").is_some());
@@ -326,7 +327,7 @@ fn examples_are_inspected_without_grants() {
         ("jsonquery", "json_query", json!(["fs-read"])),
         ("csvstats", "csv_stats", json!([])),
     ] {
-        drop_in(&ws, name);
+        drop_in(&ws.user_extensions(), name);
         let path = example(name);
         let out = toolhost(
             &ws,

@@ -1,6 +1,7 @@
 //! Extensions: discovery, grants from policy files (and their trust), WASI
 //! preopens and environment under the same grants, the `tools` Operations,
-//! and the `ext` and `trust` commands. Each grant has a deny test.
+//! and the `ext` and `trust` commands. Each grant has a deny test. (What a
+//! planted file cannot do is in `hostile.rs`.)
 
 use crate::support::*;
 use serde_json::{Value, json};
@@ -29,8 +30,9 @@ fn call_text(ws: &Workspace, tool: &str, args: Value) -> (String, bool) {
     )
 }
 
-fn drop_in(ws: &Workspace, rel: &str, component: &str) {
-    let dest = ws.path.join(".toolhost/extensions").join(rel);
+/// Copy `component` to `rel` in the extensions directory `dir`.
+fn drop_in(dir: &Path, rel: &str, component: &str) {
+    let dest = dir.join(rel);
     std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
     std::fs::copy(component, dest).unwrap();
 }
@@ -41,9 +43,16 @@ fn user_policy(ws: &Workspace, text: &str) {
 }
 
 #[test]
-fn a_component_dropped_into_the_extensions_directory_is_loaded() {
+fn a_component_dropped_into_the_workspace_loads_once_trusted() {
     let ws = Workspace::new();
-    drop_in(&ws, "kit.wasm", toolhost_tests::TESTKIT);
+    drop_in(&ws.extensions(), "kit.wasm", toolhost_tests::TESTKIT);
+    let ext = json_out(&toolhost(&ws, &["ext", "list", "--json"], None));
+    assert_eq!(ext[0]["refused"], "untrusted: run toolhost trust to review");
+    assert_eq!(
+        call_text(&ws, "fast", json!({})),
+        ("Tool fast not found".into(), true)
+    );
+    trust_workspace(&ws);
     let tools = json_out(&toolhost(&ws, &["list", "--json"], None));
     let slow = tools
         .as_array()
@@ -63,10 +72,11 @@ fn a_component_dropped_into_the_extensions_directory_is_loaded() {
     assert_eq!(ext[0]["tools"].as_array().unwrap().len(), 16);
 }
 
-fn probe_with_manifest(ws: &Workspace) {
-    drop_in(ws, "probe/fsprobe.wasm", toolhost_tests::FSPROBE);
+/// The fs-read probe with a manifest, in the extensions directory `dir`.
+fn probe_with_manifest(dir: &Path) {
+    drop_in(dir, "probe/fsprobe.wasm", toolhost_tests::FSPROBE);
     std::fs::write(
-        ws.path.join(".toolhost/extensions/probe/extension.toml"),
+        dir.join("probe/extension.toml"),
         "component = \"fsprobe.wasm\"\ndescription = \"Reads files\"\n[capabilities]\nfs-read = [\"docs\"]\n",
     )
     .unwrap();
@@ -77,7 +87,7 @@ fn fs_read_is_refused_until_granted_then_confined_to_the_grant() {
     let ws = Workspace::new();
     ws.write("docs/a.txt", "inside the grant");
     ws.write("secret.txt", "outside the grant");
-    probe_with_manifest(&ws);
+    probe_with_manifest(&ws.user_extensions());
 
     // Not granted: refused at load, with the way to grant it.
     let ext = json_out(&toolhost(&ws, &["ext", "list", "--json"], None));
@@ -116,7 +126,7 @@ fn fs_read_is_refused_until_granted_then_confined_to_the_grant() {
 fn a_workspace_policy_applies_only_once_trusted_and_unchanged() {
     let ws = Workspace::new();
     ws.write("docs/a.txt", "hello");
-    probe_with_manifest(&ws);
+    probe_with_manifest(&ws.extensions());
     ws.write(
         "toolhost.toml",
         "[extensions.probe]\nfs-read = [\"docs\"]\n",
@@ -128,14 +138,17 @@ fn a_workspace_policy_applies_only_once_trusted_and_unchanged() {
         None,
     );
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("policy is not trusted"));
-
-    let out = toolhost(&ws, &["trust"], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        stderr.contains("toolhost.toml: not applied: untrusted: run toolhost trust to review"),
+        "{stderr}"
     );
+
+    // Without a terminal, `trust` shows what it would trust and asks for --yes.
+    let out = toolhost(&ws, &["trust"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("toolhost trust --yes"));
+    trust_workspace(&ws);
     assert_eq!(
         call_text(&ws, "probe", json!({"path": inside})),
         ("hello".into(), false)

@@ -10,6 +10,7 @@ fn hooked(ws: &Workspace) -> Host {
     block(
         builder(ws)
             .extension(toolhost_tests::HOOKKIT)
+            .grant("hookkit", hooks_granted())
             .extension_limits(limits(2, 64))
             .build(),
     )

@@ -1499,6 +1499,7 @@ fn hostile_hook_rewrites_and_patches_are_checked_like_results() {
     let host = block(
         builder(&ws)
             .extension(toolhost_tests::HOOKKIT)
+            .grant("hookkit", hooks_granted())
             .extension_limits(limits(30, 64))
             .build(),
     )

@@ -22,17 +22,19 @@ fn the_python_sdk_drives_toolhost_mcp() {
     let ws = Workspace::new();
     ws.write("a.txt", "Hello, MCP!\n");
     ws.write("pixel.png", pixel_png());
-    // The testkit sits in the extensions directory, where the server watches
-    // it; the script removes and restores it to see list_changed.
-    let extension = ws.write(
-        ".toolhost/extensions/testkit.wasm",
-        std::fs::read(toolhost_tests::TESTKIT).unwrap(),
-    );
+    // The testkit is given with --extension, from outside the workspace; the
+    // server watches it, and the script removes and restores it to see
+    // list_changed. The fs probe is what the script plants in the workspace.
+    let kit = tempfile::tempdir().unwrap();
+    let extension = kit.path().join("testkit.wasm");
+    std::fs::copy(toolhost_tests::TESTKIT, &extension).unwrap();
     let out = Command::new(python_with_mcp())
         .arg(repo_root().join("tests/mcp_client.py"))
         .arg(toolhost_bin())
         .arg(&ws.path)
         .arg(&extension)
+        .arg(toolhost_tests::FSPROBE)
+        .env("XDG_CONFIG_HOME", ws.config_home())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -46,6 +48,7 @@ fn the_python_sdk_drives_toolhost_mcp() {
     assert_eq!(summary["protocolVersion"], "2025-11-25");
     assert_eq!(summary["serverInfo"], "toolhost");
     assert_eq!(summary["listChanged"], 2);
+    assert_eq!(summary["plantedRefused"], true);
     assert_eq!(summary["progress"].as_array().map(Vec::len), Some(3));
     assert_eq!(
         summary["bashProgress"].as_array().unwrap().last().unwrap(),

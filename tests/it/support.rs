@@ -33,9 +33,24 @@ impl Workspace {
         }
     }
 
+    /// What the CLI gets as `XDG_CONFIG_HOME`.
+    pub fn config_home(&self) -> &Path {
+        self.config_home.path()
+    }
+
     /// The user's toolhost configuration directory the CLI sees.
     pub fn user_config(&self) -> PathBuf {
         self.config_home.path().join("toolhost")
+    }
+
+    /// The workspace's own extensions directory (`.toolhost/extensions`).
+    pub fn extensions(&self) -> PathBuf {
+        self.path.join(".toolhost/extensions")
+    }
+
+    /// The user's extensions directory the CLI sees.
+    pub fn user_extensions(&self) -> PathBuf {
+        self.user_config().join("extensions")
     }
 
     pub fn str(&self) -> &str {
@@ -53,6 +68,14 @@ impl Workspace {
     #[track_caller]
     pub fn symlink(&self, link: &str, target: impl AsRef<Path>) {
         std::os::unix::fs::symlink(target, self.path.join(link)).unwrap();
+    }
+}
+
+/// The grant a hook component needs to run.
+pub fn hooks_granted() -> toolhost::GrantSpec {
+    toolhost::GrantSpec {
+        hooks: true,
+        ..Default::default()
     }
 }
 
@@ -239,6 +262,17 @@ pub fn python_with_mcp() -> PathBuf {
 pub fn wat_component(ws: &Workspace, name: &str, wat: &str) -> PathBuf {
     let bytes = wat::parse_str(wat).unwrap_or_else(|e| panic!("{name}: invalid WAT: {e}"));
     ws.write(&format!("{name}.wasm"), bytes)
+}
+
+/// Trust everything the workspace contributes, as `toolhost trust --yes` does.
+#[track_caller]
+pub fn trust_workspace(ws: &Workspace) {
+    let out = toolhost(ws, &["trust", "--yes"], None);
+    assert!(
+        out.status.success(),
+        "toolhost trust --yes failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A builder whose user configuration holds `policy` as its `toolhost.toml`

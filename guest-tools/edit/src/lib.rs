@@ -213,7 +213,9 @@ fn fail(err: &FsError, op: &str, abs: &str, raw: &str, ctx: &Context) -> ToolErr
 /// one, else the error itself.
 fn cannot_edit(err: &FsError, abs: &str, raw: &str, ctx: &Context) -> ToolError {
     match err.code {
-        ErrorCode::OutsideRoots | ErrorCode::Cancelled => fail(err, "access", abs, raw, ctx),
+        ErrorCode::OutsideRoots | ErrorCode::Protected | ErrorCode::Cancelled => {
+            fail(err, "access", abs, raw, ctx)
+        }
         ErrorCode::Other => ToolError::new(format!(
             "Could not edit file: {raw}. Error: {}.",
             err.message

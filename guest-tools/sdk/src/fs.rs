@@ -86,6 +86,7 @@ pub fn node_code(code: ErrorCode) -> (&'static str, &'static str) {
         ErrorCode::OutsideRoots => ("EACCES", "permission denied"),
         ErrorCode::Cancelled => ("ECANCELED", "operation canceled"),
         ErrorCode::Other => ("EIO", "i/o error"),
+        ErrorCode::Protected => ("EACCES", "permission denied"),
     }
 }
 
@@ -108,11 +109,18 @@ pub fn outside_message(raw: &str, ctx: &Context) -> String {
     }
 }
 
+/// The refusal of a protected path (`toolhost.toml`, `.toolhost/`, …; see
+/// the README's differences from Pi), naming the path as the model wrote it.
+pub fn protected_message(raw: &str) -> String {
+    format!("Path is protected: {raw}")
+}
+
 /// The model-facing text of a failed operation `op` on `abs` (resolved from
 /// the argument `raw`): the sandbox refusal, `Operation aborted`, or Node's text.
 pub fn error_text(err: &FsError, op: &str, abs: &str, raw: &str, ctx: &Context) -> String {
     match err.code {
         ErrorCode::OutsideRoots => outside_message(raw, ctx),
+        ErrorCode::Protected => protected_message(raw),
         ErrorCode::Cancelled => OPERATION_ABORTED.to_string(),
         code => node_message(code, op, abs),
     }

@@ -112,8 +112,20 @@ enum Command {
         #[command(subcommand)]
         command: ExtCommand,
     },
-    /// Trust the workspace's toolhost.toml as it is now, so its grants apply.
-    Trust,
+    /// Review what the workspace contributes (its toolhost.toml and every
+    /// component and manifest under .toolhost/) and trust exactly that content:
+    /// only trusted files decide what runs and what it is granted.
+    Trust {
+        /// Trust without asking (for scripts; review the list first).
+        #[arg(long, conflicts_with = "revoke")]
+        yes: bool,
+        /// Forget this workspace: none of its files is trusted any more.
+        #[arg(long)]
+        revoke: bool,
+        /// Print the review as JSON; trust nothing unless --yes is given too.
+        #[arg(long)]
+        json: bool,
+    },
     /// Serve JSON-RPC 2.0 on stdin/stdout, one object per line (see docs/protocol.md).
     Serve,
     /// Serve the active tools as a Model Context Protocol server on stdin/stdout.
@@ -135,6 +147,72 @@ enum ExtCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Install a component for every workspace (into the user's extensions
+    /// directory) and write its grant, pinned to its digest, into the user's
+    /// toolhost.toml.
+    Add {
+        #[arg(value_name = "FILE.wasm")]
+        file: PathBuf,
+        /// The name it is installed and granted under (default: the file's stem).
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        grant: GrantArgs,
+    },
+    /// Remove an installed extension and its grant.
+    Remove {
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
+}
+
+/// Capabilities `ext add` grants (each as in toolhost.toml).
+#[derive(clap::Args)]
+struct GrantArgs {
+    /// A directory it may read (repeatable; relative to the workspace).
+    #[arg(long = "fs-read", value_name = "DIR")]
+    fs_read: Vec<String>,
+    /// A directory it may write (repeatable).
+    #[arg(long = "fs-write", value_name = "DIR")]
+    fs_write: Vec<String>,
+    /// A program it may run (repeatable).
+    #[arg(long = "process", value_name = "PROGRAM")]
+    process: Vec<String>,
+    /// Its programs may use the network.
+    #[arg(long)]
+    network: bool,
+    /// An environment variable it may see (repeatable).
+    #[arg(long = "env", value_name = "NAME")]
+    env: Vec<String>,
+    /// Native search over its fs-read directories.
+    #[arg(long)]
+    search: bool,
+    /// It may read and change the active tools.
+    #[arg(long)]
+    tools: bool,
+    /// Its hooks may run (they see and may rewrite every call).
+    #[arg(long)]
+    hooks: bool,
+    /// Its tools may replace built-ins of the same name.
+    #[arg(long)]
+    replace_builtin: bool,
+}
+
+impl GrantArgs {
+    fn grant(self) -> toolhost::extensions::policy::GrantSpec {
+        toolhost::extensions::policy::GrantSpec {
+            fs_read: self.fs_read,
+            fs_write: self.fs_write,
+            process: self.process,
+            network: self.network,
+            env: self.env,
+            search: self.search,
+            tools: self.tools,
+            hooks: self.hooks,
+            replace_builtin: self.replace_builtin,
+            ..Default::default()
+        }
+    }
 }
 
 fn parse_format(s: &str) -> Result<ToolFormat, String> {
@@ -196,11 +274,19 @@ impl HostOptions {
 
 async fn run(cli: Cli) -> Result<ExitCode> {
     // Commands that do not need the tools loaded.
-    match &cli.command {
+    match cli.command {
         Command::Ext {
             command: ExtCommand::Inspect { file, json },
-        } => return inspect(file, *json).await,
-        Command::Trust => return trust(cli.workspace.as_deref()),
+        } => return inspect(&file, json).await,
+        Command::Ext {
+            command: ExtCommand::Add { file, name, grant },
+        } => return ext_add(&file, name.as_deref(), grant.grant()).await,
+        Command::Ext {
+            command: ExtCommand::Remove { name },
+        } => return ext_remove(&name),
+        Command::Trust { yes, revoke, json } => {
+            return trust(cli.workspace.as_deref(), yes, revoke, json).await;
+        }
         _ => {}
     }
     let options = HostOptions {
@@ -243,22 +329,221 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Ext {
             command: ExtCommand::List { json },
         } => ext_list(&host, json),
-        Command::Ext { .. } | Command::Trust => unreachable!("handled before loading"),
+        Command::Ext { .. } | Command::Trust { .. } => unreachable!("handled before loading"),
     }
 }
 
-fn trust(workspace: Option<&std::path::Path>) -> Result<ExitCode> {
+/// The user's configuration directory, or why there is none.
+fn user_config_dir() -> Result<PathBuf> {
+    toolhost::extensions::policy::default_user_config_dir()
+        .context("no user configuration directory (set HOME or XDG_CONFIG_HOME)")
+}
+
+async fn trust(
+    workspace: Option<&std::path::Path>,
+    yes: bool,
+    revoke: bool,
+    json: bool,
+) -> Result<ExitCode> {
+    use toolhost::extensions::review;
     let workspace = workspace
         .unwrap_or(std::path::Path::new("."))
         .canonicalize()
         .context("locating the workspace")?;
-    let config = toolhost::policy::default_user_config_dir()
-        .context("no user configuration directory (set HOME or XDG_CONFIG_HOME)")?;
-    let path = toolhost::policy::trust_workspace(&workspace, &config)?;
+    let config = user_config_dir()?;
+    if revoke {
+        if review::revoke(&workspace, &config)? {
+            println!(
+                "{} is no longer trusted: its toolhost.toml and components are refused",
+                workspace.display()
+            );
+        } else {
+            println!("{} was not trusted", workspace.display());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let runtime = toolhost::Runtime::shared()?;
+    let review = review::review(&runtime, &workspace, &config).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&review)?);
+        if !yes {
+            return Ok(ExitCode::SUCCESS);
+        }
+    } else {
+        print_review(&review);
+    }
+    if review.files().is_empty() {
+        if !json {
+            println!("\nnothing to trust: no toolhost.toml and no .toolhost/extensions/ here");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if review.all_trusted() && !yes {
+        if !json {
+            println!("\nall of it is trusted already");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !yes {
+        use std::io::IsTerminal;
+        if !std::io::stdin().is_terminal() {
+            bail!(
+                "not trusting without asking: review the list above, then run \
+                 `toolhost trust --yes` to trust exactly these files"
+            );
+        }
+        eprint!(
+            "\nTrust these {} files of {}? [y/N] ",
+            review.files().len(),
+            workspace.display()
+        );
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            println!("nothing trusted");
+            return Ok(ExitCode::from(1));
+        }
+    }
+    let store = review::approve(&review, &config)?;
+    if !json {
+        println!(
+            "trusted {} files of {} (recorded in {}); any change needs `toolhost trust` again",
+            review.files().len(),
+            workspace.display(),
+            store.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A review as a person reads it: each file with its digest and state, each
+/// component's tools, hooks, requests and the grants the toml gives it.
+fn print_review(review: &toolhost::extensions::review::Review) {
+    use toolhost::extensions::review::ReviewedFile;
+    let shown = |f: &ReviewedFile| {
+        let path = f
+            .path
+            .strip_prefix(&review.workspace)
+            .unwrap_or(&f.path)
+            .display()
+            .to_string();
+        let state = match f.verdict {
+            toolhost::extensions::trust::Verdict::Trusted => "trusted",
+            toolhost::extensions::trust::Verdict::Untrusted => "new",
+            toolhost::extensions::trust::Verdict::Changed => "CHANGED since trusted",
+        };
+        format!("{path}  {}  ({state})", f.digest)
+    };
+    println!("workspace {}", review.workspace.display());
+    if let Some(policy) = &review.policy {
+        println!("\n{}", shown(policy));
+    }
+    for ext in &review.extensions {
+        println!("\nextension {}", ext.name);
+        println!("  component {}", shown(&ext.component));
+        if let Some(manifest) = &ext.manifest {
+            println!("  manifest  {}", shown(manifest));
+        }
+        match &ext.inspection {
+            Ok(i) => {
+                let tools: Vec<&str> = i.tools.iter().map(|t| t.name.as_str()).collect();
+                println!(
+                    "  tools: {}",
+                    if tools.is_empty() {
+                        "none".into()
+                    } else {
+                        tools.join(", ")
+                    }
+                );
+                println!(
+                    "  hooks: {}",
+                    if i.hooks {
+                        "yes (sees and may rewrite every call)"
+                    } else {
+                        "no"
+                    }
+                );
+                let requests = if i.capabilities.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    i.capabilities.join(", ")
+                };
+                println!("  requests: {requests}");
+            }
+            Err(reason) => println!("  cannot be inspected: {reason}"),
+        }
+        let granted = ext
+            .grant
+            .as_ref()
+            .map(|g| summary(&serde_json::to_value(g).unwrap_or_default()))
+            .unwrap_or_else(|| "nothing".into());
+        println!("  granted by toolhost.toml: {granted}");
+    }
+    for problem in &review.problems {
+        println!("\nrefused, cannot be trusted: {problem}");
+    }
+}
+
+async fn ext_add(
+    file: &std::path::Path,
+    name: Option<&str>,
+    grant: toolhost::extensions::policy::GrantSpec,
+) -> Result<ExitCode> {
+    let config = user_config_dir()?;
+    let runtime = toolhost::Runtime::shared()?;
+    let installed =
+        toolhost::extensions::install::add(&runtime, &config, file, name, grant).await?;
+    let i = &installed.inspection;
     println!(
-        "trusted {} (its grants now apply; any change needs `toolhost trust` again)",
-        path.display()
+        "installed {} as {}",
+        file.display(),
+        installed.path.display()
     );
+    println!("  digest: {}", installed.digest);
+    let tools: Vec<&str> = i.tools.iter().map(|t| t.name.as_str()).collect();
+    println!(
+        "  tools: {}",
+        if tools.is_empty() {
+            "none".into()
+        } else {
+            tools.join(", ")
+        }
+    );
+    let mut requests = i.capabilities.clone();
+    if i.hooks {
+        requests.push("hooks".into());
+    }
+    println!(
+        "  requests: {}",
+        if requests.is_empty() {
+            "nothing".into()
+        } else {
+            requests.join(", ")
+        }
+    );
+    println!(
+        "  granted in {}: {}",
+        installed.policy.display(),
+        summary(&serde_json::to_value(&installed.grant)?)
+    );
+    if !installed.ungranted.is_empty() {
+        println!("  not granted (it is refused at load until these are):");
+        for line in &installed.ungranted {
+            println!("    {line}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn ext_remove(name: &str) -> Result<ExitCode> {
+    let config = user_config_dir()?;
+    let removed = toolhost::extensions::install::remove(&config, name)?;
+    for file in &removed.files {
+        println!("removed {}", file.display());
+    }
+    if removed.grant {
+        println!("removed the grant [extensions.{name}]");
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -298,6 +583,9 @@ fn ext_list(host: &Host, json: bool) -> Result<ExitCode> {
     }
     for r in reports {
         println!("{} ({:?}) {}", r.name, r.origin, r.component.display());
+        if let Some(digest) = &r.digest {
+            println!("  digest: {digest}");
+        }
         let granted = serde_json::to_value(&r.granted)?;
         println!("  granted: {}", summary(&granted));
         if let Some(requested) = &r.requested {
@@ -337,7 +625,18 @@ fn summary(grant: &Value) -> String {
 }
 
 async fn mcp(host: Host, options: HostOptions) -> Result<ExitCode> {
-    let mut watch = vec![host.workspace().join(".toolhost").join("extensions")];
+    // Everything that decides what loads: a reload applies the same trust
+    // rules as the first load.
+    let mut watch = vec![
+        host.workspace().join(".toolhost").join("extensions"),
+        host.workspace()
+            .join(toolhost::extensions::policy::POLICY_FILE),
+    ];
+    if let Some(config) = toolhost::extensions::policy::default_user_config_dir() {
+        watch.push(config.join(toolhost::extensions::policy::POLICY_FILE));
+        watch.push(config.join(toolhost::extensions::trust::TRUST_FILE));
+        watch.push(config.join("extensions"));
+    }
     watch.extend(options.extensions.iter().cloned());
     let factory: toolhost::mcp::HostFactory = Arc::new(move || {
         let builder = options.builder();

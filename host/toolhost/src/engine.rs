@@ -4,8 +4,20 @@
 //! One engine serves every host in the process ([`Runtime::shared`]): the
 //! pooling allocator reserves address space for all its slots up front, and
 //! compiled code is shared by every store.
+//!
+//! # The compile cache cannot be poisoned
+//!
+//! A cache entry is native code the host maps and runs, so an entry is used
+//! only when it is byte for byte what a host of this user wrote: each entry
+//! ends with a keyed BLAKE3 MAC of its contents, under a random key kept in
+//! the cache directory (`key`, readable by the user only; the cache directory
+//! is a protected path no tool may write, and the jail hides the key from
+//! children). An entry whose MAC does not verify is never deserialized: the
+//! component is compiled again, the entry replaced, and the event reported
+//! once ([`Runtime::take_reports`]).
 
 use crate::error::Error;
+use crate::registry::Diagnostic;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -69,6 +81,11 @@ pub struct Runtime {
     /// Components loaded by this runtime, oldest first, keyed by content hash
     /// (blake3 of the bytes, always computed by the host from what it loads).
     loaded: Mutex<Vec<(String, Component)>>,
+    /// The cache's MAC key, read or created on first use; `None` when it
+    /// cannot be (the cache is then not used).
+    cache_key: OnceLock<Option<[u8; 32]>>,
+    /// Cache entries refused since the last [`Runtime::take_reports`].
+    reports: Mutex<Vec<Diagnostic>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -145,7 +162,9 @@ impl Runtime {
 
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
-        let engine_key = format!("wasmtime-48.0.8-{:016x}", hasher.finish());
+        // `mac`: entries end with their MAC (see the module docs); entries of
+        // earlier versions, without one, are never looked at.
+        let engine_key = format!("wasmtime-48.0.8-mac-{:016x}", hasher.finish());
 
         spawn_ticker(&engine);
         Ok(Arc::new(Runtime {
@@ -154,6 +173,8 @@ impl Runtime {
             options,
             engine_key,
             loaded: Mutex::new(Vec::new()),
+            cache_key: OnceLock::new(),
+            reports: Mutex::new(Vec::new()),
         }))
     }
 
@@ -212,13 +233,29 @@ impl Runtime {
             .map(|(_, c)| c.clone())
     }
 
+    /// What happened to the compile cache that a person should hear of
+    /// (entries refused as not written by this host), each once.
+    pub fn take_reports(&self) -> Vec<Diagnostic> {
+        std::mem::take(&mut *self.reports.lock().expect("reports lock"))
+    }
+
     fn load_uncached(&self, bytes: &[u8], hash: &str, origin: &str) -> Result<Component, Error> {
         let cached = self.cache_path(hash);
         if let Some(path) = cached.as_ref().filter(|p| p.exists()) {
             match self.deserialize(path) {
                 Ok(component) => return Ok(component),
+                Err(CacheMiss::Forged) => {
+                    self.reports.lock().expect("reports lock").push(Diagnostic {
+                        path: path.display().to_string(),
+                        message: format!(
+                            "compile cache entry of {origin} was not written by this host; \
+                             compiled again and replaced"
+                        ),
+                    });
+                    let _ = std::fs::remove_file(path);
+                }
                 // Stale or damaged entry: compile again and replace it.
-                Err(_) => {
+                Err(CacheMiss::Stale) => {
                     let _ = std::fs::remove_file(path);
                 }
             }
@@ -249,35 +286,121 @@ impl Runtime {
 
     fn cache_path(&self, hash: &str) -> Option<PathBuf> {
         let dir = self.options.cache_dir.as_ref()?;
+        self.cache_key()?;
         Some(dir.join(&self.engine_key).join(format!("{hash}.cwasm")))
     }
 
+    /// The MAC key, read from the cache directory or created there.
+    fn cache_key(&self) -> Option<[u8; 32]> {
+        *self.cache_key.get_or_init(|| {
+            let dir = self.options.cache_dir.as_ref()?;
+            read_or_create_key(&dir.join(CACHE_KEY_FILE)).ok()
+        })
+    }
+
+    /// Deserialize the entry at `path` if its MAC verifies. The bytes are read
+    /// once, verified, and deserialized from that same copy.
     #[allow(unsafe_code)]
-    fn deserialize(&self, path: &Path) -> wasmtime::Result<Component> {
-        // SAFETY: `deserialize_file` trusts the file to be machine code that
-        // this engine produced. Cache entries are written only by
-        // `store_in_cache`, from a component this engine compiled, atomically
-        // (temporary file + rename) into the user's own cache directory, under
-        // a key naming the engine's settings; wasmtime also checks the
-        // header's engine compatibility. Whoever can write that directory can
-        // already run code as this user.
-        unsafe { Component::deserialize_file(&self.engine, path) }
+    fn deserialize(&self, path: &Path) -> Result<Component, CacheMiss> {
+        let key = self.cache_key().ok_or(CacheMiss::Stale)?;
+        let mut bytes = std::fs::read(path).map_err(|_| CacheMiss::Stale)?;
+        if bytes.len() < MAC_BYTES {
+            return Err(CacheMiss::Forged);
+        }
+        let mac = bytes.split_off(bytes.len() - MAC_BYTES);
+        let expected = blake3::keyed_hash(&key, &bytes);
+        // `blake3::Hash`'s equality is constant-time.
+        if blake3::Hash::from_bytes(mac.try_into().expect("MAC_BYTES long")) != expected {
+            return Err(CacheMiss::Forged);
+        }
+        // SAFETY: `deserialize` trusts the bytes to be machine code that this
+        // engine produced. They carry a MAC under this user's cache key,
+        // which only `store_in_cache` computes, over a component this engine
+        // compiled; wasmtime also checks the header's engine compatibility.
+        unsafe { Component::deserialize(&self.engine, &bytes) }.map_err(|_| CacheMiss::Stale)
     }
 
     fn store_in_cache(&self, component: &Component, path: &Path) -> std::io::Result<()> {
-        let bytes = component
+        let key = self
+            .cache_key()
+            .ok_or_else(|| std::io::Error::other("no cache key"))?;
+        let mut bytes = component
             .serialize()
             .map_err(|e| std::io::Error::other(e.to_string()))?;
-        let dir = path.parent().expect("cache path has a parent");
-        std::fs::create_dir_all(dir)?;
-        let tmp = dir.join(format!(
-            ".{}.{}.tmp",
-            path.file_name().unwrap().to_string_lossy(),
-            std::process::id()
-        ));
-        std::fs::write(&tmp, bytes)?;
-        std::fs::rename(&tmp, path)
+        let mac = blake3::keyed_hash(&key, &bytes);
+        bytes.extend_from_slice(mac.as_bytes());
+        crate::extensions::trust::write_private(path, &bytes)
     }
+}
+
+/// The cache's MAC key file, in the cache directory.
+pub const CACHE_KEY_FILE: &str = "key";
+/// Length of the MAC that ends each cache entry.
+const MAC_BYTES: usize = 32;
+
+/// Why a cache entry was not used.
+enum CacheMiss {
+    /// Unreadable, or written by another engine version: replace quietly.
+    Stale,
+    /// Its MAC does not verify: not written by a host of this user.
+    Forged,
+}
+
+/// The 32-byte key at `path`, or a new random one written there (readable
+/// by the user only; created exclusively, so two hosts starting at once
+/// agree on one key).
+fn read_or_create_key(path: &Path) -> std::io::Result<[u8; 32]> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let read = |path: &Path| -> std::io::Result<[u8; 32]> {
+        let bytes = crate::extensions::file::read_regular(path, 32)
+            .map_err(std::io::Error::other)?
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
+        bytes
+            .try_into()
+            .map_err(|_| std::io::Error::other("the cache key is not 32 bytes"))
+    };
+    match read(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        other => return other,
+    }
+    let mut key = [0u8; 32];
+    getrandom(&mut key)?;
+    let dir = path.parent().expect("key path has a parent");
+    std::fs::create_dir_all(dir)?;
+    // Written whole under a temporary name, then linked into place: the key
+    // file never exists half-written, and of two hosts starting at once the
+    // second finds the first one's key.
+    let tmp = dir.join(format!(".key.{}.tmp", std::process::id()));
+    let linked = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        file.write_all(&key)?;
+        file.sync_data()?;
+        std::fs::hard_link(&tmp, path)
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(key),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read(path),
+        Err(e) => Err(e),
+    }
+}
+
+/// Fill `buf` from the kernel's random source.
+fn getrandom(buf: &mut [u8]) -> std::io::Result<()> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match rustix::rand::getrandom(&mut buf[filled..], rustix::rand::GetRandomFlags::empty()) {
+            Ok(n) => filled += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 /// Advance the engine's epoch every [`EPOCH_TICK`] for as long as it lives.

@@ -2,12 +2,16 @@
 
 use crate::bindings::types;
 use crate::builtin::{self, DEFAULT_ACTIVE_TOOLS};
-use crate::discovery;
 use crate::engine::Runtime;
 use crate::error::Error;
 use crate::events::EventSink;
-use crate::extensions::{self, ExtensionReport};
+use crate::extensions::discovery;
+use crate::extensions::policy::GrantSpec;
+use crate::extensions::policy::Policy;
+use crate::extensions::trust::{self, TrustStore};
+use crate::extensions::{self, ExtensionReport, LoadContext};
 use crate::hooks::{ComponentHook, ToolHooks};
+use crate::loader::Loaded;
 use crate::loader::{self, ComponentSpec};
 use crate::message::AssistantMessage;
 use crate::ops::fs::{FsRead, FsWrite, LocalFs};
@@ -15,7 +19,6 @@ use crate::ops::process::Confinement;
 use crate::ops::search::{FsSearch, LocalSearch, Search};
 use crate::ops::tools::ToolSet;
 use crate::pipeline::BatchContext;
-use crate::policy::Policy;
 use crate::registry::{Diagnostic, RegisteredTool, Registry, ToolDefinition, ToolInfo, ToolSource};
 use crate::sandbox::Limits;
 use crate::schedule::{self, BatchOutcome};
@@ -55,6 +58,7 @@ pub struct HostBuilder {
     write_roots: Vec<PathBuf>,
     require_landlock: bool,
     command_network: bool,
+    grants: Vec<(String, GrantSpec)>,
 }
 
 impl Default for HostBuilder {
@@ -83,6 +87,7 @@ impl Default for HostBuilder {
             write_roots: Vec::new(),
             require_landlock: false,
             command_network: true,
+            grants: Vec::new(),
         }
     }
 }
@@ -112,6 +117,16 @@ impl HostBuilder {
     pub fn all_tools_active(mut self) -> Self {
         self.all_active = true;
         self.active = None;
+        self
+    }
+
+    /// Grant the extension `name` capabilities with the user's authority, as
+    /// the user's `toolhost.toml` does (added to what it grants): it applies
+    /// to the user's extensions directory and to [`Self::extension`] files,
+    /// never to a workspace's components. A hook component needs
+    /// `hooks: true` to run.
+    pub fn grant(mut self, name: impl Into<String>, grant: GrantSpec) -> Self {
+        self.grants.push((name.into(), grant));
         self
     }
 
@@ -223,6 +238,14 @@ impl HostBuilder {
             Some(rt) => rt,
             None => Runtime::shared()?,
         };
+        let user_config = self
+            .user_config
+            .unwrap_or_else(crate::extensions::policy::default_user_config_dir);
+        let protected = trust::protected_paths(
+            &workspace,
+            user_config.as_deref(),
+            runtime.options().cache_dir.as_deref(),
+        );
         // Search runs natively on the local disk; over another backend it
         // walks through that backend's `FsRead`.
         let (fs_read, fs_write, search): (Arc<dyn FsRead>, Arc<dyn FsWrite>, Arc<dyn Search>) =
@@ -234,7 +257,8 @@ impl HostBuilder {
                 None => {
                     let local = Arc::new(
                         LocalFs::new(std::slice::from_ref(&workspace))
-                            .map_err(|e| workspace_error(format!("cannot open it: {e}")))?,
+                            .map_err(|e| workspace_error(format!("cannot open it: {e}")))?
+                            .protect(protected.clone()),
                     );
                     let search = Arc::new(LocalSearch::new(local.clone()));
                     (local.clone(), local, search)
@@ -267,10 +291,14 @@ impl HostBuilder {
         };
         let confinement = shell.process.confinement();
 
-        let user_config = self
-            .user_config
-            .unwrap_or_else(crate::policy::default_user_config_dir);
-        let policy = Policy::load(&workspace, user_config.as_deref())?;
+        let trust = match &user_config {
+            Some(dir) => TrustStore::load(dir)?,
+            None => TrustStore::empty(),
+        };
+        let mut policy = Policy::load(&workspace, user_config.as_deref(), &trust)?;
+        for (name, grant) in &self.grants {
+            policy.grant(name, grant);
+        }
         let mut diagnostics = policy.diagnostics.clone();
 
         let registry = Arc::new(RwLock::new(Registry::default()));
@@ -296,12 +324,15 @@ impl HostBuilder {
                         self.command_timeout,
                     ),
                     grant_name: None,
+                    hooks: false,
+                    replace_builtin: false,
                 },
             )
             .await?;
             add_all(
                 &mut registry.write().expect("registry lock"),
-                tools.tools,
+                tools,
+                None,
                 &mut diagnostics,
             );
         }
@@ -313,22 +344,27 @@ impl HostBuilder {
         if let Some(dir) = &user_config {
             dirs.push((dir.join("extensions"), discovery::Origin::User));
         }
-        let mut paths = self.extensions.clone();
+        let mut paths: Vec<(PathBuf, discovery::Origin)> = self
+            .extensions
+            .iter()
+            .map(|p| (p.clone(), discovery::Origin::Configured))
+            .collect();
         paths.extend(policy.extension_paths.iter().cloned());
         let (found, found_diagnostics) = discovery::discover(&dirs, &paths);
         diagnostics.extend(found_diagnostics);
         let mut reports = Vec::new();
         let mut hook_components = Vec::new();
+        let load_cx = LoadContext {
+            runtime: &runtime,
+            policy: &policy,
+            trust: &trust,
+            workspace: &workspace,
+            tool_set: &tool_set,
+            defaults: self.extension_limits,
+            protected: &protected,
+        };
         for extension in &found {
-            let (report, loaded, warnings) = extensions::load(
-                &runtime,
-                extension,
-                &policy,
-                &workspace,
-                &tool_set,
-                self.extension_limits,
-            )
-            .await;
+            let (report, loaded, warnings) = extensions::load(&load_cx, extension).await;
             let path = extension.component.display().to_string();
             diagnostics.extend(warnings.into_iter().map(|message| Diagnostic {
                 path: path.clone(),
@@ -341,17 +377,20 @@ impl HostBuilder {
                 });
             }
             if let Some(loaded) = loaded {
-                if let Some(sandbox) = loaded.hooks {
-                    hook_components.push(ComponentHook::new(&extension.name, sandbox));
+                if let Some(sandbox) = &loaded.hooks {
+                    hook_components.push(ComponentHook::new(&extension.name, sandbox.clone()));
                 }
                 add_all(
                     &mut registry.write().expect("registry lock"),
-                    loaded.tools,
+                    loaded,
+                    Some(&extension.name),
                     &mut diagnostics,
                 );
             }
             reports.push(report);
         }
+
+        diagnostics.extend(runtime.take_reports());
 
         let mut reg = registry.write().expect("registry lock");
         let active: Vec<String> = if self.all_active {
@@ -388,8 +427,29 @@ impl HostBuilder {
     }
 }
 
-fn add_all(registry: &mut Registry, tools: Vec<RegisteredTool>, diagnostics: &mut Vec<Diagnostic>) {
-    for tool in tools {
+/// Register a component's tools. An extension's (`extension` names it) may
+/// take a built-in's name only when its grant lets it replace built-ins.
+fn add_all(
+    registry: &mut Registry,
+    loaded: Loaded,
+    extension: Option<&str>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    for tool in loaded.tools {
+        let name = &tool.definition.name;
+        if let Some(ext) = extension
+            && !loaded.replace_builtin
+            && registry.is_builtin(name)
+        {
+            diagnostics.push(Diagnostic {
+                path: tool.source.to_string(),
+                message: format!(
+                    "tool {name} is refused: it has the name of a built-in tool; let it replace \
+                     the built-in in toolhost.toml: [extensions.{ext}] replace-builtin = true"
+                ),
+            });
+            continue;
+        }
         diagnostics.extend(registry.add(tool));
     }
 }

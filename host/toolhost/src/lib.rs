@@ -33,7 +33,6 @@
 
 pub mod bindings;
 mod builtin;
-pub mod discovery;
 pub mod engine;
 pub mod error;
 pub mod events;
@@ -47,7 +46,6 @@ pub mod mcp;
 pub mod message;
 pub mod ops;
 mod pipeline;
-pub mod policy;
 pub mod registry;
 pub mod sandbox;
 mod schedule;
@@ -59,6 +57,7 @@ pub use builtin::{DEFAULT_ACTIVE_TOOLS, DEFAULT_COMMAND_TIMEOUT};
 pub use engine::{Runtime, RuntimeOptions};
 pub use error::Error;
 pub use events::{Event, EventSink, NoEvents};
+pub use extensions::policy::GrantSpec;
 pub use formats::ToolFormat;
 pub use hooks::{
     AfterToolCallContext, AfterToolCallResult, BeforeToolCallContext, BeforeToolCallResult,

@@ -6,7 +6,7 @@ use crate::bindings::types;
 use crate::engine::Runtime;
 use crate::error::Error;
 use crate::registry::{ExecutionMode, RegisteredTool, ToolDefinition, ToolSource};
-use crate::sandbox::{CallSignals, Capabilities, Limits, Sandbox};
+use crate::sandbox::{CallSignals, Capabilities, HOOK_EXPORT, Limits, Sandbox};
 use crate::validate::ArgumentSchema;
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,6 +68,10 @@ pub(crate) struct ComponentSpec<'a> {
     /// The name its grants are written under, for refusals that say how to
     /// grant what is missing (`None` for built-ins).
     pub grant_name: Option<String>,
+    /// Its hooks may run (they see and may rewrite every call).
+    pub hooks: bool,
+    /// Its tools may take a built-in's name.
+    pub replace_builtin: bool,
 }
 
 /// What a loaded component provides.
@@ -75,6 +79,8 @@ pub(crate) struct Loaded {
     pub tools: Vec<RegisteredTool>,
     /// Set when the component exports hooks.
     pub hooks: Option<Arc<Sandbox>>,
+    /// Its tools may replace built-ins of the same name.
+    pub replace_builtin: bool,
 }
 
 pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Result<Loaded, Error> {
@@ -92,11 +98,31 @@ pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Res
         &spec.origin,
         spec.grant_name.as_deref(),
     )?);
+    if sandbox.provides_hooks() && !spec.hooks {
+        // A hook sees and may rewrite every call of every tool: a capability
+        // like any import, refused unless granted.
+        let hint = spec
+            .grant_name
+            .as_deref()
+            .map(|ext| {
+                format!(
+                    "; grant it in toolhost.toml: {}",
+                    crate::sandbox::grant_line(ext, "hooks")
+                )
+            })
+            .unwrap_or_default();
+        return Err(fail(format!(
+            "exports {HOOK_EXPORT} (sees and may rewrite every call of every tool), which is \
+             not granted to it{hint}"
+        )));
+    }
     let hooks = sandbox.provides_hooks().then(|| sandbox.clone());
+    let replace_builtin = spec.replace_builtin;
     if !sandbox.provides_tools() {
         return Ok(Loaded {
             tools: Vec::new(),
             hooks,
+            replace_builtin,
         });
     }
     let definitions = read_definitions(&sandbox).await.map_err(fail)?;
@@ -118,7 +144,11 @@ pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Res
             source: spec.source.clone(),
         });
     }
-    Ok(Loaded { tools, hooks })
+    Ok(Loaded {
+        tools,
+        hooks,
+        replace_builtin,
+    })
 }
 
 /// What a component is, without running any tool: its capability requests
@@ -141,13 +171,30 @@ pub struct Inspection {
 /// Read a component's imports and definitions, granting it nothing.
 pub async fn inspect(runtime: &Arc<Runtime>, path: &std::path::Path) -> Result<Inspection, Error> {
     let origin = path.display().to_string();
+    let bytes =
+        crate::extensions::file::read_regular(path, crate::extensions::file::MAX_COMPONENT_BYTES)
+            .and_then(|b| b.ok_or_else(|| "cannot be read: No such file or directory".to_string()))
+            .map_err(|reason| Error::Load {
+                path: origin.clone(),
+                reason,
+            })?;
+    inspect_bytes(runtime, &bytes, &origin).await
+}
+
+/// [`inspect`] of a component's bytes (`origin` names it in messages):
+/// what is shown is exactly what was read.
+pub async fn inspect_bytes(
+    runtime: &Arc<Runtime>,
+    bytes: &[u8],
+    origin: &str,
+) -> Result<Inspection, Error> {
+    let origin = origin.to_string();
     let fail = |reason: String| Error::Load {
         path: origin.clone(),
         reason,
     };
-    let bytes = std::fs::read(path).map_err(|e| fail(format!("cannot be read: {e}")))?;
-    let hash = blake3::hash(&bytes).to_hex().to_string();
-    let component = runtime.load_component(&bytes, &hash, &origin)?;
+    let hash = blake3::hash(bytes).to_hex().to_string();
+    let component = runtime.load_component(bytes, &hash, &origin)?;
     let mut capabilities = Vec::new();
     let mut other_imports = Vec::new();
     for (name, _) in component.component_type().imports(runtime.engine()) {

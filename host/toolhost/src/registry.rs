@@ -1,8 +1,9 @@
 //! Every loaded tool and the active set the model may call.
 //!
 //! Order decides collisions (spec §3.1, §7.7): built-ins first; an extension
-//! may replace a built-in; among extensions the first to define a name wins.
-//! Every collision is reported as a [`Diagnostic`], never silent.
+//! may replace a built-in (the host lets one only when its grant says
+//! `replace-builtin = true`); among extensions the first to define a name
+//! wins. Every collision is reported as a [`Diagnostic`], never silent.
 
 use crate::sandbox::Sandbox;
 use crate::validate::ArgumentSchema;
@@ -117,6 +118,12 @@ impl Registry {
                 ),
             }),
         }
+    }
+
+    /// Whether `name` is a built-in tool's.
+    pub(crate) fn is_builtin(&self, name: &str) -> bool {
+        self.get(name)
+            .is_some_and(|t| t.source == ToolSource::Builtin)
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<Arc<RegisteredTool>> {

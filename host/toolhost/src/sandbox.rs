@@ -344,6 +344,17 @@ pub(crate) fn content_from_wit(block: types::ContentBlock) -> ContentBlock {
 /// progress and cancellation channels.
 const ALWAYS_LINKED: &[&str] = &["types", "fs-types", "progress", "cancellation"];
 
+/// The `toolhost.toml` line that grants the extension `ext` the capability
+/// `capability` (an Operations interface, or `hooks`).
+pub fn grant_line(ext: &str, capability: &str) -> String {
+    let value = match capability {
+        "fs-read" | "fs-write" => "[\"<directory>\"]",
+        "process" => "[\"<program>\"]",
+        _ => "true",
+    };
+    format!("[extensions.{ext}] {capability} = {value}")
+}
+
 /// Refuse a component whose imports exceed its grants, naming the capability.
 pub(crate) fn check_imports(
     runtime: &Runtime,
@@ -388,18 +399,14 @@ pub(crate) fn check_imports(
             }
         };
         if !granted {
-            let hint = match (grant_name, interface) {
-                (None, _) => String::new(),
-                (Some(ext), "fs-read" | "fs-write") => format!(
-                    "; grant it in toolhost.toml: [extensions.{ext}] {interface} = [\"<directory>\"]"
-                ),
-                (Some(ext), "process") => format!(
-                    "; grant it in toolhost.toml: [extensions.{ext}] process = [\"<program>\"]"
-                ),
-                (Some(ext), _) => {
-                    format!("; grant it in toolhost.toml: [extensions.{ext}] {interface} = true")
-                }
-            };
+            let hint = grant_name
+                .map(|ext| {
+                    format!(
+                        "; grant it in toolhost.toml: {}",
+                        grant_line(ext, interface)
+                    )
+                })
+                .unwrap_or_default();
             return Err(refuse(format!(
                 "imports {name} ({what}), which is not granted to it{hint}"
             )));
@@ -475,8 +482,8 @@ pub(crate) struct Sandbox {
 }
 
 /// The export names a component may provide.
-const TOOL_EXPORT: &str = "toolhost:tool/tool@0.1.0";
-const HOOK_EXPORT: &str = "toolhost:tool/hook@0.1.0";
+pub(crate) const TOOL_EXPORT: &str = "toolhost:tool/tool@0.1.0";
+pub(crate) const HOOK_EXPORT: &str = "toolhost:tool/hook@0.1.0";
 
 impl Sandbox {
     pub(crate) fn new(

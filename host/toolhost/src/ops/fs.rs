@@ -22,8 +22,13 @@
 //!   target, as Node's does), then create a temporary file in the target's
 //!   directory handle and rename it over the target: readers never see a
 //!   half-written file, and nothing is created outside the roots.
+//! * Writes never change a [protected path](ProtectedPaths): the check is
+//!   made on the directory handle the change happens in (its real path), so
+//!   a symlink swapped in after the path was resolved cannot steer a write
+//!   into `.toolhost/` or `.git/hooks/` either.
 
 use crate::bindings::fs_types::{DirEntry, EntryKind, ErrorCode, FsError, Metadata};
+pub use crate::ops::protected::ProtectedPaths;
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt, PermissionsExt};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -147,10 +152,12 @@ struct Root {
     dir: Dir,
 }
 
-/// `fs-read` on the local disk, confined to granted roots.
+/// `fs-read` and `fs-write` on the local disk, confined to granted roots;
+/// writes also refuse the protected paths.
 #[derive(Debug)]
 pub struct LocalFs {
     roots: Vec<Root>,
+    protected: ProtectedPaths,
 }
 
 /// Where an absolute path lands: a root and a path relative to it.
@@ -160,6 +167,11 @@ struct Located<'a> {
 }
 
 impl Located<'_> {
+    /// The absolute path, as resolved.
+    fn absolute(&self) -> PathBuf {
+        self.root.path.join(&self.rel)
+    }
+
     fn rel(&self) -> &Path {
         if self.rel.as_os_str().is_empty() {
             Path::new(".")
@@ -203,7 +215,43 @@ impl LocalFs {
                 Ok(Root { path, dir })
             })
             .collect::<io::Result<Vec<_>>>()?;
-        Ok(LocalFs { roots })
+        Ok(LocalFs {
+            roots,
+            protected: ProtectedPaths::default(),
+        })
+    }
+
+    /// Refuse writes that would change one of `protected` (the `.git/hooks`
+    /// and `.git/config` rule holds without it).
+    pub fn protect(mut self, protected: ProtectedPaths) -> Self {
+        self.protected = protected;
+        self
+    }
+
+    /// Refuse changing the entry `name` of `dir` (or `dir` itself) when that
+    /// is a protected path. `dir`'s real path is read back from the kernel,
+    /// so what is checked is where the change will happen, whatever symlinks
+    /// were swapped in since the path was resolved; `planned` (the resolved
+    /// path) stands in only where `/proc` is missing.
+    fn check_protected(
+        &self,
+        dir: &Dir,
+        name: Option<&str>,
+        planned: &Path,
+        path: &str,
+    ) -> Result<(), FsError> {
+        use std::os::fd::AsRawFd;
+        let target = match std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd())) {
+            Ok(real) => name.map_or(real.clone(), |n| real.join(n)),
+            Err(_) => planned.to_path_buf(),
+        };
+        if self.protected.covers(&target) {
+            return Err(fs_error(
+                ErrorCode::Protected,
+                format!("{path} is protected"),
+            ));
+        }
+        Ok(())
     }
 
     /// The root holding `abs` lexically (the longest match), if any.
@@ -504,6 +552,18 @@ impl FsRead for LocalFs {
     }
 }
 
+/// Open the directory `name` of `dir` without following a symlink there.
+fn open_dir_nofollow(dir: &Dir, name: &str) -> io::Result<Dir> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY,
+        Mode::empty(),
+    )?;
+    Ok(Dir::from_std_file(std::fs::File::from(fd)))
+}
+
 /// A name for a temporary file beside `name`, unique enough for concurrent writers.
 fn temp_name(name: &str) -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -516,6 +576,7 @@ impl FsWrite for LocalFs {
     fn write_file(&self, path: &str, contents: &[u8]) -> Result<(), FsError> {
         let located = self.locate_for_write(path)?;
         let (dir, name) = self.parent_of(&located, path)?;
+        self.check_protected(&dir, Some(&name), &located.absolute(), path)?;
         let existing = match dir.metadata(&name) {
             Ok(m) if m.is_dir() => {
                 return Err(fs_error(
@@ -556,8 +617,14 @@ impl FsWrite for LocalFs {
     fn append_file(&self, path: &str, contents: &[u8]) -> Result<(), FsError> {
         let located = self.locate_for_write(path)?;
         let (dir, name) = self.parent_of(&located, path)?;
+        self.check_protected(&dir, Some(&name), &located.absolute(), path)?;
         let mut options = OpenOptions::new();
-        options.append(true).create(true);
+        // The name was resolved through its links: one appearing now was
+        // swapped in, and is not followed.
+        options
+            .append(true)
+            .create(true)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
         let mut file = dir
             .open_with(&name, &options)
             .map_err(|e| io_error(&e, path))?;
@@ -566,14 +633,36 @@ impl FsWrite for LocalFs {
 
     fn create_dir_all(&self, path: &str) -> Result<(), FsError> {
         let located = self.locate_for_write(path)?;
-        if located.rel.as_os_str().is_empty() {
-            return Ok(()); // A root exists.
-        }
-        located
+        // One level at a time, each opened without following links and
+        // checked before anything is created in it.
+        let mut dir = located
             .root
             .dir
-            .create_dir_all(&located.rel)
-            .map_err(|e| io_error(&e, path))
+            .try_clone()
+            .map_err(|e| io_error(&e, path))?;
+        let mut planned = located.root.path.clone();
+        for name in located.rel.iter() {
+            let name = name.to_string_lossy();
+            planned.push(name.as_ref());
+            self.check_protected(&dir, Some(&name), &planned, path)?;
+            match dir.create_dir(name.as_ref()) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io_error(&e, path)),
+            }
+            dir = open_dir_nofollow(&dir, &name).map_err(|e| {
+                if rustix::io::Errno::from_io_error(&e) == Some(rustix::io::Errno::NOTDIR) {
+                    // A file in the way, as `mkdir -p` reports it.
+                    io_error(
+                        &io::Error::from_raw_os_error(rustix::io::Errno::EXIST.raw_os_error()),
+                        path,
+                    )
+                } else {
+                    io_error(&e, path)
+                }
+            })?;
+        }
+        Ok(())
     }
 
     fn access(&self, path: &str) -> Result<(), FsError> {

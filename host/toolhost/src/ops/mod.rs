@@ -5,5 +5,6 @@
 
 pub mod fs;
 pub mod process;
+pub mod protected;
 pub mod search;
 pub mod tools;

@@ -1,16 +1,38 @@
 //! Loading third-party extensions under their grants: from a discovered
 //! extension and the policy to what its calls may touch, its limits, and a
 //! report of what happened (what `toolhost ext list` shows).
+//!
+//! * [`discovery`] finds extension files and manifests;
+//! * [`policy`] reads the grants of `toolhost.toml`;
+//! * [`trust`] decides which workspace files may decide anything, and lists
+//!   the protected paths;
+//! * [`file`] reads all of these without letting a planted file stall or
+//!   exhaust the host;
+//! * [`review`] is what `toolhost trust` shows and records, [`install`] what
+//!   `toolhost ext add` and `remove` do.
+//!
+//! A component from the workspace is compiled only when the trust store
+//! approves its exact bytes (and its manifest's); a grant applies only to
+//! components of its own file's origin, and only to the digest it pins.
 
-use crate::discovery::{Found, Origin};
+pub mod discovery;
+pub mod file;
+pub mod install;
+pub mod policy;
+pub mod review;
+pub mod trust;
+
 use crate::engine::Runtime;
 use crate::error::Error;
+use crate::extensions::discovery::{Found, Origin};
+use crate::extensions::file::MAX_COMPONENT_BYTES;
+use crate::extensions::policy::{GrantSpec, Policy, resolve_path};
+use crate::extensions::trust::{Digest, TrustStore, Verdict};
 use crate::loader::{self, ComponentSpec, Loaded};
-use crate::ops::fs::LocalFs;
+use crate::ops::fs::{LocalFs, ProtectedPaths};
 use crate::ops::process::ProcessPolicy;
 use crate::ops::search::LocalSearch;
 use crate::ops::tools::ToolSet;
-use crate::policy::{GrantSpec, Policy, resolve_path};
 use crate::registry::ToolSource;
 use crate::sandbox::{Capabilities, Limits, WasiGrants};
 use serde::Serialize;
@@ -25,6 +47,8 @@ pub struct ExtensionReport {
     pub name: String,
     pub component: PathBuf,
     pub origin: Origin,
+    /// The component's digest, when it could be read.
+    pub digest: Option<Digest>,
     /// What its manifest asks for.
     pub requested: Option<GrantSpec>,
     /// What the policy grants it.
@@ -40,33 +64,98 @@ pub struct ExtensionReport {
 /// Grants that could not be honoured (a missing directory), as messages.
 type Warnings = Vec<String>;
 
-/// Load `found` with what `policy` grants it.
+/// What loading extensions needs from the host being built.
+pub(crate) struct LoadContext<'a> {
+    pub runtime: &'a Arc<Runtime>,
+    pub policy: &'a Policy,
+    pub trust: &'a TrustStore,
+    pub workspace: &'a Path,
+    pub tool_set: &'a ToolSet,
+    pub defaults: Limits,
+    pub protected: &'a ProtectedPaths,
+}
+
+/// Load `found` with what the policy grants it: read its bytes once
+/// (bounded), check them against the trust store when the workspace
+/// contributed them, check a pinned digest, then compile and link exactly
+/// those bytes.
 pub(crate) async fn load(
-    runtime: &Arc<Runtime>,
+    cx: &LoadContext<'_>,
     found: &Found,
-    policy: &Policy,
-    workspace: &Path,
-    tool_set: &ToolSet,
-    defaults: Limits,
 ) -> (ExtensionReport, Option<Loaded>, Warnings) {
-    let granted = policy.grants_for(&found.name);
     let mut report = ExtensionReport {
         name: found.name.clone(),
         component: found.component.clone(),
         origin: found.origin,
+        digest: None,
         requested: found.manifest.as_ref().map(|m| m.capabilities.clone()),
-        granted: granted.clone(),
+        granted: GrantSpec::default(),
         tools: Vec::new(),
         hooks: false,
         refused: None,
     };
+    let mut warnings = Vec::new();
+    let bytes = match crate::extensions::file::read_regular(&found.component, MAX_COMPONENT_BYTES) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => {
+            report.refused = Some("cannot be read: No such file or directory (os error 2)".into());
+            return (report, None, warnings);
+        }
+        Err(reason) => {
+            report.refused = Some(reason);
+            return (report, None, warnings);
+        }
+    };
+    let digest = Digest::of(&bytes);
+    report.digest = Some(digest.clone());
+    if found.origin == Origin::Workspace {
+        let mut verdict = cx.trust.verdict(cx.workspace, &found.component, &digest);
+        if let Some((manifest, manifest_digest)) = &found.manifest_file {
+            verdict = verdict.and(cx.trust.verdict(cx.workspace, manifest, manifest_digest));
+        }
+        if verdict != Verdict::Trusted {
+            report.refused = verdict.refusal().map(str::to_string);
+            return (report, None, warnings);
+        }
+    }
+    let mut granted = cx.policy.grants_for(&found.name, found.origin);
+    if let Some(pinned) = &granted.digest
+        && pinned != digest.as_str()
+    {
+        warnings.push(format!(
+            "its grant [extensions.{}] pins {pinned}, but this component is {digest}: granted nothing",
+            found.name
+        ));
+        granted = GrantSpec::default();
+    }
+    report.granted = granted.clone();
     let limits = limits(
         &granted,
         found.manifest.as_ref().map(|m| &m.capabilities),
-        defaults,
+        cx.defaults,
     );
-    let (caps, warnings) = capabilities(&granted, workspace, tool_set, limits);
-    match load_component(runtime, found, caps, limits).await {
+    let (caps, cap_warnings) =
+        capabilities(&granted, cx.workspace, cx.tool_set, limits, cx.protected);
+    warnings.extend(cap_warnings);
+    let origin = found.component.display().to_string();
+    let loaded = loader::load(
+        cx.runtime,
+        ComponentSpec {
+            bytes: &bytes,
+            hash: digest.hex().to_string(),
+            origin,
+            source: ToolSource::Extension {
+                path: found.component.clone(),
+            },
+            caps,
+            limits,
+            grant_name: Some(found.name.clone()),
+            hooks: granted.hooks,
+            replace_builtin: granted.replace_builtin,
+        },
+    )
+    .await;
+    match loaded {
         Ok(loaded) => {
             report.tools = loaded
                 .tools
@@ -84,35 +173,6 @@ pub(crate) async fn load(
             (report, None, warnings)
         }
     }
-}
-
-async fn load_component(
-    runtime: &Arc<Runtime>,
-    found: &Found,
-    caps: Capabilities,
-    limits: Limits,
-) -> Result<Loaded, Error> {
-    let origin = found.component.display().to_string();
-    let bytes = std::fs::read(&found.component).map_err(|e| Error::Load {
-        path: origin.clone(),
-        reason: format!("cannot be read: {e}"),
-    })?;
-    let hash = blake3::hash(&bytes).to_hex().to_string();
-    loader::load(
-        runtime,
-        ComponentSpec {
-            bytes: &bytes,
-            hash,
-            origin,
-            source: ToolSource::Extension {
-                path: found.component.clone(),
-            },
-            caps,
-            limits,
-            grant_name: Some(found.name.clone()),
-        },
-    )
-    .await
 }
 
 /// Directories of a grant, resolved and checked; missing ones are reported.
@@ -143,6 +203,7 @@ fn capabilities(
     workspace: &Path,
     tool_set: &ToolSet,
     call_limits: Limits,
+    protected: &ProtectedPaths,
 ) -> (Capabilities, Warnings) {
     let mut warnings = Vec::new();
     let read_roots = directories(&grant.fs_read, workspace, "fs-read", &mut warnings);
@@ -156,7 +217,7 @@ fn capabilities(
     }
     if !write_roots.is_empty() {
         match LocalFs::new(&write_roots) {
-            Ok(fs) => caps.fs_write = Some(Arc::new(fs)),
+            Ok(fs) => caps.fs_write = Some(Arc::new(fs.protect(protected.clone()))),
             Err(e) => warnings.push(format!("opening the fs-write directories: {e}")),
         }
     }
@@ -200,9 +261,20 @@ fn capabilities(
     let mut preopens: Vec<(PathBuf, bool)> =
         read_roots.iter().map(|d| (d.clone(), false)).collect();
     for dir in &write_roots {
+        // WASI writes cannot be checked path by path: a directory holding a
+        // protected path is preopened read-only (the fs-write Operation,
+        // which checks every path, still writes in it).
+        let writable = !protected.within(dir);
+        if !writable {
+            warnings.push(format!(
+                "fs-write grant {}: it holds protected paths, so it is read-only through \
+                 WASI files (writes through the fs-write Operation work outside them)",
+                dir.display()
+            ));
+        }
         match preopens.iter_mut().find(|(d, _)| d == dir) {
-            Some(entry) => entry.1 = true,
-            None => preopens.push((dir.clone(), true)),
+            Some(entry) => entry.1 = writable,
+            None => preopens.push((dir.clone(), writable)),
         }
     }
     let cwd = preopens

@@ -7,7 +7,13 @@
 //! so is each direct subdirectory holding an `extension.toml` manifest. Entries
 //! whose names start with `.` are skipped; there is no deeper recursion; the
 //! same component reached twice (by symlinks or repeated paths) loads once.
+//!
+//! Discovery reads manifests (bounded, never blocking: see
+//! [`crate::extensions::file`]) and nothing else; whether a component may run
+//! is decided when it is loaded, on the bytes that are then compiled.
 
+use crate::extensions::file::{self, MAX_MANIFEST_BYTES};
+use crate::extensions::trust::Digest;
 use crate::registry::Diagnostic;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -26,7 +32,7 @@ pub struct Manifest {
     pub description: Option<String>,
     /// What the extension asks for; only policy files grant it.
     #[serde(default)]
-    pub capabilities: crate::policy::GrantSpec,
+    pub capabilities: crate::extensions::policy::GrantSpec,
 }
 
 /// Where an extension was found.
@@ -47,11 +53,17 @@ pub struct Found {
     /// The component file.
     pub component: PathBuf,
     pub manifest: Option<Manifest>,
+    /// The manifest file and the digest of the content it was parsed from.
+    pub manifest_file: Option<(PathBuf, Digest)>,
     pub origin: Origin,
 }
 
-/// Search `dirs` (in order), then `paths` (files or directories).
-pub fn discover(dirs: &[(PathBuf, Origin)], paths: &[PathBuf]) -> (Vec<Found>, Vec<Diagnostic>) {
+/// Search `dirs` (in order), then `paths` (files or directories), each with
+/// the origin its extensions get.
+pub fn discover(
+    dirs: &[(PathBuf, Origin)],
+    paths: &[(PathBuf, Origin)],
+) -> (Vec<Found>, Vec<Diagnostic>) {
     let mut found = Vec::new();
     let mut diagnostics = Vec::new();
     for (dir, origin) in dirs {
@@ -59,12 +71,12 @@ pub fn discover(dirs: &[(PathBuf, Origin)], paths: &[PathBuf]) -> (Vec<Found>, V
             scan_dir(dir, *origin, &mut found, &mut diagnostics);
         }
     }
-    for path in paths {
+    for (path, origin) in paths {
         if path.is_dir() {
-            if path.join(MANIFEST_FILE).is_file() {
-                from_manifest_dir(path, Origin::Configured, &mut found, &mut diagnostics);
+            if has_manifest(path) {
+                from_manifest_dir(path, *origin, &mut found, &mut diagnostics);
             } else {
-                scan_dir(path, Origin::Configured, &mut found, &mut diagnostics);
+                scan_dir(path, *origin, &mut found, &mut diagnostics);
             }
         } else {
             // A missing file is reported by the loader, naming it.
@@ -72,7 +84,8 @@ pub fn discover(dirs: &[(PathBuf, Origin)], paths: &[PathBuf]) -> (Vec<Found>, V
                 name: stem(path),
                 component: path.clone(),
                 manifest: None,
-                origin: Origin::Configured,
+                manifest_file: None,
+                origin: *origin,
             });
         }
     }
@@ -91,6 +104,12 @@ pub fn discover(dirs: &[(PathBuf, Origin)], paths: &[PathBuf]) -> (Vec<Found>, V
         }
     });
     (found, diagnostics)
+}
+
+/// Whether `dir` holds something named like a manifest (which reading it
+/// then accepts or reports).
+fn has_manifest(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join(MANIFEST_FILE)).is_ok()
 }
 
 fn stem(path: &Path) -> String {
@@ -120,7 +139,7 @@ fn scan_dir(dir: &Path, origin: Origin, found: &mut Vec<Found>, diagnostics: &mu
             continue;
         }
         if path.is_dir() {
-            if path.join(MANIFEST_FILE).is_file() {
+            if has_manifest(&path) {
                 from_manifest_dir(&path, origin, found, diagnostics);
             }
         } else if name.ends_with(".wasm") {
@@ -128,6 +147,7 @@ fn scan_dir(dir: &Path, origin: Origin, found: &mut Vec<Found>, diagnostics: &mu
                 name: stem(&path),
                 component: path,
                 manifest: None,
+                manifest_file: None,
                 origin,
             });
         }
@@ -141,18 +161,24 @@ fn from_manifest_dir(
     diagnostics: &mut Vec<Diagnostic>,
 ) {
     let path = dir.join(MANIFEST_FILE);
-    let manifest: Manifest = match std::fs::read_to_string(&path)
-        .map_err(|e| e.to_string())
-        .and_then(|t| toml::from_str(&t).map_err(|e| e.to_string().trim().to_string()))
+    let report = |diagnostics: &mut Vec<Diagnostic>, message: String| {
+        diagnostics.push(Diagnostic {
+            path: path.display().to_string(),
+            message,
+        })
+    };
+    let bytes = match file::read_regular(&path, MAX_MANIFEST_BYTES) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return report(diagnostics, "the manifest vanished".into()),
+        Err(reason) => return report(diagnostics, format!("refused: {reason}")),
+    };
+    let digest = Digest::of(&bytes);
+    let manifest: Manifest = match std::str::from_utf8(&bytes)
+        .map_err(|_| "not UTF-8 text".to_string())
+        .and_then(|t| toml::from_str(t).map_err(|e| e.to_string().trim().to_string()))
     {
         Ok(m) => m,
-        Err(reason) => {
-            diagnostics.push(Diagnostic {
-                path: path.display().to_string(),
-                message: format!("invalid manifest: {reason}"),
-            });
-            return;
-        }
+        Err(reason) => return report(diagnostics, format!("invalid manifest: {reason}")),
     };
     let component = dir.join(&manifest.component);
     // The component must live in the extension's own directory.
@@ -180,6 +206,7 @@ fn from_manifest_dir(
         }),
         component,
         manifest: Some(manifest),
+        manifest_file: Some((path, digest)),
         origin,
     });
 }
@@ -216,7 +243,7 @@ mod tests {
                 (ws_ext.clone(), Origin::Workspace),
                 (user_ext.clone(), Origin::User),
             ],
-            &[tmp.path().join("extra.wasm")],
+            &[(tmp.path().join("extra.wasm"), Origin::Configured)],
         );
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
         let names: Vec<(&str, Origin)> =

@@ -1,0 +1,156 @@
+//! Reading the files that decide what runs (policy files, manifests,
+//! components, the trust store) so that none of them can stall or exhaust
+//! the host.
+//!
+//! Any of them may have been planted: a FIFO would block a plain read
+//! forever, `/dev/zero` (or a symlink to it) would fill memory, and opening
+//! some devices has effects of its own. So a file is first opened with
+//! `O_PATH`, which opens nothing, and examined: only a regular file no larger
+//! than the bound is then opened for reading (through the same descriptor, so
+//! it cannot be swapped meanwhile), and never more than the bound is read.
+
+use rustix::fs::{FileType, Mode, OFlags};
+use std::io::Read;
+use std::path::Path;
+
+/// Largest `toolhost.toml` read.
+pub const MAX_POLICY_BYTES: u64 = 1 << 20;
+/// Largest `extension.toml` read.
+pub const MAX_MANIFEST_BYTES: u64 = 64 << 10;
+/// Largest component read. The largest real ones bundle an interpreter
+/// (componentize-py: about 20 MB).
+pub const MAX_COMPONENT_BYTES: u64 = 128 << 20;
+/// Largest trust store read.
+pub const MAX_TRUST_BYTES: u64 = 4 << 20;
+
+/// The contents of the regular file `path`, at most `max` bytes; `Ok(None)`
+/// when nothing is there. The error says why the file was refused, in words
+/// that follow its path (`is a FIFO, not a regular file`).
+pub fn read_regular(path: &Path, max: u64) -> Result<Option<Vec<u8>>, String> {
+    let fd = match rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Ok(None),
+        Err(e) => return Err(format!("cannot be read: {}", std::io::Error::from(e))),
+    };
+    let stat = rustix::fs::fstat(&fd).map_err(|e| format!("cannot be read: {e}"))?;
+    let kind = FileType::from_raw_mode(stat.st_mode);
+    if kind != FileType::RegularFile {
+        let through = if path.is_symlink() {
+            "a symlink to "
+        } else {
+            ""
+        };
+        return Err(format!(
+            "is {through}{}, not a regular file",
+            describe(kind)
+        ));
+    }
+    let size = u64::try_from(stat.st_size).unwrap_or(0);
+    if size > max {
+        return Err(too_large(size, max));
+    }
+    // Reopen the very file examined; without /proc, open the path again and
+    // let the checks on the open file below catch a swap.
+    let file = rustix::fs::open(
+        format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd)),
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK,
+        Mode::empty(),
+    )
+    .or_else(|_| {
+        rustix::fs::open(
+            path,
+            OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK,
+            Mode::empty(),
+        )
+    })
+    .map_err(|e| format!("cannot be read: {}", std::io::Error::from(e)))?;
+    let stat = rustix::fs::fstat(&file).map_err(|e| format!("cannot be read: {e}"))?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err("changed while it was read".into());
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    std::fs::File::from(file)
+        .take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    if bytes.len() as u64 > max {
+        return Err(too_large(bytes.len() as u64, max));
+    }
+    Ok(Some(bytes))
+}
+
+/// [`read_regular`] of a text file.
+pub fn read_text(path: &Path, max: u64) -> Result<Option<String>, String> {
+    match read_regular(path, max)? {
+        None => Ok(None),
+        Some(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| "is not UTF-8 text".to_string()),
+    }
+}
+
+fn too_large(size: u64, max: u64) -> String {
+    format!("is {size} bytes, more than the {max} bytes toolhost reads of such a file")
+}
+
+fn describe(kind: FileType) -> &'static str {
+    match kind {
+        FileType::Directory => "a directory",
+        FileType::Fifo => "a FIFO",
+        FileType::CharacterDevice => "a character device",
+        FileType::BlockDevice => "a block device",
+        FileType::Socket => "a socket",
+        FileType::Symlink => "a symlink",
+        _ => "a special file",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_fifos_devices_directories_and_large_files_without_blocking() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        std::fs::write(dir.join("ok.toml"), "a = 1").unwrap();
+        std::fs::write(dir.join("big"), vec![b'x'; 2048]).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dir.join("fifo"),
+            FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.join("zero")).unwrap();
+        std::os::unix::fs::symlink(dir.join("ok.toml"), dir.join("link")).unwrap();
+        assert_eq!(
+            read_text(&dir.join("ok.toml"), 100).unwrap().as_deref(),
+            Some("a = 1")
+        );
+        assert_eq!(
+            read_text(&dir.join("link"), 100).unwrap().as_deref(),
+            Some("a = 1"),
+            "a symlink to a regular file is read"
+        );
+        assert_eq!(read_regular(&dir.join("missing"), 100), Ok(None));
+        assert_eq!(
+            read_regular(&dir.join("fifo"), 100).unwrap_err(),
+            "is a FIFO, not a regular file"
+        );
+        assert_eq!(
+            read_regular(&dir.join("zero"), 100).unwrap_err(),
+            "is a symlink to a character device, not a regular file"
+        );
+        assert_eq!(
+            read_regular(dir, 100).unwrap_err(),
+            "is a directory, not a regular file"
+        );
+        assert!(
+            read_regular(&dir.join("big"), 1024)
+                .unwrap_err()
+                .starts_with("is 2048 bytes, more than the 1024 bytes")
+        );
+    }
+}

@@ -1,0 +1,383 @@
+//! Policy: what each extension is granted, from `toolhost.toml`.
+//!
+//! Two files are read: the user's (`$XDG_CONFIG_HOME/toolhost/toolhost.toml`,
+//! default `~/.config/toolhost/toolhost.toml`) and the workspace's
+//! (`<workspace>/toolhost.toml`). Third-party extensions get nothing until a
+//! file grants it; built-ins have fixed defaults ([`crate::builtin`]).
+//!
+//! # Grants bind to components, not names
+//!
+//! Anyone can pick a name, so a grant applies only to components of its own
+//! file's origin: the user's grants (and an embedder's,
+//! [`Policy::grant`]) to the user's extensions directory and the files given
+//! on the command line; the workspace's grants to that workspace's components.
+//! A grant may also pin the component's digest (`digest = "blake3:…"`): a
+//! different component under that name then gets nothing.
+//!
+//! # The agent cannot grant itself anything
+//!
+//! The workspace's file lies where the agent's own tools can write. It is
+//! therefore applied only as the content the user trusted
+//! ([`crate::extensions::trust`]): any later change, by the agent or anyone,
+//! makes the file untrusted again until the user reviews it anew.
+//!
+//! ```toml
+//! extension-paths = ["~/tools/jq.wasm"]          # more extensions (files or directories)
+//! active-tools = ["read", "bash", "edit", "write", "grep"]
+//!
+//! [extensions.wordcount]                         # by extension name
+//! digest = "blake3:…"                            # only this exact component
+//! fs-read = ["docs"]                             # directories, relative to the workspace
+//! fs-write = ["out"]
+//! process = ["git"]                              # programs it may run
+//! network = true                                 # its programs may use the network
+//! env = ["LANG"]                                 # environment variables it may see
+//! search = true                                  # search within its fs-read roots
+//! tools = true                                   # read and set the active tools
+//! hooks = true                                   # see and rewrite every call (hook components)
+//! replace-builtin = true                         # its tools may take a built-in's name
+//! memory-mb = 128
+//! time-limit-s = 30
+//! output-kb = 512
+//! ```
+//!
+//! Relative `extension-paths` are relative to the file's own directory: the
+//! user configuration directory, or the workspace.
+
+use crate::error::Error;
+use crate::extensions::discovery::Origin;
+use crate::extensions::file::{self, MAX_POLICY_BYTES};
+use crate::extensions::trust::{Digest, TrustStore};
+use crate::registry::Diagnostic;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The policy file's name, in the workspace and in the user config directory.
+pub const POLICY_FILE: &str = "toolhost.toml";
+
+/// `$XDG_CONFIG_HOME/toolhost`, else `~/.config/toolhost`.
+pub fn default_user_config_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir).join("toolhost"));
+    }
+    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config/toolhost"))
+}
+
+/// One extension's grants, as written in a policy file.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct GrantSpec {
+    /// Only the component with this digest gets the grant (`blake3:…`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    pub fs_read: Vec<String>,
+    pub fs_write: Vec<String>,
+    pub process: Vec<String>,
+    /// Its programs may use the network (IPv4 and IPv6 sockets; refused
+    /// otherwise, see `ProcessPolicy::network`).
+    pub network: bool,
+    pub env: Vec<String>,
+    pub search: bool,
+    pub tools: bool,
+    /// Its hooks may run: they see and may rewrite every call of every tool.
+    pub hooks: bool,
+    /// Its tools may take the name of a built-in tool, replacing it.
+    pub replace_builtin: bool,
+    pub memory_mb: Option<u64>,
+    pub time_limit_s: Option<f64>,
+    pub output_kb: Option<u64>,
+}
+
+impl GrantSpec {
+    /// Add `other`'s grants to these; its limits win where it sets them.
+    fn merge(&mut self, other: &GrantSpec) {
+        for (mine, theirs) in [
+            (&mut self.fs_read, &other.fs_read),
+            (&mut self.fs_write, &other.fs_write),
+            (&mut self.process, &other.process),
+            (&mut self.env, &other.env),
+        ] {
+            for item in theirs {
+                if !mine.contains(item) {
+                    mine.push(item.clone());
+                }
+            }
+        }
+        self.network |= other.network;
+        self.search |= other.search;
+        self.tools |= other.tools;
+        self.hooks |= other.hooks;
+        self.replace_builtin |= other.replace_builtin;
+        self.digest = other.digest.clone().or(self.digest.take());
+        self.memory_mb = other.memory_mb.or(self.memory_mb);
+        self.time_limit_s = other.time_limit_s.or(self.time_limit_s);
+        self.output_kb = other.output_kb.or(self.output_kb);
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+struct PolicyFile {
+    extension_paths: Vec<String>,
+    active_tools: Option<Vec<String>>,
+    extensions: BTreeMap<String, GrantSpec>,
+}
+
+/// The policy in force: the user's grants, and the workspace's when its file
+/// is trusted, kept apart (see the module docs).
+#[derive(Clone, Debug, Default)]
+pub struct Policy {
+    user: BTreeMap<String, GrantSpec>,
+    workspace: BTreeMap<String, GrantSpec>,
+    /// Extension files or directories named by the policy files, resolved,
+    /// with the origin of the file that named them.
+    pub extension_paths: Vec<(PathBuf, Origin)>,
+    /// The default active tools, when a file sets them.
+    pub active_tools: Option<Vec<String>>,
+    /// The files applied, in order.
+    pub applied: Vec<PathBuf>,
+    /// Problems worth telling the user (an untrusted workspace file).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Policy {
+    /// Read the user's file and, if `trust` approves its content, the
+    /// workspace's. A user file that cannot be read or parsed is an error
+    /// naming it: a typo must not silently drop a grant. A workspace file
+    /// that is not applied is reported in [`Policy::diagnostics`].
+    pub fn load(
+        workspace: &Path,
+        user_config: Option<&Path>,
+        trust: &TrustStore,
+    ) -> Result<Policy, Error> {
+        let mut policy = Policy::default();
+        if let Some(dir) = user_config {
+            let path = dir.join(POLICY_FILE);
+            let text = file::read_text(&path, MAX_POLICY_BYTES)
+                .map_err(|reason| policy_error(&path, reason))?;
+            if let Some(text) = text {
+                policy.apply(parse(&text, &path)?, Origin::User, dir, &path);
+            }
+        }
+        let path = workspace.join(POLICY_FILE);
+        let not_applied = |reason: &str| Diagnostic {
+            path: path.display().to_string(),
+            message: format!("not applied: {reason}"),
+        };
+        match file::read_regular(&path, MAX_POLICY_BYTES) {
+            Ok(None) => {}
+            Err(reason) => policy.diagnostics.push(not_applied(&reason)),
+            Ok(Some(bytes)) => {
+                let verdict = trust.verdict(workspace, &path, &Digest::of(&bytes));
+                match verdict.refusal() {
+                    Some(refusal) => policy.diagnostics.push(not_applied(refusal)),
+                    None => {
+                        let text = String::from_utf8_lossy(&bytes);
+                        let file = parse(&text, &path)?;
+                        policy.apply(file, Origin::Workspace, workspace, &path);
+                    }
+                }
+            }
+        }
+        Ok(policy)
+    }
+
+    fn apply(&mut self, file: PolicyFile, origin: Origin, base: &Path, path: &Path) {
+        let grants = match origin {
+            Origin::Workspace => &mut self.workspace,
+            Origin::User | Origin::Configured => &mut self.user,
+        };
+        for (name, grant) in &file.extensions {
+            grants.entry(name.clone()).or_default().merge(grant);
+        }
+        self.extension_paths.extend(
+            file.extension_paths
+                .iter()
+                .map(|p| (resolve_path(p, base), origin)),
+        );
+        if file.active_tools.is_some() {
+            self.active_tools = file.active_tools;
+        }
+        self.applied.push(path.to_path_buf());
+    }
+
+    /// Add a grant with the user's authority (an embedder's own grants):
+    /// it applies to the user's and the configured extensions.
+    pub fn grant(&mut self, name: &str, grant: &GrantSpec) {
+        self.user.entry(name.to_string()).or_default().merge(grant);
+    }
+
+    /// The grants of the extension `name` found at `origin`: those of the
+    /// files of that origin only (nothing when none are written).
+    pub fn grants_for(&self, name: &str, origin: Origin) -> GrantSpec {
+        let grants = match origin {
+            Origin::Workspace => &self.workspace,
+            Origin::User | Origin::Configured => &self.user,
+        };
+        grants.get(name).cloned().unwrap_or_default()
+    }
+}
+
+/// What a workspace's policy file writes, as `toolhost trust` shows it.
+#[derive(Clone, Debug, Default)]
+pub struct PolicyText {
+    /// Grants by extension name.
+    pub grants: BTreeMap<String, GrantSpec>,
+    /// The extension files it names, resolved against `base`.
+    pub extension_paths: Vec<PathBuf>,
+}
+
+/// Parse the policy file `path`'s `text`, resolving its paths against `base`.
+pub fn parse_text(text: &str, path: &Path, base: &Path) -> Result<PolicyText, Error> {
+    parse(text, path).map(|f| PolicyText {
+        extension_paths: f
+            .extension_paths
+            .iter()
+            .map(|p| resolve_path(p, base))
+            .collect(),
+        grants: f.extensions,
+    })
+}
+
+fn policy_error(path: &Path, reason: String) -> Error {
+    Error::Policy {
+        path: path.display().to_string(),
+        reason,
+    }
+}
+
+fn parse(text: &str, path: &Path) -> Result<PolicyFile, Error> {
+    toml::from_str(text).map_err(|e| policy_error(path, e.to_string().trim().to_string()))
+}
+
+/// A path from a policy file: `~/…` is the user's home, a relative path is
+/// relative to `base`.
+pub fn resolve_path(p: &str, base: &Path) -> PathBuf {
+    if let (Some(rest), Some(home)) = (p.strip_prefix("~/"), std::env::var_os("HOME")) {
+        return PathBuf::from(home).join(rest);
+    }
+    base.join(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dirs() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        let user = tmp.path().join("config");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(&user).unwrap();
+        (tmp, ws, user)
+    }
+
+    fn trust_policy_of(ws: &Path, user: &Path) {
+        let path = ws.join(POLICY_FILE);
+        let digest = Digest::of(&std::fs::read(&path).unwrap());
+        let mut store = TrustStore::load(user).unwrap();
+        store.trust(ws, &[(path, digest)]);
+        store.save().unwrap();
+    }
+
+    #[test]
+    fn user_and_trusted_workspace_grants_apply_to_their_own_origin_only() {
+        let (_tmp, ws, user) = dirs();
+        std::fs::write(
+            user.join(POLICY_FILE),
+            "extension-paths = [\"tools/x.wasm\"]\n[extensions.wc]\nfs-read = [\"docs\"]\nmemory-mb = 64\n",
+        )
+        .unwrap();
+        std::fs::write(
+            ws.join(POLICY_FILE),
+            "active-tools = [\"read\"]\nextension-paths = [\"tools/y.wasm\"]\n[extensions.wc]\nfs-read = [\"src\"]\nenv = [\"LANG\"]\n",
+        )
+        .unwrap();
+        // Untrusted: only the user's file applies, and that is reported.
+        let p = Policy::load(&ws, Some(&user), &TrustStore::load(&user).unwrap()).unwrap();
+        assert_eq!(p.grants_for("wc", Origin::User).fs_read, ["docs"]);
+        assert_eq!(p.grants_for("wc", Origin::Workspace), GrantSpec::default());
+        assert_eq!(p.active_tools, None);
+        assert_eq!(p.diagnostics.len(), 1);
+        assert_eq!(
+            p.extension_paths,
+            [(user.join("tools/x.wasm"), Origin::User)],
+            "relative to the user's configuration, not the workspace"
+        );
+        trust_policy_of(&ws, &user);
+        let p = Policy::load(&ws, Some(&user), &TrustStore::load(&user).unwrap()).unwrap();
+        let user_wc = p.grants_for("wc", Origin::User);
+        assert_eq!(user_wc.fs_read, ["docs"]);
+        assert_eq!(user_wc.memory_mb, Some(64));
+        assert!(
+            user_wc.env.is_empty(),
+            "the workspace grants nothing to user extensions"
+        );
+        let ws_wc = p.grants_for("wc", Origin::Workspace);
+        assert_eq!(ws_wc.fs_read, ["src"]);
+        assert_eq!(ws_wc.env, ["LANG"]);
+        assert_eq!(
+            ws_wc.memory_mb, None,
+            "the user's grant is not the workspace's"
+        );
+        assert_eq!(p.active_tools, Some(vec!["read".to_string()]));
+        assert_eq!(
+            p.extension_paths[1],
+            (ws.join("tools/y.wasm"), Origin::Workspace)
+        );
+        assert!(p.diagnostics.is_empty());
+        assert_eq!(p.grants_for("other", Origin::User), GrantSpec::default());
+    }
+
+    #[test]
+    fn a_changed_workspace_policy_is_no_longer_trusted() {
+        let (_tmp, ws, user) = dirs();
+        std::fs::write(ws.join(POLICY_FILE), "[extensions.wc]\nsearch = true\n").unwrap();
+        trust_policy_of(&ws, &user);
+        let load = || Policy::load(&ws, Some(&user), &TrustStore::load(&user).unwrap()).unwrap();
+        assert!(load().grants_for("wc", Origin::Workspace).search);
+        // The agent edits the file to grant itself more.
+        std::fs::write(
+            ws.join(POLICY_FILE),
+            "[extensions.wc]\nsearch = true\nfs-write = [\"/\"]\n",
+        )
+        .unwrap();
+        let p = load();
+        assert_eq!(p.grants_for("wc", Origin::Workspace), GrantSpec::default());
+        assert_eq!(
+            p.diagnostics[0].message,
+            "not applied: untrusted (changed since trusted): run toolhost trust to review"
+        );
+    }
+
+    #[test]
+    fn a_malformed_user_file_is_an_error_naming_it() {
+        let (_tmp, ws, user) = dirs();
+        std::fs::write(
+            user.join(POLICY_FILE),
+            "[extensions.wc]\nfs-reed = [\"x\"]\n",
+        )
+        .unwrap();
+        let err = Policy::load(&ws, Some(&user), &TrustStore::empty())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("toolhost.toml"), "{err}");
+        assert!(err.contains("fs-reed"), "{err}");
+    }
+
+    #[test]
+    fn an_embedders_grant_is_the_users() {
+        let (_tmp, ws, _user) = dirs();
+        let mut p = Policy::load(&ws, None, &TrustStore::empty()).unwrap();
+        p.grant(
+            "hookkit",
+            &GrantSpec {
+                hooks: true,
+                ..Default::default()
+            },
+        );
+        assert!(p.grants_for("hookkit", Origin::Configured).hooks);
+        assert!(!p.grants_for("hookkit", Origin::Workspace).hooks);
+    }
+}
