@@ -27,7 +27,7 @@ use toolhost::{Host, Limits};
 /// pointer/length pairs, so the arguments' text starts at `(local.get 2)`;
 /// `execute` gets 16 flat parameters, the arguments' text at `(local.get 14)`.
 #[derive(Clone, Copy)]
-struct Wat<'a> {
+pub(crate) struct Wat<'a> {
     tool: &'a str,
     /// Initial linear memory, in 64 KiB pages.
     pages: u32,
@@ -41,7 +41,7 @@ struct Wat<'a> {
 }
 
 /// A well-behaved WAT tool named `tool`, to change field by field.
-fn wat(tool: &str) -> Wat<'_> {
+pub(crate) fn wat(tool: &str) -> Wat<'_> {
     Wat {
         tool,
         pages: 1,
@@ -192,7 +192,7 @@ impl Wat<'_> {
 
     /// Write the component as `{file}.wasm` in `ws`.
     #[track_caller]
-    fn file(&self, ws: &Workspace, file: &str) -> PathBuf {
+    pub(crate) fn file(&self, ws: &Workspace, file: &str) -> PathBuf {
         wat_component(ws, file, &self.text())
     }
 }

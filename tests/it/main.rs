@@ -11,6 +11,7 @@ mod extensions;
 mod formats;
 mod hooks;
 mod hostile;
+mod hostile_trust;
 mod mcp;
 mod pipeline;
 mod read;

@@ -187,9 +187,9 @@ struct GrantArgs {
     /// Native search over its fs-read directories.
     #[arg(long)]
     search: bool,
-    /// It may read and change the active tools.
+    /// It may read and change the active tools (`tools = true`).
     #[arg(long)]
-    tools: bool,
+    change_tools: bool,
     /// Its hooks may run (they see and may rewrite every call).
     #[arg(long)]
     hooks: bool,
@@ -207,7 +207,7 @@ impl GrantArgs {
             network: self.network,
             env: self.env,
             search: self.search,
-            tools: self.tools,
+            tools: self.change_tools,
             hooks: self.hooks,
             replace_builtin: self.replace_builtin,
             ..Default::default()

@@ -8,8 +8,9 @@
 //! # The compile cache cannot be poisoned
 //!
 //! A cache entry is native code the host maps and runs, so an entry is used
-//! only when it is byte for byte what a host of this user wrote: each entry
-//! ends with a keyed BLAKE3 MAC of its contents, under a random key kept in
+//! only when it is byte for byte what a host of this user wrote for that very
+//! component: each entry ends with a keyed BLAKE3 MAC of its name (engine and
+//! component hash) and contents, under a random key kept in
 //! the cache directory (`key`, readable by the user only; the cache directory
 //! is a protected path no tool may write, and the jail hides the key from
 //! children). An entry whose MAC does not verify is never deserialized: the
@@ -242,7 +243,7 @@ impl Runtime {
     fn load_uncached(&self, bytes: &[u8], hash: &str, origin: &str) -> Result<Component, Error> {
         let cached = self.cache_path(hash);
         if let Some(path) = cached.as_ref().filter(|p| p.exists()) {
-            match self.deserialize(path) {
+            match self.deserialize(path, hash) {
                 Ok(component) => return Ok(component),
                 Err(CacheMiss::Forged) => {
                     self.reports.lock().expect("reports lock").push(Diagnostic {
@@ -279,7 +280,7 @@ impl Runtime {
         })?;
         if let Some(path) = cached {
             // The cache is an optimisation: failing to write it is not an error.
-            let _ = self.store_in_cache(&component, &path);
+            let _ = self.store_in_cache(&component, &path, hash);
         }
         Ok(component)
     }
@@ -301,14 +302,14 @@ impl Runtime {
     /// Deserialize the entry at `path` if its MAC verifies. The bytes are read
     /// once, verified, and deserialized from that same copy.
     #[allow(unsafe_code)]
-    fn deserialize(&self, path: &Path) -> Result<Component, CacheMiss> {
+    fn deserialize(&self, path: &Path, hash: &str) -> Result<Component, CacheMiss> {
         let key = self.cache_key().ok_or(CacheMiss::Stale)?;
         let mut bytes = std::fs::read(path).map_err(|_| CacheMiss::Stale)?;
         if bytes.len() < MAC_BYTES {
             return Err(CacheMiss::Forged);
         }
         let mac = bytes.split_off(bytes.len() - MAC_BYTES);
-        let expected = blake3::keyed_hash(&key, &bytes);
+        let expected = self.mac(&key, hash, &bytes);
         // `blake3::Hash`'s equality is constant-time.
         if blake3::Hash::from_bytes(mac.try_into().expect("MAC_BYTES long")) != expected {
             return Err(CacheMiss::Forged);
@@ -320,14 +321,31 @@ impl Runtime {
         unsafe { Component::deserialize(&self.engine, &bytes) }.map_err(|_| CacheMiss::Stale)
     }
 
-    fn store_in_cache(&self, component: &Component, path: &Path) -> std::io::Result<()> {
+    /// The MAC of the entry for component `hash`: over the entry's name and
+    /// contents, so an entry moved to another component's name fails too.
+    fn mac(&self, key: &[u8; 32], hash: &str, bytes: &[u8]) -> blake3::Hash {
+        blake3::Hasher::new_keyed(key)
+            .update(self.engine_key.as_bytes())
+            .update(b"/")
+            .update(hash.as_bytes())
+            .update(b"\0")
+            .update(bytes)
+            .finalize()
+    }
+
+    fn store_in_cache(
+        &self,
+        component: &Component,
+        path: &Path,
+        hash: &str,
+    ) -> std::io::Result<()> {
         let key = self
             .cache_key()
             .ok_or_else(|| std::io::Error::other("no cache key"))?;
         let mut bytes = component
             .serialize()
             .map_err(|e| std::io::Error::other(e.to_string()))?;
-        let mac = blake3::keyed_hash(&key, &bytes);
+        let mac = self.mac(&key, hash, &bytes);
         bytes.extend_from_slice(mac.as_bytes());
         crate::extensions::trust::write_private(path, &bytes)
     }

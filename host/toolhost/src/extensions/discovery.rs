@@ -141,6 +141,14 @@ fn scan_dir(dir: &Path, origin: Origin, found: &mut Vec<Found>, diagnostics: &mu
         if path.is_dir() {
             if has_manifest(&path) {
                 from_manifest_dir(&path, origin, found, diagnostics);
+            } else if name.ends_with(".wasm") {
+                diagnostics.push(Diagnostic {
+                    path: path.display().to_string(),
+                    message: format!(
+                        "is a directory, not a component (an extension directory holds an \
+                         {MANIFEST_FILE})"
+                    ),
+                });
             }
         } else if name.ends_with(".wasm") {
             found.push(Found {

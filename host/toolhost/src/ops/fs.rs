@@ -119,6 +119,10 @@ pub(crate) fn fs_error(code: ErrorCode, message: impl Into<String>) -> FsError {
     }
 }
 
+fn protected(path: &str) -> FsError {
+    fs_error(ErrorCode::Protected, format!("{path} is protected"))
+}
+
 fn outside(path: &str) -> FsError {
     fs_error(
         ErrorCode::OutsideRoots,
@@ -228,6 +232,17 @@ impl LocalFs {
         self
     }
 
+    /// Where a change to `path` lands, refused when that is a protected path
+    /// (judged on the path as resolved; [`Self::check_protected`] judges
+    /// again on the directory handle the change is made in).
+    fn locate_unprotected(&self, path: &str) -> Result<Located<'_>, FsError> {
+        let located = self.locate_for_write(path)?;
+        if self.protected.covers(&located.absolute()) {
+            return Err(protected(path));
+        }
+        Ok(located)
+    }
+
     /// Refuse changing the entry `name` of `dir` (or `dir` itself) when that
     /// is a protected path. `dir`'s real path is read back from the kernel,
     /// so what is checked is where the change will happen, whatever symlinks
@@ -246,10 +261,7 @@ impl LocalFs {
             Err(_) => planned.to_path_buf(),
         };
         if self.protected.covers(&target) {
-            return Err(fs_error(
-                ErrorCode::Protected,
-                format!("{path} is protected"),
-            ));
+            return Err(protected(path));
         }
         Ok(())
     }
@@ -574,7 +586,7 @@ fn temp_name(name: &str) -> String {
 
 impl FsWrite for LocalFs {
     fn write_file(&self, path: &str, contents: &[u8]) -> Result<(), FsError> {
-        let located = self.locate_for_write(path)?;
+        let located = self.locate_unprotected(path)?;
         let (dir, name) = self.parent_of(&located, path)?;
         self.check_protected(&dir, Some(&name), &located.absolute(), path)?;
         let existing = match dir.metadata(&name) {
@@ -615,7 +627,7 @@ impl FsWrite for LocalFs {
     }
 
     fn append_file(&self, path: &str, contents: &[u8]) -> Result<(), FsError> {
-        let located = self.locate_for_write(path)?;
+        let located = self.locate_unprotected(path)?;
         let (dir, name) = self.parent_of(&located, path)?;
         self.check_protected(&dir, Some(&name), &located.absolute(), path)?;
         let mut options = OpenOptions::new();
@@ -632,7 +644,7 @@ impl FsWrite for LocalFs {
     }
 
     fn create_dir_all(&self, path: &str) -> Result<(), FsError> {
-        let located = self.locate_for_write(path)?;
+        let located = self.locate_unprotected(path)?;
         // One level at a time, each opened without following links and
         // checked before anything is created in it.
         let mut dir = located
@@ -666,8 +678,11 @@ impl FsWrite for LocalFs {
     }
 
     fn access(&self, path: &str) -> Result<(), FsError> {
-        let located = self.locate_for_write(path)?;
+        let located = self.locate_unprotected(path)?;
         let (dir, name) = self.parent_of(&located, path)?;
+        // A protected file may be read, never written: not accessible for
+        // writing, so an edit stops before it does any work.
+        self.check_protected(&dir, Some(&name), &located.absolute(), path)?;
         let mode = rustix::fs::Access::READ_OK | rustix::fs::Access::WRITE_OK;
         accessible(&dir, &name, mode).map_err(|e| io_error(&e, path))
     }

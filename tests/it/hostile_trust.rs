@@ -1,0 +1,627 @@
+//! The hostile suite, trust half: what a file planted where tools can write
+//! (a workspace, a cloned repository, the compile cache) cannot decide.
+//! Nothing a tool can write decides what runs or what it is granted, unless a
+//! person approved that exact content.
+//!
+//! Each test plants what an agent (or a repository's author) could, and
+//! asserts the specific refusal, that nothing else changed, and that the host
+//! still serves.
+
+use crate::hostile::wat;
+use crate::support::*;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use toolhost::{GrantSpec, Host, Runtime, RuntimeOptions};
+
+const UNTRUSTED: &str = "untrusted: run toolhost trust to review";
+const CHANGED: &str = "untrusted (changed since trusted): run toolhost trust to review";
+
+/// A host on `ws` with the testkit and the test's own user configuration.
+fn user_host(ws: &Workspace) -> Host {
+    block(builder(ws).user_config_dir(Some(ws.user_config())).build()).expect("building the host")
+}
+
+fn diagnostics(host: &Host) -> Vec<String> {
+    host.diagnostics().iter().map(|d| d.to_string()).collect()
+}
+
+fn tool_names(host: &Host) -> Vec<String> {
+    host.tools()
+        .into_iter()
+        .map(|t| t.definition.name)
+        .collect()
+}
+
+#[track_caller]
+fn json_out(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: stdout {:?} stderr {:?}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn user_policy(ws: &Workspace, text: &str) {
+    std::fs::create_dir_all(ws.user_config()).unwrap();
+    std::fs::write(ws.user_config().join("toolhost.toml"), text).unwrap();
+}
+
+#[test]
+fn hostile_a_hook_and_a_tool_planted_by_bash_do_nothing_until_trusted() {
+    let ws = Workspace::new();
+    // The agent's own bash call plants a hook, a tool and a toolhost.toml
+    // granting them everything they need.
+    let plant = format!(
+        "mkdir -p .toolhost/extensions && cp {} .toolhost/extensions/hookkit.wasm && \
+         cp {} .toolhost/extensions/toolset.wasm && \
+         printf '[extensions.hookkit]\\nhooks = true\\n[extensions.toolset]\\ntools = true\\n' \
+         > toolhost.toml",
+        toolhost_tests::HOOKKIT,
+        toolhost_tests::TOOLSET
+    );
+    let r = call(&user_host(&ws), "bash", json!({"command": plant}));
+    assert!(!r.is_error, "{}", r.text());
+
+    // From the next start on: reported, never loaded; the hook sees nothing.
+    let host = user_host(&ws);
+    let at = |rel: &str| ws.path.join(rel).display().to_string();
+    assert_eq!(
+        diagnostics(&host),
+        [
+            format!("{}: not applied: {UNTRUSTED}", at("toolhost.toml")),
+            format!("{}: {UNTRUSTED}", at(".toolhost/extensions/hookkit.wasm")),
+            format!("{}: {UNTRUSTED}", at(".toolhost/extensions/toolset.wasm")),
+        ]
+    );
+    assert_eq!(call(&host, "fast", json!({})).text(), "fast done");
+    assert!(!tool_names(&host).contains(&"activate".to_string()));
+    let planted: Vec<_> = host
+        .extensions()
+        .iter()
+        .filter(|e| e.origin == toolhost::extensions::discovery::Origin::Workspace)
+        .collect();
+    assert_eq!(planted.len(), 2);
+    assert!(planted.iter().all(|e| e.tools.is_empty() && !e.hooks));
+
+    // A person reviews and trusts them: they load, under the workspace's grants.
+    let review = toolhost(&ws, &["trust", "--json"], None);
+    let review = json_out(&review);
+    let hook = review["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "hookkit")
+        .unwrap();
+    assert_eq!(
+        hook["inspection"]["Ok"]["hooks"], true,
+        "the review shows the hook"
+    );
+    assert_eq!(
+        hook["grant"]["hooks"], true,
+        "and the grant the toml gives it"
+    );
+    assert_eq!(hook["component"]["verdict"], "new");
+    trust_workspace(&ws);
+    let host = user_host(&ws);
+    assert_eq!(diagnostics(&host), Vec::<String>::new());
+    assert_eq!(
+        call(&host, "fast", json!({})).text(),
+        "patched by hookkit (was error: false)"
+    );
+    assert!(tool_names(&host).contains(&"activate".to_string()));
+
+    // The hook changes after it was trusted: refused again, and its grant
+    // does not follow the name to the new content.
+    std::fs::copy(
+        toolhost_tests::FSPROBE,
+        ws.path.join(".toolhost/extensions/hookkit.wasm"),
+    )
+    .unwrap();
+    let host = user_host(&ws);
+    assert_eq!(
+        diagnostics(&host),
+        [format!(
+            "{}: {CHANGED}",
+            at(".toolhost/extensions/hookkit.wasm")
+        )]
+    );
+    assert_eq!(call(&host, "fast", json!({})).text(), "fast done");
+    let out = toolhost(&ws, &["ext", "list"], None);
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(listed.contains(&format!("refused: {CHANGED}")), "{listed}");
+
+    // Revoked: nothing of the workspace counts any more.
+    let out = toolhost(&ws, &["trust", "--revoke"], None);
+    assert!(out.status.success());
+    let host = user_host(&ws);
+    assert!(!tool_names(&host).contains(&"activate".to_string()));
+    assert!(diagnostics(&host)[0].ends_with(&format!("not applied: {UNTRUSTED}")));
+}
+
+#[test]
+fn hostile_a_workspace_component_named_like_a_user_granted_extension_gets_nothing() {
+    let secret = [("TOOLHOST_TEST_SECRET", "s3cret")];
+    let getenv = |ws: &Workspace| {
+        let args = json!({"name": "TOOLHOST_TEST_SECRET"}).to_string();
+        let out = toolhost_with_env(ws, &["call", "getenv", &args], None, &secret);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let grants = "[extensions.kit]\nenv = [\"TOOLHOST_TEST_SECRET\"]\n\
+                  [extensions.probe]\nfs-read = [\".\"]\n";
+
+    // The user's own components get the user's grants.
+    let ws = Workspace::new();
+    user_policy(&ws, grants);
+    std::fs::create_dir_all(ws.user_extensions()).unwrap();
+    std::fs::copy(
+        toolhost_tests::TESTKIT,
+        ws.user_extensions().join("kit.wasm"),
+    )
+    .unwrap();
+    assert_eq!(getenv(&ws), "s3cret\n");
+
+    // Components of the workspace under the same names, even trusted, get
+    // only what the workspace's own (here: absent) toolhost.toml grants.
+    let ws = Workspace::new();
+    user_policy(&ws, grants);
+    std::fs::create_dir_all(ws.extensions()).unwrap();
+    std::fs::copy(toolhost_tests::TESTKIT, ws.extensions().join("kit.wasm")).unwrap();
+    std::fs::copy(toolhost_tests::FSPROBE, ws.extensions().join("probe.wasm")).unwrap();
+    trust_workspace(&ws);
+    assert_eq!(getenv(&ws), "(unset)\n");
+    let ext = json_out(&toolhost(&ws, &["ext", "list", "--json"], None));
+    let probe = ext
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "probe")
+        .unwrap();
+    assert_eq!(probe["origin"], "workspace");
+    assert_eq!(probe["granted"]["fs-read"], json!([]));
+    assert_eq!(
+        probe["refused"],
+        "imports toolhost:tool/fs-read@0.1.0 (read files), which is not granted to it; grant \
+         it in toolhost.toml: [extensions.probe] fs-read = [\"<directory>\"]"
+    );
+}
+
+#[test]
+fn hostile_a_grant_pinned_to_a_digest_refuses_a_different_component() {
+    let ws = Workspace::new();
+    let secret = [("TOOLHOST_TEST_SECRET", "s3cret")];
+    let out = toolhost(
+        &ws,
+        &[
+            "ext",
+            "add",
+            toolhost_tests::TESTKIT,
+            "--name",
+            "kit",
+            "--env",
+            "TOOLHOST_TEST_SECRET",
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let installed = String::from_utf8_lossy(&out.stdout);
+    assert!(installed.contains("  digest: blake3:"), "{installed}");
+    let policy = std::fs::read_to_string(ws.user_config().join("toolhost.toml")).unwrap();
+    let pinned = policy
+        .lines()
+        .find_map(|l| l.strip_prefix("digest = "))
+        .expect("the grant pins the digest")
+        .trim_matches('"')
+        .to_string();
+    let getenv = || {
+        let args = json!({"name": "TOOLHOST_TEST_SECRET"}).to_string();
+        toolhost_with_env(&ws, &["call", "getenv", &args], None, &secret)
+    };
+    assert_eq!(String::from_utf8_lossy(&getenv().stdout), "s3cret\n");
+
+    // Another component under that name (it reads any variable it is given).
+    std::fs::copy(
+        toolhost_tests::HOSTILE,
+        ws.user_extensions().join("kit.wasm"),
+    )
+    .unwrap();
+    let ext = json_out(&toolhost_with_env(
+        &ws,
+        &["ext", "list", "--json"],
+        None,
+        &secret,
+    ));
+    assert_eq!(ext[0]["granted"]["env"], json!([]), "granted nothing");
+    let stderr = String::from_utf8_lossy(&getenv().stderr).into_owned();
+    assert!(
+        stderr.contains(&format!(
+            "kit.wasm: its grant [extensions.kit] pins {pinned}, but this component is blake3:"
+        )) && stderr.contains(": granted nothing"),
+        "{stderr}"
+    );
+
+    // `ext remove` takes the component and its grant away.
+    let out = toolhost(&ws, &["ext", "remove", "kit"], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!ws.user_extensions().join("kit.wasm").exists());
+    let policy = std::fs::read_to_string(ws.user_config().join("toolhost.toml")).unwrap();
+    assert!(!policy.contains("[extensions.kit]"), "{policy}");
+}
+
+#[test]
+fn hostile_a_hook_without_the_hooks_grant_is_refused_at_load() {
+    let ws = Workspace::new();
+    let host = block(builder(&ws).extension(toolhost_tests::HOOKKIT).build()).unwrap();
+    assert_eq!(
+        diagnostics(&host),
+        [format!(
+            "{}: exports toolhost:tool/hook@0.1.0 (sees and may rewrite every call of every \
+             tool), which is not granted to it; grant it in toolhost.toml: [extensions.hookkit] \
+             hooks = true",
+            toolhost_tests::HOOKKIT
+        )]
+    );
+    assert_eq!(call(&host, "fast", json!({})).text(), "fast done");
+    let r = call(&host, "echo", json!({"value": "rm -rf /"}));
+    assert_eq!(
+        r.text(),
+        "echoed: {\"value\":\"rm -rf /\"}",
+        "the hook never ran"
+    );
+}
+
+#[test]
+fn hostile_a_tool_named_like_a_built_in_is_refused_unless_granted() {
+    let ws = Workspace::new();
+    ws.write("notes.txt", "the real file\n");
+    let reader = wat("read").file(&ws, "reader");
+    let host = block(builder(&ws).extension(&reader).build()).unwrap();
+    assert_eq!(
+        diagnostics(&host),
+        [format!(
+            "{}: tool read is refused: it has the name of a built-in tool; let it replace the \
+             built-in in toolhost.toml: [extensions.reader] replace-builtin = true",
+            reader.display()
+        )]
+    );
+    assert_eq!(
+        call(&host, "read", json!({"path": "notes.txt"})).text(),
+        "the real file\n",
+        "the built-in still answers"
+    );
+
+    let granted = GrantSpec {
+        replace_builtin: true,
+        ..Default::default()
+    };
+    let host = block(
+        builder(&ws)
+            .extension(&reader)
+            .grant("reader", granted)
+            .build(),
+    )
+    .unwrap();
+    assert_eq!(
+        diagnostics(&host),
+        [format!(
+            "{}: tool read replaces the built-in read",
+            reader.display()
+        )]
+    );
+    assert_eq!(
+        call(&host, "read", json!({"path": "notes.txt"})).text(),
+        "read done"
+    );
+}
+
+/// Every file under `dir` with its contents (directories as `<dir>`),
+/// following no symlinks.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let value = if meta.is_dir() {
+                stack.push(path.clone());
+                "<dir>".to_string()
+            } else if meta.file_type().is_symlink() {
+                format!("-> {}", std::fs::read_link(&path).unwrap().display())
+            } else {
+                String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned()
+            };
+            files.insert(path, value);
+        }
+    }
+    files
+}
+
+#[test]
+fn hostile_protected_paths_refuse_write_edit_and_every_fs_write_at_a_fake_home() {
+    // The workspace is the user's home (people start agents there): the
+    // configuration, trust store and compile cache live inside it.
+    let ws = Workspace::new();
+    let config = ws.path.join(".config/toolhost");
+    let cache = ws.path.join(".cache/toolhost");
+    ws.write(".config/toolhost/toolhost.toml", "# the user's grants\n");
+    ws.write("toolhost.toml", "original\n");
+    ws.write(".git/config", "[core]\n");
+    ws.write(".git/HEAD", "ref: refs/heads/main\n");
+    ws.write("vendor/lib/.git/config", "[core]\n");
+    std::fs::create_dir_all(&cache).unwrap();
+    ws.symlink("link", ws.path.join(".toolhost"));
+    let runtime = Runtime::new(RuntimeOptions {
+        max_concurrent_calls: 8,
+        cache_dir: Some(cache.clone()),
+        ..Default::default()
+    })
+    .unwrap();
+    let everything = GrantSpec {
+        fs_read: vec![".".into()],
+        fs_write: vec![".".into()],
+        ..Default::default()
+    };
+    let host = block(
+        Host::builder()
+            .workspace(&ws.path)
+            .user_config_dir(Some(config.clone()))
+            .runtime(runtime)
+            .extension(toolhost_tests::HOSTILE)
+            .grant("hostile", everything)
+            .all_tools_active()
+            .build(),
+    )
+    .expect("building the host");
+    let before = snapshot(&ws.path);
+    let targets = [
+        "toolhost.toml",
+        ".toolhost/extensions/planted.wasm",
+        "link/extensions/planted.wasm",
+        ".config/toolhost/toolhost.toml",
+        ".config/toolhost/trust.toml",
+        ".config/toolhost/extensions/planted.wasm",
+        ".cache/toolhost/key",
+        ".git/hooks/pre-commit",
+        ".git/config",
+        "vendor/lib/.git/config",
+    ];
+    for target in targets {
+        let abs = ws.path.join(target).display().to_string();
+        let r = call(
+            &host,
+            "write",
+            json!({"path": target, "content": "planted"}),
+        );
+        assert_eq!(
+            (r.text(), r.is_error),
+            (format!("Path is protected: {target}"), true),
+            "write {target}"
+        );
+        let r = call(
+            &host,
+            "hostile",
+            json!({"mode": "write", "path": abs, "content": "planted"}),
+        );
+        assert!(r.is_error, "hostile fs-write {target}: {}", r.text());
+        assert!(
+            r.text().starts_with("Protected: "),
+            "{target}: {}",
+            r.text()
+        );
+        // The workspace holds protected paths, so WASI sees it read-only.
+        let r = call(
+            &host,
+            "hostile",
+            json!({"mode": "wasi-write", "path": abs, "content": "planted"}),
+        );
+        assert!(r.is_error, "hostile WASI write {target}: {}", r.text());
+    }
+    for target in ["toolhost.toml", ".git/config"] {
+        let old = std::fs::read_to_string(ws.path.join(target)).unwrap();
+        let r = call(
+            &host,
+            "edit",
+            json!({"path": target, "edits": [{"oldText": old.trim(), "newText": "planted"}]}),
+        );
+        assert_eq!(
+            (r.text(), r.is_error),
+            (format!("Path is protected: {target}"), true),
+            "edit {target}"
+        );
+    }
+    assert_eq!(snapshot(&ws.path), before, "nothing protected changed");
+
+    // Everything else is written as before.
+    let r = call(
+        &host,
+        "write",
+        json!({"path": ".git/HEAD", "content": "ref: x\n"}),
+    );
+    assert!(!r.is_error, "{}", r.text());
+    let r = call(
+        &host,
+        "write",
+        json!({"path": "notes/a.txt", "content": "a"}),
+    );
+    assert!(!r.is_error, "{}", r.text());
+    assert_eq!(
+        std::fs::read_to_string(ws.path.join("notes/a.txt")).unwrap(),
+        "a"
+    );
+}
+
+/// The single compile-cache entry in `cache`, once something was compiled.
+fn cache_entries(cache: &Path) -> Vec<PathBuf> {
+    let mut entries = Vec::new();
+    for dir in std::fs::read_dir(cache).unwrap().flatten() {
+        if dir.path().is_dir() {
+            for entry in std::fs::read_dir(dir.path()).unwrap().flatten() {
+                if entry.path().extension().is_some_and(|e| e == "cwasm") {
+                    entries.push(entry.path());
+                }
+            }
+        }
+    }
+    entries
+}
+
+#[test]
+fn hostile_a_cache_entry_not_written_by_this_host_is_recompiled_never_loaded() {
+    let cache = tempfile::tempdir().unwrap();
+    let runtime = || {
+        Runtime::new(RuntimeOptions {
+            max_concurrent_calls: 4,
+            cache_dir: Some(cache.path().to_path_buf()),
+            ..Default::default()
+        })
+        .unwrap()
+    };
+    let inspect = |rt: &std::sync::Arc<Runtime>, path: &str| {
+        block(toolhost::inspect(rt, Path::new(path))).unwrap()
+    };
+    let rt = runtime();
+    inspect(&rt, toolhost_tests::TESTKIT);
+    let entries = cache_entries(cache.path());
+    assert_eq!(entries.len(), 1, "one entry expected: {entries:?}");
+    let entry = entries[0].clone();
+    // A fresh runtime takes the entry as it is.
+    let rt = runtime();
+    inspect(&rt, toolhost_tests::TESTKIT);
+    assert_eq!(rt.take_reports(), []);
+
+    // One flipped byte in the machine code: compiled again, reported once.
+    let mut bytes = std::fs::read(&entry).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x01;
+    std::fs::write(&entry, &bytes).unwrap();
+    let rt = runtime();
+    let tools = inspect(&rt, toolhost_tests::TESTKIT).tools;
+    assert!(tools.iter().any(|t| t.name == "fast"));
+    let reports: Vec<String> = rt.take_reports().iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        reports,
+        [format!(
+            "{}: compile cache entry of {} was not written by this host; compiled again and \
+             replaced",
+            entry.display(),
+            toolhost_tests::TESTKIT
+        )]
+    );
+    assert_eq!(rt.take_reports(), [], "reported once");
+    assert_ne!(
+        std::fs::read(&entry).unwrap(),
+        bytes,
+        "the entry was replaced"
+    );
+
+    // A genuine entry moved to another component's name is refused too: the
+    // probe is not run as the testkit's code.
+    let rt = runtime();
+    inspect(&rt, toolhost_tests::FSPROBE);
+    let probe_entry = cache_entries(cache.path())
+        .into_iter()
+        .find(|e| *e != entry)
+        .unwrap();
+    std::fs::copy(&entry, &probe_entry).unwrap();
+    let rt = runtime();
+    let tools = inspect(&rt, toolhost_tests::FSPROBE).tools;
+    assert_eq!(tools[0].name, "probe");
+    assert_eq!(rt.take_reports().len(), 1);
+}
+
+#[test]
+fn hostile_fifos_and_devices_planted_as_policy_or_component_neither_hang_nor_grow_the_host() {
+    let ws = Workspace::new();
+    let fifo = |path: &Path| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    fifo(&ws.path.join("toolhost.toml"));
+    fifo(&ws.extensions().join("fifo.wasm"));
+    std::os::unix::fs::symlink("/dev/zero", ws.extensions().join("zero.wasm")).unwrap();
+    std::fs::create_dir_all(ws.extensions().join("dir.wasm")).unwrap();
+    std::fs::create_dir_all(ws.extensions().join("man")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", ws.extensions().join("man/extension.toml")).unwrap();
+    std::fs::write(ws.extensions().join("big.wasm"), vec![0u8; (128 << 20) + 1]).unwrap();
+
+    // `toolhost list` under a parent that bounds its time and reports its
+    // peak memory (the children's maximum resident set, in KiB).
+    let script = "import resource, subprocess, sys\n\
+                  r = subprocess.run(sys.argv[1:], capture_output=True, timeout=120)\n\
+                  sys.stderr.write(r.stderr.decode())\n\
+                  print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n";
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(toolhost_bin())
+        .args(["--workspace", ws.str(), "list"])
+        .env("XDG_CONFIG_HOME", ws.config_home())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let fields: Vec<u64> = stdout
+        .split_whitespace()
+        .map(|f| f.parse().unwrap())
+        .collect();
+    assert_eq!(fields.first(), Some(&0), "toolhost list failed: {stderr}");
+    let peak_mib = fields[1] / 1024;
+    eprintln!("peak resident memory of toolhost list: {peak_mib} MiB");
+    assert!(peak_mib < 512, "the host grew to {peak_mib} MiB: {stderr}");
+    let at = |rel: &str| ws.path.join(rel).display().to_string();
+    for expected in [
+        format!(
+            "{}: not applied: is a FIFO, not a regular file",
+            at("toolhost.toml")
+        ),
+        format!(
+            "{}: is a FIFO, not a regular file",
+            at(".toolhost/extensions/fifo.wasm")
+        ),
+        format!(
+            "{}: is a symlink to a character device, not a regular file",
+            at(".toolhost/extensions/zero.wasm")
+        ),
+        format!(
+            "{}: refused: is a symlink to a character device, not a regular file",
+            at(".toolhost/extensions/man/extension.toml")
+        ),
+        format!(
+            "{}: is a directory, not a component",
+            at(".toolhost/extensions/dir.wasm")
+        ),
+        format!(
+            "{}: is {} bytes, more than the {} bytes toolhost reads of such a file",
+            at(".toolhost/extensions/big.wasm"),
+            (128 << 20) + 1,
+            128 << 20
+        ),
+    ] {
+        assert!(
+            stderr.contains(&expected),
+            "missing {expected:?} in\n{stderr}"
+        );
+    }
+    // `trust` refuses the same files, naming them, and trusts nothing of them.
+    let out = toolhost(&ws, &["trust", "--yes"], None);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("refused, cannot be trusted:") && text.contains("fifo.wasm"),
+        "{text}"
+    );
+}
