@@ -1,9 +1,10 @@
 //! Builds the built-in tool components (the `guest-tools/` workspace) and
 //! embeds them: `$OUT_DIR/builtins.rs` defines one `BuiltinComponent` per tool
 //! with its bytes and content hash, so the `toolhost` binary is one
-//! self-contained file.
+//! self-contained file. Also builds the process jail's init
+//! (`host/jail-init`) for the target, embedded as `$OUT_DIR/jail-init`.
 
-use guest_build::GuestWorkspace;
+use guest_build::{GuestWorkspace, NativeProgram};
 use std::path::PathBuf;
 use std::{env, fs};
 
@@ -45,4 +46,12 @@ fn main() {
     }
     code.push_str("];\n");
     fs::write(out_dir.join("builtins.rs"), code).unwrap();
+
+    let init = NativeProgram {
+        dir: &manifest_dir.join("../jail-init"),
+        package: "toolhost-jail-init",
+    }
+    .build();
+    fs::copy(&init, out_dir.join("jail-init"))
+        .unwrap_or_else(|e| panic!("copying {}: {e}", init.display()));
 }

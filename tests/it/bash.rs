@@ -182,33 +182,43 @@ fn writes_outside_the_write_roots_fail_where_landlock_exists() {
     );
 
     let outside_cmd = format!("echo x > '{}'", target.display());
-    let result = bash(&host, json!({ "command": outside_cmd }));
-    match toolhost::ops::process::landlock() {
-        Ok(abi) => {
-            assert!(
-                matches!(
-                    host.command_confinement(),
-                    toolhost::Confinement::Landlock { .. }
-                ),
-                "{:?}",
-                host.command_confinement()
-            );
-            assert!(result.is_error, "Landlock {abi:?} let it write");
-            assert!(
-                result.text().contains("Permission denied"),
-                "{}",
-                result.text()
-            );
-            assert!(result.text().ends_with("Command exited with code 1"));
-            assert!(!target.exists());
+    for mode in jail_modes() {
+        let host = block(builder(&ws).jail(mode).build()).unwrap();
+        let result = bash(&host, json!({ "command": outside_cmd }));
+        let confinement = host.command_confinement();
+        match (confinement, toolhost::ops::process::landlock()) {
+            (toolhost::Confinement::Jail { .. }, _) => {
+                // The outside directory is not even there: /tmp is the jail's own.
+                assert!(result.is_error);
+                assert!(
+                    result.text().contains("No such file or directory"),
+                    "{}",
+                    result.text()
+                );
+            }
+            (_, Ok(abi)) => {
+                assert!(
+                    matches!(confinement, toolhost::Confinement::Landlock { .. }),
+                    "{confinement:?}"
+                );
+                assert!(result.is_error, "Landlock {abi:?} let it write");
+                assert!(
+                    result.text().contains("Permission denied"),
+                    "{}",
+                    result.text()
+                );
+                assert!(result.text().ends_with("Command exited with code 1"));
+            }
+            (_, Err(reason)) => {
+                eprintln!(
+                    "NOTE: Landlock is unavailable ({reason}): the write outside the workspace \
+                     was not refused, and this test only checked the writes inside"
+                );
+                assert!(!result.is_error, "{}", result.text());
+                std::fs::remove_file(&target).unwrap();
+            }
         }
-        Err(reason) => {
-            eprintln!(
-                "NOTE: Landlock is unavailable ({reason}): the write outside the workspace \
-                 was not refused, and this test only checked the writes inside"
-            );
-            assert!(!result.is_error, "{}", result.text());
-        }
+        assert!(!target.exists(), "{mode:?}");
     }
 }
 

@@ -946,67 +946,86 @@ impl Listener {
 
 #[test]
 fn hostile_bash_cannot_write_outside_the_workspace_by_any_route() {
-    let ws = Workspace::new();
-    let outside = Workspace::new();
-    ws.symlink("out-link", &outside.path);
-    let host = host(&ws);
-    let o = outside.path.display();
-    let attempts = [
-        format!("echo x > {o}/direct"),
-        "echo x > out-link/through-link".to_string(),
-        format!("cd {o} && touch by-cd"),
-        format!("cp /etc/hostname {o}/by-cp"),
-        format!("mkdir {o}/by-mkdir"),
-        format!("ln -s /etc/passwd {o}/by-ln"),
-        // A background child outliving the command is killed with its group,
-        // and its write is refused anyway.
-        format!("(echo x > {o}/by-background) & wait"),
-        // A new session escapes the process group, not Landlock.
-        format!("setsid sh -c 'echo x > {o}/by-setsid'; sleep 0.2"),
-    ];
-    let abi = landlock_abi();
-    for command in &attempts {
-        let r = call(&host, "bash", json!({ "command": command }));
-        if abi.is_some() {
-            assert!(
-                r.text().contains("Permission denied"),
-                "{command}: {}",
-                r.text()
-            );
+    for mode in jail_modes() {
+        let ws = Workspace::new();
+        let outside = Workspace::new();
+        ws.symlink("out-link", &outside.path);
+        let host = block(builder(&ws).jail(mode).build()).unwrap();
+        let jailed = host.command_confinement().is_jail();
+        let o = outside.path.display();
+        let attempts = [
+            format!("echo x > {o}/direct"),
+            "echo x > out-link/through-link".to_string(),
+            format!("cd {o} && touch by-cd"),
+            format!("cp /etc/hostname {o}/by-cp"),
+            format!("mkdir {o}/by-mkdir"),
+            format!("ln -s /etc/passwd {o}/by-ln"),
+            // A background child outliving the command is killed with its
+            // group, and its write is refused anyway.
+            format!("(echo x > {o}/by-background) & wait"),
+            // A new session escapes the process group, not Landlock or the
+            // jail.
+            format!("setsid sh -c 'echo x > {o}/by-setsid'; sleep 0.2"),
+        ];
+        let abi = landlock_abi();
+        for command in &attempts {
+            let r = call(&host, "bash", json!({ "command": command }));
+            if jailed {
+                // The outside directory (in the host's /tmp) is not there.
+                assert!(
+                    r.text().contains("No such file or directory")
+                        || r.text().contains("Directory nonexistent"),
+                    "{command}: {}",
+                    r.text()
+                );
+            } else if abi.is_some() {
+                assert!(
+                    r.text().contains("Permission denied"),
+                    "{command}: {}",
+                    r.text()
+                );
+            }
         }
+        let escaped: Vec<_> = std::fs::read_dir(&outside.path).unwrap().collect();
+        if jailed || abi.is_some() {
+            assert!(escaped.is_empty(), "{mode:?}: {escaped:?}");
+        } else {
+            assert!(!escaped.is_empty(), "without Landlock the writes land");
+        }
+        let r = call(
+            &host,
+            "bash",
+            json!({"command": "echo inside > inside.txt && cat inside.txt"}),
+        );
+        assert_eq!(r.text(), "inside\n");
     }
-    let escaped: Vec<_> = std::fs::read_dir(&outside.path).unwrap().collect();
-    if abi.is_some() {
-        assert!(escaped.is_empty(), "{escaped:?}");
-    } else {
-        assert!(!escaped.is_empty(), "without Landlock the writes land");
-    }
-    let r = call(
-        &host,
-        "bash",
-        json!({"command": "echo inside > inside.txt && cat inside.txt"}),
-    );
-    assert_eq!(r.text(), "inside\n");
 }
 
 #[test]
 fn hostile_bash_cannot_signal_the_host() {
     let ws = Workspace::new();
-    let host = host(&ws);
-    // `kill -0` only asks whether a signal could be sent: harmless if it could.
-    let command = format!("kill -0 {} && echo could", std::process::id());
-    let r = call(&host, "bash", json!({ "command": command }));
-    match landlock_abi() {
-        Some(abi) if abi >= 6 => {
-            assert!(r.is_error, "{}", r.text());
-            assert!(r.text().contains("Operation not permitted"), "{}", r.text());
+    for mode in jail_modes() {
+        let host = block(builder(&ws).jail(mode).build()).unwrap();
+        // `kill -0` only asks whether a signal could be sent: harmless if it could.
+        let command = format!("kill -0 {} && echo could", std::process::id());
+        let r = call(&host, "bash", json!({ "command": command }));
+        match landlock_abi() {
+            // In the jail's PID namespace the host does not exist.
+            _ if host.command_confinement().is_jail() => {
+                assert!(r.is_error, "{}", r.text());
+                assert!(r.text().contains("No such process"), "{}", r.text());
+            }
+            Some(abi) if abi >= 6 => {
+                assert!(r.is_error, "{}", r.text());
+                assert!(r.text().contains("Operation not permitted"), "{}", r.text());
+            }
+            _ => assert_eq!(r.text(), "could\n"),
         }
-        _ => assert_eq!(r.text(), "could\n"),
+        assert_eq!(
+            call(&host, "bash", json!({"command": "echo ok"})).text(),
+            "ok\n"
+        );
     }
-    assert_eq!(
-        call(&host, "bash", json!({"command": "echo ok"})).text(),
-        "ok\n"
-    );
 }
 
 #[test]
@@ -1100,33 +1119,48 @@ fn hostile_extension_programs_get_no_network_and_no_writes_unless_granted() {
     let connect = format!("echo hi > /dev/tcp/127.0.0.1/{}", listener.port());
     let write_outside = format!("echo x > {}/escaped", outside.path.display());
 
-    let host = block(granted(&ws, policy).extension(&probe).build()).unwrap();
-    assert_eq!(
-        run(&host, "echo x > out/inside && cat out/inside"),
-        "exit 0: x\n"
-    );
-    let refused_connect = run(&host, &connect);
-    assert!(
-        refused_connect.contains("Permission denied"),
-        "{refused_connect}"
-    );
-    assert!(!listener.was_reached());
-    let refused_write = run(&host, &write_outside);
-    let refused_workspace_write = run(&host, "echo x > not-granted.txt");
-    if landlock_abi().is_some() {
-        assert!(refused_write.starts_with("exit 1: "), "{refused_write}");
-        assert!(
-            refused_write.contains("Permission denied"),
-            "{refused_write}"
+    for mode in jail_modes() {
+        let host = block(granted(&ws, policy).extension(&probe).jail(mode).build()).unwrap();
+        let jailed = host.command_confinement().is_jail();
+        assert_eq!(
+            run(&host, "echo x > out/inside && cat out/inside"),
+            "exit 0: x\n"
         );
+        let refused_connect = run(&host, &connect);
         assert!(
-            refused_workspace_write.contains("Permission denied"),
-            "{refused_workspace_write}"
+            refused_connect.contains("Permission denied"),
+            "{refused_connect}"
         );
-        assert!(!outside.path.join("escaped").exists());
-        assert!(!ws.path.join("not-granted.txt").exists());
+        assert!(!listener.was_reached());
+        let refused_write = run(&host, &write_outside);
+        let refused_workspace_write = run(&host, "echo x > not-granted.txt");
+        if jailed {
+            // Outside its grants nothing exists; its fs-read grant is read-only.
+            assert!(
+                refused_write.contains("No such file or directory"),
+                "{refused_write}"
+            );
+            assert!(
+                refused_workspace_write.contains("Read-only file system"),
+                "{refused_workspace_write}"
+            );
+        } else if landlock_abi().is_some() {
+            assert!(refused_write.starts_with("exit 1: "), "{refused_write}");
+            assert!(
+                refused_write.contains("Permission denied"),
+                "{refused_write}"
+            );
+            assert!(
+                refused_workspace_write.contains("Permission denied"),
+                "{refused_workspace_write}"
+            );
+        }
+        if jailed || landlock_abi().is_some() {
+            assert!(!outside.path.join("escaped").exists());
+            assert!(!ws.path.join("not-granted.txt").exists());
+        }
+        drop(host);
     }
-    drop(host);
 
     let host = block(
         granted(&ws, &format!("{policy}network = true\n"))

@@ -71,6 +71,21 @@ impl Workspace {
     }
 }
 
+/// The jail modes this machine can test: without the jail (Landlock and
+/// seccomp alone) always, in it where it can run; a test looping over them
+/// says when it could not test the jail.
+pub fn jail_modes() -> Vec<toolhost::JailMode> {
+    match toolhost::ops::process::jail::support() {
+        toolhost::ops::process::jail::Support::Available { .. } => {
+            vec![toolhost::JailMode::Off, toolhost::JailMode::Required]
+        }
+        toolhost::ops::process::jail::Support::Unavailable { reason } => {
+            eprintln!("NOTE: {reason}; only the unjailed half of this test ran");
+            vec![toolhost::JailMode::Off]
+        }
+    }
+}
+
 /// The grant a hook component needs to run.
 pub fn hooks_granted() -> toolhost::GrantSpec {
     toolhost::GrantSpec {

@@ -1,7 +1,8 @@
 //! Compile a cargo workspace of guest components (`wasm32-wasip2`) from a
 //! build script: one nested `cargo build` with its own target directory, the
 //! host's compiler flags kept out, rerun triggers on the sources, and a clear
-//! message when the wasm target is not installed.
+//! message when the wasm target is not installed. [`NativeProgram`] builds a
+//! small native program the same way (the process jail's init).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,36 +30,7 @@ impl GuestWorkspace<'_> {
         ensure_wasm_target();
         let target_dir =
             guest_target_dir().join(format!("{}-{}", self.target_name, checkout_tag(self.dir)));
-        let mut cargo = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-        cargo
-            .current_dir(self.dir)
-            .args(["build", "--release", "--target", WASM_TARGET])
-            .arg("--target-dir")
-            .arg(&target_dir);
-        for package in self.packages {
-            cargo.args(["-p", package]);
-        }
-        // The host's flags (coverage, sanitizers, native CPU) must not leak
-        // into the guest build.
-        for var in [
-            "RUSTFLAGS",
-            "CARGO_ENCODED_RUSTFLAGS",
-            "CARGO_BUILD_RUSTFLAGS",
-            "RUSTC_WRAPPER",
-            "RUSTC_WORKSPACE_WRAPPER",
-            "CARGO_TARGET_DIR",
-            "CARGO_BUILD_TARGET",
-        ] {
-            cargo.env_remove(var);
-        }
-        let status = cargo
-            .status()
-            .expect("failed to run cargo to build the guest components");
-        assert!(
-            status.success(),
-            "building the guest components in {} failed (see the errors above)",
-            self.dir.display()
-        );
+        cargo_build(self.dir, WASM_TARGET, &target_dir, self.packages);
         self.packages
             .iter()
             .map(|p| {
@@ -103,6 +75,61 @@ impl GuestWorkspace<'_> {
             }
         }
     }
+}
+
+/// A native program of its own cargo workspace, built for the target the
+/// build script builds for (so cross builds embed the right one).
+pub struct NativeProgram<'a> {
+    /// Directory holding the program's `Cargo.toml` (its own workspace).
+    pub dir: &'a Path,
+    /// The package, whose binary has the same name.
+    pub package: &'a str,
+}
+
+impl NativeProgram<'_> {
+    /// Build the program in release mode; its executable's path.
+    pub fn build(&self) -> PathBuf {
+        for file in ["Cargo.toml", "Cargo.lock", "src"] {
+            println!("cargo:rerun-if-changed={}", self.dir.join(file).display());
+        }
+        let target = env::var("TARGET").expect("run from a build script");
+        let target_dir =
+            guest_target_dir().join(format!("{}-{}", self.package, checkout_tag(self.dir)));
+        cargo_build(self.dir, &target, &target_dir, &[self.package]);
+        target_dir.join(&target).join("release").join(self.package)
+    }
+}
+
+/// One nested `cargo build --release` of `packages` in the workspace `dir`.
+fn cargo_build(dir: &Path, target: &str, target_dir: &Path, packages: &[&str]) {
+    let mut cargo = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cargo
+        .current_dir(dir)
+        .args(["build", "--release", "--target", target])
+        .arg("--target-dir")
+        .arg(target_dir);
+    for package in packages {
+        cargo.args(["-p", package]);
+    }
+    // The host's flags (coverage, sanitizers, native CPU) must not leak
+    // into the nested build.
+    for var in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+    ] {
+        cargo.env_remove(var);
+    }
+    let status = cargo.status().expect("failed to run cargo");
+    assert!(
+        status.success(),
+        "building {} failed (see the errors above)",
+        dir.display()
+    );
 }
 
 /// The repository's `wit/` directory, watched by every guest build.

@@ -4,7 +4,8 @@
 //! it; bash runs programs; grep and find search).
 
 use crate::ops::fs::{FsRead, FsWrite};
-use crate::ops::process::{ProcessPolicy, STOP_GRACE};
+use crate::ops::process::{JailMode, ProcessPolicy, STOP_GRACE, View};
+use crate::ops::protected::ProtectedPaths;
 use crate::ops::search::Search;
 use crate::sandbox::{Capabilities, Limits};
 use std::path::{Path, PathBuf};
@@ -39,19 +40,29 @@ pub(crate) struct ShellGrants {
     pub output_dir: Arc<dyn FsWrite>,
 }
 
+/// How the shell tools' commands are confined beyond their roots.
+pub(crate) struct ShellJail {
+    pub protected: ProtectedPaths,
+    /// Hidden: the secret stores, the compile cache's key, `[shell] hide`.
+    pub hidden: Vec<PathBuf>,
+    pub mode: JailMode,
+    pub require_landlock: bool,
+    pub network: bool,
+}
+
 /// The process policy of the shell tools: the shells, working directories in
 /// the workspace, writes in the workspace, the host's temp directory (also
 /// the children's `TMPDIR`) and `extra_write_roots`, the allowlisted host
-/// environment, the session id, and the network when `network` (Pi's bash
-/// has it: package managers and git need it).
+/// environment, the session id, the jail (the whole system read-only, the
+/// protected paths read-only, the hidden ones hidden), and the network when
+/// `network` (Pi's bash has it: package managers and git need it).
 pub(crate) fn shell_policy(
     workspace: &Path,
     temp_dir: &Path,
     extra_write_roots: &[PathBuf],
     session_id: Option<String>,
     default_timeout: Option<Duration>,
-    require_landlock: bool,
-    network: bool,
+    jail: ShellJail,
 ) -> ProcessPolicy {
     let mut policy = SHELLS
         .iter()
@@ -63,10 +74,16 @@ pub(crate) fn shell_policy(
         .env("TMPDIR", temp_dir.to_string_lossy())
         .session_id(session_id)
         .default_timeout(default_timeout)
-        .require_landlock(require_landlock)
-        .network(network);
+        .require_landlock(jail.require_landlock)
+        .network(jail.network)
+        .jail(jail.mode)
+        .view(View::Everything)
+        .protect(jail.protected);
     for root in extra_write_roots {
         policy = policy.write_root(root);
+    }
+    for path in jail.hidden {
+        policy = policy.hide(path);
     }
     policy
 }

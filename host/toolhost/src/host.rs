@@ -7,15 +7,17 @@ use crate::error::Error;
 use crate::events::EventSink;
 use crate::extensions::discovery;
 use crate::extensions::policy::GrantSpec;
-use crate::extensions::policy::Policy;
+use crate::extensions::policy::{Policy, ShellPath};
 use crate::extensions::trust::{self, TrustStore};
 use crate::extensions::{self, ExtensionReport, LoadContext};
 use crate::hooks::{ComponentHook, ToolHooks};
 use crate::loader::Loaded;
 use crate::loader::{self, ComponentSpec};
 use crate::message::AssistantMessage;
+use crate::ops::fs::ProtectedPaths;
 use crate::ops::fs::{FsRead, FsWrite, LocalFs};
 use crate::ops::process::Confinement;
+use crate::ops::process::JailMode;
 use crate::ops::search::{FsSearch, LocalSearch, Search};
 use crate::ops::tools::ToolSet;
 use crate::pipeline::BatchContext;
@@ -57,6 +59,7 @@ pub struct HostBuilder {
     command_timeout: Option<Duration>,
     write_roots: Vec<PathBuf>,
     require_landlock: bool,
+    jail: JailMode,
     command_network: bool,
     grants: Vec<(String, GrantSpec)>,
 }
@@ -86,6 +89,7 @@ impl Default for HostBuilder {
             command_timeout: Some(builtin::DEFAULT_COMMAND_TIMEOUT),
             write_roots: Vec::new(),
             require_landlock: false,
+            jail: JailMode::Auto,
             command_network: true,
             grants: Vec::new(),
         }
@@ -210,12 +214,74 @@ impl HostBuilder {
         self
     }
 
+    /// Refuse to run any program (shell commands, extensions' programs)
+    /// where the namespace jail cannot run, instead of running it under
+    /// Landlock and seccomp alone.
+    pub fn require_jail(mut self, required: bool) -> Self {
+        self.jail = if required {
+            JailMode::Required
+        } else {
+            JailMode::Auto
+        };
+        self
+    }
+
+    /// Whether programs run in the namespace jail (default
+    /// [`JailMode::Auto`]: where the machine can run it).
+    pub fn jail(mut self, mode: JailMode) -> Self {
+        self.jail = mode;
+        self
+    }
+
     /// Whether shell commands may use the network (default: yes, as in Pi).
     /// `false` refuses them IPv4 and IPv6 sockets of every kind (TCP, UDP,
     /// raw; see [`ProcessPolicy::network`](crate::ops::process::ProcessPolicy::network)).
     pub fn command_network(mut self, allowed: bool) -> Self {
         self.command_network = allowed;
         self
+    }
+
+    /// The shell tools' jail: the protected paths read-only, the secret
+    /// stores of the host's `$HOME`, the compile cache's key and `[shell]
+    /// hide` hidden.
+    fn shell_jail(
+        &self,
+        policy: &Policy,
+        protected: &ProtectedPaths,
+        user_config: Option<&Path>,
+        runtime: &Runtime,
+    ) -> builtin::ShellJail {
+        // The user configuration must exist to be mounted read-only: were it
+        // missing inside a write root (a workspace at $HOME), a command could
+        // create it, grants and all.
+        if let Some(dir) = user_config {
+            use std::os::unix::fs::DirBuilderExt;
+            let _ = std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir);
+        }
+        let mut hidden: Vec<PathBuf> = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(|home| crate::ops::process::jail::secret_stores(Path::new(&home)))
+            .unwrap_or_default();
+        if let Some(cache) = &runtime.options().cache_dir {
+            hidden.push(cache.join(crate::engine::CACHE_KEY_FILE));
+        }
+        hidden.extend(
+            policy
+                .shell
+                .iter()
+                .filter(|(kind, _)| *kind == ShellPath::Hide)
+                .map(|(_, p)| p.clone()),
+        );
+        builtin::ShellJail {
+            protected: protected.clone(),
+            hidden,
+            mode: self.jail,
+            require_landlock: self.require_landlock,
+            network: self.command_network,
+        }
     }
 
     /// Load the built-in tools and the extensions.
@@ -234,12 +300,13 @@ impl HostBuilder {
         if !workspace.is_dir() {
             return Err(workspace_error("not a directory".into()));
         }
-        let runtime = match self.runtime {
+        let runtime = match self.runtime.clone() {
             Some(rt) => rt,
             None => Runtime::shared()?,
         };
         let user_config = self
             .user_config
+            .clone()
             .unwrap_or_else(crate::extensions::policy::default_user_config_dir);
         let protected = trust::protected_paths(
             &workspace,
@@ -249,7 +316,7 @@ impl HostBuilder {
         // Search runs natively on the local disk; over another backend it
         // walks through that backend's `FsRead`.
         let (fs_read, fs_write, search): (Arc<dyn FsRead>, Arc<dyn FsWrite>, Arc<dyn Search>) =
-            match self.fs {
+            match self.fs.clone() {
                 Some((read, write)) => {
                     let search = Arc::new(FsSearch::new(read.clone()));
                     (read, write, search)
@@ -277,20 +344,6 @@ impl HostBuilder {
                     temp_dir.display()
                 ))
             })?);
-        let shell = builtin::ShellGrants {
-            process: Arc::new(builtin::shell_policy(
-                &workspace,
-                &temp_dir,
-                &self.write_roots,
-                self.session_id.clone(),
-                self.command_timeout,
-                self.require_landlock,
-                self.command_network,
-            )),
-            output_dir,
-        };
-        let confinement = shell.process.confinement();
-
         let trust = match &user_config {
             Some(dir) => TrustStore::load(dir)?,
             None => TrustStore::empty(),
@@ -300,6 +353,27 @@ impl HostBuilder {
             policy.grant(name, grant);
         }
         let mut diagnostics = policy.diagnostics.clone();
+        let jail = self.shell_jail(&policy, &protected, user_config.as_deref(), &runtime);
+        let mut write_roots = self.write_roots.clone();
+        write_roots.extend(
+            policy
+                .shell
+                .iter()
+                .filter(|(kind, _)| *kind == ShellPath::ReadWrite)
+                .map(|(_, p)| p.clone()),
+        );
+        let shell = builtin::ShellGrants {
+            process: Arc::new(builtin::shell_policy(
+                &workspace,
+                &temp_dir,
+                &write_roots,
+                self.session_id.clone(),
+                self.command_timeout,
+                jail,
+            )),
+            output_dir,
+        };
+        let confinement = shell.process.confinement();
 
         let registry = Arc::new(RwLock::new(Registry::default()));
         let tool_set = ToolSet(registry.clone());
@@ -362,6 +436,7 @@ impl HostBuilder {
             tool_set: &tool_set,
             defaults: self.extension_limits,
             protected: &protected,
+            jail: self.jail,
         };
         for extension in &found {
             let (report, loaded, warnings) = extensions::load(&load_cx, extension).await;

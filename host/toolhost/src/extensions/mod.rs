@@ -30,7 +30,7 @@ use crate::extensions::policy::{GrantSpec, Policy, resolve_path};
 use crate::extensions::trust::{Digest, TrustStore, Verdict};
 use crate::loader::{self, ComponentSpec, Loaded};
 use crate::ops::fs::{LocalFs, ProtectedPaths};
-use crate::ops::process::ProcessPolicy;
+use crate::ops::process::{JailMode, ProcessPolicy, View};
 use crate::ops::search::LocalSearch;
 use crate::ops::tools::ToolSet;
 use crate::registry::ToolSource;
@@ -73,6 +73,8 @@ pub(crate) struct LoadContext<'a> {
     pub tool_set: &'a ToolSet,
     pub defaults: Limits,
     pub protected: &'a ProtectedPaths,
+    /// Whether granted programs run in the namespace jail.
+    pub jail: JailMode,
 }
 
 /// Load `found` with what the policy grants it: read its bytes once
@@ -134,8 +136,7 @@ pub(crate) async fn load(
         found.manifest.as_ref().map(|m| &m.capabilities),
         cx.defaults,
     );
-    let (caps, cap_warnings) =
-        capabilities(&granted, cx.workspace, cx.tool_set, limits, cx.protected);
+    let (caps, cap_warnings) = capabilities(&granted, cx, limits);
     warnings.extend(cap_warnings);
     let origin = found.component.display().to_string();
     let loaded = loader::load(
@@ -200,12 +201,26 @@ fn directories(
 /// environment variables (only those, and only their current values).
 fn capabilities(
     grant: &GrantSpec,
-    workspace: &Path,
-    tool_set: &ToolSet,
+    cx: &LoadContext<'_>,
     call_limits: Limits,
-    protected: &ProtectedPaths,
 ) -> (Capabilities, Warnings) {
+    let (workspace, tool_set, protected) = (cx.workspace, cx.tool_set, cx.protected);
     let mut warnings = Vec::new();
+    // A loader variable would run the extension's own code inside the
+    // programs it was granted.
+    let env_names: Vec<&String> = grant
+        .env
+        .iter()
+        .filter(|name| {
+            let loader = name.starts_with("LD_");
+            if loader {
+                warnings.push(format!(
+                    "env grant {name:?}: loader variables (LD_*) are never granted; ignored"
+                ));
+            }
+            !loader
+        })
+        .collect();
     let read_roots = directories(&grant.fs_read, workspace, "fs-read", &mut warnings);
     let write_roots = directories(&grant.fs_write, workspace, "fs-write", &mut warnings);
     let mut caps = Capabilities::default();
@@ -233,24 +248,38 @@ fn capabilities(
     }
     if !grant.process.is_empty() {
         // Programs run with the host's safe environment plus the granted
-        // variables, in (and writing only to) the granted directories, and
-        // reach the network only when that is granted too.
+        // variables (the only ones a command may set), in the jail: the
+        // system read-only, the granted directories (writable only those
+        // granted for writing), nothing else of the user's; and reach the
+        // network only when that is granted too.
         let mut policy = ProcessPolicy::new()
             .host_env()
             .default_timeout(Some(call_limits.time))
-            .network(grant.network);
+            .network(grant.network)
+            .jail(cx.jail)
+            .view(View::SystemOnly)
+            .protect(protected.clone());
         for program in &grant.process {
             policy = policy.program(program);
         }
         for dir in read_roots.iter().chain(&write_roots) {
             policy = policy.cwd_root(dir);
         }
+        for dir in &read_roots {
+            policy = policy.read_root(dir);
+        }
         for dir in &write_roots {
             policy = policy.write_root(dir);
         }
-        for name in &grant.env {
+        if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+            for secret in crate::ops::process::jail::secret_stores(Path::new(&home)) {
+                policy = policy.hide(secret);
+            }
+        }
+        for name in &env_names {
+            policy = policy.command_env(name.as_str());
             if let Ok(value) = std::env::var(name) {
-                policy = policy.env(name.clone(), value);
+                policy = policy.env(name.as_str(), value);
             }
         }
         caps.process = Some(Arc::new(policy));
@@ -288,10 +317,9 @@ fn capabilities(
         });
     caps.wasi = WasiGrants {
         preopens,
-        env: grant
-            .env
+        env: env_names
             .iter()
-            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
+            .filter_map(|name| std::env::var(name).ok().map(|v| (name.to_string(), v)))
             .collect(),
         cwd,
     };

@@ -116,11 +116,23 @@ impl GrantSpec {
     }
 }
 
+/// Settings of the shell tools' jail (`[shell]`), from both policy files.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ShellSettings {
+    /// More paths hidden from commands, besides the secret stores.
+    pub hide: Vec<String>,
+    /// More directories commands may write in, besides the workspace and
+    /// the temp directory.
+    pub read_write: Vec<String>,
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 struct PolicyFile {
     extension_paths: Vec<String>,
     active_tools: Option<Vec<String>>,
+    shell: ShellSettings,
     extensions: BTreeMap<String, GrantSpec>,
 }
 
@@ -128,6 +140,7 @@ struct PolicyFile {
 /// is trusted, kept apart (see the module docs).
 #[derive(Clone, Debug, Default)]
 pub struct Policy {
+    workspace_dir: PathBuf,
     user: BTreeMap<String, GrantSpec>,
     workspace: BTreeMap<String, GrantSpec>,
     /// Extension files or directories named by the policy files, resolved,
@@ -135,6 +148,9 @@ pub struct Policy {
     pub extension_paths: Vec<(PathBuf, Origin)>,
     /// The default active tools, when a file sets them.
     pub active_tools: Option<Vec<String>>,
+    /// The shell tools' jail settings, with paths resolved (`~/`, relative
+    /// to the workspace).
+    pub shell: Vec<(ShellPath, PathBuf)>,
     /// The files applied, in order.
     pub applied: Vec<PathBuf>,
     /// Problems worth telling the user (an untrusted workspace file).
@@ -151,7 +167,10 @@ impl Policy {
         user_config: Option<&Path>,
         trust: &TrustStore,
     ) -> Result<Policy, Error> {
-        let mut policy = Policy::default();
+        let mut policy = Policy {
+            workspace_dir: workspace.to_path_buf(),
+            ..Policy::default()
+        };
         if let Some(dir) = user_config {
             let path = dir.join(POLICY_FILE);
             let text = file::read_text(&path, MAX_POLICY_BYTES)
@@ -199,6 +218,20 @@ impl Policy {
         if file.active_tools.is_some() {
             self.active_tools = file.active_tools;
         }
+        let workspace_base = match origin {
+            Origin::Workspace => base,
+            // A user's relative shell path means the workspace too: the
+            // shell works there.
+            Origin::User | Origin::Configured => self.workspace_dir.as_path(),
+        };
+        for (kind, list) in [
+            (ShellPath::Hide, &file.shell.hide),
+            (ShellPath::ReadWrite, &file.shell.read_write),
+        ] {
+            for p in list {
+                self.shell.push((kind, resolve_path(p, workspace_base)));
+            }
+        }
         self.applied.push(path.to_path_buf());
     }
 
@@ -217,6 +250,15 @@ impl Policy {
         };
         grants.get(name).cloned().unwrap_or_default()
     }
+}
+
+/// What a `[shell]` path does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShellPath {
+    /// Hidden from commands.
+    Hide,
+    /// Writable for commands.
+    ReadWrite,
 }
 
 /// What a workspace's policy file writes, as `toolhost trust` shows it.

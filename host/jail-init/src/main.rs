@@ -1,0 +1,289 @@
+//! toolhost's jail init: the first program bubblewrap starts in a call's jail
+//! (pid 2 of the jail's PID namespace, below bubblewrap's reaping pid 1).
+//!
+//! The host cannot learn a jailed command's exact end from bubblewrap, which
+//! reports "killed by SIGKILL" and "exited with 137" alike, and bubblewrap
+//! ends the whole jail the moment its first process exits, which would cut
+//! off Pi's quiet period for the output of background children. So this
+//! program stands between them:
+//!
+//! * it restricts itself with the host's Landlock ruleset (a descriptor) and
+//!   the resource limits it is given, which the command then inherits;
+//! * it starts the command in a process group of its own, on the output pipes;
+//! * it writes the command's exact end to the status pipe, one line:
+//!   `exit N`, `signal N` or `exec-failed ERRNO`;
+//! * `T` on the control pipe sends SIGTERM to the command's group, `K`
+//!   SIGKILL;
+//! * `E` on the control pipe, or the pipe closing (the host is gone), ends
+//!   this program, and with it the jail: bubblewrap kills every process
+//!   left in it.
+//!
+//! Descriptors, set up by the host and named on the command line: 0 and 1
+//! `/dev/null`, 2 the jail's error pipe, `--status` the status pipe,
+//! `--control` the control pipe, `--out` and `--err` the command's stdout
+//! and stderr, `--self` this program itself (a memfd), and `--landlock` a
+//! Landlock ruleset.
+//!
+//! Usage: `toolhost-jail-init --status FD --control FD --out FD --err FD
+//! [--self FD] [--landlock FD] [--nproc N] [--as-bytes N] -- PROGRAM ARG0 [ARG...]`
+
+use std::ffi::{CString, OsString};
+use std::os::unix::ffi::OsStringExt;
+
+/// The descriptors this program works with.
+struct Fds {
+    status: i32,
+    control: i32,
+    out: i32,
+    err: i32,
+}
+
+/// `landlock_restrict_self` (the same number on every architecture).
+const SYS_LANDLOCK_RESTRICT_SELF: libc::c_long = 446;
+
+/// Report a setup failure on the jail's error pipe and give up.
+fn fail(message: &str) -> ! {
+    let text = format!("toolhost jail: {message}\n");
+    write_all(2, text.as_bytes());
+    std::process::exit(125);
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+fn write_all(fd: i32, mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        // SAFETY: `bytes` is a live buffer of the given length.
+        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        if n < 0 {
+            if errno() == libc::EINTR {
+                continue;
+            }
+            return;
+        }
+        bytes = &bytes[n as usize..];
+    }
+}
+
+fn number(args: &[OsString], i: usize) -> u64 {
+    args.get(i)
+        .and_then(|a| a.to_str())
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| fail("a number is missing after an option"))
+}
+
+fn cstring(arg: &OsString) -> CString {
+    CString::new(arg.clone().into_vec()).unwrap_or_else(|_| fail("an argument holds a NUL byte"))
+}
+
+fn set_limit(resource: libc::__rlimit_resource_t, value: u64, what: &str) {
+    let limit = libc::rlimit {
+        rlim_cur: value,
+        rlim_max: value,
+    };
+    // SAFETY: `limit` lives across the call.
+    if unsafe { libc::setrlimit(resource, &limit) } != 0 {
+        fail(&format!("cannot limit {what}: errno {}", errno()));
+    }
+}
+
+fn main() {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let (mut landlock, mut nproc, mut as_bytes, mut self_fd) = (None, None, None, None);
+    let mut fds = Fds {
+        status: -1,
+        control: -1,
+        out: -1,
+        err: -1,
+    };
+    let mut i = 0;
+    loop {
+        let fd = || number(&args, i + 1) as i32;
+        match args.get(i).and_then(|a| a.to_str()) {
+            Some("--status") => fds.status = fd(),
+            Some("--control") => fds.control = fd(),
+            Some("--out") => fds.out = fd(),
+            Some("--err") => fds.err = fd(),
+            Some("--self") => self_fd = Some(fd()),
+            Some("--landlock") => landlock = Some(fd()),
+            Some("--nproc") => nproc = Some(number(&args, i + 1)),
+            Some("--as-bytes") => as_bytes = Some(number(&args, i + 1)),
+            Some("--") => break,
+            _ => fail("usage: toolhost-jail-init [options] -- PROGRAM ARG0 [ARG...]"),
+        }
+        i += 2;
+    }
+    if [fds.status, fds.control, fds.out, fds.err].contains(&-1) {
+        fail("--status, --control, --out and --err are required");
+    }
+    let command = &args[i + 1..];
+    if command.len() < 2 {
+        fail("no command to run");
+    }
+    let program = cstring(&command[0]);
+    let argv: Vec<CString> = command[1..].iter().map(cstring).collect();
+    let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    argv_ptrs.push(std::ptr::null());
+
+    // SAFETY: plain system calls on descriptors and integers.
+    unsafe {
+        if let Some(fd) = self_fd {
+            libc::close(fd);
+        }
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            fail(&format!("cannot set no_new_privs: errno {}", errno()));
+        }
+        if let Some(fd) = landlock {
+            if libc::syscall(SYS_LANDLOCK_RESTRICT_SELF, fd, 0) != 0 {
+                fail(&format!(
+                    "cannot apply the Landlock ruleset: errno {}",
+                    errno()
+                ));
+            }
+            libc::close(fd);
+        }
+    }
+    if let Some(n) = nproc {
+        set_limit(libc::RLIMIT_NPROC, n, "the number of processes");
+    }
+    if let Some(bytes) = as_bytes {
+        set_limit(libc::RLIMIT_AS, bytes, "memory");
+    }
+
+    // A close-on-exec pipe tells whether the command's exec succeeded: it
+    // closes on success and carries the errno on failure.
+    let mut exec_pipe = [0i32; 2];
+    // SAFETY: `exec_pipe` has room for two descriptors.
+    if unsafe { libc::pipe2(exec_pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        fail(&format!("cannot create a pipe: errno {}", errno()));
+    }
+    // SAFETY: this program is single-threaded, so the child may run
+    // anything; it only makes system calls before exec or _exit.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        fail(&format!("cannot fork: errno {}", errno()));
+    }
+    if pid == 0 {
+        // SAFETY: descriptor juggling and exec in the child.
+        unsafe {
+            libc::setpgid(0, 0);
+            libc::dup2(fds.out, 1);
+            libc::dup2(fds.err, 2);
+            // Nothing but stdio reaches the command (the exec pipe is
+            // close-on-exec and stays until exec).
+            for fd in [fds.status, fds.control, fds.out, fds.err, exec_pipe[0]] {
+                libc::close(fd);
+            }
+            let first = exec_pipe[1].max(2) + 1;
+            libc::syscall(
+                libc::SYS_close_range,
+                3u32,
+                (exec_pipe[1] - 1).max(2) as u32,
+                0,
+            );
+            libc::syscall(libc::SYS_close_range, first as u32, u32::MAX, 0);
+            libc::execv(program.as_ptr(), argv_ptrs.as_ptr());
+            let e = errno().to_ne_bytes();
+            libc::write(exec_pipe[1], e.as_ptr().cast(), e.len());
+            libc::_exit(127);
+        }
+    }
+    // Only the command holds its output pipes now: they end when it and its
+    // children are done with them.
+    // SAFETY: closing descriptors this process owns.
+    unsafe {
+        libc::close(fds.out);
+        libc::close(fds.err);
+        libc::close(exec_pipe[1]);
+    }
+    let mut exec_errno = [0u8; 4];
+    // SAFETY: reading into a live buffer.
+    let n = unsafe { libc::read(exec_pipe[0], exec_errno.as_mut_ptr().cast(), 4) };
+    if n == 4 {
+        let status = format!("exec-failed {}\n", i32::from_ne_bytes(exec_errno));
+        write_all(fds.status, status.as_bytes());
+    }
+    if n == 4 {
+        // The child is gone already; its `exit 127` is not the command's.
+        let mut status = 0;
+        // SAFETY: waiting for our own child; closing our own descriptor.
+        unsafe {
+            libc::waitpid(pid, &mut status, 0);
+            libc::close(fds.status);
+        }
+    }
+    supervise(&fds, pid, n != 4);
+}
+
+/// Report the command's end and obey the control pipe until told to end.
+fn supervise(fds: &Fds, pid: libc::pid_t, mut running: bool) -> ! {
+    // SAFETY: pidfd_open takes a pid and flags.
+    let pidfd = if running {
+        unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) as i32 }
+    } else {
+        -1
+    };
+    loop {
+        let mut polled = [
+            libc::pollfd {
+                fd: fds.control,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: if running { pidfd } else { -1 },
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // Without pidfds, look for the command's end every 20 ms.
+        let timeout = if running && pidfd < 0 { 20 } else { -1 };
+        // SAFETY: `fds` is a live array of two pollfds.
+        let ready = unsafe { libc::poll(polled.as_mut_ptr(), 2, timeout) };
+        if ready < 0 && errno() != libc::EINTR {
+            std::process::exit(0);
+        }
+        if running && (polled[1].revents != 0 || pidfd < 0) && reap(fds.status, pid, pidfd < 0) {
+            running = false;
+        }
+        if polled[0].revents != 0 {
+            let mut byte = [0u8; 1];
+            // SAFETY: reading one byte into a live buffer.
+            let n = unsafe { libc::read(fds.control, byte.as_mut_ptr().cast(), 1) };
+            match (n, byte[0]) {
+                (1, b'T') => signal_group(pid, libc::SIGTERM),
+                (1, b'K') => signal_group(pid, libc::SIGKILL),
+                (n, _) if n < 0 && errno() == libc::EINTR => {}
+                // `E`, end of file or an error: the host is done (or gone).
+                _ => std::process::exit(0),
+            }
+        }
+    }
+}
+
+fn signal_group(pid: libc::pid_t, signal: i32) {
+    // SAFETY: kill takes integers.
+    unsafe { libc::kill(-pid, signal) };
+}
+
+/// Wait for the command (without blocking when `poll_only`) and report how
+/// it ended; whether it has.
+fn reap(status_fd: i32, pid: libc::pid_t, poll_only: bool) -> bool {
+    let mut status = 0;
+    let flags = if poll_only { libc::WNOHANG } else { 0 };
+    // SAFETY: `status` lives across the call.
+    let waited = unsafe { libc::waitpid(pid, &mut status, flags) };
+    if waited != pid {
+        return false;
+    }
+    let line = if libc::WIFSIGNALED(status) {
+        format!("signal {}\n", libc::WTERMSIG(status))
+    } else {
+        format!("exit {}\n", libc::WEXITSTATUS(status))
+    };
+    write_all(status_fd, line.as_bytes());
+    // SAFETY: closing a descriptor this process owns; the host sees the end.
+    unsafe { libc::close(status_fd) };
+    true
+}
