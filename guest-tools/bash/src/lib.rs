@@ -170,6 +170,10 @@ impl Shell {
                     &format!("Command terminated by signal {name}"),
                 ));
             }
+            Ok(ExitStatus::LimitExceeded(message)) => {
+                let (text, _) = format_output(&snapshot, acc, "(no output)");
+                return Err(append_status(&text, &message));
+            }
             Ok(ExitStatus::TimedOut(ms)) => Failure::TimedOut(match timeout {
                 Some(secs) => js::number(secs),
                 None => js::number(ms as f64 / 1000.0),
@@ -314,7 +318,10 @@ fn format_output<S: FileStore>(
     let full = match &snapshot.full_output_path {
         Some(path) => {
             details.insert("fullOutputPath".into(), json!(path));
-            format!(". Full output: {path}")
+            match snapshot.full_output_capped {
+                Some(cap) => format!(". Full output (first {} MiB): {path}", cap >> 20),
+                None => format!(". Full output: {path}"),
+            }
         }
         None => String::new(),
     };

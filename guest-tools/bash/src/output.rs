@@ -9,9 +9,14 @@
 //! the byte cap, trimmed to twice it), with the true line and byte totals. As
 //! soon as the output outgrows a cap, the complete *raw* output goes to the
 //! full-output file through a [`FileStore`]; before that the raw chunks wait
-//! in memory (at most a cap's worth plus one chunk).
+//! in memory (at most a cap's worth plus one chunk). The file keeps at most
+//! [`FULL_OUTPUT_CAP`] bytes, and says so at its end when it stopped there:
+//! a command printing gigabytes must not fill the disk.
 
 use toolhost_sdk::truncate::{TruncatedBy, Truncation, truncate_tail};
+
+/// Most bytes a full-output file keeps.
+pub const FULL_OUTPUT_CAP: u64 = 64 << 20;
 
 /// Where the full output is kept. `create` returns the new file's path.
 pub trait FileStore {
@@ -34,6 +39,8 @@ pub struct Snapshot {
     pub content: String,
     pub truncation: Truncation,
     pub full_output_path: Option<String>,
+    /// The file's cap, when the output outgrew it.
+    pub full_output_capped: Option<u64>,
 }
 
 pub struct Accumulator<S: FileStore> {
@@ -55,6 +62,10 @@ pub struct Accumulator<S: FileStore> {
     finished: bool,
     store: S,
     file: File,
+    /// Raw bytes written to the file, and its cap.
+    file_bytes: u64,
+    file_cap: u64,
+    file_capped: bool,
 }
 
 impl<S: FileStore> Accumulator<S> {
@@ -77,7 +88,16 @@ impl<S: FileStore> Accumulator<S> {
             finished: false,
             store,
             file: File::NotNeeded,
+            file_bytes: 0,
+            file_cap: FULL_OUTPUT_CAP,
+            file_capped: false,
         }
+    }
+
+    /// Keep at most `cap` bytes in the full-output file.
+    pub fn with_file_cap(mut self, cap: u64) -> Self {
+        self.file_cap = cap;
+        self
     }
 
     pub fn append(&mut self, data: &[u8]) {
@@ -157,6 +177,7 @@ impl<S: FileStore> Accumulator<S> {
                 File::Open(path) => Some(path.clone()),
                 _ => None,
             },
+            full_output_capped: self.file_capped.then_some(self.file_cap),
         }
     }
 
@@ -232,9 +253,27 @@ impl<S: FileStore> Accumulator<S> {
         self.write(&path, &pending);
     }
 
+    /// Append to the file up to its cap; past it, once, a line saying so.
     fn write(&mut self, path: &str, bytes: &[u8]) {
-        if !bytes.is_empty() && !self.store.append(path, bytes) {
+        if self.file_capped || bytes.is_empty() {
+            return;
+        }
+        let room = self.file_cap.saturating_sub(self.file_bytes);
+        let kept = &bytes[..bytes.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
+        if !kept.is_empty() && !self.store.append(path, kept) {
             self.file = File::Failed;
+            return;
+        }
+        self.file_bytes += kept.len() as u64;
+        if kept.len() < bytes.len() {
+            self.file_capped = true;
+            let note = format!(
+                "\n[toolhost: the output went on; this file keeps its first {} MiB]\n",
+                self.file_cap >> 20
+            );
+            if !self.store.append(path, note.as_bytes()) {
+                self.file = File::Failed;
+            }
         }
     }
 }
@@ -405,6 +444,29 @@ mod tests {
             self.files.get_mut(path).unwrap().extend_from_slice(bytes);
             true
         }
+    }
+
+    #[test]
+    fn the_full_output_file_stops_at_its_cap_and_says_so() {
+        let mut mem = Memory::default();
+        let mut acc = Accumulator::new(10, 100, &mut mem).with_file_cap(1000);
+        for _ in 0..30 {
+            acc.append(&[b'x'; 99]);
+            acc.append(b"\n");
+        }
+        acc.finish();
+        let snap = acc.snapshot(true);
+        assert_eq!(snap.full_output_capped, Some(1000));
+        let path = snap.full_output_path.unwrap();
+        drop(acc);
+        let file = String::from_utf8(mem.files[&path].clone()).unwrap();
+        assert!(file.starts_with(&"x".repeat(99)));
+        let (kept, note) = file.split_at(1000);
+        assert_eq!(kept.len(), 1000);
+        assert_eq!(
+            note,
+            "\n[toolhost: the output went on; this file keeps its first 0 MiB]\n"
+        );
     }
 
     fn clean(chunks: &[&str]) -> String {

@@ -72,6 +72,10 @@ struct Cli {
     /// kind (Pi's bash has the network).
     #[arg(long, global = true)]
     no_network: bool,
+    /// Refuse to run programs where the process jail (bubblewrap) cannot
+    /// run, instead of running them under Landlock and seccomp alone.
+    #[arg(long, global = true)]
+    require_jail: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -251,6 +255,7 @@ struct HostOptions {
     tools: Option<Vec<String>>,
     all_tools: bool,
     no_network: bool,
+    require_jail: bool,
 }
 
 impl HostOptions {
@@ -268,7 +273,9 @@ impl HostOptions {
         if self.all_tools {
             builder = builder.all_tools_active();
         }
-        builder.command_network(!self.no_network)
+        builder
+            .command_network(!self.no_network)
+            .require_jail(self.require_jail)
     }
 }
 
@@ -295,6 +302,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         tools: cli.tools,
         all_tools: cli.all_tools,
         no_network: cli.no_network,
+        require_jail: cli.require_jail,
     };
     let host = options
         .builder()
@@ -304,9 +312,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     for d in host.diagnostics() {
         eprintln!("toolhost: warning: {d}");
     }
-    if let toolhost::Confinement::Unconfined { .. } = host.command_confinement() {
+    // Said once per run, naming what is not contained.
+    if !host.command_confinement().is_jail() {
         eprintln!(
-            "toolhost: warning: shell commands: {}",
+            "toolhost: warning: programs run without the process jail: {} (toolhost doctor \
+             says how to turn it on)",
             host.command_confinement()
         );
     }

@@ -4,7 +4,7 @@
 //! it; bash runs programs; grep and find search).
 
 use crate::ops::fs::{FsRead, FsWrite};
-use crate::ops::process::{JailMode, ProcessPolicy, STOP_GRACE, View};
+use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy, STOP_GRACE, View};
 use crate::ops::protected::ProtectedPaths;
 use crate::ops::search::Search;
 use crate::sandbox::{Capabilities, Limits};
@@ -48,6 +48,7 @@ pub(crate) struct ShellJail {
     pub mode: JailMode,
     pub require_landlock: bool,
     pub network: bool,
+    pub limits: ProcessLimits,
 }
 
 /// The process policy of the shell tools: the shells, working directories in
@@ -77,6 +78,7 @@ pub(crate) fn shell_policy(
         .require_landlock(jail.require_landlock)
         .network(jail.network)
         .jail(jail.mode)
+        .limits(jail.limits)
         .view(View::Everything)
         .protect(jail.protected);
     for root in extra_write_roots {

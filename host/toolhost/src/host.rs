@@ -17,7 +17,7 @@ use crate::message::AssistantMessage;
 use crate::ops::fs::ProtectedPaths;
 use crate::ops::fs::{FsRead, FsWrite, LocalFs};
 use crate::ops::process::Confinement;
-use crate::ops::process::JailMode;
+use crate::ops::process::{JailMode, ProcessLimits};
 use crate::ops::search::{FsSearch, LocalSearch, Search};
 use crate::ops::tools::ToolSet;
 use crate::pipeline::BatchContext;
@@ -61,6 +61,7 @@ pub struct HostBuilder {
     require_landlock: bool,
     jail: JailMode,
     command_network: bool,
+    command_limits: Option<ProcessLimits>,
     grants: Vec<(String, GrantSpec)>,
 }
 
@@ -91,6 +92,7 @@ impl Default for HostBuilder {
             require_landlock: false,
             jail: JailMode::Auto,
             command_network: true,
+            command_limits: None,
             grants: Vec::new(),
         }
     }
@@ -226,6 +228,13 @@ impl HostBuilder {
         self
     }
 
+    /// What one shell command's processes may take together (default:
+    /// `[shell]` of `toolhost.toml`, else 1,024 processes and 4 GiB).
+    pub fn command_limits(mut self, limits: ProcessLimits) -> Self {
+        self.command_limits = Some(limits);
+        self
+    }
+
     /// Whether programs run in the namespace jail (default
     /// [`JailMode::Auto`]: where the machine can run it).
     pub fn jail(mut self, mode: JailMode) -> Self {
@@ -281,6 +290,15 @@ impl HostBuilder {
             mode: self.jail,
             require_landlock: self.require_landlock,
             network: self.command_network,
+            limits: self.command_limits.unwrap_or_else(|| {
+                let default = ProcessLimits::default();
+                ProcessLimits {
+                    max_processes: policy.shell_max_processes.unwrap_or(default.max_processes),
+                    memory_bytes: policy
+                        .shell_memory_mb
+                        .map_or(default.memory_bytes, |mb| mb << 20),
+                }
+            }),
         }
     }
 
@@ -337,6 +355,7 @@ impl HostBuilder {
             None => private_temp_dir(),
         }
         .map_err(|e| Error::Runtime(format!("cannot use the temp directory: {e}")))?;
+        remove_stale_outputs(&temp_dir);
         let output_dir: Arc<dyn FsWrite> =
             Arc::new(LocalFs::new(std::slice::from_ref(&temp_dir)).map_err(|e| {
                 Error::Runtime(format!(
@@ -526,6 +545,36 @@ fn add_all(
             continue;
         }
         diagnostics.extend(registry.add(tool));
+    }
+}
+
+/// How long a full-output file is kept: one day after it was last written.
+const OUTPUT_FILE_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Remove the shell tools' full-output files (`toolhost-*.log`) last written
+/// more than a day ago from the host's temp directory: nothing else ever
+/// removes them, and a long build log is megabytes.
+fn remove_stale_outputs(temp_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(temp_dir) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with("toolhost-") && name.ends_with(".log")) {
+            continue;
+        }
+        let stale = entry
+            .metadata()
+            .ok()
+            .filter(|m| m.is_file())
+            .and_then(|m| m.modified().ok())
+            .and_then(|modified| now.duration_since(modified).ok())
+            .is_some_and(|age| age > OUTPUT_FILE_LIFETIME);
+        if stale {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 

@@ -69,7 +69,7 @@ pub use message::{
     AssistantMessage, ContentBlock, PartialResult, StopReason, ToolCall, ToolResult,
     ToolResultMessage,
 };
-pub use ops::process::{Confinement, JailMode, ProcessPolicy};
+pub use ops::process::{Confinement, JailMode, ProcessLimits, ProcessPolicy};
 pub use pipeline::OPERATION_ABORTED;
 pub use registry::{Diagnostic, ExecutionMode, ToolDefinition, ToolInfo, ToolSource};
 pub use sandbox::{Capabilities, Limits};

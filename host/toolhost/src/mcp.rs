@@ -52,7 +52,6 @@ use std::pin::Pin;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// The newest MCP revision served (see the module docs).
@@ -237,12 +236,12 @@ impl ServerHandler for McpServer {
             .meta
             .get_progress_token()
             .map(|token| Progress::start(token, context.peer.clone()));
-        let updates = progress.as_ref().map(|p| p.updates.clone());
+        let updates = progress.as_ref().map(|p| p.queue.clone());
         let sink = Arc::new(move |event: Event| {
             if let (Some(updates), Event::ToolExecutionUpdate { partial_result, .. }) =
                 (&updates, event)
             {
-                let _ = updates.send(text_of(&partial_result.content));
+                updates.push(text_of(&partial_result.content));
             }
         });
         let cancel = context.ct.clone();
@@ -269,28 +268,66 @@ impl ServerHandler for McpServer {
     }
 }
 
+/// Updates of one call that may wait for a slow client at once, and their
+/// bytes; past either, the newest waiting one is replaced by the next.
+const QUEUED_UPDATES: usize = 16;
+const QUEUED_UPDATE_BYTES: usize = 8 << 20;
+
+/// A call's updates waiting to be sent: bounded, so a client that reads
+/// slowly gets the first and the latest of them, and the host's memory does
+/// not grow with every update a tool sends.
+#[derive(Default)]
+struct UpdateQueue {
+    texts: std::sync::Mutex<std::collections::VecDeque<String>>,
+    ready: tokio::sync::Notify,
+}
+
+impl UpdateQueue {
+    fn push(&self, text: String) {
+        let mut texts = self.texts.lock().expect("update queue lock");
+        let bytes: usize = texts.iter().map(String::len).sum();
+        let full = texts.len() >= QUEUED_UPDATES || bytes + text.len() > QUEUED_UPDATE_BYTES;
+        match texts.back_mut() {
+            Some(last) if full => *last = text,
+            _ => texts.push_back(text),
+        }
+        drop(texts);
+        self.ready.notify_one();
+    }
+
+    fn pop(&self) -> Option<String> {
+        self.texts.lock().expect("update queue lock").pop_front()
+    }
+}
+
 /// Forwards a call's updates as `notifications/progress`.
 struct Progress {
-    updates: mpsc::UnboundedSender<String>,
+    queue: Arc<UpdateQueue>,
     done: CancellationToken,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Progress {
     fn start(token: ProgressToken, peer: Peer<RoleServer>) -> Progress {
-        let (updates, mut pending) = mpsc::unbounded_channel::<String>();
+        let queue = Arc::new(UpdateQueue::default());
+        let pending = queue.clone();
         let done = CancellationToken::new();
         let finished = done.clone();
         let task = tokio::spawn(async move {
             let mut n = 0.0;
             loop {
-                let text = tokio::select! {
-                    biased;
-                    Some(text) = pending.recv() => text,
-                    () = finished.cancelled() => match pending.try_recv() {
-                        Ok(text) => text,
-                        Err(_) => return,
-                    },
+                let text = match pending.pop() {
+                    Some(text) => text,
+                    None => {
+                        tokio::select! {
+                            biased;
+                            () = pending.ready.notified() => continue,
+                            () = finished.cancelled() => match pending.pop() {
+                                Some(text) => text,
+                                None => return,
+                            },
+                        }
+                    }
                 };
                 // MCP wants progress to grow with every notification.
                 n += 1.0;
@@ -300,11 +337,7 @@ impl Progress {
                 }
             }
         });
-        Progress {
-            updates,
-            done,
-            task,
-        }
+        Progress { queue, done, task }
     }
 
     /// Send what is queued, then stop: called once the batch has returned,

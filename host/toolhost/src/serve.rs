@@ -28,7 +28,6 @@ use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -78,12 +77,11 @@ where
     // One writer owns the output, so concurrent batches never interleave
     // inside a line, and a batch's events, queued before its response, are
     // written before it.
-    let (out, mut lines) = mpsc::unbounded_channel::<Value>();
+    let out = Outbox::default();
+    let lines = out.clone();
     let writer = tokio::spawn(async move {
         let mut output = output;
-        while let Some(value) = lines.recv().await {
-            let mut line = value.to_string();
-            line.push('\n');
+        while let Some(line) = lines.recv().await {
             output.write_all(line.as_bytes()).await?;
             output.flush().await?;
         }
@@ -111,8 +109,102 @@ where
         );
     }
     while batches.join_next().await.is_some() {}
-    drop(out);
+    out.close();
     writer.await.map_err(std::io::Error::other)?
+}
+
+/// Updates of one call that may wait for a slow client at once, and their
+/// bytes; past either, the newest waiting update is replaced by the next.
+const QUEUED_UPDATES: usize = 16;
+const QUEUED_UPDATE_BYTES: usize = 8 << 20;
+
+/// The lines waiting for the writer, oldest first. Responses and events
+/// other than updates always wait their turn; a call's updates (each the
+/// whole partial result so far) are bounded per call: a client that reads
+/// slowly gets the first and the latest of them, not a backlog that grows
+/// with every update a tool sends (10,000 of up to 1 MiB each).
+#[derive(Clone, Default)]
+struct Outbox(Arc<OutboxInner>);
+
+#[derive(Default)]
+struct OutboxInner {
+    state: Mutex<OutboxState>,
+    ready: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct OutboxState {
+    /// Each line with the call it updates, if it is an update.
+    lines: std::collections::VecDeque<(Option<String>, String)>,
+    /// Per call: updates waiting, and their bytes.
+    waiting: HashMap<String, (usize, usize)>,
+    closed: bool,
+}
+
+impl Outbox {
+    fn send(&self, value: Value) {
+        self.push(None, value);
+    }
+
+    /// Queue `value`, an update of the call `key` when given.
+    fn push(&self, key: Option<String>, value: Value) {
+        let mut line = value.to_string();
+        line.push('\n');
+        let mut state = self.0.state.lock().expect("outbox lock");
+        if let Some(key) = &key {
+            let (count, bytes) = state.waiting.get(key).copied().unwrap_or((0, 0));
+            if count >= QUEUED_UPDATES || bytes + line.len() > QUEUED_UPDATE_BYTES {
+                let newest = state
+                    .lines
+                    .iter()
+                    .rposition(|(k, _)| k.as_ref() == Some(key));
+                if let Some(i) = newest {
+                    let old = std::mem::replace(&mut state.lines[i].1, line);
+                    let new_len = state.lines[i].1.len();
+                    let entry = state.waiting.entry(key.clone()).or_default();
+                    entry.1 = entry.1 - old.len() + new_len;
+                    return;
+                }
+            }
+            let entry = state.waiting.entry(key.clone()).or_default();
+            entry.0 += 1;
+            entry.1 += line.len();
+        }
+        state.lines.push_back((key, line));
+        drop(state);
+        self.0.ready.notify_one();
+    }
+
+    /// The next line; `None` once closed and empty.
+    async fn recv(&self) -> Option<String> {
+        loop {
+            let notified = self.0.ready.notified();
+            {
+                let mut state = self.0.state.lock().expect("outbox lock");
+                if let Some((key, line)) = state.lines.pop_front() {
+                    if let Some(key) = key
+                        && let Some(entry) = state.waiting.get_mut(&key)
+                    {
+                        entry.0 -= 1;
+                        entry.1 -= line.len();
+                        if entry.0 == 0 {
+                            state.waiting.remove(&key);
+                        }
+                    }
+                    return Some(line);
+                }
+                if state.closed {
+                    return None;
+                }
+            }
+            notified.await;
+        }
+    }
+
+    fn close(&self) {
+        self.0.state.lock().expect("outbox lock").closed = true;
+        self.0.ready.notify_one();
+    }
 }
 
 fn response(id: &Value, result: Value) -> Value {
@@ -205,14 +297,14 @@ fn kind(value: &Value) -> &'static str {
 fn handle_line(
     host: &Host,
     line: &str,
-    out: &mpsc::UnboundedSender<Value>,
+    out: &Outbox,
     running: &Running,
     batches: &mut JoinSet<()>,
 ) {
     let request = match parse_request(line) {
         Ok(request) => request,
         Err((id, error)) => {
-            let _ = out.send(error_response(&id, error));
+            out.send(error_response(&id, error));
             return;
         }
     };
@@ -223,7 +315,7 @@ fn handle_line(
             }
             Ok(None) => {}
             Err((id, error)) => {
-                let _ = out.send(error_response(&id, error));
+                out.send(error_response(&id, error));
             }
         }
         return;
@@ -231,7 +323,7 @@ fn handle_line(
     let outcome = dispatch(host, &request, running);
     // A notification gets no response, not even an error (JSON-RPC 2.0 §4.1).
     if let Some(id) = &request.id {
-        let _ = out.send(match outcome {
+        out.send(match outcome {
             Ok(result) => response(id, result),
             Err(error) => error_response(id, error),
         });
@@ -311,7 +403,7 @@ type BatchTask = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
 fn start_batch(
     host: &Host,
     request: Request,
-    out: &mpsc::UnboundedSender<Value>,
+    out: &Outbox,
     running: &Running,
 ) -> Result<Option<BatchTask>, (Value, RpcError)> {
     let method = "batch/run";
@@ -347,16 +439,25 @@ fn start_batch(
         let events = out.clone();
         let event_id = id.clone();
         let sink = Arc::new(move |event: Event| {
+            let update_of = match &event {
+                Event::ToolExecutionUpdate { tool_call_id, .. } => {
+                    Some(format!("{event_id}/{tool_call_id}"))
+                }
+                _ => None,
+            };
             let event = serde_json::to_value(&event).unwrap_or_default();
-            let _ = events.send(json!({
-                "jsonrpc": "2.0",
-                "method": EVENT_METHOD,
-                "params": {"id": event_id, "event": event},
-            }));
+            events.push(
+                update_of,
+                json!({
+                    "jsonrpc": "2.0",
+                    "method": EVENT_METHOD,
+                    "params": {"id": event_id, "event": event},
+                }),
+            );
         });
         let outcome = host.run_batch(&message, cancel, sink).await;
         running.lock().expect("running batches lock").remove(&key);
-        let _ = out.send(response(
+        out.send(response(
             &id,
             json!({"toolResults": outcome.results, "terminate": outcome.terminate}),
         ));

@@ -30,7 +30,7 @@ use crate::extensions::policy::{GrantSpec, Policy, resolve_path};
 use crate::extensions::trust::{Digest, TrustStore, Verdict};
 use crate::loader::{self, ComponentSpec, Loaded};
 use crate::ops::fs::{LocalFs, ProtectedPaths};
-use crate::ops::process::{JailMode, ProcessPolicy, View};
+use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy, View};
 use crate::ops::search::LocalSearch;
 use crate::ops::tools::ToolSet;
 use crate::registry::ToolSource;
@@ -257,6 +257,14 @@ fn capabilities(
             .default_timeout(Some(call_limits.time))
             .network(grant.network)
             .jail(cx.jail)
+            .limits(ProcessLimits {
+                max_processes: grant
+                    .max_processes
+                    .unwrap_or(ProcessLimits::default().max_processes),
+                memory_bytes: grant
+                    .process_memory_mb
+                    .map_or(ProcessLimits::default().memory_bytes, |mb| mb << 20),
+            })
             .view(View::SystemOnly)
             .protect(protected.clone());
         for program in &grant.process {

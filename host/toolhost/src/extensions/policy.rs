@@ -84,6 +84,11 @@ pub struct GrantSpec {
     pub hooks: bool,
     /// Its tools may take the name of a built-in tool, replacing it.
     pub replace_builtin: bool,
+    /// Processes its programs may have at once (default 1,024).
+    pub max_processes: Option<u32>,
+    /// Memory its programs may take together (default 4,096 MiB); its own
+    /// memory is `memory-mb`.
+    pub process_memory_mb: Option<u64>,
     pub memory_mb: Option<u64>,
     pub time_limit_s: Option<f64>,
     pub output_kb: Option<u64>,
@@ -111,6 +116,8 @@ impl GrantSpec {
         self.replace_builtin |= other.replace_builtin;
         self.digest = other.digest.clone().or(self.digest.take());
         self.memory_mb = other.memory_mb.or(self.memory_mb);
+        self.max_processes = other.max_processes.or(self.max_processes);
+        self.process_memory_mb = other.process_memory_mb.or(self.process_memory_mb);
         self.time_limit_s = other.time_limit_s.or(self.time_limit_s);
         self.output_kb = other.output_kb.or(self.output_kb);
     }
@@ -125,6 +132,10 @@ pub struct ShellSettings {
     /// More directories commands may write in, besides the workspace and
     /// the temp directory.
     pub read_write: Vec<String>,
+    /// Processes one command may have at once (default 1,024).
+    pub max_processes: Option<u32>,
+    /// Memory one command's processes may take together (default 4,096).
+    pub memory_mb: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -151,6 +162,9 @@ pub struct Policy {
     /// The shell tools' jail settings, with paths resolved (`~/`, relative
     /// to the workspace).
     pub shell: Vec<(ShellPath, PathBuf)>,
+    /// The shell tools' limits, where a file sets them.
+    pub shell_max_processes: Option<u32>,
+    pub shell_memory_mb: Option<u64>,
     /// The files applied, in order.
     pub applied: Vec<PathBuf>,
     /// Problems worth telling the user (an untrusted workspace file).
@@ -224,6 +238,8 @@ impl Policy {
             // shell works there.
             Origin::User | Origin::Configured => self.workspace_dir.as_path(),
         };
+        self.shell_max_processes = file.shell.max_processes.or(self.shell_max_processes);
+        self.shell_memory_mb = file.shell.memory_mb.or(self.shell_memory_mb);
         for (kind, list) in [
             (ShellPath::Hide, &file.shell.hide),
             (ShellPath::ReadWrite, &file.shell.read_write),

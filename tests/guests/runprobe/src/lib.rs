@@ -1,5 +1,6 @@
-//! A guest that imports `process`: it runs a program and returns its output.
-//! Without the grant it is refused at load; with it, only granted programs run.
+//! A guest that imports `process`: it runs a program (with the variables
+//! `env` asks the host to set) and returns its output. Without the grant it
+//! is refused at load; with it, only granted programs run.
 
 use toolhost_sdk::process::{ChildEvent, Command, ExitStatus, spawn};
 use toolhost_sdk::serde_json::Value;
@@ -13,7 +14,7 @@ impl Tool for Run {
             "run",
             "Run",
             "Runs a program in the workspace and returns its output.",
-            r#"{"type":"object","required":["program"],"properties":{"program":{"type":"string"},"args":{"type":"array","items":{"type":"string"}}}}"#,
+            r#"{"type":"object","required":["program"],"properties":{"program":{"type":"string"},"args":{"type":"array","items":{"type":"string"}},"env":{"type":"object","additionalProperties":{"type":"string"}}}}"#,
         )
     }
 
@@ -29,7 +30,14 @@ impl Tool for Run {
                 })
                 .unwrap_or_default(),
             cwd: ctx.cwd.clone(),
-            env: Vec::new(),
+            env: args["env"]
+                .as_object()
+                .map(|vars| {
+                    vars.iter()
+                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                        .collect()
+                })
+                .unwrap_or_default(),
             timeout_ms: Some(10_000),
         };
         let child = spawn(&command).map_err(|e| ToolError::new(e.message))?;

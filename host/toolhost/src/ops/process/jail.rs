@@ -181,6 +181,7 @@ fn probe_jail(bwrap: &Path, disable_userns: bool) -> Result<(), String> {
         bwrap,
         args.into_iter().map(OsString::from).collect(),
         &fds,
+        None,
         Path::new(truth),
         "true",
         &[],
@@ -362,6 +363,7 @@ pub(crate) fn jail_command(
     bwrap: &Path,
     jail_args: Vec<OsString>,
     fds: &JailFds,
+    rlimits: Option<super::ProcessLimits>,
     program: &Path,
     arg0: &str,
     args: &[String],
@@ -369,11 +371,15 @@ pub(crate) fn jail_command(
     let mut cmd = std::process::Command::new(bwrap);
     cmd.args(jail_args)
         .args(fds.info_arg())
-        .args(fds.init_args())
-        .arg("--")
-        .arg(program)
-        .arg(arg0)
-        .args(args);
+        .args(fds.init_args());
+    if let Some(limits) = rlimits {
+        // Without a cgroup: resource limits, set by the init for the command.
+        cmd.arg("--nproc")
+            .arg(limits.max_processes.to_string())
+            .arg("--as-bytes")
+            .arg(limits.memory_bytes.to_string());
+    }
+    cmd.arg("--").arg(program).arg(arg0).args(args);
     cmd
 }
 

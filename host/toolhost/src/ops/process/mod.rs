@@ -55,6 +55,7 @@
 //! [`COALESCE`] before reading, as Node's event loop does by being busy.
 
 pub mod jail;
+pub mod limits;
 
 use crate::bindings::process::{
     self, ChildEvent, Command, ExitStatus, ProcessError, ProcessErrorCode,
@@ -62,6 +63,8 @@ use crate::bindings::process::{
 use crate::ops::protected::ProtectedPaths;
 use crate::sandbox::CallState;
 pub use jail::View;
+use limits::CallCgroup;
+pub use limits::ProcessLimits;
 use rustix::event::epoll;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::io::Errno;
@@ -158,6 +161,7 @@ pub struct ProcessPolicy {
     view: Option<View>,
     protected: ProtectedPaths,
     hidden: Vec<PathBuf>,
+    limits: ProcessLimits,
 }
 
 impl ProcessPolicy {
@@ -209,6 +213,13 @@ impl ProcessPolicy {
     /// Hide `path` from jailed children (an empty directory, or `/dev/null`).
     pub fn hide(mut self, path: impl Into<PathBuf>) -> Self {
         self.hidden.push(path.into());
+        self
+    }
+
+    /// What one call's processes may take together (default: 1,024
+    /// processes, 4 GiB of memory).
+    pub fn limits(mut self, limits: ProcessLimits) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -378,6 +389,9 @@ impl ProcessPolicy {
         let [(stdout, stdout_w), (stderr, stderr_w)] = pipes;
         // Built here: the child may not allocate between fork and exec.
         let socket_filter = (!self.network).then(inet_socket_filter).flatten();
+        // The call's cgroup (where this machine lets the host make one);
+        // elsewhere the jail's init sets resource limits.
+        let cgroup = CallCgroup::create(self.limits).ok().flatten();
         // Outside the jail, the Landlock ruleset is applied before exec;
         // inside, by the jail's init (a Landlock domain may not mount).
         let (cmd, jail_ends, jail_fds, ruleset) = match jail {
@@ -400,6 +414,7 @@ impl ProcessPolicy {
                         &cwd,
                         (stdout_w, stderr_w),
                         ruleset.and_then(Option::<OwnedFd>::from),
+                        (cgroup.is_none()).then_some(self.limits),
                         &epoll,
                     )
                     .map_err(|e| cannot("set up the jail", &e))?;
@@ -407,7 +422,11 @@ impl ProcessPolicy {
             }
         };
         let jailed = jail_ends.is_some();
-        let spawned = spawn_confined(cmd, env, ruleset, socket_filter, jailed);
+        let procs = cgroup
+            .as_ref()
+            .map(CallCgroup::procs_fds)
+            .unwrap_or_default();
+        let spawned = spawn_confined(cmd, env, ruleset, socket_filter, procs, jailed);
         // The host's copies of the child's ends must close, or the pipes
         // never end.
         drop(jail_fds);
@@ -428,6 +447,8 @@ impl ProcessPolicy {
             pipes: [Some(stdout), Some(stderr)],
             pidfd: rustix::process::pidfd_open(pgid, rustix::process::PidfdFlags::empty()).ok(),
             jail: jail_ends,
+            cgroup,
+            limits: self.limits,
             tx,
             pending: VecDeque::new(),
             control: control.clone(),
@@ -469,6 +490,7 @@ impl ProcessPolicy {
         cwd: &Path,
         (out, err): (OwnedFd, OwnedFd),
         landlock: Option<OwnedFd>,
+        rlimits: Option<ProcessLimits>,
         epoll: &AsyncFd<OwnedFd>,
     ) -> io::Result<(std::process::Command, JailEnds, jail::JailFds)> {
         let (status_r, status_w) = jail::pipe()?;
@@ -502,6 +524,7 @@ impl ProcessPolicy {
             bwrap,
             jail::bwrap_args(&spec, disable_userns),
             &fds,
+            rlimits,
             program,
             &command.program,
             &command.args,
@@ -835,6 +858,7 @@ fn spawn_confined(
     env: Vec<(String, String)>,
     mut ruleset: Option<landlock::RulesetCreated>,
     socket_filter: Option<Vec<libc::sock_filter>>,
+    cgroup_procs: Vec<i32>,
     jailed: bool,
 ) -> io::Result<std::process::Child> {
     cmd.env_clear().envs(env).stdin(std::process::Stdio::null());
@@ -849,6 +873,7 @@ fn spawn_confined(
     // never runs unconfined by accident.
     unsafe {
         cmd.pre_exec(move || {
+            limits::join(&cgroup_procs)?;
             rustix::process::setsid().map_err(errno_io)?;
             if let Some(ruleset) = ruleset.take() {
                 match ruleset.restrict_self() {
@@ -1031,6 +1056,9 @@ struct Supervisor {
     pidfd: Option<OwnedFd>,
     /// Set when the child runs in the jail (its leader is bubblewrap).
     jail: Option<JailEnds>,
+    /// The call's cgroup, when it has one; removed once all is over.
+    cgroup: Option<CallCgroup>,
+    limits: ProcessLimits,
     tx: mpsc::Sender<ChildEvent>,
     /// Events read but not yet taken by the tool (at most one epoll round).
     pending: VecDeque<ChildEvent>,
@@ -1067,7 +1095,12 @@ impl Supervisor {
         match self.watch(&epoll).await {
             Ok(status) => {
                 // Natural end: deliver, then stop whatever is left of the
-                // group (of the jail: all of it, at once).
+                // group (of the jail: all of it, at once). A limit hit on the
+                // way is the end that counts.
+                let status = match self.cgroup.as_ref().and_then(CallCgroup::exceeded) {
+                    Some(which) => ExitStatus::LimitExceeded(self.limits.exceeded(which)),
+                    None => status,
+                };
                 self.pending.push_back(ChildEvent::Exit(status));
                 self.deliver().await;
                 if self.jail.is_some() {
@@ -1487,6 +1520,10 @@ impl Supervisor {
     /// ours), then reap the leader.
     async fn finish(&mut self) {
         let _ = rustix::process::kill_process_group(self.pgid, Signal::KILL);
+        if let Some(cgroup) = self.cgroup.take() {
+            // Removing it may wait for the last process to be gone.
+            tokio::task::spawn_blocking(move || drop(cgroup));
+        }
         if let Some(mut leader) = self.leader.take() {
             match leader.try_wait() {
                 Ok(Some(_)) | Err(_) => {}

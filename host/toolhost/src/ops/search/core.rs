@@ -571,7 +571,15 @@ pub(super) fn assemble_grep(
 
 /// A short cause for an I/O error: `permission denied`, not `Permission
 /// denied (os error 13)`.
+/// Most memory one search buffers for a line (with its context): a file
+/// whose single line is gigabytes long is reported, not read into memory.
+pub(super) const MAX_LINE_BUFFER: usize = 64 << 20;
+
 pub(super) fn io_cause(e: &io::Error) -> String {
+    // grep-searcher's words for its heap limit.
+    if e.to_string().starts_with("configured allocation limit") {
+        return format!("a line longer than {} MiB", MAX_LINE_BUFFER >> 20);
+    }
     match e.kind() {
         io::ErrorKind::PermissionDenied => "permission denied".into(),
         io::ErrorKind::NotFound => "no such file or directory".into(),

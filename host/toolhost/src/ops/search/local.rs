@@ -23,8 +23,8 @@
 //! it read a file outside the roots; at worst such a race lists names.
 
 use super::core::{
-    Cancellable, FileHits, FileSink, FindGlob, IgnoreLevel, IgnoreRules, Ranked, assemble_grep,
-    grep_override, io_cause, overflow_warning, ranked_grep, regex_matcher, shown,
+    Cancellable, FileHits, FileSink, FindGlob, IgnoreLevel, IgnoreRules, MAX_LINE_BUFFER, Ranked,
+    assemble_grep, grep_override, io_cause, overflow_warning, ranked_grep, regex_matcher, shown,
 };
 use super::{Search, StopFlag};
 use crate::bindings::fs_types::ErrorCode;
@@ -416,6 +416,7 @@ fn search_one(
 fn searcher(request: &GrepRequest, binary: BinaryDetection) -> Searcher {
     SearcherBuilder::new()
         .line_number(true)
+        .heap_limit(Some(MAX_LINE_BUFFER))
         .before_context(request.context as usize)
         .after_context(request.context as usize)
         .binary_detection(binary)

@@ -9,8 +9,8 @@
 //! [`LocalSearch`]: super::LocalSearch
 
 use super::core::{
-    FileHits, FileSink, FindGlob, IgnoreLevel, IgnoreRules, MAX_RESULT_BYTES, Ranked,
-    assemble_grep, grep_override, overflow_warning, ranked_grep, regex_matcher, shown,
+    FileHits, FileSink, FindGlob, IgnoreLevel, IgnoreRules, MAX_LINE_BUFFER, MAX_RESULT_BYTES,
+    Ranked, assemble_grep, grep_override, overflow_warning, ranked_grep, regex_matcher, shown,
 };
 use super::{Search, StopFlag};
 use crate::bindings::fs_types::{EntryKind, ErrorCode, FsError};
@@ -208,6 +208,7 @@ impl Search for FsSearch {
         let overrides = grep_override(&root, request.glob.as_deref())?;
         let mut searcher = SearcherBuilder::new()
             .line_number(true)
+            .heap_limit(Some(MAX_LINE_BUFFER))
             .before_context(request.context as usize)
             .after_context(request.context as usize)
             .binary_detection(if is_dir {
