@@ -95,6 +95,7 @@ impl<S: FileStore> Accumulator<S> {
     }
 
     /// Keep at most `cap` bytes in the full-output file.
+    #[cfg(test)]
     pub fn with_file_cap(mut self, cap: u64) -> Self {
         self.file_cap = cap;
         self
