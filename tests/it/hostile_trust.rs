@@ -560,27 +560,10 @@ fn hostile_fifos_and_devices_planted_as_policy_or_component_neither_hang_nor_gro
     std::os::unix::fs::symlink("/dev/zero", ws.extensions().join("man/extension.toml")).unwrap();
     std::fs::write(ws.extensions().join("big.wasm"), vec![0u8; (128 << 20) + 1]).unwrap();
 
-    // `toolhost list` under a parent that bounds its time and reports its
-    // peak memory (the children's maximum resident set, in KiB).
-    let script = "import resource, subprocess, sys\n\
-                  r = subprocess.run(sys.argv[1:], capture_output=True, timeout=120)\n\
-                  sys.stderr.write(r.stderr.decode())\n\
-                  print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n";
-    let out = std::process::Command::new("python3")
-        .args(["-c", script])
-        .arg(toolhost_bin())
-        .args(["--workspace", ws.str(), "list"])
-        .env("XDG_CONFIG_HOME", ws.config_home())
-        .output()
-        .unwrap();
+    // `toolhost list`, bounded in time, its peak memory measured.
+    let (out, peak_mib) = toolhost_peak_memory(&ws, &["list"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let fields: Vec<u64> = stdout
-        .split_whitespace()
-        .map(|f| f.parse().unwrap())
-        .collect();
-    assert_eq!(fields.first(), Some(&0), "toolhost list failed: {stderr}");
-    let peak_mib = fields[1] / 1024;
+    assert!(out.status.success(), "toolhost list failed: {stderr}");
     eprintln!("peak resident memory of toolhost list: {peak_mib} MiB");
     assert!(peak_mib < 512, "the host grew to {peak_mib} MiB: {stderr}");
     let at = |rel: &str| ws.path.join(rel).display().to_string();

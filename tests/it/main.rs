@@ -12,6 +12,7 @@ mod formats;
 mod hooks;
 mod hostile;
 mod hostile_trust;
+mod jail;
 mod mcp;
 mod pipeline;
 mod read;

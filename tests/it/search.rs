@@ -434,3 +434,29 @@ fn grep_over_ten_thousand_files_matches_a_reference_walk() {
         )
     );
 }
+
+#[test]
+fn grep_over_a_file_whose_one_line_is_two_gigabytes_keeps_the_host_small() {
+    let ws = Workspace::new();
+    {
+        use std::io::Write;
+        let mut big =
+            std::io::BufWriter::new(std::fs::File::create(ws.path.join("big.txt")).unwrap());
+        let chunk = vec![b'a'; 1 << 20];
+        for _ in 0..2048 {
+            big.write_all(&chunk).unwrap();
+        }
+        big.write_all(b" needle\n").unwrap();
+    }
+    ws.write("small.txt", "a needle here\n");
+    let args = json!({"pattern": "needle"}).to_string();
+    let (out, peak_mib) = toolhost_peak_memory(&ws, &["--all-tools", "call", "grep", &args]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    eprintln!("peak resident memory of grep over a 2 GiB line: {peak_mib} MiB");
+    assert_eq!(
+        text,
+        "small.txt:1: a needle here\n\n[Some paths could not be searched: big.txt (a line longer \
+         than 64 MiB)]\n"
+    );
+    assert!(peak_mib < 512, "the host grew to {peak_mib} MiB");
+}

@@ -86,6 +86,47 @@ pub fn jail_modes() -> Vec<toolhost::JailMode> {
     }
 }
 
+/// A `sleep` duration no other process uses: the processes a command
+/// starts with it can be found by their command line, in any PID namespace.
+pub fn marker() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    format!("{}.{}{n}", 400 + n, std::process::id())
+}
+
+/// How many live (not zombie) processes have `marker` as an argument.
+pub fn live_with(marker: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let state = stat
+                .rfind(')')
+                .and_then(|i| stat[i + 1..].split_whitespace().next());
+            cmdline
+                .split(|&b| b == 0)
+                .any(|arg| arg == marker.as_bytes())
+                && !matches!(state, None | Some("Z") | Some("X"))
+        })
+        .count()
+}
+
+/// Wait (up to five seconds) until no process with `marker` lives.
+pub fn all_gone(marker: &str) -> bool {
+    for _ in 0..500 {
+        if live_with(marker) == 0 {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
 /// The grant a hook component needs to run.
 pub fn hooks_granted() -> toolhost::GrantSpec {
     toolhost::GrantSpec {
@@ -243,6 +284,36 @@ pub fn toolhost_with_env(
     }
     drop(input);
     child.wait_with_output().unwrap()
+}
+
+/// Run the CLI on `ws` (bounded to two minutes) under a parent whose only
+/// child it is, and return its output and its peak resident memory in MiB
+/// (the parent's `RUSAGE_CHILDREN`).
+pub fn toolhost_peak_memory(ws: &Workspace, args: &[&str]) -> (Output, u64) {
+    let report = tempfile::NamedTempFile::new().unwrap();
+    let script = "import resource, subprocess, sys\n\
+                  r = subprocess.run(sys.argv[2:], capture_output=True, timeout=120)\n\
+                  sys.stdout.buffer.write(r.stdout)\n\
+                  sys.stderr.buffer.write(r.stderr)\n\
+                  peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n\
+                  open(sys.argv[1], 'w').write(str(peak))\n\
+                  sys.exit(r.returncode)\n";
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(report.path())
+        .arg(toolhost_bin())
+        .arg("--workspace")
+        .arg(&ws.path)
+        .args(args)
+        .env("XDG_CONFIG_HOME", ws.config_home.path())
+        .output()
+        .unwrap();
+    let kib: u64 = std::fs::read_to_string(report.path())
+        .unwrap_or_default()
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("no peak memory reported: {out:?}"));
+    (out, kib / 1024)
 }
 
 /// The repository's root directory.

@@ -468,6 +468,31 @@ fn start_batch(
 mod tests {
     use super::*;
 
+    #[tokio::test]
+    async fn a_slow_reader_gets_the_first_and_latest_updates_of_a_call_and_all_else() {
+        let out = Outbox::default();
+        out.send(json!({"event": "start"}));
+        for i in 0..10_000 {
+            out.push(Some("b1/c1".into()), json!({"update": i}));
+            if i == 5_000 {
+                out.push(Some("b1/c2".into()), json!({"other": i}));
+            }
+        }
+        out.send(json!({"event": "end"}));
+        out.close();
+        let mut lines = Vec::new();
+        while let Some(line) = out.recv().await {
+            lines.push(line);
+        }
+        assert_eq!(lines.len(), 2 + QUEUED_UPDATES + 1, "{lines:?}");
+        assert_eq!(lines[0], "{\"event\":\"start\"}\n");
+        assert_eq!(lines[1], "{\"update\":0}\n");
+        assert!(lines.contains(&"{\"other\":5000}\n".to_string()));
+        let last_update = lines.iter().rev().find(|l| l.contains("update")).unwrap();
+        assert_eq!(last_update, "{\"update\":9999}\n");
+        assert_eq!(lines[lines.len() - 1], "{\"event\":\"end\"}\n");
+    }
+
     fn error_of(line: &str) -> (Value, i64, String) {
         let (id, e) = parse_request(line).err().expect("an error");
         (id, e.code, e.message)

@@ -1,5 +1,6 @@
 //! A guest that imports `process`: it runs a program (with the variables
-//! `env` asks the host to set) and returns its output. Without the grant it
+//! `env` asks the host to set, in `cwd` or the workspace) and returns its
+//! output. Without the grant it
 //! is refused at load; with it, only granted programs run.
 
 use toolhost_sdk::process::{ChildEvent, Command, ExitStatus, spawn};
@@ -14,7 +15,7 @@ impl Tool for Run {
             "run",
             "Run",
             "Runs a program in the workspace and returns its output.",
-            r#"{"type":"object","required":["program"],"properties":{"program":{"type":"string"},"args":{"type":"array","items":{"type":"string"}},"env":{"type":"object","additionalProperties":{"type":"string"}}}}"#,
+            r#"{"type":"object","required":["program"],"properties":{"program":{"type":"string"},"args":{"type":"array","items":{"type":"string"}},"env":{"type":"object","additionalProperties":{"type":"string"}},"cwd":{"type":"string"}}}"#,
         )
     }
 
@@ -29,7 +30,7 @@ impl Tool for Run {
                         .collect()
                 })
                 .unwrap_or_default(),
-            cwd: ctx.cwd.clone(),
+            cwd: args["cwd"].as_str().unwrap_or(&ctx.cwd).to_string(),
             env: args["env"]
                 .as_object()
                 .map(|vars| {

@@ -474,7 +474,18 @@ pub(crate) fn bwrap_args(spec: &JailSpec<'_>, disable_userns: bool) -> Vec<OsStr
     for path in protected_within(spec.protected, spec.write_roots) {
         push(&[&os("--ro-bind"), path.as_os_str(), path.as_os_str()]);
     }
-    for path in spec.hidden {
+    // Hidden where they would be seen: everywhere in the whole view; in the
+    // system-only one, within a root (elsewhere a mount point would only
+    // make their parent directories appear).
+    let seen = |path: &Path| match spec.view {
+        View::Everything => true,
+        View::SystemOnly => spec
+            .read_roots
+            .iter()
+            .chain(spec.write_roots)
+            .any(|root| path.starts_with(root)),
+    };
+    for path in spec.hidden.iter().filter(|p| seen(p)) {
         match std::fs::symlink_metadata(path) {
             Ok(meta) if meta.is_dir() => {
                 push(&[

