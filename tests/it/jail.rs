@@ -649,3 +649,24 @@ fn full_output_files_are_capped_and_old_ones_removed_at_start() {
     file.read_to_string(&mut end).unwrap();
     assert_eq!(end, note);
 }
+
+#[test]
+fn doctor_reports_each_confinement_layer() {
+    require_jail();
+    let ws = Workspace::new();
+    let out = toolhost(&ws, &["doctor", "--json"], None);
+    let layers: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = layers
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["jail", "Landlock", "seccomp", "limits", "network"]);
+    assert_eq!(layers[0]["on"], true, "{layers}");
+    let all_on = layers.as_array().unwrap().iter().all(|l| l["on"] == true);
+    assert_eq!(out.status.code(), Some(if all_on { 0 } else { 1 }));
+    let text = toolhost(&ws, &["doctor"], None);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("\njail      on   "), "{text}");
+}

@@ -132,6 +132,13 @@ enum Command {
     },
     /// Serve JSON-RPC 2.0 on stdin/stdout, one object per line (see docs/protocol.md).
     Serve,
+    /// How the programs tools start are confined on this machine: each layer
+    /// (jail, Landlock, seccomp, limits, network), on or off, what it means,
+    /// and how to turn on what is off. Exit 1 when a layer is off.
+    Doctor {
+        #[arg(long)]
+        json: bool,
+    },
     /// Serve the active tools as a Model Context Protocol server on stdin/stdout.
     /// The tools are reloaded when .toolhost/extensions/ or an --extension file changes.
     Mcp,
@@ -294,6 +301,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Trust { yes, revoke, json } => {
             return trust(cli.workspace.as_deref(), yes, revoke, json).await;
         }
+        Command::Doctor { json } => return doctor(json),
         _ => {}
     }
     let options = HostOptions {
@@ -339,8 +347,47 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Ext {
             command: ExtCommand::List { json },
         } => ext_list(&host, json),
-        Command::Ext { .. } | Command::Trust { .. } => unreachable!("handled before loading"),
+        Command::Ext { .. } | Command::Trust { .. } | Command::Doctor { .. } => {
+            unreachable!("handled before loading")
+        }
     }
+}
+
+fn doctor(json: bool) -> Result<ExitCode> {
+    let layers = toolhost::ops::process::doctor::layers();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&layers)?);
+    } else {
+        println!("How programs started by tools are confined on this machine:");
+        for layer in &layers {
+            let state = if layer.on { "on " } else { "OFF" };
+            println!("\n{:<9} {state}  {}", layer.name, layer.state);
+            println!("{}", indent(&wrap(&layer.means, 76)));
+            if let Some(fix) = &layer.fix {
+                println!("{}", indent(&wrap(&format!("to turn it on: {fix}"), 76)));
+            }
+        }
+    }
+    Ok(if layers.iter().all(|l| l.on) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `text` broken into lines of at most `width` characters at spaces.
+fn wrap(text: &str, width: usize) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(line) if line.len() + 1 + word.len() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines.join("\n")
 }
 
 /// The user's configuration directory, or why there is none.

@@ -54,6 +54,7 @@
 //! whose ready list is in readiness order; after the pipes were quiet it waits
 //! [`COALESCE`] before reading, as Node's event loop does by being busy.
 
+pub mod doctor;
 pub mod jail;
 pub mod limits;
 
