@@ -11,7 +11,8 @@
 //! overhead per call against plain wasmtime), `batch` (parallel against
 //! sequential), `kill` (kill latency), `memory` (RSS per in-flight call),
 //! `startup` (warm and cold start of the CLI), `search` (grep and find
-//! against rg and fd). `TOOLHOST_BENCH_SCALE` multiplies the iteration
+//! against rg and fd), `jail` (a shell command in the process jail against
+//! the same without it). `TOOLHOST_BENCH_SCALE` multiplies the iteration
 //! counts (default 1; 0.2 for a quick look).
 //!
 //! Timings on shared machines are noisy: every comparison interleaves its two
@@ -19,6 +20,7 @@
 //! times, are what carries from one machine to another.
 
 mod batch;
+mod jail;
 mod kill;
 mod memory;
 mod overhead;
@@ -31,7 +33,9 @@ use std::path::Path;
 use std::time::Duration;
 use toolhost::HostBuilder;
 
-const SECTIONS: &[&str] = &["overhead", "batch", "kill", "memory", "startup", "search"];
+const SECTIONS: &[&str] = &[
+    "overhead", "batch", "kill", "memory", "startup", "search", "jail",
+];
 
 /// Settings shared by the sections.
 pub struct Config {
@@ -99,6 +103,7 @@ fn main() {
             "memory" => memory::run(&mut rows),
             "startup" => startup::run(&cfg, &mut rows),
             "search" => search::run(&cfg, &mut rows),
+            "jail" => jail::run(&cfg, &mut rows),
             _ => unreachable!(),
         }
         eprintln!("  {section}: {:.1} s", start.elapsed().as_secs_f64());
