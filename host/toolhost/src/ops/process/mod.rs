@@ -1445,13 +1445,7 @@ impl Supervisor {
         }
         let end_at = Instant::now();
         loop {
-            let gone = self.jail.as_ref().is_some_and(|j| j.ns_gone)
-                || (self
-                    .jail
-                    .as_ref()
-                    .is_some_and(|j| j.ns_init.is_none() && j.info.is_none())
-                    && !group_alive(self.pgid));
-            if gone || Instant::now() >= end_at + KILL_WAIT {
+            if self.jail_gone() || Instant::now() >= end_at + KILL_WAIT {
                 return;
             }
             if Instant::now() >= end_at + STOP_GRACE {
@@ -1459,6 +1453,31 @@ impl Supervisor {
                 let _ = rustix::process::kill_process_group(self.pgid, Signal::KILL);
             }
             self.wait_a_little(epoll).await;
+        }
+    }
+
+    /// Whether every process of the jail is gone: its pid 1 has exited (the
+    /// kernel ends a PID namespace with it), or, before that is known,
+    /// bubblewrap itself.
+    fn jail_gone(&mut self) -> bool {
+        let Some(jail) = &mut self.jail else {
+            return true;
+        };
+        if jail.ns_gone {
+            return true;
+        }
+        match &jail.ns_init {
+            Some(pidfd) => {
+                let mut fds = [rustix::event::PollFd::new(
+                    pidfd,
+                    rustix::event::PollFlags::IN,
+                )];
+                let zero = rustix::event::Timespec::default();
+                let exited = rustix::event::poll(&mut fds, Some(&zero)).unwrap_or(0) > 0;
+                jail.ns_gone = exited;
+                exited
+            }
+            None => !group_alive(self.pgid),
         }
     }
 
