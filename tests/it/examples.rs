@@ -57,24 +57,8 @@ fn drop_in(dir: &Path, name: &str) {
     std::fs::copy(&component, dir.join(format!("{name}.wasm"))).unwrap();
 }
 
-fn user_policy(ws: &Workspace, text: &str) {
-    std::fs::create_dir_all(ws.user_config()).unwrap();
-    std::fs::write(ws.user_config().join("toolhost.toml"), text).unwrap();
-}
-
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-#[track_caller]
-fn json_out(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: stdout {:?} stderr {:?}",
-            String::from_utf8_lossy(&out.stdout),
-            stderr(out)
-        )
-    })
 }
 
 /// `toolhost call TOOL ARGS --json`: the result message.

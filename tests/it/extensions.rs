@@ -6,17 +6,6 @@
 use crate::support::*;
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::Output;
-
-fn json_out(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: stdout {:?} stderr {:?}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
 
 fn call_text(ws: &Workspace, tool: &str, args: Value) -> (String, bool) {
     let out = toolhost(ws, &["call", tool, &args.to_string(), "--json"], None);
@@ -35,11 +24,6 @@ fn drop_in(dir: &Path, rel: &str, component: &str) {
     let dest = dir.join(rel);
     std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
     std::fs::copy(component, dest).unwrap();
-}
-
-fn user_policy(ws: &Workspace, text: &str) {
-    std::fs::create_dir_all(ws.user_config()).unwrap();
-    std::fs::write(ws.user_config().join("toolhost.toml"), text).unwrap();
 }
 
 #[test]

@@ -12,7 +12,7 @@ use crate::support::*;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::Command;
 use toolhost::{GrantSpec, Host, Runtime, RuntimeOptions};
 
 const UNTRUSTED: &str = "untrusted: run toolhost trust to review";
@@ -32,22 +32,6 @@ fn tool_names(host: &Host) -> Vec<String> {
         .into_iter()
         .map(|t| t.definition.name)
         .collect()
-}
-
-#[track_caller]
-fn json_out(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: stdout {:?} stderr {:?}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
-fn user_policy(ws: &Workspace, text: &str) {
-    std::fs::create_dir_all(ws.user_config()).unwrap();
-    std::fs::write(ws.user_config().join("toolhost.toml"), text).unwrap();
 }
 
 #[test]
@@ -607,4 +591,67 @@ fn hostile_fifos_and_devices_planted_as_policy_or_component_neither_hang_nor_gro
         text.contains("refused, cannot be trusted:") && text.contains("fifo.wasm"),
         "{text}"
     );
+}
+
+/// Run `toolhost trust` on a pseudo-terminal, answering `answer` at its
+/// prompt; its exit code and what it printed.
+fn trust_on_a_terminal(ws: &Workspace, answer: &str) -> (i32, String) {
+    let script = "import os, pty, sys, time\n\
+                  pid, fd = pty.fork()\n\
+                  if pid == 0:\n\
+                  \x20   os.execv(sys.argv[1], sys.argv[1:-1])\n\
+                  out = b''\n\
+                  while b'[y/N]' not in out:\n\
+                  \x20   out += os.read(fd, 4096)\n\
+                  os.write(fd, sys.argv[-1].encode() + b'\\n')\n\
+                  while True:\n\
+                  \x20   try:\n\
+                  \x20       chunk = os.read(fd, 4096)\n\
+                  \x20   except OSError:\n\
+                  \x20       break\n\
+                  \x20   if not chunk:\n\
+                  \x20       break\n\
+                  \x20   out += chunk\n\
+                  _, status = os.waitpid(pid, 0)\n\
+                  sys.stdout.write(out.decode(errors='replace'))\n\
+                  sys.exit(os.waitstatus_to_exitcode(status))\n";
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(toolhost_bin())
+        .args(["--workspace", ws.str(), "trust"])
+        .arg(answer)
+        .env("XDG_CONFIG_HOME", ws.config_home())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn trust_asks_on_a_terminal_and_trusts_only_on_yes() {
+    let ws = Workspace::new();
+    ws.write("toolhost.toml", "[extensions.kit]\nsearch = true\n");
+    std::fs::create_dir_all(ws.extensions()).unwrap();
+    std::fs::copy(toolhost_tests::TESTKIT, ws.extensions().join("kit.wasm")).unwrap();
+
+    let (code, shown) = trust_on_a_terminal(&ws, "n");
+    assert_eq!(code, 1, "{shown}");
+    assert!(shown.contains("toolhost.toml  blake3:"), "{shown}");
+    assert!(shown.contains("extension kit"), "{shown}");
+    assert!(
+        shown.contains("granted by toolhost.toml: search=true"),
+        "{shown}"
+    );
+    assert!(shown.contains("Trust these 2 files of"), "{shown}");
+    assert!(shown.contains("nothing trusted"), "{shown}");
+    let ext = json_out(&toolhost(&ws, &["ext", "list", "--json"], None));
+    assert_eq!(ext[0]["refused"], UNTRUSTED);
+
+    let (code, shown) = trust_on_a_terminal(&ws, "y");
+    assert_eq!(code, 0, "{shown}");
+    assert!(shown.contains("trusted 2 files of"), "{shown}");
+    let ext = json_out(&toolhost(&ws, &["ext", "list", "--json"], None));
+    assert_eq!(ext[0]["refused"], Value::Null);
 }

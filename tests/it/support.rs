@@ -86,35 +86,7 @@ pub fn jail_modes() -> Vec<toolhost::JailMode> {
     }
 }
 
-/// A `sleep` duration no other process uses: the processes a command
-/// starts with it can be found by their command line, in any PID namespace.
-pub fn marker() -> String {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static N: AtomicU32 = AtomicU32::new(0);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    format!("{}.{}{n}", 400 + n, std::process::id())
-}
-
-/// How many live (not zombie) processes have `marker` as an argument.
-pub fn live_with(marker: &str) -> usize {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .filter(|e| {
-            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-            let state = stat
-                .rfind(')')
-                .and_then(|i| stat[i + 1..].split_whitespace().next());
-            cmdline
-                .split(|&b| b == 0)
-                .any(|arg| arg == marker.as_bytes())
-                && !matches!(state, None | Some("Z") | Some("X"))
-        })
-        .count()
-}
+pub use toolhost_tests::{live_with, marker};
 
 /// Wait (up to five seconds) until no process with `marker` lives.
 pub fn all_gone(marker: &str) -> bool {
@@ -348,6 +320,24 @@ pub fn python_with_mcp() -> PathBuf {
 pub fn wat_component(ws: &Workspace, name: &str, wat: &str) -> PathBuf {
     let bytes = wat::parse_str(wat).unwrap_or_else(|e| panic!("{name}: invalid WAT: {e}"));
     ws.write(&format!("{name}.wasm"), bytes)
+}
+
+/// The CLI's stdout as JSON, or a failure showing what it printed.
+#[track_caller]
+pub fn json_out(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: stdout {:?} stderr {:?}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Write the user's `toolhost.toml` (the CLI's, see [`Workspace::user_config`]).
+pub fn user_policy(ws: &Workspace, text: &str) {
+    std::fs::create_dir_all(ws.user_config()).unwrap();
+    std::fs::write(ws.user_config().join("toolhost.toml"), text).unwrap();
 }
 
 /// Trust everything the workspace contributes, as `toolhost trust --yes` does.

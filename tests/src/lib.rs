@@ -7,3 +7,34 @@ pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures");
 
 /// Where `guest-tools/examples/build.sh` puts the example extensions.
 pub const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/examples");
+
+/// A `sleep` duration no other process uses: the processes a command starts
+/// with it can be found by their command line ([`live_with`]), in any PID
+/// namespace.
+pub fn marker() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    format!("{}.{}{n}", 400 + n, std::process::id())
+}
+
+/// How many live (not zombie) processes have `marker` as an argument.
+pub fn live_with(marker: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let state = stat
+                .rfind(')')
+                .and_then(|i| stat[i + 1..].split_whitespace().next());
+            cmdline
+                .split(|&b| b == 0)
+                .any(|arg| arg == marker.as_bytes())
+                && !matches!(state, None | Some("Z") | Some("X"))
+        })
+        .count()
+}

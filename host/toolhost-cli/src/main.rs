@@ -502,31 +502,7 @@ fn print_review(review: &toolhost::extensions::review::Review) {
             println!("  manifest  {}", shown(manifest));
         }
         match &ext.inspection {
-            Ok(i) => {
-                let tools: Vec<&str> = i.tools.iter().map(|t| t.name.as_str()).collect();
-                println!(
-                    "  tools: {}",
-                    if tools.is_empty() {
-                        "none".into()
-                    } else {
-                        tools.join(", ")
-                    }
-                );
-                println!(
-                    "  hooks: {}",
-                    if i.hooks {
-                        "yes (sees and may rewrite every call)"
-                    } else {
-                        "no"
-                    }
-                );
-                let requests = if i.capabilities.is_empty() {
-                    "nothing".to_string()
-                } else {
-                    i.capabilities.join(", ")
-                };
-                println!("  requests: {requests}");
-            }
+            Ok(i) => print_component(i),
             Err(reason) => println!("  cannot be inspected: {reason}"),
         }
         let granted = ext
@@ -539,6 +515,30 @@ fn print_review(review: &toolhost::extensions::review::Review) {
     for problem in &review.problems {
         println!("\nrefused, cannot be trusted: {problem}");
     }
+}
+
+/// A component's tools, whether it has hooks, and what it requests (hooks
+/// being a request too), as `trust` and `ext add` show them.
+fn print_component(i: &toolhost::Inspection) {
+    let list = |items: Vec<&str>, none: &str| {
+        if items.is_empty() {
+            none.to_string()
+        } else {
+            items.join(", ")
+        }
+    };
+    println!(
+        "  tools: {}",
+        list(i.tools.iter().map(|t| t.name.as_str()).collect(), "none")
+    );
+    if i.hooks {
+        println!("  hooks: yes (sees and may rewrite every call)");
+    }
+    let mut requests: Vec<&str> = i.capabilities.iter().map(String::as_str).collect();
+    if i.hooks {
+        requests.push("hooks");
+    }
+    println!("  requests: {}", list(requests, "nothing"));
 }
 
 async fn ext_add(
@@ -557,27 +557,7 @@ async fn ext_add(
         installed.path.display()
     );
     println!("  digest: {}", installed.digest);
-    let tools: Vec<&str> = i.tools.iter().map(|t| t.name.as_str()).collect();
-    println!(
-        "  tools: {}",
-        if tools.is_empty() {
-            "none".into()
-        } else {
-            tools.join(", ")
-        }
-    );
-    let mut requests = i.capabilities.clone();
-    if i.hooks {
-        requests.push("hooks".into());
-    }
-    println!(
-        "  requests: {}",
-        if requests.is_empty() {
-            "nothing".into()
-        } else {
-            requests.join(", ")
-        }
-    );
+    print_component(i);
     println!(
         "  granted in {}: {}",
         installed.policy.display(),

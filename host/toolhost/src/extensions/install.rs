@@ -111,7 +111,7 @@ pub async fn add(
     grant.digest = Some(digest.to_string());
     let policy = user_config.join(POLICY_FILE);
     let mut doc = read_policy(&policy)?;
-    set_grant(&mut doc, &name, &grant);
+    set_grant(&mut doc, &name, &grant).map_err(|reason| policy_error(&policy, reason))?;
     write_private(&dest, &bytes).map_err(|e| load_error(format!("cannot be installed: {e}")))?;
     if let Err(e) = write_policy(&policy, &doc) {
         let _ = std::fs::remove_file(&dest);
@@ -148,7 +148,12 @@ pub async fn add(
 
 /// Write `grant` as the `[extensions.NAME]` table of `doc`: the keys it sets
 /// replace those of an existing table, whose other keys (and comments) stay.
-fn set_grant(doc: &mut toml_edit::DocumentMut, name: &str, grant: &GrantSpec) {
+/// An `extensions` or grant written inline is left alone, with an error.
+fn set_grant(
+    doc: &mut toml_edit::DocumentMut,
+    name: &str,
+    grant: &GrantSpec,
+) -> Result<(), String> {
     let as_doc = |g: &GrantSpec| -> toml_edit::DocumentMut {
         toml::to_string(g)
             .expect("a grant serializes")
@@ -163,15 +168,13 @@ fn set_grant(doc: &mut toml_edit::DocumentMut, name: &str, grant: &GrantSpec) {
             t.set_implicit(true);
             toml_edit::Item::Table(t)
         })
-        .as_table_mut();
-    let Some(extensions) = extensions else {
-        return;
-    };
+        .as_table_mut()
+        .ok_or("`extensions` is not a table; write the grant by hand")?;
     let table = extensions
         .entry(name)
         .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
-        .as_table_mut();
-    let Some(table) = table else { return };
+        .as_table_mut()
+        .ok_or_else(|| format!("[extensions.{name}] is written inline; write the grant by hand"))?;
     let defaults = GrantSpec::default();
     let default_doc = as_doc(&defaults);
     for (key, item) in value.iter() {
@@ -181,6 +184,7 @@ fn set_grant(doc: &mut toml_edit::DocumentMut, name: &str, grant: &GrantSpec) {
         }
         table.insert(key, item.clone());
     }
+    Ok(())
 }
 
 /// What `remove` did.
@@ -247,7 +251,7 @@ mod tests {
             fs_read: vec!["docs".into()],
             ..Default::default()
         };
-        set_grant(&mut doc, "wc", &grant);
+        set_grant(&mut doc, "wc", &grant).unwrap();
         let text = doc.to_string();
         assert!(text.starts_with("# my tools\n"), "{text}");
         assert!(text.contains("search = true # why"), "{text}");

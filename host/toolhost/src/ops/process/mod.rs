@@ -1185,7 +1185,10 @@ impl Supervisor {
     }
 
     /// One round over the ready sources, in readiness order: one read per
-    /// ready pipe, an exit check for the pidfd. False when nothing was ready.
+    /// ready pipe, an exit check for the pidfd. False when nothing was ready
+    /// but the jail's bookkeeping (its pid 1 announced or gone), which says
+    /// nothing of the command's output: a burst after it is still coalesced
+    /// as after quiet.
     fn pump(&mut self, epoll: &OwnedFd) -> bool {
         let mut ready = Vec::with_capacity(4);
         // A zero timeout: the outer reactor already said something is ready.
@@ -1198,8 +1201,11 @@ impl Supervisor {
         if events == 0 {
             return false;
         }
+        let mut busy = false;
         for event in &ready {
-            match event.data.u64() {
+            let token = event.data.u64();
+            busy |= !matches!(token, TOKEN_INFO | TOKEN_NS_INIT);
+            match token {
                 TOKEN_PIDFD => {
                     self.check_exit();
                     if self.leader_known()
@@ -1224,7 +1230,7 @@ impl Supervisor {
                 }
             }
         }
-        true
+        busy
     }
 
     /// Whether the leader's end is known (in the jail, bubblewrap's, which
@@ -1922,41 +1928,7 @@ mod tests {
         }
     }
 
-    /// A `sleep` duration no other process uses: its processes can be found
-    /// by command line, whatever PID namespace they run in.
-    fn marker() -> String {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static N: AtomicU32 = AtomicU32::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        format!("{}.{}{n}", 300 + n, std::process::id())
-    }
-
-    /// How many live (not zombie) processes have `marker` as an argument.
-    fn live_with(marker: &str) -> usize {
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return 0;
-        };
-        entries
-            .flatten()
-            .filter(|e| {
-                e.file_name()
-                    .to_string_lossy()
-                    .bytes()
-                    .all(|b| b.is_ascii_digit())
-            })
-            .filter(|e| {
-                let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-                let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-                let state = stat
-                    .rfind(')')
-                    .and_then(|i| stat[i + 1..].split_whitespace().next());
-                cmdline
-                    .split(|&b| b == 0)
-                    .any(|arg| arg == marker.as_bytes())
-                    && !matches!(state, None | Some("Z") | Some("X"))
-            })
-            .count()
-    }
+    use toolhost_tests::{live_with, marker};
 
     /// Wait (bounded) until no process with `marker` lives.
     async fn all_gone(marker: &str) -> bool {
@@ -1989,24 +1961,21 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_burst_arrives_grouped_per_stream_like_pi() {
         let dir = TempDir::new().unwrap();
-        let p = policy(dir.path());
-        let (out, _) = run(&p, command("echo out; echo err >&2; echo out2", dir.path())).await;
-        assert_eq!(out, "out\nout2\nerr\n");
-        let (out, _) = run(&p, command("echo err >&2; echo out", dir.path())).await;
-        assert_eq!(
-            out, "err\nout\n",
-            "the stream that was ready first comes first"
-        );
-        // Output separated in time keeps its order across the streams.
-        let (out, _) = run(
-            &p,
-            command(
-                "echo a; sleep 0.2; echo b >&2; sleep 0.2; echo c",
-                dir.path(),
-            ),
-        )
-        .await;
-        assert_eq!(out, "a\nb\nc\n");
+        for mode in modes() {
+            let p = policy(dir.path()).jail(mode);
+            let burst = command("echo out; echo err >&2; echo out2", dir.path());
+            let (out, _) = run(&p, burst).await;
+            assert_eq!(out, "out\nout2\nerr\n", "{mode:?}");
+            let (out, _) = run(&p, command("echo err >&2; echo out", dir.path())).await;
+            assert_eq!(
+                out, "err\nout\n",
+                "{mode:?}: the stream that was ready first comes first"
+            );
+            // Output separated in time keeps its order across the streams.
+            let spaced = "echo a; sleep 0.2; echo b >&2; sleep 0.2; echo c";
+            let (out, _) = run(&p, command(spaced, dir.path())).await;
+            assert_eq!(out, "a\nb\nc\n", "{mode:?}");
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
