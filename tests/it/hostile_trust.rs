@@ -37,16 +37,20 @@ fn tool_names(host: &Host) -> Vec<String> {
 #[test]
 fn hostile_a_hook_and_a_tool_planted_by_bash_do_nothing_until_trusted() {
     let ws = Workspace::new();
-    // The agent's own bash call plants a hook, a tool and a toolhost.toml
-    // granting them everything they need.
-    let plant = format!(
-        "mkdir -p .toolhost/extensions && cp {} .toolhost/extensions/hookkit.wasm && \
-         cp {} .toolhost/extensions/toolset.wasm && \
-         printf '[extensions.hookkit]\\nhooks = true\\n[extensions.toolset]\\ntools = true\\n' \
-         > toolhost.toml",
-        toolhost_tests::HOOKKIT,
-        toolhost_tests::TOOLSET
+    // The components arrive in the workspace (a download, a cloned
+    // repository); the agent's own bash call plants them, with a
+    // toolhost.toml granting them everything they need.
+    ws.write(
+        "vendor/hookkit.wasm",
+        std::fs::read(toolhost_tests::HOOKKIT).unwrap(),
     );
+    ws.write(
+        "vendor/toolset.wasm",
+        std::fs::read(toolhost_tests::TOOLSET).unwrap(),
+    );
+    let plant = "mkdir -p .toolhost/extensions && cp vendor/*.wasm .toolhost/extensions/ && \
+                 printf '[extensions.hookkit]\\nhooks = true\\n[extensions.toolset]\\ntools = true\\n' \
+                 > toolhost.toml";
     let r = call(&user_host(&ws), "bash", json!({"command": plant}));
     assert!(!r.is_error, "{}", r.text());
 

@@ -35,14 +35,24 @@ fn bash(host: &Host, command: &str) -> toolhost::ToolResultMessage {
     call(host, "bash", json!({ "command": command }))
 }
 
-/// A directory outside every workspace that the jail still shows (the
-/// system, read-only): the build's own temporary directory, not `/tmp`,
-/// which the jail empties.
+/// A directory outside every workspace that the jail still shows: one in
+/// the user's home (the jail empties `/tmp`, where workspaces and perhaps
+/// this checkout live, and shows the rest of the system read-only).
 fn visible_dir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("jail-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap()
+    let home = PathBuf::from(std::env::var("HOME").expect("the tests run with HOME set"));
+    let dir = tempfile::Builder::new()
+        .prefix(".toolhost-test-")
+        .tempdir_in(&home)
+        .unwrap();
+    for emptied in ["/tmp", "/var/tmp", "/run", "/dev/shm"] {
+        assert!(
+            !dir.path().starts_with(emptied),
+            "HOME ({}) lies in {emptied}, which the jail empties: run the tests with HOME \
+             elsewhere",
+            home.display()
+        );
+    }
+    dir
 }
 
 /// The compile cache the tests share (a fake `$HOME` would start an empty

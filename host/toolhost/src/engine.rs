@@ -17,8 +17,8 @@
 //! component is compiled again, the entry replaced, and the event reported
 //! once ([`Runtime::take_reports`]).
 
+use crate::error::Diagnostic;
 use crate::error::Error;
-use crate::registry::Diagnostic;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -347,7 +347,7 @@ impl Runtime {
             .map_err(|e| std::io::Error::other(e.to_string()))?;
         let mac = self.mac(&key, hash, &bytes);
         bytes.extend_from_slice(mac.as_bytes());
-        crate::extensions::trust::write_private(path, &bytes)
+        crate::files::write_private(path, &bytes)
     }
 }
 
@@ -371,7 +371,7 @@ fn read_or_create_key(path: &Path) -> std::io::Result<[u8; 32]> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let read = |path: &Path| -> std::io::Result<[u8; 32]> {
-        let bytes = crate::extensions::file::read_regular(path, 32)
+        let bytes = crate::files::read_regular(path, 32)
             .map_err(std::io::Error::other)?
             .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
         bytes

@@ -1,5 +1,6 @@
 //! toolhost runs an LLM agent's tools as sandboxed WebAssembly components,
-//! with the call pipeline of the Pi coding agent.
+//! with the call pipeline of the Pi coding agent. The behaviour reproduced
+//! is written down in `docs/spec.md`; comments cite its sections as `§N.N`.
 //!
 //! # Architecture: where a tool call goes
 //!
@@ -37,6 +38,7 @@ pub mod engine;
 pub mod error;
 pub mod events;
 pub mod extensions;
+pub mod files;
 pub mod formats;
 pub mod hooks;
 mod host;

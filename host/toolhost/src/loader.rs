@@ -171,13 +171,12 @@ pub struct Inspection {
 /// Read a component's imports and definitions, granting it nothing.
 pub async fn inspect(runtime: &Arc<Runtime>, path: &std::path::Path) -> Result<Inspection, Error> {
     let origin = path.display().to_string();
-    let bytes =
-        crate::extensions::file::read_regular(path, crate::extensions::file::MAX_COMPONENT_BYTES)
-            .and_then(|b| b.ok_or_else(|| "cannot be read: No such file or directory".to_string()))
-            .map_err(|reason| Error::Load {
-                path: origin.clone(),
-                reason,
-            })?;
+    let bytes = crate::files::read_regular(path, crate::files::MAX_COMPONENT_BYTES)
+        .and_then(|b| b.ok_or_else(|| "cannot be read: No such file or directory".to_string()))
+        .map_err(|reason| Error::Load {
+            path: origin.clone(),
+            reason,
+        })?;
     inspect_bytes(runtime, &bytes, &origin).await
 }
 

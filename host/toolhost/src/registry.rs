@@ -72,18 +72,7 @@ pub struct ToolInfo {
     pub active: bool,
 }
 
-/// A problem found while loading, named by file (or tool) and cause.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Diagnostic {
-    pub path: String,
-    pub message: String,
-}
-
-impl std::fmt::Display for Diagnostic {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path, self.message)
-    }
-}
+pub use crate::error::Diagnostic;
 
 #[derive(Default)]
 pub(crate) struct Registry {

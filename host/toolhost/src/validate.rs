@@ -1,4 +1,4 @@
-//! Argument coercion and validation: Pi's `validateToolArguments` (spec `pi-tools.md` §2.5) with
+//! Argument coercion and validation: Pi's `validateToolArguments` (`docs/spec.md` §2.5) with
 //! toolhost's one documented coercion table (§7.3).
 //!
 //! A tool's parameter schema is compiled once into an [`ArgumentSchema`]. Every call then runs, on

@@ -9,12 +9,12 @@
 //! same component reached twice (by symlinks or repeated paths) loads once.
 //!
 //! Discovery reads manifests (bounded, never blocking: see
-//! [`crate::extensions::file`]) and nothing else; whether a component may run
+//! [`crate::files`]) and nothing else; whether a component may run
 //! is decided when it is loaded, on the bytes that are then compiled.
 
-use crate::extensions::file::{self, MAX_MANIFEST_BYTES};
+use crate::error::Diagnostic;
 use crate::extensions::trust::Digest;
-use crate::registry::Diagnostic;
+use crate::files::{self, MAX_MANIFEST_BYTES};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -175,7 +175,7 @@ fn from_manifest_dir(
             message,
         })
     };
-    let bytes = match file::read_regular(&path, MAX_MANIFEST_BYTES) {
+    let bytes = match files::read_regular(&path, MAX_MANIFEST_BYTES) {
         Ok(Some(bytes)) => bytes,
         Ok(None) => return report(diagnostics, "the manifest vanished".into()),
         Err(reason) => return report(diagnostics, format!("refused: {reason}")),

@@ -9,9 +9,10 @@
 
 use crate::engine::Runtime;
 use crate::error::Error;
-use crate::extensions::file::{self, MAX_COMPONENT_BYTES, MAX_POLICY_BYTES};
 use crate::extensions::policy::{GrantSpec, POLICY_FILE};
-use crate::extensions::trust::{Digest, write_private};
+use crate::extensions::trust::Digest;
+use crate::files::write_private;
+use crate::files::{self, MAX_COMPONENT_BYTES, MAX_POLICY_BYTES};
 use crate::loader::{Inspection, inspect_bytes};
 use crate::sandbox::grant_line;
 use std::path::{Path, PathBuf};
@@ -54,7 +55,7 @@ fn policy_error(path: &Path, reason: impl Into<String>) -> Error {
 
 /// The user's policy file, parsed for editing (empty when missing).
 fn read_policy(path: &Path) -> Result<toml_edit::DocumentMut, Error> {
-    let text = file::read_text(path, MAX_POLICY_BYTES)
+    let text = files::read_text(path, MAX_POLICY_BYTES)
         .map_err(|reason| policy_error(path, reason))?
         .unwrap_or_default();
     text.parse()
@@ -94,7 +95,7 @@ pub async fn add(
              not starting with '.'"
         )));
     }
-    let bytes = file::read_regular(file, MAX_COMPONENT_BYTES)
+    let bytes = files::read_regular(file, MAX_COMPONENT_BYTES)
         .and_then(|b| b.ok_or_else(|| "does not exist".to_string()))
         .map_err(load_error)?;
     let inspection = inspect_bytes(runtime, &bytes, &origin).await?;

@@ -6,8 +6,8 @@
 //! * [`policy`] reads the grants of `toolhost.toml`;
 //! * [`trust`] decides which workspace files may decide anything, and lists
 //!   the protected paths;
-//! * [`file`] reads all of these without letting a planted file stall or
-//!   exhaust the host;
+//! * [`crate::files`] reads all of these without letting a planted file
+//!   stall or exhaust the host;
 //! * [`review`] is what `toolhost trust` shows and records, [`install`] what
 //!   `toolhost ext add` and `remove` do.
 //!
@@ -16,7 +16,6 @@
 //! components of its own file's origin, and only to the digest it pins.
 
 pub mod discovery;
-pub mod file;
 pub mod install;
 pub mod policy;
 pub mod review;
@@ -25,9 +24,9 @@ pub mod trust;
 use crate::engine::Runtime;
 use crate::error::Error;
 use crate::extensions::discovery::{Found, Origin};
-use crate::extensions::file::MAX_COMPONENT_BYTES;
 use crate::extensions::policy::{GrantSpec, Policy, resolve_path};
 use crate::extensions::trust::{Digest, TrustStore, Verdict};
+use crate::files::MAX_COMPONENT_BYTES;
 use crate::loader::{self, ComponentSpec, Loaded};
 use crate::ops::fs::{LocalFs, ProtectedPaths};
 use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy, View};
@@ -97,7 +96,7 @@ pub(crate) async fn load(
         refused: None,
     };
     let mut warnings = Vec::new();
-    let bytes = match crate::extensions::file::read_regular(&found.component, MAX_COMPONENT_BYTES) {
+    let bytes = match crate::files::read_regular(&found.component, MAX_COMPONENT_BYTES) {
         Ok(Some(bytes)) => bytes,
         Ok(None) => {
             report.refused = Some("cannot be read: No such file or directory (os error 2)".into());

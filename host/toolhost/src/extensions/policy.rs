@@ -44,11 +44,11 @@
 //! Relative `extension-paths` are relative to the file's own directory: the
 //! user configuration directory, or the workspace.
 
+use crate::error::Diagnostic;
 use crate::error::Error;
 use crate::extensions::discovery::Origin;
-use crate::extensions::file::{self, MAX_POLICY_BYTES};
 use crate::extensions::trust::{Digest, TrustStore};
-use crate::registry::Diagnostic;
+use crate::files::{self, MAX_POLICY_BYTES};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -187,7 +187,7 @@ impl Policy {
         };
         if let Some(dir) = user_config {
             let path = dir.join(POLICY_FILE);
-            let text = file::read_text(&path, MAX_POLICY_BYTES)
+            let text = files::read_text(&path, MAX_POLICY_BYTES)
                 .map_err(|reason| policy_error(&path, reason))?;
             if let Some(text) = text {
                 policy.apply(parse(&text, &path)?, Origin::User, dir, &path);
@@ -198,7 +198,7 @@ impl Policy {
             path: path.display().to_string(),
             message: format!("not applied: {reason}"),
         };
-        match file::read_regular(&path, MAX_POLICY_BYTES) {
+        match files::read_regular(&path, MAX_POLICY_BYTES) {
             Ok(None) => {}
             Err(reason) => policy.diagnostics.push(not_applied(&reason)),
             Ok(Some(bytes)) => {

@@ -9,13 +9,13 @@
 //! very bytes shown, so a file swapped after the review stays untrusted.
 
 use crate::engine::Runtime;
+use crate::error::Diagnostic;
 use crate::error::Error;
 use crate::extensions::discovery::{self, Origin};
-use crate::extensions::file::{self, MAX_COMPONENT_BYTES, MAX_POLICY_BYTES};
 use crate::extensions::policy::{self, GrantSpec, POLICY_FILE};
 use crate::extensions::trust::{Digest, TrustStore, Verdict};
+use crate::files::{self, MAX_COMPONENT_BYTES, MAX_POLICY_BYTES};
 use crate::loader::{Inspection, inspect_bytes};
-use crate::registry::Diagnostic;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -110,7 +110,7 @@ pub async fn review(
     let policy_path = workspace.join(POLICY_FILE);
     let mut grants = BTreeMap::new();
     let mut named = Vec::new();
-    let policy = match file::read_regular(&policy_path, MAX_POLICY_BYTES) {
+    let policy = match files::read_regular(&policy_path, MAX_POLICY_BYTES) {
         Ok(None) => None,
         Err(reason) => {
             problems.push(Diagnostic {
@@ -138,7 +138,7 @@ pub async fn review(
     problems.extend(found_problems);
     let mut extensions = Vec::new();
     for ext in found {
-        let bytes = match file::read_regular(&ext.component, MAX_COMPONENT_BYTES) {
+        let bytes = match files::read_regular(&ext.component, MAX_COMPONENT_BYTES) {
             Ok(Some(bytes)) => bytes,
             Ok(None) => {
                 problems.push(Diagnostic {

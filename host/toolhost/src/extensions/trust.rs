@@ -16,7 +16,7 @@
 //! read-only.
 
 use crate::error::Error;
-use crate::extensions::file::{self, MAX_TRUST_BYTES};
+use crate::files::{self, MAX_TRUST_BYTES, write_private};
 use crate::ops::protected::ProtectedPaths;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -128,7 +128,7 @@ impl TrustStore {
             path: path.display().to_string(),
             reason,
         };
-        let file = match file::read_text(&path, MAX_TRUST_BYTES).map_err(fail)? {
+        let file = match files::read_text(&path, MAX_TRUST_BYTES).map_err(fail)? {
             None => TrustFile::default(),
             Some(text) => toml::from_str(&text).map_err(|e| fail(e.to_string().trim().into()))?,
         };
@@ -198,34 +198,6 @@ fn key(workspace: &Path, file: &Path) -> String {
         .unwrap_or(file)
         .to_string_lossy()
         .into_owned()
-}
-
-/// Replace `path` with `bytes` atomically (a private temporary file renamed
-/// over it), creating its directory.
-pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir = path.parent().expect("a file path has a parent");
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().unwrap_or_default().to_string_lossy(),
-        std::process::id()
-    ));
-    let written = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_data()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
 }
 
 /// The one list of protected paths (see [`ProtectedPaths`]): the workspace's

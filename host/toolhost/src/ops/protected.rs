@@ -1,8 +1,8 @@
 //! Protected paths: what decides which code runs and what it is granted, so
 //! that no tool may change it.
 //!
-//! The list itself is built in one place
-//! ([`crate::extensions::trust::protected_paths`]): the workspace's
+//! The list itself is built in one place (`protected_paths` of the
+//! extensions' trust module): the workspace's
 //! `toolhost.toml` and `.toolhost/`, toolhost's user configuration (grants,
 //! trust store, user extensions) and its compile cache. Beside the list, one
 //! rule holds at any depth: a repository's `.git/hooks/` and `.git/config`,

@@ -1,6 +1,7 @@
 //! Reading the files that decide what runs (policy files, manifests,
-//! components, the trust store) so that none of them can stall or exhaust
-//! the host.
+//! components, the trust store, the compile cache's key) so that none of
+//! them can stall or exhaust the host, and writing the host's own files
+//! atomically.
 //!
 //! Any of them may have been planted: a FIFO would block a plain read
 //! forever, `/dev/zero` (or a symlink to it) would fill memory, and opening
@@ -103,6 +104,34 @@ fn describe(kind: FileType) -> &'static str {
         FileType::Symlink => "a symlink",
         _ => "a special file",
     }
+}
+
+/// Replace `path` with `bytes` atomically (a private temporary file renamed
+/// over it), creating its directory.
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = path.parent().expect("a file path has a parent");
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    let written = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_data()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 #[cfg(test)]
