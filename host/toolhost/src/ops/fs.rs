@@ -407,8 +407,17 @@ impl LocalFs {
                     format!("{shown}: too many levels of symbolic links"),
                 ));
             }
-            let target = rustix::fs::readlinkat(&at.root.dir, at.rel(), Vec::new())
-                .map_err(|e| io_error(&io::Error::from(e), shown))?;
+            let target = match rustix::fs::readlinkat(&at.root.dir, at.rel(), Vec::new()) {
+                Ok(target) => target,
+                // No longer a symlink: it was swapped since it was looked at.
+                // Look at this step again (each look counts as a hop, so a
+                // swap that never stops ends the walk).
+                Err(rustix::io::Errno::INVAL) => {
+                    queue.push_front(name);
+                    continue;
+                }
+                Err(e) => return Err(io_error(&io::Error::from(e), shown)),
+            };
             let target = PathBuf::from(target.to_string_lossy().into_owned());
             follow_link(&mut queue, &mut current, &target);
         }
