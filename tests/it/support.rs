@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tempfile::TempDir;
 use toolhost::{
-    AssistantMessage, CancellationToken, Event, EventSink, Host, HostBuilder, Limits, NoEvents,
+    AssistantMessage, CancellationToken, Event, EventSink, Host, HostBuilder, Limits,
     ToolCall, ToolResultMessage,
 };
 
@@ -149,13 +149,15 @@ pub fn tool_call(id: &str, name: &str, arguments: Value) -> ToolCall {
     }
 }
 
-/// Call one tool through the full pipeline.
+/// Call one tool through the full pipeline, as the model would (only an
+/// active tool).
 #[track_caller]
 pub fn call(host: &Host, name: &str, arguments: Value) -> ToolResultMessage {
-    let message = AssistantMessage::from_calls(vec![tool_call("c1", name, arguments)]);
-    let outcome = block(host.run_batch(&message, CancellationToken::new(), Arc::new(NoEvents)));
-    assert_eq!(outcome.results.len(), 1);
-    outcome.results.into_iter().next().unwrap()
+    block(
+        host.call(tool_call("c1", name, arguments))
+            .active_only()
+            .into_future(),
+    )
 }
 
 /// Records events and shows them as short lines: `start c1`, `end c3 error`.

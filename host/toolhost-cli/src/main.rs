@@ -14,8 +14,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 use toolhost::{
-    AssistantMessage, CancellationToken, ContentBlock, Event, Host, HostBuilder, NoEvents,
-    ToolCall, ToolFormat, ToolInfo, formats,
+    AssistantMessage, CancellationToken, ContentBlock, Event, Host, HostBuilder, ToolCall,
+    ToolFormat, ToolInfo, formats,
 };
 
 /// `println!` that ends the program quietly when the reader went away
@@ -793,23 +793,15 @@ fn indent(text: &str) -> String {
 async fn call(host: &Host, name: String, args: &str, json: bool) -> Result<ExitCode> {
     let arguments: Value = serde_json::from_str(args)
         .with_context(|| format!("the arguments of {name} are not valid JSON: {args}"))?;
-    // `call` names its tool explicitly: make it callable for this run.
-    let mut active = host.active_tools();
-    active.push(name.clone());
-    host.set_active_tools(&active);
-    let message = AssistantMessage::from_calls(vec![ToolCall {
-        id: "call_1".into(),
-        name,
-        arguments,
-    }]);
-    let outcome = host
-        .run_batch(&message, cancel_on_ctrl_c(), Arc::new(NoEvents))
+    // `call` names its tool explicitly: active or not, it runs.
+    let result = host
+        .call(ToolCall {
+            id: "call_1".into(),
+            name,
+            arguments,
+        })
+        .cancel(cancel_on_ctrl_c())
         .await;
-    let result = outcome
-        .results
-        .into_iter()
-        .next()
-        .context("the batch returned no result")?;
     let mut out = std::io::stdout().lock();
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&result)?)?;

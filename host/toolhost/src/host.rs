@@ -13,7 +13,7 @@ use crate::extensions::{self, ExtensionReport, LoadContext};
 use crate::hooks::{ComponentHook, ToolHooks};
 use crate::loader::Loaded;
 use crate::loader::{self, ComponentSpec};
-use crate::message::AssistantMessage;
+use crate::message::{AssistantMessage, ToolCall, ToolResultMessage};
 use crate::ops::fs::ProtectedPaths;
 use crate::ops::fs::{FsRead, FsWrite, LocalFs};
 use crate::ops::process::Confinement;
@@ -756,7 +756,80 @@ impl Host {
             message: Arc::new(message.clone()),
             cancel,
             sink,
+            any_tool: false,
         });
         schedule::run(ctx).await
+    }
+
+    /// One call through the whole pipeline, as the only call of a message:
+    /// `host.call(tool_call).await`, or with
+    /// [`cancel`](CallRequest::cancel), [`events`](CallRequest::events) and
+    /// [`active_only`](CallRequest::active_only) set first. It may name any
+    /// loaded tool (the embedder chose it), unless `active_only` makes it
+    /// one the model could call.
+    pub fn call(&self, call: ToolCall) -> CallRequest<'_> {
+        CallRequest {
+            host: self,
+            call,
+            cancel: CancellationToken::new(),
+            sink: Arc::new(crate::events::NoEvents),
+            active_only: false,
+        }
+    }
+}
+
+/// One call to make ([`Host::call`]); awaiting it runs the call and gives its
+/// result message.
+#[must_use = "a call does nothing until it is awaited"]
+pub struct CallRequest<'a> {
+    host: &'a Host,
+    call: ToolCall,
+    cancel: CancellationToken,
+    sink: Arc<dyn EventSink>,
+    active_only: bool,
+}
+
+impl CallRequest<'_> {
+    /// Cancelling `token` aborts the call (it still gets its result).
+    pub fn cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+
+    /// Stream the call's events (start, updates, end, message) to `sink`.
+    pub fn events(mut self, sink: Arc<dyn EventSink>) -> Self {
+        self.sink = sink;
+        self
+    }
+
+    /// Only a tool in the active set may be called (`Tool X not found`
+    /// otherwise), as for a model.
+    pub fn active_only(mut self) -> Self {
+        self.active_only = true;
+        self
+    }
+}
+
+impl<'a> std::future::IntoFuture for CallRequest<'a> {
+    type Output = ToolResultMessage;
+    type IntoFuture = futures::future::BoxFuture<'a, ToolResultMessage>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let id = self.call.id.clone();
+            let ctx = Arc::new(BatchContext {
+                host: self.host.inner.clone(),
+                message: Arc::new(AssistantMessage::from_calls(vec![self.call])),
+                cancel: self.cancel,
+                sink: self.sink,
+                any_tool: !self.active_only,
+            });
+            schedule::run(ctx)
+                .await
+                .results
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| panic!("a one-call batch answers its call {id}"))
+        })
     }
 }

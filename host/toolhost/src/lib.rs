@@ -65,7 +65,7 @@ pub use hooks::{
     AfterToolCallContext, AfterToolCallResult, BeforeToolCallContext, BeforeToolCallResult,
     ToolHooks,
 };
-pub use host::{Host, HostBuilder};
+pub use host::{CallRequest, Host, HostBuilder};
 pub use loader::{Inspection, inspect};
 pub use message::{
     AssistantMessage, ContentBlock, PartialResult, StopReason, ToolCall, ToolResult,
@@ -77,3 +77,8 @@ pub use registry::{Diagnostic, ExecutionMode, ToolDefinition, ToolInfo, ToolSour
 pub use sandbox::{Capabilities, Limits};
 pub use schedule::BatchOutcome;
 pub use tokio_util::sync::CancellationToken;
+
+/// The README's Rust example, compiled (not run) with the tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+mod readme {}

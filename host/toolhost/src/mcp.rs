@@ -35,7 +35,7 @@ use crate::error::Error;
 use crate::events::Event;
 use crate::formats::{self, ToolFormat};
 use crate::host::Host;
-use crate::message::{AssistantMessage, ContentBlock, ToolCall};
+use crate::message::{ContentBlock, ToolCall};
 use crate::watch::Watcher;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
@@ -228,8 +228,6 @@ impl ServerHandler for McpServer {
             name: name.clone(),
             arguments: Value::Object(request.arguments.unwrap_or_default()),
         };
-        let message = AssistantMessage::from_calls(vec![call]);
-
         // Updates arrive on the tool's thread; one task sends them in order.
         // Without a progress token they are not wanted and not kept.
         let progress = context
@@ -245,15 +243,16 @@ impl ServerHandler for McpServer {
             }
         });
         let cancel = context.ct.clone();
-        let outcome = host.run_batch(&message, cancel.clone(), sink).await;
+        // A client calls what it was offered: the active tools.
+        let result = host
+            .call(call)
+            .active_only()
+            .cancel(cancel.clone())
+            .events(sink)
+            .await;
         if let Some(progress) = progress {
             progress.finish().await;
         }
-        let result = outcome
-            .results
-            .into_iter()
-            .next()
-            .ok_or_else(|| internal("running the call", "the batch returned no result"))?;
         if cancel.is_cancelled() {
             (self.log)(&format!(
                 "tools/call {name} (request {}) was cancelled; the tool answered: {}",

@@ -53,6 +53,9 @@ pub(crate) struct BatchContext {
     pub message: Arc<AssistantMessage>,
     pub cancel: CancellationToken,
     pub sink: Arc<dyn EventSink>,
+    /// Calls may name any loaded tool, not only the active ones (a call the
+    /// embedder makes by name, [`crate::Host::call`]).
+    pub any_tool: bool,
 }
 
 impl BatchContext {
@@ -114,12 +117,14 @@ impl BatchContext {
             // §7.6: after an abort every call still gets its result.
             return self.done(call, OPERATION_ABORTED, false);
         }
-        let tool = self
-            .host
-            .registry
-            .read()
-            .expect("registry lock")
-            .get_active(&call.name);
+        let tool = {
+            let registry = self.host.registry.read().expect("registry lock");
+            if self.any_tool {
+                registry.get(&call.name)
+            } else {
+                registry.get_active(&call.name)
+            }
+        };
         let Some(tool) = tool else {
             return self.done(call, format!("Tool {} not found", call.name), false);
         };
