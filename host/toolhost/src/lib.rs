@@ -27,10 +27,11 @@
 //! * [`formats`] turns the active tools into each consumer's shape (OpenAI,
 //!   Anthropic, MCP, toolhost's own) and builds Pi's system-prompt section
 //!   from their snippets and guidelines.
-//! * [`serve`] is a JSON-RPC 2.0 server (one object per line) for agent loops
-//!   in any language: list tools, run batches with streamed events, cancel.
-//! * [`mcp`] (feature `mcp`, on by default) is a Model Context Protocol server
-//!   on the official Rust SDK; [`watch`] tells it when extension files change.
+//! * `serve` (feature `serve`, on by default) is a JSON-RPC 2.0 server (one
+//!   object per line) for agent loops in any language: list tools, run
+//!   batches with streamed events, cancel.
+//! * `mcp` (feature `mcp`, on by default) is a Model Context Protocol server
+//!   on the official Rust SDK; `watch` tells it when extension files change.
 
 pub mod bindings;
 mod builtin;
@@ -51,8 +52,10 @@ mod pipeline;
 pub mod registry;
 pub mod sandbox;
 mod schedule;
+#[cfg(feature = "serve")]
 pub mod serve;
 pub mod validate;
+#[cfg(feature = "mcp")]
 pub mod watch;
 
 pub use builtin::{DEFAULT_ACTIVE_TOOLS, DEFAULT_COMMAND_TIMEOUT};
