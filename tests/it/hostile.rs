@@ -528,13 +528,13 @@ fn hostile_progress_floods_are_capped() {
         assert_eq!(outcome.results[0].text(), "progress sent");
         recorder.count("update c1")
     };
-    let cap = toolhost::sandbox::MAX_PROGRESS_UPDATES as usize;
+    let cap = toolhost::component::MAX_PROGRESS_UPDATES as usize;
     assert_eq!(
         progress(json!({"mode": "progress", "count": cap * 2, "bytes": 1})),
         cap
     );
     // Too big to forward: dropped, the call goes on.
-    let too_big = toolhost::sandbox::MAX_PROGRESS_BYTES + 1;
+    let too_big = toolhost::component::MAX_PROGRESS_BYTES + 1;
     assert_eq!(
         progress(json!({"mode": "progress", "count": 3, "bytes": too_big})),
         0

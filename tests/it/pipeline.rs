@@ -341,7 +341,7 @@ fn a_flood_of_progress_updates_is_capped() {
     assert_eq!(outcome.results[0].text(), "progress done");
     assert_eq!(
         events.count("update"),
-        toolhost::sandbox::MAX_PROGRESS_UPDATES as usize
+        toolhost::component::MAX_PROGRESS_UPDATES as usize
     );
 }
 

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tempfile::TempDir;
 use toolhost::{
-    AssistantMessage, CancellationToken, Event, EventSink, Host, HostBuilder, Limits,
-    ToolCall, ToolResultMessage,
+    AssistantMessage, CancellationToken, Event, EventSink, Host, HostBuilder, Limits, ToolCall,
+    ToolResultMessage,
 };
 
 /// A temporary workspace; its path is the real (canonical) path tools see.

@@ -3,11 +3,11 @@
 //! Operations (read-only tools read the workspace; write and edit also write
 //! it; bash runs programs; grep and find search).
 
+use crate::component::{Capabilities, Limits};
 use crate::ops::fs::{FsRead, FsWrite};
 use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy, STOP_GRACE, View};
 use crate::ops::protected::ProtectedPaths;
 use crate::ops::search::Search;
-use crate::sandbox::{Capabilities, Limits};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;

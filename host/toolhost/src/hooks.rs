@@ -10,8 +10,8 @@
 //! message, as Pi does.
 
 use crate::bindings::hook_world::hook;
+use crate::component::{CallSignals, Sandbox, content_from_wit};
 use crate::message::{AssistantMessage, ContentBlock, ToolCall, ToolResult};
-use crate::sandbox::{CallSignals, Sandbox, content_from_wit};
 use futures::future::BoxFuture;
 use serde_json::Value;
 use std::sync::Arc;

@@ -1,7 +1,9 @@
 //! [`Host`]: the tools of one workspace, and the entry point for batches.
 
-use crate::bindings::types;
+use crate::batch::{self, BatchOutcome};
 use crate::builtin::{self, DEFAULT_ACTIVE_TOOLS};
+use crate::call::BatchContext;
+use crate::component::Limits;
 use crate::engine::Runtime;
 use crate::error::Error;
 use crate::events::EventSink;
@@ -20,10 +22,8 @@ use crate::ops::process::Confinement;
 use crate::ops::process::{JailMode, ProcessLimits};
 use crate::ops::search::{FsSearch, LocalSearch, Search};
 use crate::ops::tools::ToolSet;
-use crate::pipeline::BatchContext;
-use crate::registry::{Diagnostic, RegisteredTool, Registry, ToolDefinition, ToolInfo, ToolSource};
-use crate::sandbox::Limits;
-use crate::schedule::{self, BatchOutcome};
+use crate::registry::{Diagnostic, Registry, ToolDefinition, ToolInfo, ToolSource};
+use crate::session::{CallSettings, Session};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -501,18 +501,23 @@ impl HostBuilder {
         reg.set_active(&active);
         drop(reg);
 
-        Ok(Host {
-            inner: Arc::new(HostInner {
+        let session = Session {
+            registry,
+            hooks: self.hooks,
+            hook_components,
+            settings: CallSettings {
                 workspace,
-                registry,
-                hooks: self.hooks,
-                hook_components,
-                diagnostics,
-                extensions: reports,
-                session_id: self.session_id,
                 home: std::env::var("HOME").ok().filter(|h| !h.is_empty()),
+                session_id: self.session_id,
                 cancel_grace: self.cancel_grace,
                 sequential: self.sequential,
+            },
+        };
+        Ok(Host {
+            inner: Arc::new(HostInner {
+                session: Arc::new(session),
+                diagnostics,
+                extensions: reports,
                 temp_dir,
                 confinement,
                 changes: tokio::sync::watch::Sender::new(0),
@@ -600,40 +605,15 @@ fn private_temp_dir() -> std::io::Result<PathBuf> {
     dir.canonicalize()
 }
 
-/// The state every batch of a host shares.
+/// What a host holds: the session its batches read, and what it reports.
 pub(crate) struct HostInner {
-    pub workspace: PathBuf,
-    pub registry: Arc<RwLock<Registry>>,
-    pub hooks: Vec<Arc<dyn ToolHooks>>,
-    /// Hook components, in load order (after the embedder's hooks).
-    pub hook_components: Vec<ComponentHook>,
+    pub session: Arc<Session>,
     pub diagnostics: Vec<Diagnostic>,
     pub extensions: Vec<ExtensionReport>,
-    pub session_id: Option<String>,
-    pub home: Option<String>,
-    pub cancel_grace: Duration,
-    pub sequential: bool,
     pub temp_dir: PathBuf,
     pub confinement: Confinement,
     /// Bumped whenever the tools a model may call change (see [`Host::changes`]).
     pub changes: tokio::sync::watch::Sender<u64>,
-}
-
-impl HostInner {
-    /// What a tool learns about the call it runs.
-    pub(crate) fn call_context(
-        &self,
-        tool_call_id: &str,
-        tool: &RegisteredTool,
-    ) -> types::CallContext {
-        types::CallContext {
-            tool_call_id: tool_call_id.to_string(),
-            cwd: self.workspace.to_string_lossy().into_owned(),
-            home: self.home.clone(),
-            roots: tool.sandbox.fs_roots(),
-            session_id: self.session_id.clone(),
-        }
-    }
 }
 
 /// The tools of one workspace. Cheap to clone; safe to share across tasks.
@@ -645,7 +625,7 @@ pub struct Host {
 impl std::fmt::Debug for Host {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Host")
-            .field("workspace", &self.inner.workspace)
+            .field("workspace", &self.inner.session.settings.workspace)
             .field("active", &self.active_tools())
             .finish()
     }
@@ -658,7 +638,7 @@ impl Host {
 
     /// The workspace's real path: the cwd tools see.
     pub fn workspace(&self) -> &Path {
-        &self.inner.workspace
+        &self.inner.session.settings.workspace
     }
 
     /// The host's temp directory (full-output files of the shell tools).
@@ -674,13 +654,18 @@ impl Host {
 
     /// Every loaded tool, in registry order, with its source and state.
     pub fn tools(&self) -> Vec<ToolInfo> {
-        self.inner.registry.read().expect("registry lock").infos()
+        self.inner
+            .session
+            .registry
+            .read()
+            .expect("registry lock")
+            .infos()
     }
 
     /// The definitions of the active tools, in active-set order (what a
     /// provider request should carry).
     pub fn definitions(&self) -> Vec<ToolDefinition> {
-        let registry = self.inner.registry.read().expect("registry lock");
+        let registry = self.inner.session.registry.read().expect("registry lock");
         registry
             .active()
             .iter()
@@ -690,7 +675,7 @@ impl Host {
 
     /// The active tools with their source, in active-set order.
     pub fn active_tool_infos(&self) -> Vec<ToolInfo> {
-        let registry = self.inner.registry.read().expect("registry lock");
+        let registry = self.inner.session.registry.read().expect("registry lock");
         let infos = registry.infos();
         registry
             .active()
@@ -701,6 +686,7 @@ impl Host {
 
     pub fn active_tools(&self) -> Vec<String> {
         self.inner
+            .session
             .registry
             .read()
             .expect("registry lock")
@@ -712,7 +698,7 @@ impl Host {
     /// the new active set. Takes effect for the next batch.
     pub fn set_active_tools<S: AsRef<str>>(&self, names: &[S]) -> Vec<String> {
         let names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
-        let mut registry = self.inner.registry.write().expect("registry lock");
+        let mut registry = self.inner.session.registry.write().expect("registry lock");
         let before = registry.active().to_vec();
         registry.set_active(&names);
         let after = registry.active().to_vec();
@@ -752,13 +738,13 @@ impl Host {
         sink: Arc<dyn EventSink>,
     ) -> BatchOutcome {
         let ctx = Arc::new(BatchContext {
-            host: self.inner.clone(),
+            session: self.inner.session.clone(),
             message: Arc::new(message.clone()),
             cancel,
             sink,
             any_tool: false,
         });
-        schedule::run(ctx).await
+        batch::run(ctx).await
     }
 
     /// One call through the whole pipeline, as the only call of a message:
@@ -818,13 +804,13 @@ impl<'a> std::future::IntoFuture for CallRequest<'a> {
         Box::pin(async move {
             let id = self.call.id.clone();
             let ctx = Arc::new(BatchContext {
-                host: self.host.inner.clone(),
+                session: self.host.inner.session.clone(),
                 message: Arc::new(AssistantMessage::from_calls(vec![self.call])),
                 cancel: self.cancel,
                 sink: self.sink,
                 any_tool: !self.active_only,
             });
-            schedule::run(ctx)
+            batch::run(ctx)
                 .await
                 .results
                 .into_iter()

@@ -4,20 +4,29 @@
 //!
 //! # Architecture: where a tool call goes
 //!
-//! * [`Host`] ([`host`]) holds the tools of one workspace. Building it loads
-//!   the built-in components embedded in the binary ([`builtin`]) and any
-//!   extension files, through the [`loader`], into the [`registry`] (with the
-//!   active set the model may call).
-//! * [`Host::run_batch`] takes an assistant message. The scheduler
-//!   ([`schedule`]) decides parallel or sequential execution and the event
-//!   order; each call goes through the [`pipeline`]: lookup → fresh instance →
+//! The layers run one way, each calling only those below it:
+//!
+//! * [`Host`] (`host`) builds a session from the configuration: the
+//!   [`extensions`] found and trusted, under their grants (policy, trust,
+//!   discovery), the built-in components embedded in the binary (`builtin`),
+//!   each loaded by the [`loader`] into the [`registry`] with the active set
+//!   the model may call. [`Host::run_batch`] runs an assistant message's
+//!   calls, [`Host::call`] one call.
+//! * The session (`session`) is what the layers below read: the registry,
+//!   the hooks and the call settings. Nothing below reaches back to the host.
+//! * `batch` is Pi's scheduler: the preflight in source order, parallel or
+//!   sequential execution, the event order, terminate and abort.
+//! * `call` is one call's pipeline: lookup → a fresh instance →
 //!   `prepare-arguments` → [`validate`] (coercion + JSON Schema) → before
 //!   [`hooks`] → execute → after hooks → result message.
-//! * Each call runs in a [`sandbox`]: a fresh store from a cached instance
-//!   template, memory and time limits, cancellation, and only the host
-//!   Operations ([`ops`]) its component was granted.
+//! * [`component`] is a loaded component template and its per-call
+//!   instance: a fresh store, memory and time limits, cancellation, and only
+//!   the host Operations ([`ops`]) its component was granted: files (within
+//!   their roots, never a protected path), processes (in the process jail),
+//!   search, the active tools.
 //! * One shared wasmtime engine ([`engine`]) with a pooling allocator, epoch
-//!   interruption and a compiled-code cache on disk serves every host.
+//!   interruption and a compiled-code cache on disk (verified before use)
+//!   serves every host.
 //! * Everything the caller sees is a Pi-shaped [`message`] or [`events`]
 //!   value; a failing call is an error result bound to its call id, never a
 //!   host error.
@@ -33,8 +42,11 @@
 //! * `mcp` (feature `mcp`, on by default) is a Model Context Protocol server
 //!   on the official Rust SDK; `watch` tells it when extension files change.
 
+mod batch;
 pub mod bindings;
 mod builtin;
+mod call;
+pub mod component;
 pub mod engine;
 pub mod error;
 pub mod events;
@@ -48,17 +60,18 @@ pub mod loader;
 pub mod mcp;
 pub mod message;
 pub mod ops;
-mod pipeline;
 pub mod registry;
-pub mod sandbox;
-mod schedule;
 #[cfg(feature = "serve")]
 pub mod serve;
+mod session;
 pub mod validate;
 #[cfg(feature = "mcp")]
 pub mod watch;
 
+pub use batch::BatchOutcome;
 pub use builtin::{DEFAULT_ACTIVE_TOOLS, DEFAULT_COMMAND_TIMEOUT};
+pub use call::OPERATION_ABORTED;
+pub use component::{Capabilities, Limits};
 pub use engine::{Runtime, RuntimeOptions};
 pub use error::Error;
 pub use events::{Event, EventSink, NoEvents};
@@ -75,10 +88,7 @@ pub use message::{
     ToolResultMessage,
 };
 pub use ops::process::{Confinement, JailMode, ProcessLimits, ProcessPolicy};
-pub use pipeline::OPERATION_ABORTED;
 pub use registry::{Diagnostic, ExecutionMode, ToolDefinition, ToolInfo, ToolSource};
-pub use sandbox::{Capabilities, Limits};
-pub use schedule::BatchOutcome;
 pub use tokio_util::sync::CancellationToken;
 
 /// The README's Rust example, compiled (not run) with the tests.

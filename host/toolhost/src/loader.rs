@@ -3,10 +3,10 @@
 //! each definition before it reaches the registry.
 
 use crate::bindings::types;
+use crate::component::{CallSignals, Capabilities, HOOK_EXPORT, Limits, Sandbox};
 use crate::engine::Runtime;
 use crate::error::Error;
 use crate::registry::{ExecutionMode, RegisteredTool, ToolDefinition, ToolSource};
-use crate::sandbox::{CallSignals, Capabilities, HOOK_EXPORT, Limits, Sandbox};
 use crate::validate::ArgumentSchema;
 use std::sync::Arc;
 use std::time::Duration;
@@ -107,7 +107,7 @@ pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Res
             .map(|ext| {
                 format!(
                     "; grant it in toolhost.toml: {}",
-                    crate::sandbox::grant_line(ext, "hooks")
+                    crate::component::grant_line(ext, "hooks")
                 )
             })
             .unwrap_or_default();

@@ -5,7 +5,7 @@
 //! `replace-builtin = true`); among extensions the first to define a name
 //! wins. Every collision is reported as a [`Diagnostic`], never silent.
 
-use crate::sandbox::Sandbox;
+use crate::component::Sandbox;
 use crate::validate::ArgumentSchema;
 use serde::Serialize;
 use serde_json::Value;

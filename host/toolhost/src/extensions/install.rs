@@ -7,6 +7,7 @@
 //! nothing. The user's file is edited in place, keeping its comments and
 //! layout.
 
+use crate::component::grant_line;
 use crate::engine::Runtime;
 use crate::error::Error;
 use crate::extensions::policy::{GrantSpec, POLICY_FILE};
@@ -14,7 +15,6 @@ use crate::extensions::trust::Digest;
 use crate::files::write_private;
 use crate::files::{self, MAX_COMPONENT_BYTES, MAX_POLICY_BYTES};
 use crate::loader::{Inspection, inspect_bytes};
-use crate::sandbox::grant_line;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

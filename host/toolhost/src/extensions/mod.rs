@@ -21,6 +21,7 @@ pub mod policy;
 pub mod review;
 pub mod trust;
 
+use crate::component::{Capabilities, Limits, WasiGrants};
 use crate::engine::Runtime;
 use crate::error::Error;
 use crate::extensions::discovery::{Found, Origin};
@@ -33,7 +34,6 @@ use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy, View};
 use crate::ops::search::LocalSearch;
 use crate::ops::tools::ToolSet;
 use crate::registry::ToolSource;
-use crate::sandbox::{Capabilities, Limits, WasiGrants};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1173,7 +1173,7 @@ mod write_tests {
 // defence).
 
 use crate::bindings::{fs_read, fs_write};
-use crate::sandbox::CallState;
+use crate::component::CallState;
 use wasmtime::component::Resource;
 
 impl CallState {

@@ -54,7 +54,7 @@ pub use self::over_fs::FsSearch;
 use crate::bindings::search::{
     self, GlobRequest, GlobResult, GrepRequest, GrepResult, SearchError,
 };
-use crate::sandbox::CallState;
+use crate::component::CallState;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use tokio_util::sync::CancellationToken;

@@ -2,8 +2,8 @@
 //! (Pi's `getActiveTools`/`setActiveTools`, spec §3.1, §3.4).
 
 use crate::bindings::tools;
+use crate::component::CallState;
 use crate::registry::Registry;
-use crate::sandbox::CallState;
 use std::sync::{Arc, RwLock};
 
 /// A component's handle on the host's tool set (the `tools` grant).

@@ -61,8 +61,8 @@ pub mod limits;
 use crate::bindings::process::{
     self, ChildEvent, Command, ExitStatus, ProcessError, ProcessErrorCode,
 };
+use crate::component::CallState;
 use crate::ops::protected::ProtectedPaths;
-use crate::sandbox::CallState;
 pub use jail::View;
 use limits::CallCgroup;
 pub use limits::ProcessLimits;

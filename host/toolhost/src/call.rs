@@ -8,12 +8,12 @@
 //! Every failure on the way becomes an error result bound to the call's id,
 //! with Pi's texts; nothing escapes as a panic or a host error.
 
+use crate::component::{CallInstance, CallSignals};
 use crate::events::{Event, EventSink};
 use crate::hooks::{AfterToolCallContext, BeforeToolCallContext, CallVerdict};
-use crate::host::HostInner;
 use crate::message::{AssistantMessage, PartialResult, ToolCall, ToolResult, ToolResultMessage};
 use crate::registry::RegisteredTool;
-use crate::sandbox::{CallInstance, CallSignals};
+use crate::session::Session;
 use crate::validate;
 use serde_json::Value;
 use std::sync::Arc;
@@ -49,7 +49,7 @@ pub(crate) enum Preflight {
 
 /// What every call of one batch shares.
 pub(crate) struct BatchContext {
-    pub host: Arc<HostInner>,
+    pub session: Arc<Session>,
     pub message: Arc<AssistantMessage>,
     pub cancel: CancellationToken,
     pub sink: Arc<dyn EventSink>,
@@ -118,7 +118,7 @@ impl BatchContext {
             return self.done(call, OPERATION_ABORTED, false);
         }
         let tool = {
-            let registry = self.host.registry.read().expect("registry lock");
+            let registry = self.session.registry.read().expect("registry lock");
             if self.any_tool {
                 registry.get(&call.name)
             } else {
@@ -129,7 +129,7 @@ impl BatchContext {
             return self.done(call, format!("Tool {} not found", call.name), false);
         };
         let name = &call.name;
-        let signals = CallSignals::new(self.cancel.clone(), self.host.cancel_grace);
+        let signals = CallSignals::new(self.cancel.clone(), self.session.settings.cancel_grace);
         // One fresh instance serves the whole call: prepare-arguments, then
         // execute. A second instance for execute would double what a call
         // costs (one trivial call: 25 → 15 µs) and put an instantiation in
@@ -180,7 +180,7 @@ impl BatchContext {
             args,
             cancel: self.cancel.clone(),
         };
-        for hook in &self.host.hooks {
+        for hook in &self.session.hooks {
             let verdict = hook.before_tool_call(&mut ctx).await;
             match verdict {
                 // A hook that fails blocks the call (fail closed).
@@ -198,7 +198,7 @@ impl BatchContext {
                 }
             }
         }
-        for hook in &self.host.hook_components {
+        for hook in &self.session.hook_components {
             let verdict = hook.tool_call(call, &mut ctx.args, &self.cancel).await;
             if self.cancel.is_cancelled() {
                 return self.done(call, OPERATION_ABORTED, false);
@@ -220,7 +220,7 @@ impl BatchContext {
     }
 
     fn active_tools(&self) -> Vec<String> {
-        self.host
+        self.session
             .registry
             .read()
             .expect("registry lock")
@@ -268,7 +268,7 @@ impl BatchContext {
                 partial_result: partial,
             })
         });
-        let context = self.host.call_context(&call.id, &tool);
+        let context = self.session.call_context(&call.id, &tool);
         let active_before = self.active_tools();
         let outcome = instance
             .execute(&call.name, context, &args.to_string())
@@ -292,7 +292,7 @@ impl BatchContext {
             ),
         };
 
-        for hook in &self.host.hooks {
+        for hook in &self.session.hooks {
             let ctx = AfterToolCallContext {
                 assistant_message: self.message.clone(),
                 tool_call: call.clone(),
@@ -326,7 +326,7 @@ impl BatchContext {
                 Ok(None) => {}
             }
         }
-        for hook in &self.host.hook_components {
+        for hook in &self.session.hook_components {
             let patched = hook
                 .tool_result(&call, &args, &mut result, &mut is_error, &self.cancel)
                 .await;

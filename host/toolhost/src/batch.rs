@@ -7,8 +7,8 @@
 //! sequential tool in the batch, or the host configured so): each call runs
 //! to its result message before the next starts.
 
+use crate::call::{BatchContext, Finished, Preflight, ReadyCall};
 use crate::message::{StopReason, ToolResultMessage};
-use crate::pipeline::{BatchContext, Finished, Preflight, ReadyCall};
 use crate::registry::ExecutionMode;
 use futures::FutureExt;
 use std::sync::Arc;
@@ -63,10 +63,10 @@ pub(crate) async fn run(ctx: Arc<BatchContext>) -> BatchOutcome {
 
 /// Sequential if the host says so or any call names a sequential tool.
 fn is_sequential(ctx: &BatchContext) -> bool {
-    if ctx.host.sequential {
+    if ctx.session.settings.sequential {
         return true;
     }
-    let registry = ctx.host.registry.read().expect("registry lock");
+    let registry = ctx.session.registry.read().expect("registry lock");
     ctx.message.tool_calls.iter().any(|call| {
         registry
             .get_active(&call.name)
