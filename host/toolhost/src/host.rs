@@ -10,7 +10,7 @@ use crate::events::EventSink;
 use crate::extensions::discovery;
 use crate::extensions::policy::GrantSpec;
 use crate::extensions::policy::{Policy, ShellPath};
-use crate::extensions::trust::{self, TrustStore};
+use crate::extensions::trust::TrustStore;
 use crate::extensions::{self, ExtensionReport, LoadContext};
 use crate::hooks::{ComponentHook, ToolHooks};
 use crate::loader::Loaded;
@@ -326,7 +326,7 @@ impl HostBuilder {
             .user_config
             .clone()
             .unwrap_or_else(crate::extensions::policy::default_user_config_dir);
-        let protected = trust::protected_paths(
+        let protected = extensions::protected_paths(
             &workspace,
             user_config.as_deref(),
             runtime.options().cache_dir.as_deref(),

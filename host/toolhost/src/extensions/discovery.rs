@@ -35,14 +35,7 @@ pub struct Manifest {
     pub capabilities: crate::extensions::policy::GrantSpec,
 }
 
-/// Where an extension was found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Origin {
-    Workspace,
-    User,
-    Configured,
-}
+pub use crate::extensions::policy::Origin;
 
 /// An extension to load.
 #[derive(Clone, Debug, PartialEq, Serialize)]

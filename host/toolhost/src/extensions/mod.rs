@@ -39,6 +39,28 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The one list of protected paths (see [`ProtectedPaths`]): the workspace's
+/// `toolhost.toml` and `.toolhost/`, the user configuration directory (its
+/// `toolhost.toml`, trust store and extensions) and the compile cache,
+/// wherever the workspace is. `.git/hooks/` and `.git/config` are protected
+/// by a rule of their own at any depth.
+pub fn protected_paths(
+    workspace: &Path,
+    user_config: Option<&Path>,
+    cache_dir: Option<&Path>,
+) -> ProtectedPaths {
+    ProtectedPaths::new(
+        [
+            Some(workspace.join(policy::POLICY_FILE)),
+            Some(workspace.join(".toolhost")),
+            user_config.map(Path::to_path_buf),
+            cache_dir.map(Path::to_path_buf),
+        ]
+        .into_iter()
+        .flatten(),
+    )
+}
+
 /// What happened to one discovered extension.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -46,7 +46,6 @@
 
 use crate::error::Diagnostic;
 use crate::error::Error;
-use crate::extensions::discovery::Origin;
 use crate::extensions::trust::{Digest, TrustStore};
 use crate::files::{self, MAX_POLICY_BYTES};
 use serde::{Deserialize, Serialize};
@@ -62,6 +61,16 @@ pub fn default_user_config_dir() -> Option<PathBuf> {
         return Some(PathBuf::from(dir).join("toolhost"));
     }
     std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config/toolhost"))
+}
+
+/// Where an extension was found: what decides which policy file's grants
+/// apply to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Origin {
+    Workspace,
+    User,
+    Configured,
 }
 
 /// One extension's grants, as written in a policy file.

@@ -11,13 +11,12 @@
 //! configuration directory). Anything else, new or changed since, is
 //! reported and never instantiated.
 //!
-//! Around that, the [protected paths](protected_paths) keep tools from
-//! changing what decides: no `fs-write` may touch them, and children see them
-//! read-only.
+//! Around that, the protected paths ([`super::protected_paths`]) keep tools
+//! from changing what decides: no `fs-write` may touch them, and children see
+//! them read-only.
 
 use crate::error::Error;
 use crate::files::{self, MAX_TRUST_BYTES, write_private};
-use crate::ops::protected::ProtectedPaths;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -198,28 +197,6 @@ fn key(workspace: &Path, file: &Path) -> String {
         .unwrap_or(file)
         .to_string_lossy()
         .into_owned()
-}
-
-/// The one list of protected paths (see [`ProtectedPaths`]): the workspace's
-/// `toolhost.toml` and `.toolhost/`, the user configuration directory (its
-/// `toolhost.toml`, trust store and extensions) and the compile cache,
-/// wherever the workspace is. `.git/hooks/` and `.git/config` are protected
-/// by a rule of their own at any depth.
-pub fn protected_paths(
-    workspace: &Path,
-    user_config: Option<&Path>,
-    cache_dir: Option<&Path>,
-) -> ProtectedPaths {
-    ProtectedPaths::new(
-        [
-            Some(workspace.join(crate::extensions::policy::POLICY_FILE)),
-            Some(workspace.join(".toolhost")),
-            user_config.map(Path::to_path_buf),
-            cache_dir.map(Path::to_path_buf),
-        ]
-        .into_iter()
-        .flatten(),
-    )
 }
 
 #[cfg(test)]
