@@ -19,18 +19,17 @@
 //!   with `cancelled`), then forced: a call still running a grace period
 //!   after cancellation is dropped, which unwinds the guest.
 
-use crate::bindings::hook_world::{HookComponent, HookComponentIndices, hook};
-use crate::bindings::{
-    ToolComponent, ToolComponentIndices, WIT_PACKAGE, cancellation, fs_read, fs_types, fs_write,
-    process, progress, search, tools, types,
-};
 use crate::engine::Runtime;
 use crate::error::Error;
+use crate::extensions::policy::grant_line;
 use crate::message::{ContentBlock, PartialResult, ToolResult};
-use crate::ops::fs::{FsRead, FsWrite};
-use crate::ops::process::ProcessPolicy;
-use crate::ops::search::Search;
-use crate::ops::tools::ToolSet;
+pub use crate::ops::{Capabilities, WasiGrants};
+use crate::wit::v0_1::hook_world::{HookComponent, HookComponentIndices, hook};
+use crate::wit::v0_1::interfaces::{self, Import};
+use crate::wit::v0_1::{
+    OpsCtx, OpsView, ToolComponent, ToolComponentIndices, WIT_PACKAGE, cancellation, progress,
+    types,
+};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -74,30 +73,6 @@ impl Default for Limits {
             output_bytes: Some(16 << 20),
         }
     }
-}
-
-/// What a component sees through WASI: only what it was granted.
-#[derive(Clone, Debug, Default)]
-pub struct WasiGrants {
-    /// Directories preopened at their own absolute paths; `true` if writable.
-    pub preopens: Vec<(std::path::PathBuf, bool)>,
-    /// Environment variables the component may see.
-    pub env: Vec<(String, String)>,
-    /// The working directory its WASI runtime starts in.
-    pub cwd: Option<String>,
-}
-
-/// Host services granted to a component. `None` means not granted (and not linked).
-#[derive(Clone, Debug, Default)]
-pub struct Capabilities {
-    pub fs_read: Option<Arc<dyn FsRead>>,
-    pub fs_write: Option<Arc<dyn FsWrite>>,
-    pub process: Option<Arc<ProcessPolicy>>,
-    pub search: Option<Arc<dyn Search>>,
-    pub tools: Option<ToolSet>,
-    /// The same directories and variables through WASI, for guests whose
-    /// standard library reads files (Python's `open`, JavaScript's fs).
-    pub wasi: WasiGrants,
 }
 
 /// How a call ends when the sandbox, not the tool, ends it.
@@ -214,6 +189,16 @@ pub(crate) struct CallState {
     pub(crate) caps: Capabilities,
 }
 
+impl OpsView for CallState {
+    fn ops(&mut self) -> OpsCtx<'_> {
+        OpsCtx {
+            caps: &self.caps,
+            cancel: &self.signals.cancel,
+            table: &mut self.table,
+        }
+    }
+}
+
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
@@ -253,7 +238,6 @@ impl ResourceLimiter for MemoryLimiter {
 }
 
 impl types::Host for CallState {}
-impl fs_types::Host for CallState {}
 
 impl progress::Host for CallState {
     fn update(&mut self, partial: types::PartialResult) -> wasmtime::Result<()> {
@@ -340,21 +324,6 @@ pub(crate) fn content_from_wit(block: types::ContentBlock) -> ContentBlock {
     }
 }
 
-/// Interfaces every component may import: data types and the call's own
-/// progress and cancellation channels.
-const ALWAYS_LINKED: &[&str] = &["types", "fs-types", "progress", "cancellation"];
-
-/// The `toolhost.toml` line that grants the extension `ext` the capability
-/// `capability` (an Operations interface, or `hooks`).
-pub fn grant_line(ext: &str, capability: &str) -> String {
-    let value = match capability {
-        "fs-read" | "fs-write" => "[\"<directory>\"]",
-        "process" => "[\"<program>\"]",
-        _ => "true",
-    };
-    format!("[extensions.{ext}] {capability} = {value}")
-}
-
 /// Refuse a component whose imports exceed its grants, naming the capability.
 pub(crate) fn check_imports(
     runtime: &Runtime,
@@ -369,46 +338,38 @@ pub(crate) fn check_imports(
     };
     let ty = component.component_type();
     for (name, _) in ty.imports(runtime.engine()) {
-        if name.starts_with("wasi:") {
-            continue; // Linked deny-by-default: nothing is reachable unless granted.
-        }
-        let Some(rest) = name.strip_prefix("toolhost:tool/") else {
-            return Err(refuse(format!(
-                "imports {name}, which toolhost does not provide"
-            )));
-        };
-        let (interface, version) = rest.split_once('@').unwrap_or((rest, ""));
-        if version != "0.1.0" {
-            return Err(refuse(format!(
-                "imports {name}: built for toolhost:tool@{version}, but this host provides {WIT_PACKAGE}"
-            )));
-        }
-        if ALWAYS_LINKED.contains(&interface) {
-            continue;
-        }
-        let (granted, what) = match interface {
-            "fs-read" => (caps.fs_read.is_some(), "read files"),
-            "fs-write" => (caps.fs_write.is_some(), "write files"),
-            "process" => (caps.process.is_some(), "run programs"),
-            "search" => (caps.search.is_some(), "search files"),
-            "tools" => (caps.tools.is_some(), "change the active tools"),
-            _ => {
+        let interface = match interfaces::classify(name) {
+            // WASI is linked deny-by-default: nothing is reachable unless granted.
+            Import::Foreign if name.starts_with("wasi:") => continue,
+            Import::Foreign => {
+                return Err(refuse(format!(
+                    "imports {name}, which toolhost does not provide"
+                )));
+            }
+            Import::OtherVersion { version } => {
+                return Err(refuse(format!(
+                    "imports {name}: built for toolhost:tool@{version}, but this host provides {WIT_PACKAGE}"
+                )));
+            }
+            Import::Unknown => {
                 return Err(refuse(format!(
                     "imports {name}, which this host does not provide"
                 )));
             }
+            Import::Known(interface) => interface,
         };
-        if !granted {
+        if !interface.granted(caps) {
             let hint = grant_name
                 .map(|ext| {
                     format!(
                         "; grant it in toolhost.toml: {}",
-                        grant_line(ext, interface)
+                        grant_line(ext, interface.name)
                     )
                 })
                 .unwrap_or_default();
             return Err(refuse(format!(
-                "imports {name} ({what}), which is not granted to it{hint}"
+                "imports {name} ({}), which is not granted to it{hint}",
+                interface.what
             )));
         }
     }
@@ -433,22 +394,14 @@ fn stub_ungranted_operations(
     /// The resource type of stubbed resources; no value of it is ever made.
     struct Ungranted;
     for (name, item) in component.component_type().imports(engine) {
-        let Some(rest) = name.strip_prefix("toolhost:tool/") else {
+        // Always linked, granted, or refused by the linker as unknown.
+        let Import::Known(interface) = interfaces::classify(name) else {
             continue;
-        };
-        let interface = rest.split_once('@').map_or(rest, |(i, _)| i);
-        let granted = match interface {
-            "fs-read" => caps.fs_read.is_some(),
-            "fs-write" => caps.fs_write.is_some(),
-            "process" => caps.process.is_some(),
-            "search" => caps.search.is_some(),
-            "tools" => caps.tools.is_some(),
-            _ => true, // always linked, or refused by the linker as unknown
         };
         let ComponentItem::ComponentInstance(instance) = item.ty else {
             continue;
         };
-        if granted {
+        if interface.granted(caps) {
             continue;
         }
         let mut stub = linker.instance(name)?;
@@ -536,24 +489,9 @@ impl Sandbox {
         let linked = (|| -> wasmtime::Result<()> {
             wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
             types::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
-            fs_types::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
             progress::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
             cancellation::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
-            if caps.fs_read.is_some() {
-                fs_read::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
-            }
-            if caps.fs_write.is_some() {
-                fs_write::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
-            }
-            if caps.process.is_some() {
-                process::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
-            }
-            if caps.search.is_some() {
-                search::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
-            }
-            if caps.tools.is_some() {
-                tools::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
-            }
+            interfaces::link_operations(&mut linker, &caps)?;
             if trap_ungranted {
                 stub_ungranted_operations(&mut linker, component, &caps, runtime.engine())?;
             }

@@ -9,9 +9,9 @@
 //! closed); a failing after hook turns the result into an error with its
 //! message, as Pi does.
 
-use crate::bindings::hook_world::hook;
 use crate::component::{CallSignals, Sandbox, content_from_wit};
 use crate::message::{AssistantMessage, ContentBlock, ToolCall, ToolResult};
+use crate::wit::v0_1::hook_world::hook;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use std::sync::Arc;
@@ -209,8 +209,8 @@ impl ComponentHook {
     }
 }
 
-fn content_to_wit(block: &ContentBlock) -> crate::bindings::types::ContentBlock {
-    use crate::bindings::types;
+fn content_to_wit(block: &ContentBlock) -> crate::wit::v0_1::types::ContentBlock {
+    use crate::wit::v0_1::types;
     match block {
         ContentBlock::Text { text } => types::ContentBlock::Text(text.clone()),
         ContentBlock::Image { data, mime_type } => types::ContentBlock::Image(types::Image {

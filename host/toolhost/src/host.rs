@@ -395,7 +395,7 @@ impl HostBuilder {
         let confinement = shell.process.confinement();
 
         let registry = Arc::new(RwLock::new(Registry::default()));
-        let tool_set = ToolSet(registry.clone());
+        let tool_set = ToolSet::new(registry.clone());
         for component in builtin::BUILTIN_COMPONENTS {
             let tools = loader::load(
                 &runtime,

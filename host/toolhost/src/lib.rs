@@ -43,7 +43,6 @@
 //!   on the official Rust SDK; `watch` tells it when extension files change.
 
 mod batch;
-pub mod bindings;
 mod builtin;
 mod call;
 pub mod component;
@@ -67,6 +66,7 @@ mod session;
 pub mod validate;
 #[cfg(feature = "mcp")]
 pub mod watch;
+pub mod wit;
 
 pub use batch::BatchOutcome;
 pub use builtin::{DEFAULT_ACTIVE_TOOLS, DEFAULT_COMMAND_TIMEOUT};

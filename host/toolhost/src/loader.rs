@@ -2,12 +2,12 @@
 //! against its grants, instantiate it once to read its definitions, and check
 //! each definition before it reaches the registry.
 
-use crate::bindings::types;
 use crate::component::{CallSignals, Capabilities, HOOK_EXPORT, Limits, Sandbox};
 use crate::engine::Runtime;
 use crate::error::Error;
 use crate::registry::{ExecutionMode, RegisteredTool, ToolDefinition, ToolSource};
 use crate::validate::ArgumentSchema;
+use crate::wit::v0_1::types;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -107,7 +107,7 @@ pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Res
             .map(|ext| {
                 format!(
                     "; grant it in toolhost.toml: {}",
-                    crate::component::grant_line(ext, "hooks")
+                    crate::extensions::policy::grant_line(ext, "hooks")
                 )
             })
             .unwrap_or_default();
@@ -197,14 +197,16 @@ pub async fn inspect_bytes(
     let mut capabilities = Vec::new();
     let mut other_imports = Vec::new();
     for (name, _) in component.component_type().imports(runtime.engine()) {
-        match name.strip_prefix("toolhost:tool/") {
-            Some(rest) => {
-                let interface = rest.split('@').next().unwrap_or(rest);
-                if !["types", "fs-types", "progress", "cancellation"].contains(&interface) {
-                    capabilities.push(interface.to_string());
-                }
+        use crate::wit::v0_1::interfaces::{Import, classify};
+        match classify(name) {
+            Import::Known(i) if !i.is_capability() => {}
+            Import::Known(i) => capabilities.push(i.name.to_string()),
+            // Listed as asked for: loading it names what is wrong with it.
+            Import::OtherVersion { .. } | Import::Unknown => {
+                let rest = &name["toolhost:tool/".len()..];
+                capabilities.push(rest.split('@').next().unwrap_or(rest).to_string())
             }
-            None => other_imports.push(name.to_string()),
+            Import::Foreign => other_imports.push(name.to_string()),
         }
     }
     let sandbox = Sandbox::for_inspection(runtime.clone(), &component, &origin)?;

@@ -7,9 +7,9 @@
 //! only through the host ([`crate::Host::set_active_tools`]) or a tool
 //! granted `tools` (through [`crate::ops::tools`]).
 
-use crate::bindings::types;
 use crate::hooks::{ComponentHook, ToolHooks};
 use crate::registry::{RegisteredTool, Registry};
+use crate::wit::v0_1::types;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;

@@ -7,9 +7,9 @@
 //! nothing. The user's file is edited in place, keeping its comments and
 //! layout.
 
-use crate::component::grant_line;
 use crate::engine::Runtime;
 use crate::error::Error;
+use crate::extensions::policy::grant_line;
 use crate::extensions::policy::{GrantSpec, POLICY_FILE};
 use crate::extensions::trust::Digest;
 use crate::files::write_private;
@@ -118,22 +118,13 @@ pub async fn add(
         let _ = std::fs::remove_file(&dest);
         return Err(e);
     }
-    let granted = |capability: &str| match capability {
-        "fs-read" => !grant.fs_read.is_empty(),
-        "fs-write" => !grant.fs_write.is_empty(),
-        "process" => !grant.process.is_empty(),
-        "search" => grant.search,
-        "tools" => grant.tools,
-        "hooks" => grant.hooks,
-        _ => false,
-    };
     let mut requested = inspection.capabilities.clone();
     if inspection.hooks {
         requested.push("hooks".into());
     }
     let ungranted = requested
         .iter()
-        .filter(|c| !granted(c))
+        .filter(|c| !grant.grants(c))
         .map(|c| grant_line(&name, c))
         .collect();
     Ok(Installed {

@@ -104,6 +104,19 @@ pub struct GrantSpec {
 }
 
 impl GrantSpec {
+    /// Whether it grants `capability` (an Operations interface, or `hooks`).
+    pub fn grants(&self, capability: &str) -> bool {
+        match capability {
+            "fs-read" => !self.fs_read.is_empty(),
+            "fs-write" => !self.fs_write.is_empty(),
+            "process" => !self.process.is_empty(),
+            "search" => self.search,
+            "tools" => self.tools,
+            "hooks" => self.hooks,
+            _ => false,
+        }
+    }
+
     /// Add `other`'s grants to these; its limits win where it sets them.
     fn merge(&mut self, other: &GrantSpec) {
         for (mine, theirs) in [
@@ -325,6 +338,17 @@ pub fn resolve_path(p: &str, base: &Path) -> PathBuf {
         return PathBuf::from(home).join(rest);
     }
     base.join(p)
+}
+
+/// The `toolhost.toml` line that grants the extension `ext` the capability
+/// `capability` (an Operations interface, or `hooks`).
+pub fn grant_line(ext: &str, capability: &str) -> String {
+    let value = crate::wit::v0_1::interfaces::INTERFACES
+        .iter()
+        .find(|i| i.name == capability)
+        .and_then(|i| i.grant_value())
+        .unwrap_or("true");
+    format!("[extensions.{ext}] {capability} = {value}")
 }
 
 #[cfg(test)]

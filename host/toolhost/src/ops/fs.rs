@@ -27,13 +27,70 @@
 //!   a symlink swapped in after the path was resolved cannot steer a write
 //!   into `.toolhost/` or `.git/hooks/` either.
 
-use crate::bindings::fs_types::{DirEntry, EntryKind, ErrorCode, FsError, Metadata};
 pub use crate::ops::protected::ProtectedPaths;
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt, PermissionsExt};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock, Weak};
+
+/// Why a file operation failed: the code a tool acts on, and a message
+/// naming the path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl std::fmt::Display for FsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// The kinds of [`FsError`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorCode {
+    NotFound,
+    NotADirectory,
+    IsADirectory,
+    AlreadyExists,
+    PermissionDenied,
+    /// The path resolves (lexically or through a symlink) outside every root.
+    OutsideRoots,
+    TooManyLinks,
+    InvalidInput,
+    Cancelled,
+    Other,
+    /// A protected path ([`ProtectedPaths`]): no tool may change it.
+    Protected,
+}
+
+/// What a directory entry or a path is (after following symlinks, where said).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    File,
+    Directory,
+    Symlink,
+    Other,
+}
+
+/// A file's kind, size and modification time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Metadata {
+    pub kind: EntryKind,
+    pub size: u64,
+    /// Milliseconds since the Unix epoch, when known.
+    pub modified_ms: Option<i64>,
+}
+
+/// A directory entry: its name and the kind of its (followed) target, when
+/// that is reachable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirEntry {
+    pub name: String,
+    pub kind: Option<EntryKind>,
+}
 
 /// Largest chunk returned by one read (guests loop for more).
 pub const MAX_READ_CHUNK: u64 = 4 * 1024 * 1024;
@@ -1171,100 +1228,3 @@ mod write_tests {
 // checked before every operation; a backend is present only when granted
 // (the interface is linked only then, so the check is a second line of
 // defence).
-
-use crate::bindings::{fs_read, fs_write};
-use crate::component::CallState;
-use wasmtime::component::Resource;
-
-impl CallState {
-    fn granted<T: ?Sized>(&self, backend: &Option<Arc<T>>, what: &str) -> Result<Arc<T>, FsError> {
-        if self.signals.cancel.is_cancelled() {
-            return Err(fs_error(ErrorCode::Cancelled, "the call was cancelled"));
-        }
-        backend.clone().ok_or_else(|| {
-            fs_error(
-                ErrorCode::PermissionDenied,
-                format!("{what} is not granted"),
-            )
-        })
-    }
-
-    fn reader(&self) -> Result<Arc<dyn FsRead>, FsError> {
-        self.granted(&self.caps.fs_read, "fs-read")
-    }
-
-    fn writer(&self) -> Result<Arc<dyn FsWrite>, FsError> {
-        self.granted(&self.caps.fs_write, "fs-write")
-    }
-}
-
-impl fs_read::Host for CallState {
-    fn stat(&mut self, path: String) -> wasmtime::Result<Result<Metadata, FsError>> {
-        Ok(self.reader().and_then(|fs| fs.stat(&path)))
-    }
-
-    fn read_file(
-        &mut self,
-        path: String,
-        offset: u64,
-        max_bytes: u64,
-    ) -> wasmtime::Result<Result<Vec<u8>, FsError>> {
-        Ok(self
-            .reader()
-            .and_then(|fs| fs.read(&path, offset, max_bytes)))
-    }
-
-    fn list_dir(&mut self, path: String) -> wasmtime::Result<Result<Vec<DirEntry>, FsError>> {
-        Ok(self.reader().and_then(|fs| fs.list_dir(&path)))
-    }
-}
-
-impl fs_write::Host for CallState {
-    fn write_file(
-        &mut self,
-        path: String,
-        contents: Vec<u8>,
-    ) -> wasmtime::Result<Result<(), FsError>> {
-        Ok(self.writer().and_then(|fs| fs.write_file(&path, &contents)))
-    }
-
-    fn append_file(
-        &mut self,
-        path: String,
-        contents: Vec<u8>,
-    ) -> wasmtime::Result<Result<(), FsError>> {
-        Ok(self
-            .writer()
-            .and_then(|fs| fs.append_file(&path, &contents)))
-    }
-
-    fn create_dir_all(&mut self, path: String) -> wasmtime::Result<Result<(), FsError>> {
-        Ok(self.writer().and_then(|fs| fs.create_dir_all(&path)))
-    }
-
-    fn access(&mut self, path: String) -> wasmtime::Result<Result<(), FsError>> {
-        Ok(self.writer().and_then(|fs| fs.access(&path)))
-    }
-
-    async fn lock(
-        &mut self,
-        path: String,
-    ) -> wasmtime::Result<Result<Resource<MutationLock>, FsError>> {
-        let key = match self.writer().and_then(|fs| fs.lock_key(&path)) {
-            Ok(key) => key,
-            Err(e) => return Ok(Err(e)),
-        };
-        let cancel = self.signals.cancel.clone();
-        match lock_file(key, &cancel).await {
-            Ok(lock) => Ok(Ok(self.table.push(lock)?)),
-            Err(e) => Ok(Err(e)),
-        }
-    }
-}
-
-impl fs_write::HostMutationLock for CallState {
-    fn drop(&mut self, lock: Resource<MutationLock>) -> wasmtime::Result<()> {
-        self.table.delete(lock)?;
-        Ok(())
-    }
-}

@@ -8,3 +8,29 @@ pub mod process;
 pub mod protected;
 pub mod search;
 pub mod tools;
+
+use std::sync::Arc;
+
+/// Host services granted to a component. `None` means not granted (and not linked).
+#[derive(Clone, Debug, Default)]
+pub struct Capabilities {
+    pub fs_read: Option<Arc<dyn fs::FsRead>>,
+    pub fs_write: Option<Arc<dyn fs::FsWrite>>,
+    pub process: Option<Arc<process::ProcessPolicy>>,
+    pub search: Option<Arc<dyn search::Search>>,
+    pub tools: Option<tools::ToolSet>,
+    /// The same directories and variables through WASI, for guests whose
+    /// standard library reads files (Python's `open`, JavaScript's fs).
+    pub wasi: WasiGrants,
+}
+
+/// What a component sees through WASI: only what it was granted.
+#[derive(Clone, Debug, Default)]
+pub struct WasiGrants {
+    /// Directories preopened at their own absolute paths; `true` if writable.
+    pub preopens: Vec<(std::path::PathBuf, bool)>,
+    /// Environment variables the component may see.
+    pub env: Vec<(String, String)>,
+    /// The working directory its WASI runtime starts in.
+    pub cwd: Option<String>,
+}

@@ -51,13 +51,96 @@ pub use self::core::MAX_RESULT_BYTES;
 pub use self::local::LocalSearch;
 pub use self::over_fs::FsSearch;
 
-use crate::bindings::search::{
-    self, GlobRequest, GlobResult, GrepRequest, GrepResult, SearchError,
-};
-use crate::component::CallState;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use tokio_util::sync::CancellationToken;
+
+/// Why a search failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SearchError {
+    /// The root does not exist (the text names it).
+    NotFound(String),
+    /// The regular expression does not compile.
+    InvalidPattern(String),
+    /// The glob does not compile.
+    InvalidGlob(String),
+    /// The root is outside the granted roots.
+    OutsideRoots(String),
+    Cancelled,
+    Other(String),
+}
+
+/// A content search.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrepRequest {
+    pub pattern: String,
+    /// Absolute path of a directory or a file.
+    pub root: String,
+    /// Only files matching this glob (a pattern without `/` matches names at
+    /// any depth).
+    pub glob: Option<String>,
+    pub ignore_case: bool,
+    /// The pattern is a literal string, not a regular expression.
+    pub literal: bool,
+    /// Lines of context before and after each match; overlapping windows merge.
+    pub context: u32,
+    /// Stop after this many matching lines.
+    pub max_matches: u32,
+    /// Longer lines are cut to this many bytes (at a character boundary).
+    pub max_line_bytes: u32,
+}
+
+/// A matching (or context) line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrepLine {
+    pub line_number: u64,
+    pub text: String,
+    /// False for a context line.
+    pub is_match: bool,
+    /// The text was cut at `max_line_bytes`.
+    pub cut: bool,
+}
+
+/// The lines found in one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrepFile {
+    /// Relative to the root with `/` separators; the file name when the root
+    /// is a file.
+    pub path: String,
+    pub lines: Vec<GrepLine>,
+}
+
+/// What a content search found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrepResult {
+    pub files: Vec<GrepFile>,
+    /// Matching lines returned.
+    pub matches: u32,
+    /// More matches exist beyond `max_matches`.
+    pub limit_reached: bool,
+    /// Paths that could not be searched, with the cause (the search went on).
+    pub warnings: Vec<String>,
+}
+
+/// A search of names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GlobRequest {
+    pub pattern: String,
+    /// Absolute path of the directory to search.
+    pub root: String,
+    /// Stop after this many results.
+    pub max_results: u32,
+}
+
+/// What a search of names found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GlobResult {
+    /// Relative to the root with `/` separators; directories end with `/`.
+    pub paths: Vec<String>,
+    /// More results exist beyond `max_results`.
+    pub limit_reached: bool,
+    pub warnings: Vec<String>,
+}
 
 /// Searching the granted roots. Paths in requests are absolute.
 pub trait Search: Send + Sync + std::fmt::Debug {
@@ -98,26 +181,17 @@ impl Drop for RaiseOnDrop {
     }
 }
 
-impl CallState {
-    fn searcher(&self) -> Result<Arc<dyn Search>, SearchError> {
-        if self.signals.cancel.is_cancelled() {
-            return Err(SearchError::Cancelled);
-        }
-        self.caps
-            .search
-            .clone()
-            .ok_or_else(|| SearchError::Other("search is not granted".into()))
-    }
-}
-
-/// Run `f` on the blocking pool, answering `cancelled` as soon as `cancel`
-/// fires (the walk notices its flag and stops on its own).
-async fn run_search<T: Send + 'static>(
-    backend: Result<Arc<dyn Search>, SearchError>,
+/// Run `f` on the blocking pool with `backend`, answering `cancelled` as
+/// soon as `cancel` fires (the walk notices its flag and stops on its own),
+/// and raising the flag if this future is dropped (a deadline, a kill).
+pub(crate) async fn run_search<T: Send + 'static>(
+    backend: Arc<dyn Search>,
     cancel: CancellationToken,
     f: impl FnOnce(&dyn Search, &StopFlag) -> Result<T, SearchError> + Send + 'static,
 ) -> Result<T, SearchError> {
-    let backend = backend?;
+    if cancel.is_cancelled() {
+        return Err(SearchError::Cancelled);
+    }
     let stop = StopFlag::new();
     let _stop_when_dropped = RaiseOnDrop(stop.clone());
     let worker = {
@@ -129,30 +203,6 @@ async fn run_search<T: Send + 'static>(
             Err(SearchError::Other(format!("the search failed: {e}")))
         }),
         _ = cancel.cancelled() => Err(SearchError::Cancelled),
-    }
-}
-
-impl search::Host for CallState {
-    async fn grep(
-        &mut self,
-        request: GrepRequest,
-    ) -> wasmtime::Result<Result<GrepResult, SearchError>> {
-        let cancel = self.signals.cancel.clone();
-        Ok(run_search(self.searcher(), cancel, move |backend, stop| {
-            backend.grep(&request, stop)
-        })
-        .await)
-    }
-
-    async fn glob(
-        &mut self,
-        request: GlobRequest,
-    ) -> wasmtime::Result<Result<GlobResult, SearchError>> {
-        let cancel = self.signals.cancel.clone();
-        Ok(run_search(self.searcher(), cancel, move |backend, stop| {
-            backend.glob(&request, stop)
-        })
-        .await)
     }
 }
 
@@ -713,7 +763,7 @@ mod tests {
         let (backend, noticed) = waiting_backend();
         let cancel = CancellationToken::new();
         let request = Tree::new(&[]).request("x");
-        let search = tokio::spawn(run_search(Ok(backend), cancel.clone(), move |b, stop| {
+        let search = tokio::spawn(run_search(backend, cancel.clone(), move |b, stop| {
             b.grep(&request, stop)
         }));
         noticed.recv_timeout(NOTICE).expect("the walk started");
@@ -729,7 +779,7 @@ mod tests {
         let (backend, noticed) = waiting_backend();
         let request = Tree::new(&[]).request("x");
         let search = tokio::spawn(run_search(
-            Ok(backend),
+            backend,
             CancellationToken::new(),
             move |b, stop| b.grep(&request, stop),
         ));

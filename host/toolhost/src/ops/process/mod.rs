@@ -58,10 +58,6 @@ pub mod doctor;
 pub mod jail;
 pub mod limits;
 
-use crate::bindings::process::{
-    self, ChildEvent, Command, ExitStatus, ProcessError, ProcessErrorCode,
-};
-use crate::component::CallState;
 use crate::ops::protected::ProtectedPaths;
 pub use jail::View;
 use limits::CallCgroup;
@@ -80,7 +76,6 @@ use tokio::io::unix::AsyncFd;
 use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use wasmtime::component::Resource;
 
 /// Quiet time after the leader exited before the call completes (Pi's
 /// `EXIT_STDIO_GRACE_MS`): descendants holding the pipes but silent do not
@@ -124,6 +119,64 @@ const ENV_ALLOWLIST_PREFIXES: &[&str] = &["LC_"];
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// The variable carrying the session id (spec §7.16).
 pub const SESSION_ID_VAR: &str = "TOOLHOST_SESSION_ID";
+
+/// A program to run: what a tool asks the process Operations for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Command {
+    /// A name looked up on the policy's `PATH`, or an absolute path.
+    pub program: String,
+    pub args: Vec<String>,
+    /// Absolute working directory inside the policy's roots.
+    pub cwd: String,
+    /// Variables set on top of the policy's environment (only those the
+    /// policy lets a command set).
+    pub env: Vec<(String, String)>,
+    /// Stop the command after this many milliseconds.
+    pub timeout_ms: Option<u64>,
+}
+
+/// Why a command could not be started.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessError {
+    pub code: ProcessErrorCode,
+    pub message: String,
+}
+
+/// The kinds of [`ProcessError`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcessErrorCode {
+    /// The program is not one the policy names.
+    NotAllowed,
+    NotFound,
+    CwdNotFound,
+    /// A malformed command (a relative or outside working directory, a NUL).
+    InvalidInput,
+    Cancelled,
+    Other,
+}
+
+/// How a command ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    Code(i32),
+    /// Killed by this signal (`SIGKILL`, …).
+    Signal(String),
+    /// Stopped when its timeout (this many ms) ran out.
+    TimedOut(u64),
+    /// Stopped because the call was cancelled or the child was killed.
+    Cancelled,
+    /// Its processes hit a limit of the call; the text names it.
+    LimitExceeded(String),
+}
+
+/// What a running command produces, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChildEvent {
+    /// Bytes of stdout or stderr, in arrival order.
+    Output(Vec<u8>),
+    /// The end (repeated by every later `next`).
+    Exit(ExitStatus),
+}
 
 /// Whether children run in the namespace jail ([`jail`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -1677,57 +1730,6 @@ pub fn signal_name(signal: i32) -> String {
     match signal {
         1..=31 => NAMES[signal as usize - 1].to_string(),
         n => format!("SIG{n}"),
-    }
-}
-
-impl CallState {
-    fn process_policy(&self) -> Result<Arc<ProcessPolicy>, ProcessError> {
-        self.caps.process.clone().ok_or_else(|| {
-            error(
-                ProcessErrorCode::NotAllowed,
-                "this component may not run programs",
-            )
-        })
-    }
-}
-
-impl process::Host for CallState {
-    fn spawn(
-        &mut self,
-        command: Command,
-    ) -> wasmtime::Result<Result<Resource<Child>, ProcessError>> {
-        let spawned = self
-            .process_policy()
-            .and_then(|policy| policy.spawn(command, self.signals.cancel.clone()));
-        match spawned {
-            Ok(child) => Ok(Ok(self.table.push(child)?)),
-            Err(e) => Ok(Err(e)),
-        }
-    }
-}
-
-impl process::HostChild for CallState {
-    async fn next(&mut self, child: Resource<Child>) -> wasmtime::Result<ChildEvent> {
-        Ok(self.table.get_mut(&child)?.next().await)
-    }
-
-    async fn next_within(
-        &mut self,
-        child: Resource<Child>,
-        wait_ms: u32,
-    ) -> wasmtime::Result<Option<ChildEvent>> {
-        let wait = Duration::from_millis(u64::from(wait_ms));
-        Ok(self.table.get_mut(&child)?.next_within(wait).await)
-    }
-
-    fn kill(&mut self, child: Resource<Child>) -> wasmtime::Result<()> {
-        self.table.get(&child)?.kill();
-        Ok(())
-    }
-
-    fn drop(&mut self, child: Resource<Child>) -> wasmtime::Result<()> {
-        self.table.delete(child)?;
-        Ok(())
     }
 }
 

@@ -4,7 +4,7 @@
 //! parallel, and assembling the final, deterministic result.
 
 use super::StopFlag;
-use crate::bindings::search::{GrepFile, GrepLine, GrepRequest, GrepResult, SearchError};
+use super::{GrepFile, GrepLine, GrepRequest, GrepResult, SearchError};
 use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{Searcher, Sink, SinkContext, SinkMatch};

@@ -26,9 +26,9 @@ use super::core::{
     Cancellable, FileHits, FileSink, FindGlob, IgnoreLevel, IgnoreRules, MAX_LINE_BUFFER, Ranked,
     assemble_grep, grep_override, io_cause, overflow_warning, ranked_grep, regex_matcher, shown,
 };
+use super::{GlobRequest, GlobResult, GrepRequest, GrepResult, SearchError};
 use super::{Search, StopFlag};
-use crate::bindings::fs_types::ErrorCode;
-use crate::bindings::search::{GlobRequest, GlobResult, GrepRequest, GrepResult, SearchError};
+use crate::ops::fs::ErrorCode;
 use crate::ops::fs::{FsRead, LocalFs, RealPath};
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
 use grep_regex::RegexMatcher;

@@ -12,9 +12,9 @@ use super::core::{
     FileHits, FileSink, FindGlob, IgnoreLevel, IgnoreRules, MAX_LINE_BUFFER, MAX_RESULT_BYTES,
     Ranked, assemble_grep, grep_override, overflow_warning, ranked_grep, regex_matcher, shown,
 };
+use super::{GlobRequest, GlobResult, GrepRequest, GrepResult, SearchError};
 use super::{Search, StopFlag};
-use crate::bindings::fs_types::{EntryKind, ErrorCode, FsError};
-use crate::bindings::search::{GlobRequest, GlobResult, GrepRequest, GrepResult, SearchError};
+use crate::ops::fs::{EntryKind, ErrorCode, FsError};
 use crate::ops::fs::{FsRead, MAX_READ_CHUNK};
 use grep_searcher::{BinaryDetection, SearcherBuilder};
 use ignore::overrides::Override;

@@ -1,4 +1,7 @@
-//! Host-side bindings of the `toolhost:tool` WIT package.
+//! `toolhost:tool@0.1.0`: the bindings generated from the package, the
+//! conversions between its types and the Operations' own (one module per
+//! interface), and the view of a call's state the Operations are served
+//! through ([`OpsCtx`]).
 //!
 //! Imports are synchronous where they are short, bounded operations (a stat,
 //! a capped read, a channel send) and asynchronous where they wait: for a
@@ -52,4 +55,38 @@ pub mod hook_world {
     });
 
     pub(crate) use exports::toolhost::tool::hook;
+}
+
+pub mod interfaces;
+
+mod fs_ops;
+mod process_ops;
+mod search_ops;
+mod tools_ops;
+
+use crate::ops::Capabilities;
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::{HasData, ResourceTable};
+
+/// What the Operations' glue sees of a call: the capabilities its
+/// component was granted, its cancellation, and its resource table. The
+/// call's state lends it out ([`OpsView`]); nothing else of it is reachable
+/// from here.
+pub struct OpsCtx<'a> {
+    pub caps: &'a Capabilities,
+    pub cancel: &'a CancellationToken,
+    pub table: &'a mut ResourceTable,
+}
+
+/// A call's state that can lend its [`OpsCtx`].
+pub trait OpsView: Send {
+    fn ops(&mut self) -> OpsCtx<'_>;
+}
+
+/// The `HasData` of the Operations' interfaces: they are served by an
+/// [`OpsCtx`].
+pub(crate) struct HasOps;
+
+impl HasData for HasOps {
+    type Data<'a> = OpsCtx<'a>;
 }

@@ -1,0 +1,115 @@
+//! `search`: the search Operations' types at the edge, and their glue.
+
+use super::{OpsCtx, search};
+use crate::ops::search::{self as ops, run_search};
+
+impl From<search::GrepRequest> for ops::GrepRequest {
+    fn from(r: search::GrepRequest) -> Self {
+        ops::GrepRequest {
+            pattern: r.pattern,
+            root: r.root,
+            glob: r.glob,
+            ignore_case: r.ignore_case,
+            literal: r.literal,
+            context: r.context,
+            max_matches: r.max_matches,
+            max_line_bytes: r.max_line_bytes,
+        }
+    }
+}
+
+impl From<ops::GrepResult> for search::GrepResult {
+    fn from(r: ops::GrepResult) -> Self {
+        search::GrepResult {
+            files: r
+                .files
+                .into_iter()
+                .map(|f| search::GrepFile {
+                    path: f.path,
+                    lines: f
+                        .lines
+                        .into_iter()
+                        .map(|l| search::GrepLine {
+                            line_number: l.line_number,
+                            text: l.text,
+                            is_match: l.is_match,
+                            cut: l.cut,
+                        })
+                        .collect(),
+                })
+                .collect(),
+            matches: r.matches,
+            limit_reached: r.limit_reached,
+            warnings: r.warnings,
+        }
+    }
+}
+
+impl From<search::GlobRequest> for ops::GlobRequest {
+    fn from(r: search::GlobRequest) -> Self {
+        ops::GlobRequest {
+            pattern: r.pattern,
+            root: r.root,
+            max_results: r.max_results,
+        }
+    }
+}
+
+impl From<ops::GlobResult> for search::GlobResult {
+    fn from(r: ops::GlobResult) -> Self {
+        search::GlobResult {
+            paths: r.paths,
+            limit_reached: r.limit_reached,
+            warnings: r.warnings,
+        }
+    }
+}
+
+impl From<ops::SearchError> for search::SearchError {
+    fn from(e: ops::SearchError) -> Self {
+        match e {
+            ops::SearchError::NotFound(s) => Self::NotFound(s),
+            ops::SearchError::InvalidPattern(s) => Self::InvalidPattern(s),
+            ops::SearchError::InvalidGlob(s) => Self::InvalidGlob(s),
+            ops::SearchError::OutsideRoots(s) => Self::OutsideRoots(s),
+            ops::SearchError::Cancelled => Self::Cancelled,
+            ops::SearchError::Other(s) => Self::Other(s),
+        }
+    }
+}
+
+impl search::Host for OpsCtx<'_> {
+    async fn grep(
+        &mut self,
+        request: search::GrepRequest,
+    ) -> wasmtime::Result<Result<search::GrepResult, search::SearchError>> {
+        let Some(backend) = self.caps.search.clone() else {
+            return Ok(Err(search::SearchError::Other(
+                "search is not granted".into(),
+            )));
+        };
+        let request = ops::GrepRequest::from(request);
+        let found = run_search(backend, self.cancel.clone(), move |backend, stop| {
+            backend.grep(&request, stop)
+        })
+        .await;
+        Ok(found.map(Into::into).map_err(Into::into))
+    }
+
+    async fn glob(
+        &mut self,
+        request: search::GlobRequest,
+    ) -> wasmtime::Result<Result<search::GlobResult, search::SearchError>> {
+        let Some(backend) = self.caps.search.clone() else {
+            return Ok(Err(search::SearchError::Other(
+                "search is not granted".into(),
+            )));
+        };
+        let request = ops::GlobRequest::from(request);
+        let found = run_search(backend, self.cancel.clone(), move |backend, stop| {
+            backend.glob(&request, stop)
+        })
+        .await;
+        Ok(found.map(Into::into).map_err(Into::into))
+    }
+}
