@@ -20,7 +20,7 @@ const GUESTS: &[(&str, &str)] = &[
 fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let repo = manifest_dir.join("..");
-    guest_build::watch_wit(&repo);
+    guest_build::watch_shared(&repo);
     // The test guests are built on the SDK.
     println!(
         "cargo:rerun-if-changed={}",

@@ -23,7 +23,7 @@ fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let repo = manifest_dir.join("../..");
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
-    guest_build::watch_wit(&repo);
+    guest_build::watch_shared(&repo);
     let crates: Vec<&str> = BUILTINS.iter().map(|(_, krate)| *krate).collect();
     let wasm = GuestWorkspace {
         dir: &repo.join("guest-tools"),

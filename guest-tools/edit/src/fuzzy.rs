@@ -15,23 +15,8 @@
 //! whole. Runs that come out unchanged merge into identity pieces, where
 //! offsets map one to one; a changed run maps as a whole.
 
+use toolhost_sdk::js::is_whitespace as is_js_space;
 use unicode_normalization::UnicodeNormalization;
-
-/// JavaScript's `String.prototype.trimEnd` whitespace (WhiteSpace and
-/// LineTerminator of ECMAScript).
-pub fn is_js_space(c: char) -> bool {
-    matches!(
-        c,
-        '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
-            ..='\u{200A}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202F}'
-                | '\u{205F}'
-                | '\u{3000}'
-                | '\u{FEFF}'
-    )
-}
 
 /// Pi's character replacements after NFKC.
 fn fold_char(c: char) -> char {

@@ -33,8 +33,6 @@
 //! each only when the policy grants it. A tool imports only what it calls.
 
 pub mod fs;
-pub mod js;
-pub mod path;
 pub mod process;
 pub mod search;
 pub mod tools;
@@ -42,6 +40,7 @@ pub mod truncate;
 
 mod tool;
 
+pub use pi_compat::{js, path};
 pub use serde_json;
 pub use tool::{Content, Context, Definition, ExecutionMode, Tool, ToolError, ToolOutput};
 

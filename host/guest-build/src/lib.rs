@@ -132,9 +132,14 @@ fn cargo_build(dir: &Path, target: &str, target_dir: &Path, packages: &[&str]) {
     );
 }
 
-/// The repository's `wit/` directory, watched by every guest build.
-pub fn watch_wit(repo: &Path) {
+/// What every guest build reads from outside its own workspace: the WIT
+/// package and the `pi-compat` crate (the SDK builds it into every guest).
+pub fn watch_shared(repo: &Path) {
     println!("cargo:rerun-if-changed={}", repo.join("wit").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        repo.join("pi-compat").display()
+    );
 }
 
 /// Guests get their own target directory beside the host's, shared by every

@@ -96,7 +96,7 @@ impl CallFailure {
         match self {
             CallFailure::Timeout(limit) => format!(
                 "{subject} timed out after {} seconds and was stopped",
-                ryu_js::Buffer::new().format(limit.as_secs_f64())
+                pi_compat::js::number(limit.as_secs_f64())
             ),
             CallFailure::MemoryLimit(bytes) => format!(
                 "{subject} exceeded its memory limit of {} MiB and was stopped",

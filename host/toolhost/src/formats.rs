@@ -8,7 +8,7 @@
 //! disagree about a tool's shape.
 
 use crate::registry::{ToolDefinition, ToolInfo, ToolSource};
-use crate::validate::{is_js_whitespace, js_trim};
+use pi_compat::js::{is_whitespace as is_js_whitespace, trim as js_trim};
 use serde_json::{Map, Value, json};
 
 /// A tool-list format.

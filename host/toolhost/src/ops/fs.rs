@@ -189,21 +189,8 @@ fn outside(path: &str) -> FsError {
 
 /// Lexically normalise an absolute path; `None` if it is not absolute.
 fn normalize(path: &str) -> Option<PathBuf> {
-    let p = Path::new(path);
-    if !p.is_absolute() {
-        return None;
-    }
-    let mut out = PathBuf::from("/");
-    for c in p.components() {
-        match c {
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::Normal(s) => out.push(s),
-        }
-    }
-    Some(out)
+    path.starts_with('/')
+        .then(|| PathBuf::from(pi_compat::path::normalize(path)))
 }
 
 /// A granted directory, open as a capability.

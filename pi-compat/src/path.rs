@@ -1,4 +1,5 @@
-//! Pi's path resolution (`resolveToCwd`, spec §1.2) for POSIX paths.
+//! Pi's path resolution (`resolveToCwd`, `docs/spec.md` §1.2) and Node's
+//! `path` functions, for POSIX paths.
 //!
 //! Resolution is pure string work; whether the result may be touched is the
 //! host's decision (every filesystem operation is checked against the granted
@@ -67,24 +68,7 @@ fn file_url_to_path(p: &str) -> Option<String> {
     if !path.starts_with('/') {
         return None;
     }
-    percent_decode(path)
-}
-
-fn percent_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    crate::js::percent_decode(path)
 }
 
 /// The path shown to the model: relative to `base` when inside it (with `/`
