@@ -1,5 +1,5 @@
 //! Running a tool component in a sandbox: one fresh [`Store`] per call from a
-//! cached [`ToolComponentPre`], with a memory limit, a deadline, cancellation
+//! cached `InstancePre`, with a memory limit, a deadline, cancellation
 //! and only the capabilities the component was granted.
 //!
 //! # The sandbox, per call
@@ -9,7 +9,7 @@
 //!   captured (capped) to explain crashes.
 //! * `toolhost:tool` Operations are linked only when granted: a component
 //!   importing one that is not granted is refused when it is loaded, with a
-//!   message naming the capability ([`check_imports`]).
+//!   message naming the capability (`check_imports`).
 //! * Linear memory is capped by a [`ResourceLimiter`]: growing past the limit
 //!   traps at once and the call reports the limit.
 //! * Time is capped by epoch interruption (the guest traps at the first tick

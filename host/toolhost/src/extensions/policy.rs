@@ -3,7 +3,7 @@
 //! Two files are read: the user's (`$XDG_CONFIG_HOME/toolhost/toolhost.toml`,
 //! default `~/.config/toolhost/toolhost.toml`) and the workspace's
 //! (`<workspace>/toolhost.toml`). Third-party extensions get nothing until a
-//! file grants it; built-ins have fixed defaults ([`crate::builtin`]).
+//! file grants it; built-ins have fixed defaults (`crate::builtin`).
 //!
 //! # Grants bind to components, not names
 //!

@@ -74,7 +74,7 @@ const MAX_SCHEMA_DEPTH: usize = 256;
 /// the call is refused with [`SCHEMA_TOO_COMPLEX`].
 const MAX_WALK_STEPS: u64 = 1_000_000;
 
-/// The issue of a call whose validation ran out of [`MAX_WALK_STEPS`].
+/// The issue of a call whose validation ran out of its walk steps.
 pub const SCHEMA_TOO_COMPLEX: &str =
     "the tool's parameter schema is too complex to check these arguments";
 

@@ -322,14 +322,7 @@ impl JailFds {
     /// child, every other descriptor becomes close-on-exec (whatever an
     /// embedder left open), and these lose that flag.
     pub(crate) fn pass_to(&self, cmd: &mut std::process::Command) {
-        use std::os::unix::process::CommandExt;
-        let keep = self.raw();
-        #[allow(unsafe_code)]
-        // SAFETY: the hook runs between fork and exec and makes only
-        // async-signal-safe system calls (close_range, fcntl) on integers.
-        unsafe {
-            cmd.pre_exec(move || keep_only(&keep));
-        }
+        super::sys::pass_only(cmd, self.raw());
     }
 
     /// bubblewrap's `--info-fd` argument.
@@ -337,24 +330,6 @@ impl JailFds {
         use std::os::fd::AsRawFd;
         ["--info-fd".into(), self.info.as_raw_fd().to_string().into()]
     }
-}
-
-/// In the forked child: every descriptor from 3 on close-on-exec, then
-/// `keep` not. Without `close_range` (Linux < 5.11) the descriptors a Rust
-/// process opens are close-on-exec already.
-fn keep_only(keep: &[i32]) -> io::Result<()> {
-    const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
-    #[allow(unsafe_code)]
-    // SAFETY: system calls on integers.
-    unsafe {
-        libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC);
-        for &fd in keep {
-            if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-        }
-    }
-    Ok(())
 }
 
 /// bubblewrap running the init, which runs `program` (named `arg0`) with

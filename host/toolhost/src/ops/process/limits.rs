@@ -290,19 +290,6 @@ impl Drop for CallCgroup {
     }
 }
 
-/// In the forked child, before exec: move this process into the call's
-/// cgroups. Async-signal-safe: one `write` per descriptor.
-pub(crate) fn join(procs: &[i32]) -> io::Result<()> {
-    for &fd in procs {
-        #[allow(unsafe_code)]
-        // SAFETY: writing one byte from a static buffer to a descriptor.
-        if unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } != 1 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

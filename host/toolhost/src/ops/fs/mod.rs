@@ -1,0 +1,180 @@
+//! The `fs-read` and `fs-write` Operations: their types and traits (here), a
+//! local backend confined to granted roots (`local`), an in-memory backend
+//! for tests (`memory`), and the per-file mutation locks (`lock`).
+//!
+//! # What the local backend defends against
+//!
+//! A tool (possibly hostile) names any absolute path. The backend must touch
+//! nothing outside the granted roots:
+//!
+//! * `..` is resolved lexically first (as Pi's `path.resolve` does), so
+//!   `/ws/../etc/passwd` is `/etc/passwd` and is refused by prefix.
+//! * Absolute paths outside every root are refused by prefix.
+//! * Symlinks are followed with `cap-std` handles opened on each root: on
+//!   Linux this is `openat2(RESOLVE_BENEATH)`, so the kernel refuses any
+//!   resolution that leaves the root, including a symlink swapped in while the
+//!   call runs (no check-then-use race).
+//! * A symlink with an absolute target that stays inside a root (which
+//!   `RESOLVE_BENEATH` refuses) is resolved step by step here, then opened
+//!   again through the handle, so the kernel still has the last word.
+//! * Opens are non-blocking, so a FIFO in the workspace cannot hang a call.
+//! * Writes resolve symlinks first (a write through a link changes its
+//!   target, as Node's does), then create a temporary file in the target's
+//!   directory handle and rename it over the target: readers never see a
+//!   half-written file, and nothing is created outside the roots.
+//! * Writes never change a [protected path](ProtectedPaths): the check is
+//!   made on the directory handle the change happens in (its real path), so
+//!   a symlink swapped in after the path was resolved cannot steer a write
+//!   into `.toolhost/` or `.git/hooks/` either.
+
+mod local;
+mod lock;
+mod memory;
+
+pub use crate::ops::protected::ProtectedPaths;
+pub use local::LocalFs;
+pub(crate) use local::RealPath;
+pub use lock::{MutationLock, lock_file};
+pub use memory::{MemoryFs, MemoryNode};
+
+use std::collections::VecDeque;
+use std::path::{Component, Path, PathBuf};
+
+/// Why a file operation failed: the code a tool acts on, and a message
+/// naming the path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl std::fmt::Display for FsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// The kinds of [`FsError`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorCode {
+    NotFound,
+    NotADirectory,
+    IsADirectory,
+    AlreadyExists,
+    PermissionDenied,
+    /// The path resolves (lexically or through a symlink) outside every root.
+    OutsideRoots,
+    TooManyLinks,
+    InvalidInput,
+    Cancelled,
+    Other,
+    /// A protected path ([`ProtectedPaths`]): no tool may change it.
+    Protected,
+}
+
+/// What a directory entry or a path is (after following symlinks, where said).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    File,
+    Directory,
+    Symlink,
+    Other,
+}
+
+/// A file's kind, size and modification time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Metadata {
+    pub kind: EntryKind,
+    pub size: u64,
+    /// Milliseconds since the Unix epoch, when known.
+    pub modified_ms: Option<i64>,
+}
+
+/// A directory entry: its name and the kind of its (followed) target, when
+/// that is reachable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirEntry {
+    pub name: String,
+    pub kind: Option<EntryKind>,
+}
+
+/// Largest chunk returned by one read (guests loop for more).
+pub const MAX_READ_CHUNK: u64 = 4 * 1024 * 1024;
+
+/// Symlinks followed in one resolution before giving up (Linux's limit).
+const MAX_SYMLINK_HOPS: usize = 40;
+
+/// Read access to a set of roots (Pi's `ReadOperations`). Paths are absolute.
+pub trait FsRead: Send + Sync + std::fmt::Debug {
+    /// Metadata of `path`, following symlinks.
+    fn stat(&self, path: &str) -> Result<Metadata, FsError>;
+    /// Up to `max_bytes` (capped at [`MAX_READ_CHUNK`]) bytes from `offset`.
+    fn read(&self, path: &str, offset: u64, max_bytes: u64) -> Result<Vec<u8>, FsError>;
+    /// The directory's entries with the kinds of their (followed) targets.
+    fn list_dir(&self, path: &str) -> Result<Vec<DirEntry>, FsError>;
+    /// The granted roots, as absolute paths.
+    fn roots(&self) -> Vec<String>;
+}
+
+/// Write access to a set of roots (Pi's write/edit operations). Paths are absolute.
+pub trait FsWrite: Send + Sync + std::fmt::Debug {
+    /// Replace the file atomically, keeping an existing file's permissions.
+    fn write_file(&self, path: &str, contents: &[u8]) -> Result<(), FsError>;
+    /// Append to the file, creating it if missing.
+    fn append_file(&self, path: &str, contents: &[u8]) -> Result<(), FsError>;
+    /// `mkdir -p`.
+    fn create_dir_all(&self, path: &str) -> Result<(), FsError>;
+    /// `access(R_OK | W_OK)`: the file exists and may be read and written.
+    fn access(&self, path: &str) -> Result<(), FsError>;
+    /// The identity of the file for mutation locks: its real path, or its
+    /// resolved path when it does not exist yet (Pi's queue key).
+    fn lock_key(&self, path: &str) -> Result<String, FsError>;
+    /// The granted roots, as absolute paths.
+    fn roots(&self) -> Vec<String>;
+}
+
+pub(crate) fn fs_error(code: ErrorCode, message: impl Into<String>) -> FsError {
+    FsError {
+        code,
+        message: message.into(),
+    }
+}
+
+fn protected(path: &str) -> FsError {
+    fs_error(ErrorCode::Protected, format!("{path} is protected"))
+}
+
+fn outside(path: &str) -> FsError {
+    fs_error(
+        ErrorCode::OutsideRoots,
+        format!("{path} is outside the granted roots"),
+    )
+}
+
+/// Lexically normalise an absolute path; `None` if it is not absolute.
+fn normalize(path: &str) -> Option<PathBuf> {
+    path.starts_with('/')
+        .then(|| PathBuf::from(pi_compat::path::normalize(path)))
+}
+
+/// The steps of a path for a link walk: its names and `..` components.
+pub(super) fn path_steps(path: &Path) -> VecDeque<PathBuf> {
+    path.components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => Some(PathBuf::from(s)),
+            Component::ParentDir => Some(PathBuf::from("..")),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Continue a link walk through a symlink to `target`: an absolute target
+/// starts again from `/`; its steps come before the rest of the path.
+pub(super) fn follow_link(queue: &mut VecDeque<PathBuf>, current: &mut PathBuf, target: &Path) {
+    if target.is_absolute() {
+        *current = PathBuf::from("/");
+    }
+    for step in path_steps(target).into_iter().rev() {
+        queue.push_front(step);
+    }
+}

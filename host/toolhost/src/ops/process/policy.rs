@@ -1,0 +1,722 @@
+//! What a child may be given, and the spawn that gives it exactly that: the
+//! [`ProcessPolicy`], its [`Confinement`] on this machine, and program lookup.
+
+use super::*;
+
+/// Whether children run in the namespace jail ([`jail`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum JailMode {
+    /// In the jail where this machine can run it; Landlock and seccomp
+    /// alone elsewhere.
+    #[default]
+    Auto,
+    /// In the jail, or not at all: spawning fails where it cannot run.
+    Required,
+    /// Never in the jail (for hosts that already run in one).
+    Off,
+}
+
+/// What a component may run, where, and with which environment.
+///
+/// The default grants nothing: no program, no working directory, an empty
+/// environment a command may not add to, no default timeout, no network;
+/// children run in the namespace jail where the machine can run it, seeing
+/// the whole system read-only, and Landlock is used where available.
+#[derive(Clone, Debug, Default)]
+pub struct ProcessPolicy {
+    programs: Vec<String>,
+    cwd_roots: Vec<PathBuf>,
+    write_roots: Vec<PathBuf>,
+    /// Readable in the jail's [`View::SystemOnly`].
+    read_roots: Vec<PathBuf>,
+    env: Vec<(String, String)>,
+    /// Variables a command may set itself.
+    command_env: Vec<String>,
+    session_id: Option<String>,
+    default_timeout: Option<Duration>,
+    require_landlock: bool,
+    network: bool,
+    jail: JailMode,
+    view: Option<View>,
+    protected: ProtectedPaths,
+    hidden: Vec<PathBuf>,
+    limits: ProcessLimits,
+}
+
+impl ProcessPolicy {
+    /// A policy that grants nothing.
+    pub fn new() -> ProcessPolicy {
+        ProcessPolicy::default()
+    }
+
+    /// Allow running `program`: a bare name (resolved on the policy's `PATH`
+    /// at spawn) or an absolute path. A command must name it exactly so.
+    pub fn program(mut self, program: impl Into<String>) -> Self {
+        self.programs.push(program.into());
+        self
+    }
+
+    /// Allow working directories inside `dir` (its real path).
+    pub fn cwd_root(mut self, dir: impl AsRef<Path>) -> Self {
+        self.cwd_roots.push(real_path(dir.as_ref()));
+        self
+    }
+
+    /// Let children write inside `dir` (the jail mounts it writable;
+    /// Landlock allows writes beneath it).
+    pub fn write_root(mut self, dir: impl AsRef<Path>) -> Self {
+        self.write_roots.push(real_path(dir.as_ref()));
+        self
+    }
+
+    /// Let children read `dir` where the jail shows only the system
+    /// ([`View::SystemOnly`]).
+    pub fn read_root(mut self, dir: impl AsRef<Path>) -> Self {
+        self.read_roots.push(real_path(dir.as_ref()));
+        self
+    }
+
+    /// What of the filesystem a jailed child sees beside its roots (default:
+    /// everything, read-only).
+    pub fn view(mut self, view: View) -> Self {
+        self.view = Some(view);
+        self
+    }
+
+    /// Keep these paths read-only to children even inside a write root.
+    pub fn protect(mut self, protected: ProtectedPaths) -> Self {
+        self.protected = protected;
+        self
+    }
+
+    /// Hide `path` from jailed children (an empty directory, or `/dev/null`).
+    pub fn hide(mut self, path: impl Into<PathBuf>) -> Self {
+        self.hidden.push(path.into());
+        self
+    }
+
+    /// What one call's processes may take together (default: 1,024
+    /// processes, 4 GiB of memory).
+    pub fn limits(mut self, limits: ProcessLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Whether children run in the namespace jail (default: where it can).
+    pub fn jail(mut self, mode: JailMode) -> Self {
+        self.jail = mode;
+        self
+    }
+
+    /// Let a command set the variable `name` itself (never a loader variable,
+    /// `LD_*`).
+    pub fn command_env(mut self, name: impl Into<String>) -> Self {
+        self.command_env.push(name.into());
+        self
+    }
+
+    /// Copy the allowlisted variables of this process's environment.
+    pub fn host_env(mut self) -> Self {
+        for (key, value) in std::env::vars_os() {
+            let (Some(key), Some(value)) = (key.to_str(), value.to_str()) else {
+                continue;
+            };
+            let allowed = ENV_ALLOWLIST.contains(&key)
+                || ENV_ALLOWLIST_PREFIXES.iter().any(|p| key.starts_with(p));
+            if allowed {
+                self = self.env(key, value);
+            }
+        }
+        self
+    }
+
+    /// Set a variable for every child (replacing an earlier value).
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        let key = key.into();
+        self.env.retain(|(k, _)| *k != key);
+        self.env.push((key, value.into()));
+        self
+    }
+
+    /// Expose the session id as `TOOLHOST_SESSION_ID`.
+    pub fn session_id(mut self, id: Option<String>) -> Self {
+        self.session_id = id;
+        self
+    }
+
+    /// The timeout for commands that give none (`None`: they may run forever).
+    pub fn default_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.default_timeout = timeout;
+        self
+    }
+
+    /// Refuse to spawn when Landlock is unavailable instead of running the
+    /// child unconfined.
+    pub fn require_landlock(mut self, required: bool) -> Self {
+        self.require_landlock = required;
+        self
+    }
+
+    /// Let children use the network. Off by default: a program that can
+    /// read files (Landlock leaves reading open) could otherwise send them
+    /// anywhere. Enforced by a seccomp filter (no IPv4 or IPv6 socket can be
+    /// created: `EACCES`) and, where Landlock has network rules (ABI ≥ 4,
+    /// Linux 6.7), by refusing TCP `connect` and `bind` too.
+    pub fn network(mut self, allowed: bool) -> Self {
+        self.network = allowed;
+        self
+    }
+
+    /// How children of this policy are confined on this machine.
+    pub fn confinement(&self) -> Confinement {
+        let abi = landlock().as_ref().ok().map(|abi| *abi as u32);
+        let no_jail = match (self.jail, jail::support()) {
+            (JailMode::Off, _) => "the jail is turned off".to_string(),
+            (_, jail::Support::Available { .. }) => {
+                return Confinement::Jail { landlock_abi: abi };
+            }
+            (_, jail::Support::Unavailable { reason }) => reason.clone(),
+        };
+        match (abi, landlock()) {
+            (Some(abi), _) => Confinement::Landlock { abi, no_jail },
+            (None, Err(reason)) => Confinement::Unconfined {
+                reason: format!("{no_jail}; {reason}"),
+            },
+            (None, Ok(_)) => unreachable!("an ABI is known exactly when Landlock is"),
+        }
+    }
+
+    /// bubblewrap and its `--disable-userns` support, when children run in
+    /// the jail; an error when the jail is required and cannot run.
+    pub(super) fn jail_to_use(&self) -> Result<Option<(&'static Path, bool)>, ProcessError> {
+        match (self.jail, jail::support()) {
+            (JailMode::Off, _) => Ok(None),
+            (
+                _,
+                jail::Support::Available {
+                    bwrap,
+                    disable_userns,
+                },
+            ) => Ok(Some((bwrap.as_path(), *disable_userns))),
+            (JailMode::Required, jail::Support::Unavailable { reason }) => Err(error(
+                ProcessErrorCode::Other,
+                format!("this host requires the process jail to run programs, but {reason}"),
+            )),
+            (JailMode::Auto, jail::Support::Unavailable { .. }) => Ok(None),
+        }
+    }
+
+    /// Start `command` (see the module docs for what the child gets). The
+    /// child is stopped when `cancel` fires, when its timeout runs out, or
+    /// when the returned [`Child`] is dropped. Needs a tokio runtime.
+    pub fn spawn(
+        &self,
+        command: Command,
+        cancel: CancellationToken,
+    ) -> Result<Child, ProcessError> {
+        if cancel.is_cancelled() {
+            return Err(error(ProcessErrorCode::Cancelled, "the call was cancelled"));
+        }
+        if !self.programs.contains(&command.program) {
+            return Err(error(
+                ProcessErrorCode::NotAllowed,
+                format!(
+                    "{} is not a program this tool may run (allowed: {})",
+                    command.program,
+                    self.programs.join(", ")
+                ),
+            ));
+        }
+        let has_nul = |s: &str| s.contains('\0');
+        if command.args.iter().any(|a| has_nul(a.as_str()))
+            || command
+                .env
+                .iter()
+                .any(|(k, v)| has_nul(k) || has_nul(v) || k.is_empty() || k.contains('='))
+        {
+            return Err(error(
+                ProcessErrorCode::InvalidInput,
+                "an argument or environment variable is malformed (empty name, '=' in a name, or a NUL byte)",
+            ));
+        }
+        let cwd = self.check_cwd(&command.cwd)?;
+        let env = self.child_env(&command.env)?;
+        // Found on the policy's PATH, never on one the command brings.
+        let program = resolve_program(&command.program, env_path(&self.env))?;
+        let jail = self.jail_to_use()?;
+        let ruleset = self.ruleset(jail.is_some())?;
+        let timeout = command
+            .timeout_ms
+            .map(Duration::from_millis)
+            .or(self.default_timeout);
+
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+            error(
+                ProcessErrorCode::Other,
+                "cannot supervise a process outside an async runtime",
+            )
+        })?;
+        let cannot = |what: &str, e: &dyn std::fmt::Display| {
+            error(
+                ProcessErrorCode::Other,
+                format!("cannot {what} for {}: {e}", command.program),
+            )
+        };
+        // The pipes join the epoll set before the child exists: a child that
+        // writes at once must still be seen in the order it wrote.
+        let (pipes, epoll) = output_pipes().map_err(|e| cannot("create pipes", &e))?;
+        let [(stdout, stdout_w), (stderr, stderr_w)] = pipes;
+        // Built here: the child may not allocate between fork and exec.
+        let socket_filter = (!self.network).then(inet_socket_filter).flatten();
+        // The call's cgroup (where this machine lets the host make one);
+        // elsewhere the jail's init sets resource limits.
+        let cgroup = CallCgroup::create(self.limits).ok().flatten();
+        // Outside the jail, the Landlock ruleset is applied before exec;
+        // inside, by the jail's init (a Landlock domain may not mount).
+        let (cmd, jail_ends, jail_fds, ruleset) = match jail {
+            None => {
+                let mut cmd = std::process::Command::new(&program);
+                cmd.arg0(&command.program)
+                    .args(&command.args)
+                    .current_dir(&cwd)
+                    .stdout(std::process::Stdio::from(stdout_w))
+                    .stderr(std::process::Stdio::from(stderr_w));
+                (cmd, None, None, ruleset)
+            }
+            Some((bwrap, disable_userns)) => {
+                let (cmd, ends, fds) = self
+                    .jailed(
+                        bwrap,
+                        disable_userns,
+                        &program,
+                        &command,
+                        &cwd,
+                        (stdout_w, stderr_w),
+                        ruleset.and_then(Option::<OwnedFd>::from),
+                        (cgroup.is_none()).then_some(self.limits),
+                        &epoll,
+                    )
+                    .map_err(|e| cannot("set up the jail", &e))?;
+                (cmd, Some(ends), Some(fds), None)
+            }
+        };
+        let jailed = jail_ends.is_some();
+        let procs = cgroup
+            .as_ref()
+            .map(CallCgroup::procs_fds)
+            .unwrap_or_default();
+        let spawned = spawn_confined(cmd, env, ruleset, socket_filter, procs, jailed);
+        // The host's copies of the child's ends must close, or the pipes
+        // never end.
+        drop(jail_fds);
+        let leader = spawned.map_err(|e| {
+            let code = if e.kind() == io::ErrorKind::NotFound {
+                ProcessErrorCode::NotFound
+            } else {
+                ProcessErrorCode::Other
+            };
+            error(code, format!("cannot run {}: {e}", command.program))
+        })?;
+        let pgid = Pid::from_child(&leader);
+        let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);
+        let control = Arc::new(Control::default());
+        let supervisor = Supervisor {
+            leader: Some(leader),
+            pgid,
+            pipes: [Some(stdout), Some(stderr)],
+            pidfd: rustix::process::pidfd_open(pgid, rustix::process::PidfdFlags::empty()).ok(),
+            jail: jail_ends,
+            cgroup,
+            limits: self.limits,
+            tx,
+            pending: VecDeque::new(),
+            control: control.clone(),
+            cancel,
+            deadline: timeout.map(|t| Instant::now() + t),
+            timeout,
+            exit: None,
+            quiet_until: None,
+            idle: true,
+        };
+        if let Some(pidfd) = &supervisor.pidfd
+            && let Err(e) = epoll::add(
+                epoll.get_ref(),
+                pidfd,
+                epoll::EventData::new_u64(TOKEN_PIDFD),
+                epoll::EventFlags::IN,
+            )
+        {
+            drop(supervisor); // Its destructor kills the group.
+            return Err(cannot("watch the process", &e));
+        }
+        runtime.spawn(supervisor.run(epoll));
+        Ok(Child {
+            events: rx,
+            control,
+            last: None,
+        })
+    }
+
+    /// bubblewrap's command for a jailed spawn of `program`, and the host's
+    /// ends of the jail's pipes (already in `epoll`).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn jailed(
+        &self,
+        bwrap: &Path,
+        disable_userns: bool,
+        program: &Path,
+        command: &Command,
+        cwd: &Path,
+        (out, err): (OwnedFd, OwnedFd),
+        landlock: Option<OwnedFd>,
+        rlimits: Option<ProcessLimits>,
+        epoll: &AsyncFd<OwnedFd>,
+    ) -> io::Result<(std::process::Command, JailEnds, jail::JailFds)> {
+        let (status_r, status_w) = jail::pipe()?;
+        let (control_r, control_w) = jail::pipe()?;
+        let (setup_r, setup_w) = jail::pipe()?;
+        let (info_r, info_w) = jail::pipe()?;
+        for (fd, token) in [
+            (&status_r, TOKEN_STATUS),
+            (&setup_r, TOKEN_SETUP),
+            (&info_r, TOKEN_INFO),
+        ] {
+            rustix::io::ioctl_fionbio(fd, true)?;
+            epoll::add(
+                epoll.get_ref(),
+                fd,
+                epoll::EventData::new_u64(token),
+                epoll::EventFlags::IN,
+            )?;
+        }
+        let fds = jail::JailFds::new(status_w, control_r, out, err, info_w, landlock)?;
+        let spec = jail::JailSpec {
+            view: self.view.unwrap_or(View::Everything),
+            read_roots: &self.read_roots,
+            write_roots: &self.write_roots,
+            protected: &self.protected,
+            hidden: &self.hidden,
+            network: self.network,
+            cwd,
+        };
+        let mut cmd = jail::jail_command(
+            bwrap,
+            jail::bwrap_args(&spec, disable_userns),
+            &fds,
+            rlimits,
+            program,
+            &command.program,
+            &command.args,
+        );
+        // bubblewrap's own errors (a mount it cannot make) and the init's.
+        cmd.current_dir(cwd)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::from(setup_w));
+        fds.pass_to(&mut cmd);
+        Ok((
+            cmd,
+            JailEnds {
+                status: Some(status_r),
+                status_line: Vec::new(),
+                setup: Some(setup_r),
+                info: Some(info_r),
+                info_text: Vec::new(),
+                control: Some(control_w),
+                ns_init: None,
+                ns_gone: false,
+                leader_status: None,
+            },
+            fds,
+        ))
+    }
+
+    /// The real working directory, checked against the roots.
+    pub(super) fn check_cwd(&self, cwd: &str) -> Result<PathBuf, ProcessError> {
+        if !Path::new(cwd).is_absolute() {
+            return Err(error(
+                ProcessErrorCode::InvalidInput,
+                format!("working directory {cwd} is not an absolute path"),
+            ));
+        }
+        let real = match Path::new(cwd).canonicalize() {
+            Ok(real) => real,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(error(
+                    ProcessErrorCode::CwdNotFound,
+                    format!("working directory {cwd} does not exist"),
+                ));
+            }
+            Err(e) => {
+                return Err(error(
+                    ProcessErrorCode::InvalidInput,
+                    format!("working directory {cwd}: {e}"),
+                ));
+            }
+        };
+        if !real.is_dir() {
+            return Err(error(
+                ProcessErrorCode::InvalidInput,
+                format!("working directory {cwd} is not a directory"),
+            ));
+        }
+        // The boundary that matters is Landlock's on writes; this keeps a
+        // tool from starting elsewhere by accident or by a symlink.
+        if !self.cwd_roots.iter().any(|root| real.starts_with(root)) {
+            return Err(error(
+                ProcessErrorCode::InvalidInput,
+                format!("working directory {cwd} is outside the granted roots"),
+            ));
+        }
+        Ok(real)
+    }
+
+    /// Allowlisted host variables, then the command's, then the session id.
+    /// A command may set only the variables the policy lets it, and never a
+    /// loader variable (`LD_PRELOAD` would run its own code in a granted
+    /// program).
+    pub(super) fn child_env(
+        &self,
+        extra: &[(String, String)],
+    ) -> Result<Vec<(String, String)>, ProcessError> {
+        for (name, _) in extra {
+            if name.starts_with("LD_") {
+                return Err(error(
+                    ProcessErrorCode::NotAllowed,
+                    format!("{name}: a command may not set loader variables (LD_*)"),
+                ));
+            }
+            if !self.command_env.contains(name) {
+                return Err(error(
+                    ProcessErrorCode::NotAllowed,
+                    format!(
+                        "{name}: this tool may not set that environment variable (grant it \
+                         with env = [\"{name}\"])"
+                    ),
+                ));
+            }
+        }
+        let mut env: Vec<(String, String)> = Vec::new();
+        let mut set = |k: &str, v: &str| {
+            env.retain(|(key, _)| key != k);
+            env.push((k.to_string(), v.to_string()));
+        };
+        for (k, v) in self.env.iter().chain(extra) {
+            set(k, v);
+        }
+        match &self.session_id {
+            Some(id) => set(SESSION_ID_VAR, id),
+            None => env.retain(|(k, _)| k != SESSION_ID_VAR),
+        }
+        if !env.iter().any(|(k, _)| k == "PATH") {
+            env.push(("PATH".into(), DEFAULT_PATH.into()));
+        }
+        Ok(env)
+    }
+
+    /// The Landlock ruleset for a child, built in the parent (where
+    /// allocating and opening the roots is fine). `None` when unavailable.
+    /// In the jail, whose mounts decide what may be read (and whose own
+    /// `/proc` and emptied directories no rule made outside could name),
+    /// it handles changes only: a second layer on writes, scopes and the
+    /// network.
+    pub(super) fn ruleset(
+        &self,
+        jailed: bool,
+    ) -> Result<Option<landlock::RulesetCreated>, ProcessError> {
+        use landlock::{
+            Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr,
+            RulesetCreatedAttr, Scope,
+        };
+        let abi = match landlock() {
+            Ok(abi) => *abi,
+            Err(reason) if self.require_landlock => {
+                return Err(error(
+                    ProcessErrorCode::Other,
+                    format!("this host requires Landlock to run programs, but {reason}"),
+                ));
+            }
+            Err(_) => return Ok(None),
+        };
+        let fail = |e: &dyn std::fmt::Display| {
+            error(
+                ProcessErrorCode::Other,
+                format!("cannot build the Landlock ruleset: {e}"),
+            )
+        };
+        // Everything that changes the filesystem is handled; ioctls on
+        // devices are left alone (terminal queries on inherited descriptors).
+        let read = AccessFs::from_read(abi);
+        let mut handled = AccessFs::from_all(abi) & !AccessFs::IoctlDev;
+        if jailed {
+            handled &= !read;
+        }
+        let device = AccessFs::from_file(abi) & handled;
+        let mut ruleset = Ruleset::default()
+            .handle_access(handled)
+            .map_err(|e| fail(&e))?;
+        if abi >= landlock::ABI::V6 {
+            // No signals to processes outside the child's domain (the host),
+            // and no abstract Unix socket created outside it (a session
+            // bus or container daemon listening there runs commands
+            // unconfined).
+            ruleset = ruleset
+                .scope(Scope::Signal | Scope::AbstractUnixSocket)
+                .map_err(|e| fail(&e))?;
+        }
+        if !self.network && abi >= landlock::ABI::V4 {
+            // Handled with no rule allowing a port: every TCP connect and
+            // bind is refused, so a child cannot send what it reads away.
+            ruleset = ruleset
+                .handle_access(AccessNet::from_all(abi))
+                .map_err(|e| fail(&e))?;
+        }
+        let mut created = ruleset.create().map_err(|e| fail(&e))?;
+        if !jailed {
+            created = created
+                .add_rule(PathBeneath::new(
+                    PathFd::new("/").map_err(|e| fail(&e))?,
+                    read,
+                ))
+                .map_err(|e| fail(&e))?;
+        }
+        for root in &self.write_roots {
+            let Ok(fd) = PathFd::new(root) else {
+                continue; // A missing root grants nothing.
+            };
+            created = created
+                .add_rule(PathBeneath::new(fd, handled))
+                .map_err(|e| fail(&e))?;
+        }
+        // Devices every shell script writes to (`2>/dev/null`).
+        for dev in ["/dev/null", "/dev/zero", "/dev/full"] {
+            if let Ok(fd) = PathFd::new(dev) {
+                created = created
+                    .add_rule(PathBeneath::new(fd, device))
+                    .map_err(|e| fail(&e))?;
+            }
+        }
+        Ok(Some(created))
+    }
+}
+
+/// How a policy's children are confined on this machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Confinement {
+    /// The namespace jail, with Landlock inside where the kernel has it.
+    Jail { landlock_abi: Option<u32> },
+    /// No jail (`no_jail` says why): Landlock limits writes, and nothing more.
+    Landlock { abi: u32, no_jail: String },
+    /// Neither the jail nor Landlock: children can write wherever the user can.
+    Unconfined { reason: String },
+}
+
+impl Confinement {
+    /// Whether children run in the namespace jail.
+    pub fn is_jail(&self) -> bool {
+        matches!(self, Confinement::Jail { .. })
+    }
+}
+
+impl std::fmt::Display for Confinement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Confinement::Jail { landlock_abi } => {
+                write!(
+                    f,
+                    "namespace jail (bubblewrap): programs see the system read-only, write only \
+                     their write roots, never the secret stores or other processes, and end \
+                     with their call"
+                )?;
+                match landlock_abi {
+                    Some(abi) => write!(f, "; Landlock ABI {abi} inside"),
+                    None => Ok(()),
+                }
+            }
+            Confinement::Landlock { abi, no_jail } => write!(
+                f,
+                "no namespace jail ({no_jail}). Landlock ABI {abi} keeps writes inside the write \
+                 roots, but programs can read the user's files and secret stores, see other \
+                 processes, and may outlive their call"
+            ),
+            Confinement::Unconfined { reason } => write!(
+                f,
+                "{reason}: programs run unconfined and can write wherever this user can"
+            ),
+        }
+    }
+}
+
+/// The Landlock ABI this host uses (the newest it knows, up to V7), probed
+/// once; or why Landlock cannot be used.
+pub fn landlock() -> &'static Result<landlock::ABI, String> {
+    static PROBE: OnceLock<Result<landlock::ABI, String>> = OnceLock::new();
+    PROBE.get_or_init(|| {
+        use landlock::{ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr};
+        // The public API has no version query: the newest ABI whose access
+        // rights the kernel accepts as a hard requirement is the one.
+        for abi in [
+            ABI::V7,
+            ABI::V6,
+            ABI::V5,
+            ABI::V4,
+            ABI::V3,
+            ABI::V2,
+            ABI::V1,
+        ] {
+            let created = Ruleset::default()
+                .set_compatibility(CompatLevel::HardRequirement)
+                .handle_access(AccessFs::from_all(abi))
+                .and_then(|r| r.create());
+            if created.is_ok() {
+                return Ok(abi);
+            }
+        }
+        Err("Landlock is not available on this kernel".to_string())
+    })
+}
+
+pub(super) fn real_path(dir: &Path) -> PathBuf {
+    dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf())
+}
+
+pub(super) fn env_path(env: &[(String, String)]) -> &str {
+    env.iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str())
+        .unwrap_or(DEFAULT_PATH)
+}
+
+/// The executable `program` names: itself when it is a path, else the first
+/// executable file of that name on `path`.
+pub(super) fn resolve_program(program: &str, path: &str) -> Result<PathBuf, ProcessError> {
+    let executable = |p: &Path| {
+        rustix::fs::access(p, rustix::fs::Access::EXEC_OK).is_ok()
+            && p.metadata().map(|m| m.is_file()).unwrap_or(false)
+    };
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        if !p.is_absolute() {
+            return Err(error(
+                ProcessErrorCode::InvalidInput,
+                format!("{program} is neither a name nor an absolute path"),
+            ));
+        }
+        if executable(&p) {
+            return Ok(p);
+        }
+        return Err(error(
+            ProcessErrorCode::NotFound,
+            format!("{program} does not exist or is not executable"),
+        ));
+    }
+    path.split(':')
+        .filter(|dir| !dir.is_empty() && Path::new(dir).is_absolute())
+        .map(|dir| Path::new(dir).join(program))
+        .find(|p| executable(p))
+        .ok_or_else(|| {
+            error(
+                ProcessErrorCode::NotFound,
+                format!("{program} was not found on PATH"),
+            )
+        })
+}
