@@ -86,7 +86,7 @@ fn the_default_timeout_applies_when_the_call_gives_none() {
     let ws = Workspace::new();
     let host = block(
         builder(&ws)
-            .command_timeout(Some(Duration::from_millis(500)))
+            .commands(|c| c.timeout(Some(Duration::from_millis(500))))
             .build(),
     )
     .unwrap();
@@ -142,8 +142,8 @@ fn the_call_deadline_stops_the_process_group() {
     let ws = Workspace::new();
     let host = block(
         builder(&ws)
-            .builtin_limits(limits(1, 256))
-            .command_timeout(None)
+            .builtins(|b| b.limits(limits(1, 256)))
+            .commands(|c| c.timeout(None))
             .build(),
     )
     .unwrap();

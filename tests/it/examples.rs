@@ -347,7 +347,7 @@ fn python_calls_fill_every_slot_of_the_instance_pool() {
         toolhost::Host::builder()
             .workspace(&ws.path)
             .user_config_dir(Some(ws.user_config()))
-            .extension(example("csvstats"))
+            .extensions(|e| e.load(example("csvstats")))
             .runtime(runtime)
             .all_tools_active()
             .build(),

@@ -9,9 +9,11 @@ use toolhost::{AssistantMessage, CancellationToken, Event, Host};
 fn hooked(ws: &Workspace) -> Host {
     block(
         builder(ws)
-            .extension(toolhost_tests::HOOKKIT)
-            .grant("hookkit", hooks_granted())
-            .extension_limits(limits(2, 64))
+            .extensions(|e| {
+                e.load(toolhost_tests::HOOKKIT)
+                    .grant("hookkit", hooks_granted())
+                    .limits(limits(2, 64))
+            })
             .build(),
     )
     .unwrap()

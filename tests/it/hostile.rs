@@ -245,8 +245,8 @@ fn multi_wat(ws: &Workspace) -> PathBuf {
 fn host_with(ws: &Workspace, extensions: &[&Path], limits: Limits) -> Host {
     let builder = extensions
         .iter()
-        .fold(builder(ws), |b, path| b.extension(path))
-        .extension_limits(limits);
+        .fold(builder(ws), |b, path| b.extensions(|e| e.load(path)))
+        .extensions(|e| e.limits(limits));
     block(builder.build()).expect("building the host")
 }
 
@@ -289,8 +289,7 @@ fn hostile_host(ws: &Workspace, extra: &str, limits: Limits) -> Host {
     std::fs::create_dir_all(ws.path.join("granted")).unwrap();
     let host = block(
         granted(ws, &format!("{GRANT}{extra}"))
-            .extension(toolhost_tests::HOSTILE)
-            .extension_limits(limits)
+            .extensions(|e| e.load(toolhost_tests::HOSTILE).limits(limits))
             .build(),
     )
     .expect("building the host");
@@ -528,13 +527,13 @@ fn hostile_progress_floods_are_capped() {
         assert_eq!(outcome.results[0].text(), "progress sent");
         recorder.count("update c1")
     };
-    let cap = toolhost::component::MAX_PROGRESS_UPDATES as usize;
+    let cap = toolhost::MAX_PROGRESS_UPDATES as usize;
     assert_eq!(
         progress(json!({"mode": "progress", "count": cap * 2, "bytes": 1})),
         cap
     );
     // Too big to forward: dropped, the call goes on.
-    let too_big = toolhost::component::MAX_PROGRESS_BYTES + 1;
+    let too_big = toolhost::MAX_PROGRESS_BYTES + 1;
     assert_eq!(
         progress(json!({"mode": "progress", "count": 3, "bytes": too_big})),
         0
@@ -836,10 +835,12 @@ fn hostile_ungranted_imports_are_refused_at_load_naming_the_grant() {
     // The hostile guest imports fs-read and fs-write; only fs-read is granted.
     let host = block(
         granted(&ws, "[extensions.hostile]\nfs-read = [\"granted\"]\n")
-            .extension(&wants_process)
-            .extension(&wants_unknown)
-            .extension(&wants_foreign)
-            .extension(toolhost_tests::HOSTILE)
+            .extensions(|e| {
+                e.load(&wants_process)
+                    .load(&wants_unknown)
+                    .load(&wants_foreign)
+                    .load(toolhost_tests::HOSTILE)
+            })
             .build(),
     )
     .unwrap();
@@ -1040,7 +1041,7 @@ fn hostile_bash_network_is_refused_when_the_host_denies_it() {
     assert_eq!(call(&open, "bash", connect.clone()).text(), "connected\n");
     assert!(listener.was_reached());
 
-    let closed = block(builder(&ws).command_network(false).build()).unwrap();
+    let closed = block(builder(&ws).commands(|c| c.network(false)).build()).unwrap();
     // Refused by the seccomp filter on inet sockets, and by Landlock's TCP
     // rules where the kernel has them (ABI >= 4).
     let r = call(&closed, "bash", connect.clone());
@@ -1120,7 +1121,13 @@ fn hostile_extension_programs_get_no_network_and_no_writes_unless_granted() {
     let write_outside = format!("echo x > {}/escaped", outside.path.display());
 
     for mode in jail_modes() {
-        let host = block(granted(&ws, policy).extension(&probe).jail(mode).build()).unwrap();
+        let host = block(
+            granted(&ws, policy)
+                .extensions(|e| e.load(&probe))
+                .jail(mode)
+                .build(),
+        )
+        .unwrap();
         let jailed = host.command_confinement().is_jail();
         assert_eq!(
             run(&host, "echo x > out/inside && cat out/inside"),
@@ -1164,7 +1171,7 @@ fn hostile_extension_programs_get_no_network_and_no_writes_unless_granted() {
 
     let host = block(
         granted(&ws, &format!("{policy}network = true\n"))
-            .extension(&probe)
+            .extensions(|e| e.load(&probe))
             .build(),
     )
     .unwrap();
@@ -1532,9 +1539,11 @@ fn hostile_hook_rewrites_and_patches_are_checked_like_results() {
     let ws = Workspace::new();
     let host = block(
         builder(&ws)
-            .extension(toolhost_tests::HOOKKIT)
-            .grant("hookkit", hooks_granted())
-            .extension_limits(limits(30, 64))
+            .extensions(|e| {
+                e.load(toolhost_tests::HOOKKIT)
+                    .grant("hookkit", hooks_granted())
+                    .limits(limits(30, 64))
+            })
             .build(),
     )
     .unwrap();

@@ -250,7 +250,12 @@ fn hostile_a_grant_pinned_to_a_digest_refuses_a_different_component() {
 #[test]
 fn hostile_a_hook_without_the_hooks_grant_is_refused_at_load() {
     let ws = Workspace::new();
-    let host = block(builder(&ws).extension(toolhost_tests::HOOKKIT).build()).unwrap();
+    let host = block(
+        builder(&ws)
+            .extensions(|e| e.load(toolhost_tests::HOOKKIT))
+            .build(),
+    )
+    .unwrap();
     assert_eq!(
         diagnostics(&host),
         [format!(
@@ -274,7 +279,7 @@ fn hostile_a_tool_named_like_a_built_in_is_refused_unless_granted() {
     let ws = Workspace::new();
     ws.write("notes.txt", "the real file\n");
     let reader = wat("read").file(&ws, "reader");
-    let host = block(builder(&ws).extension(&reader).build()).unwrap();
+    let host = block(builder(&ws).extensions(|e| e.load(&reader)).build()).unwrap();
     assert_eq!(
         diagnostics(&host),
         [format!(
@@ -295,8 +300,7 @@ fn hostile_a_tool_named_like_a_built_in_is_refused_unless_granted() {
     };
     let host = block(
         builder(&ws)
-            .extension(&reader)
-            .grant("reader", granted)
+            .extensions(|e| e.load(&reader).grant("reader", granted))
             .build(),
     )
     .unwrap();
@@ -366,8 +370,7 @@ fn hostile_protected_paths_refuse_write_edit_and_every_fs_write_at_a_fake_home()
             .workspace(&ws.path)
             .user_config_dir(Some(config.clone()))
             .runtime(runtime)
-            .extension(toolhost_tests::HOSTILE)
-            .grant("hostile", everything)
+            .extensions(|e| e.load(toolhost_tests::HOSTILE).grant("hostile", everything))
             .all_tools_active()
             .build(),
     )

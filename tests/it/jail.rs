@@ -28,7 +28,7 @@ fn require_jail() {
 /// A jailed host on `ws` (the jail is required: no silent fallback).
 fn jailed(ws: &Workspace) -> Host {
     require_jail();
-    block(builder(ws).require_jail(true).build()).expect("building the host")
+    block(builder(ws).jail(toolhost::JailMode::Required).build()).expect("building the host")
 }
 
 fn bash(host: &Host, command: &str) -> toolhost::ToolResultMessage {
@@ -58,7 +58,7 @@ fn visible_dir() -> tempfile::TempDir {
 /// The compile cache the tests share (a fake `$HOME` would start an empty
 /// one, and compile every built-in again).
 fn shared_cache() -> String {
-    toolhost::engine::default_cache_dir()
+    toolhost::default_cache_dir()
         .expect("a cache directory")
         .display()
         .to_string()
@@ -440,8 +440,8 @@ fn jail_unix_and_abstract_sockets_outside_are_never_reached() {
         let ws = Workspace::new();
         let host = block(
             builder(&ws)
-                .require_jail(true)
-                .command_network(network)
+                .jail(toolhost::JailMode::Required)
+                .commands(|c| c.network(network))
                 .build(),
         )
         .unwrap();
@@ -483,8 +483,8 @@ fn jail_a_program_granted_to_an_extension_sees_only_its_grants_and_takes_no_ld_p
             &ws,
             "[extensions.runprobe]\nprocess = [\"cat\", \"sh\"]\nfs-read = [\"docs\"]\n",
         )
-        .extension(&probe)
-        .require_jail(true)
+        .extensions(|e| e.load(&probe))
+        .jail(toolhost::JailMode::Required)
         .build(),
     )
     .unwrap();
@@ -581,8 +581,8 @@ fn jail_a_command_allocating_past_its_memory_limit_ends_in_the_error() {
     };
     let host = block(
         builder(&ws)
-            .require_jail(true)
-            .command_limits(limits)
+            .jail(toolhost::JailMode::Required)
+            .commands(|c| c.limits(limits))
             .build(),
     )
     .unwrap();

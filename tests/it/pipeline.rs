@@ -341,7 +341,7 @@ fn a_flood_of_progress_updates_is_capped() {
     assert_eq!(outcome.results[0].text(), "progress done");
     assert_eq!(
         events.count("update"),
-        toolhost::component::MAX_PROGRESS_UPDATES as usize
+        toolhost::MAX_PROGRESS_UPDATES as usize
     );
 }
 
@@ -536,7 +536,7 @@ fn default_active_tools_are_pis_plus_extension_tools() {
     let host = block(
         toolhost::Host::builder()
             .workspace(&ws.path)
-            .extension(toolhost_tests::TESTKIT)
+            .extensions(|e| e.load(toolhost_tests::TESTKIT))
             .build(),
     )
     .unwrap();

@@ -113,7 +113,7 @@ pub fn builder(ws: &Workspace) -> HostBuilder {
         .workspace(&ws.path)
         // Never the developer's own configuration.
         .user_config_dir(None)
-        .extension(toolhost_tests::TESTKIT)
+        .extensions(|e| e.load(toolhost_tests::TESTKIT))
         .all_tools_active()
         .cancel_grace(Duration::from_millis(300))
 }

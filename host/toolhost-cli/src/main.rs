@@ -272,7 +272,7 @@ impl HostOptions {
             builder = builder.workspace(dir);
         }
         for ext in &self.extensions {
-            builder = builder.extension(ext);
+            builder = builder.extensions(|e| e.load(ext));
         }
         if let Some(tools) = &self.tools {
             builder = builder.active_tools(tools.iter().map(|t| t.trim().to_string()));
@@ -281,8 +281,12 @@ impl HostOptions {
             builder = builder.all_tools_active();
         }
         builder
-            .command_network(!self.no_network)
-            .require_jail(self.require_jail)
+            .commands(|c| c.network(!self.no_network))
+            .jail(if self.require_jail {
+                toolhost::JailMode::Required
+            } else {
+                toolhost::JailMode::Auto
+            })
     }
 }
 

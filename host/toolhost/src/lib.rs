@@ -9,7 +9,7 @@
 //! * [`Host`] (`host`) builds a session from the configuration: the
 //!   [`extensions`] found and trusted, under their grants (policy, trust,
 //!   discovery), the built-in components embedded in the binary (`builtin`),
-//!   each loaded by the [`loader`] into the [`registry`] with the active set
+//!   each loaded by the `loader` into the `registry` with the active set
 //!   the model may call. [`Host::run_batch`] runs an assistant message's
 //!   calls, [`Host::call`] one call.
 //! * The session (`session`) is what the layers below read: the registry,
@@ -17,17 +17,17 @@
 //! * `batch` is Pi's scheduler: the preflight in source order, parallel or
 //!   sequential execution, the event order, terminate and abort.
 //! * `call` is one call's pipeline: lookup → a fresh instance →
-//!   `prepare-arguments` → [`validate`] (coercion + JSON Schema) → before
-//!   [`hooks`] → execute → after hooks → result message.
-//! * [`component`] is a loaded component template and its per-call
+//!   `prepare-arguments` → `validate` (coercion + JSON Schema) → before
+//!   `hooks` → execute → after hooks → result message.
+//! * `component` is a loaded component template and its per-call
 //!   instance: a fresh store, memory and time limits, cancellation, and only
 //!   the host Operations ([`ops`]) its component was granted: files (within
 //!   their roots, never a protected path), processes (in the process jail),
 //!   search, the active tools.
-//! * One shared wasmtime engine ([`engine`]) with a pooling allocator, epoch
+//! * One shared wasmtime engine (`engine`) with a pooling allocator, epoch
 //!   interruption and a compiled-code cache on disk (verified before use)
 //!   serves every host.
-//! * Everything the caller sees is a Pi-shaped [`message`] or [`events`]
+//! * Everything the caller sees is a Pi-shaped `message` or `events`
 //!   value; a failing call is an error result bound to its call id, never a
 //!   host error.
 //!
@@ -45,25 +45,25 @@
 mod batch;
 mod builtin;
 mod call;
-pub mod component;
-pub mod engine;
-pub mod error;
-pub mod events;
+mod component;
+mod engine;
+mod error;
+mod events;
 pub mod extensions;
-pub mod files;
+mod files;
 pub mod formats;
-pub mod hooks;
+mod hooks;
 mod host;
-pub mod loader;
+mod loader;
 #[cfg(feature = "mcp")]
 pub mod mcp;
-pub mod message;
+mod message;
 pub mod ops;
-pub mod registry;
+mod registry;
 #[cfg(feature = "serve")]
 pub mod serve;
 mod session;
-pub mod validate;
+mod validate;
 #[cfg(feature = "mcp")]
 pub mod watch;
 pub mod wit;
@@ -71,8 +71,8 @@ pub mod wit;
 pub use batch::BatchOutcome;
 pub use builtin::{DEFAULT_ACTIVE_TOOLS, DEFAULT_COMMAND_TIMEOUT};
 pub use call::OPERATION_ABORTED;
-pub use component::{Capabilities, Limits};
-pub use engine::{Runtime, RuntimeOptions};
+pub use component::{Capabilities, Limits, MAX_PROGRESS_BYTES, MAX_PROGRESS_UPDATES};
+pub use engine::{EPOCH_TICK, Runtime, RuntimeOptions, default_cache_dir};
 pub use error::Error;
 pub use events::{Event, EventSink, NoEvents};
 pub use extensions::policy::GrantSpec;
@@ -81,7 +81,9 @@ pub use hooks::{
     AfterToolCallContext, AfterToolCallResult, BeforeToolCallContext, BeforeToolCallResult,
     ToolHooks,
 };
-pub use host::{CallRequest, Host, HostBuilder};
+pub use host::{
+    BuiltinSettings, CallRequest, CommandSettings, ExtensionSettings, Host, HostBuilder,
+};
 pub use loader::{Inspection, inspect};
 pub use message::{
     AssistantMessage, ContentBlock, PartialResult, StopReason, ToolCall, ToolResult,

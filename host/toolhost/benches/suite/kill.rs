@@ -21,9 +21,11 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
     let host = rt
         .block_on(
             testkit_host(ws.path())
-                .extension_limits(Limits {
-                    time: LIMIT,
-                    ..Limits::default()
+                .extensions(|e| {
+                    e.limits(Limits {
+                        time: LIMIT,
+                        ..Limits::default()
+                    })
                 })
                 .build(),
         )
@@ -50,7 +52,7 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
         }
     }
     let (p50, max) = (median(&late), quantile(&late, 1.0));
-    let tick = toolhost::engine::EPOCH_TICK;
+    let tick = toolhost::EPOCH_TICK;
     rows.push(
         Row::new(
             "kill latency p50: spinning guest, deadline → error result",

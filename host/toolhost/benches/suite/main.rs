@@ -63,7 +63,7 @@ pub fn testkit_host(workspace: &Path) -> HostBuilder {
     toolhost::Host::builder()
         .workspace(workspace)
         .user_config_dir(None)
-        .extension(toolhost_tests::TESTKIT)
+        .extensions(|e| e.load(toolhost_tests::TESTKIT))
         .all_tools_active()
         .cancel_grace(Duration::from_millis(300))
 }

@@ -9,7 +9,7 @@
 //! same component reached twice (by symlinks or repeated paths) loads once.
 //!
 //! Discovery reads manifests (bounded, never blocking: see
-//! [`crate::files`]) and nothing else; whether a component may run
+//! `crate::files`) and nothing else; whether a component may run
 //! is decided when it is loaded, on the bytes that are then compiled.
 
 use crate::error::Diagnostic;

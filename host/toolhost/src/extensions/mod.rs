@@ -6,7 +6,7 @@
 //! * [`policy`] reads the grants of `toolhost.toml`;
 //! * [`trust`] decides which workspace files may decide anything, and lists
 //!   the protected paths;
-//! * [`crate::files`] reads all of these without letting a planted file
+//! * `crate::files` reads all of these without letting a planted file
 //!   stall or exhaust the host;
 //! * [`review`] is what `toolhost trust` shows and records, [`install`] what
 //!   `toolhost ext add` and `remove` do.

@@ -34,7 +34,7 @@
 //! JavaScript semantics leak into the model-visible results, so they are reproduced here:
 //! `Number(string)`, `String(number)`, `String.prototype.trim`, `===` on numbers, the own-key
 //! order of objects (array-index keys first) and `JSON.stringify(value, null, 2)` for the
-//! "Received arguments" block ([`js_stringify_pretty`]).
+//! "Received arguments" block (`text::js_stringify_pretty`).
 
 use serde_json::{Map, Value};
 use std::cell::Cell;
@@ -55,7 +55,7 @@ use convert::*;
 use js::*;
 use schema::*;
 
-pub use text::{failure_text, js_stringify_pretty};
+pub use text::failure_text;
 
 /// TypeBox's default `maxErrors`: Pi's failure text lists at most this many issues.
 const MAX_ISSUES: usize = 8;
@@ -252,6 +252,7 @@ impl ArgumentSchema {
         })
     }
 
+    #[cfg(test)]
     pub fn schema(&self) -> &Value {
         &self.schema
     }
@@ -279,6 +280,7 @@ impl ArgumentSchema {
     }
 
     /// Step 4 alone: checks `value` against the schema, without coercion.
+    #[cfg(test)]
     pub fn validate(&self, value: &Value) -> Result<(), Vec<Issue>> {
         within_budget(|| self.validate_unbounded(value))
     }

@@ -1,6 +1,7 @@
 //! Expected texts marked "Pi" were produced by Pi 0.85.0's own `validateToolArguments`
 //! (typebox 1.3.7) on a TypeBox-built copy of the schema; "§7.3" marks our deliberate changes.
 
+use super::text::js_stringify_pretty;
 use super::*;
 use serde_json::json;
 

@@ -1,33 +1,29 @@
-//! [`Host`]: the tools of one workspace, and the entry point for batches.
+//! [`HostBuilder`] and its parts: the shell tools' commands, the built-in
+//! components and the extensions, each configured by a settings builder.
 
-use crate::batch::{self, BatchOutcome};
+use super::{Host, HostInner};
 use crate::builtin::{self, DEFAULT_ACTIVE_TOOLS};
-use crate::call::BatchContext;
 use crate::component::Limits;
 use crate::engine::Runtime;
 use crate::error::Error;
-use crate::events::EventSink;
 use crate::extensions::discovery;
 use crate::extensions::policy::GrantSpec;
 use crate::extensions::policy::{Policy, ShellPath};
 use crate::extensions::trust::TrustStore;
-use crate::extensions::{self, ExtensionReport, LoadContext};
+use crate::extensions::{self, LoadContext};
 use crate::hooks::{ComponentHook, ToolHooks};
 use crate::loader::Loaded;
 use crate::loader::{self, ComponentSpec};
-use crate::message::{AssistantMessage, ToolCall, ToolResultMessage};
 use crate::ops::fs::ProtectedPaths;
 use crate::ops::fs::{FsRead, FsWrite, LocalFs};
-use crate::ops::process::Confinement;
 use crate::ops::process::{JailMode, ProcessLimits};
 use crate::ops::search::{FsSearch, LocalSearch, Search};
 use crate::ops::tools::ToolSet;
-use crate::registry::{Diagnostic, Registry, ToolDefinition, ToolInfo, ToolSource};
+use crate::registry::{Diagnostic, Registry, ToolSource};
 use crate::session::{CallSettings, Session};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 
 /// Configures and loads a [`Host`].
 ///
@@ -35,66 +31,174 @@ use tokio_util::sync::CancellationToken;
 /// the workspace and nothing else; extensions get no capabilities; the active
 /// tools are Pi's defaults (`read`, `bash`, `edit`, `write`, those that exist)
 /// plus every extension tool; a cancelled call gets one second to stop by
-/// itself before it is stopped. The shell tools (`bash`, `powershell`) run
-/// commands in the workspace with a 300 s default timeout; their commands may
-/// write in the workspace and the host's temp directory
-/// (`<system temp>/toolhost-<uid>`, which also holds full-output files), and
-/// run unconfined where Landlock is unavailable.
+/// itself before it is stopped; programs run in the namespace jail where the
+/// machine can run it. The shell tools' commands are configured by
+/// [`CommandSettings`], the built-in components by [`BuiltinSettings`], the
+/// extensions by [`ExtensionSettings`]:
+///
+/// ```no_run
+/// # async fn f() -> Result<(), toolhost::Error> {
+/// use std::time::Duration;
+/// let host = toolhost::Host::builder()
+///     .workspace("/path/to/project")
+///     .commands(|c| c.timeout(Some(Duration::from_secs(60))).network(false))
+///     .extensions(|e| e.load("/opt/tools/wordcount.wasm"))
+///     .build()
+///     .await?;
+/// # Ok(()) }
+/// ```
 #[must_use]
+#[derive(Default)]
 pub struct HostBuilder {
     workspace: Option<PathBuf>,
-    extensions: Vec<PathBuf>,
     active: Option<Vec<String>>,
     all_active: bool,
     hooks: Vec<Arc<dyn ToolHooks>>,
     runtime: Option<Arc<Runtime>>,
-    builtin_limits: Limits,
-    extension_limits: Limits,
     session_id: Option<String>,
-    cancel_grace: Duration,
+    cancel_grace: Option<Duration>,
     sequential: bool,
-    fs: Option<(Arc<dyn FsRead>, Arc<dyn FsWrite>)>,
     user_config: Option<Option<PathBuf>>,
     temp_dir: Option<PathBuf>,
-    command_timeout: Option<Duration>,
-    write_roots: Vec<PathBuf>,
-    require_landlock: bool,
     jail: JailMode,
-    command_network: bool,
-    command_limits: Option<ProcessLimits>,
-    grants: Vec<(String, GrantSpec)>,
+    commands: CommandSettings,
+    builtins: BuiltinSettings,
+    extensions: ExtensionSettings,
 }
 
-impl Default for HostBuilder {
+/// How the shell tools (`bash`, `powershell`) run commands: in the
+/// workspace, with a 300 s default timeout, writing only in the workspace,
+/// the host's temp directory (`<system temp>/toolhost-<uid>`, which also
+/// holds full-output files) and [`write_root`](Self::write_root)s, with the
+/// network, and under the limits of `[shell]` in `toolhost.toml`.
+#[must_use]
+#[derive(Clone, Debug)]
+pub struct CommandSettings {
+    timeout: Option<Duration>,
+    write_roots: Vec<PathBuf>,
+    require_landlock: bool,
+    network: bool,
+    limits: Option<ProcessLimits>,
+}
+
+impl Default for CommandSettings {
     fn default() -> Self {
-        HostBuilder {
-            workspace: None,
-            extensions: Vec::new(),
-            active: None,
-            all_active: false,
-            hooks: Vec::new(),
-            runtime: None,
+        CommandSettings {
+            timeout: Some(builtin::DEFAULT_COMMAND_TIMEOUT),
+            write_roots: Vec::new(),
+            require_landlock: false,
+            network: true,
+            limits: None,
+        }
+    }
+}
+
+impl CommandSettings {
+    /// The timeout of commands that give none (`None`: no default timeout,
+    /// as in Pi).
+    pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Another directory commands may write in.
+    pub fn write_root(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.write_roots.push(dir.into());
+        self
+    }
+
+    /// Refuse to run commands where Landlock cannot confine them.
+    pub fn require_landlock(mut self, required: bool) -> Self {
+        self.require_landlock = required;
+        self
+    }
+
+    /// Whether commands may use the network (default: yes, as in Pi).
+    /// `false` refuses them IPv4 and IPv6 sockets of every kind (TCP, UDP,
+    /// raw; see [`ProcessPolicy::network`](crate::ops::process::ProcessPolicy::network)).
+    pub fn network(mut self, allowed: bool) -> Self {
+        self.network = allowed;
+        self
+    }
+
+    /// What one command's processes may take together (default: `[shell]`
+    /// of `toolhost.toml`, else 1,024 processes and 4 GiB).
+    pub fn limits(mut self, limits: ProcessLimits) -> Self {
+        self.limits = Some(limits);
+        self
+    }
+}
+
+/// The built-in components: their call limits and where their files come
+/// from.
+#[must_use]
+#[derive(Clone)]
+pub struct BuiltinSettings {
+    limits: Limits,
+    fs: Option<(Arc<dyn FsRead>, Arc<dyn FsWrite>)>,
+}
+
+impl Default for BuiltinSettings {
+    fn default() -> Self {
+        BuiltinSettings {
             // Built-ins decode large images and hold large files: they get
             // the pool's whole memory size.
-            builtin_limits: Limits {
+            limits: Limits {
                 memory_bytes: 1 << 30,
                 ..Limits::default()
             },
-            extension_limits: Limits::default(),
-            session_id: None,
-            cancel_grace: Duration::from_secs(1),
-            sequential: false,
             fs: None,
-            user_config: None,
-            temp_dir: None,
-            command_timeout: Some(builtin::DEFAULT_COMMAND_TIMEOUT),
-            write_roots: Vec::new(),
-            require_landlock: false,
-            jail: JailMode::Auto,
-            command_network: true,
-            command_limits: None,
-            grants: Vec::new(),
         }
+    }
+}
+
+impl BuiltinSettings {
+    /// Each built-in call's memory, time and output limits.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Serve the built-ins' file access from this backend instead of the
+    /// disk (for example [`crate::ops::fs::MemoryFs`]).
+    pub fn fs_backend<B: FsRead + FsWrite + 'static>(mut self, backend: Arc<B>) -> Self {
+        self.fs = Some((backend.clone(), backend));
+        self
+    }
+}
+
+/// The extensions: components loaded besides the discovered ones, grants
+/// given with the user's authority, and their default call limits.
+#[must_use]
+#[derive(Clone, Debug, Default)]
+pub struct ExtensionSettings {
+    paths: Vec<PathBuf>,
+    grants: Vec<(String, GrantSpec)>,
+    limits: Limits,
+}
+
+impl ExtensionSettings {
+    /// Load extensions from this `.wasm` file or directory too, after the
+    /// discovered ones; their grants come from the policy files.
+    pub fn load(mut self, path: impl Into<PathBuf>) -> Self {
+        self.paths.push(path.into());
+        self
+    }
+
+    /// Grant the extension `name` capabilities with the user's authority, as
+    /// the user's `toolhost.toml` does (added to what it grants): it applies
+    /// to the user's extensions directory and to [`Self::load`]ed files,
+    /// never to a workspace's components. A hook component needs
+    /// `hooks: true` to run.
+    pub fn grant(mut self, name: impl Into<String>, grant: GrantSpec) -> Self {
+        self.grants.push((name.into(), grant));
+        self
+    }
+
+    /// An extension call's limits where its grant sets none.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
     }
 }
 
@@ -102,13 +206,6 @@ impl HostBuilder {
     /// The directory the tools work in (and, by default, may read).
     pub fn workspace(mut self, dir: impl Into<PathBuf>) -> Self {
         self.workspace = Some(dir.into());
-        self
-    }
-
-    /// Load extensions from this `.wasm` file or directory too, after the
-    /// discovered ones; their grants come from the policy files.
-    pub fn extension(mut self, path: impl Into<PathBuf>) -> Self {
-        self.extensions.push(path.into());
         self
     }
 
@@ -126,16 +223,6 @@ impl HostBuilder {
         self
     }
 
-    /// Grant the extension `name` capabilities with the user's authority, as
-    /// the user's `toolhost.toml` does (added to what it grants): it applies
-    /// to the user's extensions directory and to [`Self::extension`] files,
-    /// never to a workspace's components. A hook component needs
-    /// `hooks: true` to run.
-    pub fn grant(mut self, name: impl Into<String>, grant: GrantSpec) -> Self {
-        self.grants.push((name.into(), grant));
-        self
-    }
-
     /// Add before/after hooks; they run in the order added.
     pub fn hooks(mut self, hooks: Arc<dyn ToolHooks>) -> Self {
         self.hooks.push(hooks);
@@ -148,16 +235,6 @@ impl HostBuilder {
         self
     }
 
-    pub fn builtin_limits(mut self, limits: Limits) -> Self {
-        self.builtin_limits = limits;
-        self
-    }
-
-    pub fn extension_limits(mut self, limits: Limits) -> Self {
-        self.extension_limits = limits;
-        self
-    }
-
     pub fn session_id(mut self, id: impl Into<String>) -> Self {
         self.session_id = Some(id.into());
         self
@@ -165,7 +242,7 @@ impl HostBuilder {
 
     /// How long a cancelled call may run on before it is stopped.
     pub fn cancel_grace(mut self, grace: Duration) -> Self {
-        self.cancel_grace = grace;
+        self.cancel_grace = Some(grace);
         self
     }
 
@@ -183,13 +260,6 @@ impl HostBuilder {
         self
     }
 
-    /// Serve the built-ins' file access from this backend instead of the disk
-    /// (for example [`crate::ops::fs::MemoryFs`]).
-    pub fn fs_backend<B: FsRead + FsWrite + 'static>(mut self, backend: Arc<B>) -> Self {
-        self.fs = Some((backend.clone(), backend));
-        self
-    }
-
     /// The host's temp directory: full-output files of the shell tools, and
     /// the `TMPDIR` their commands may write in. Created if missing.
     pub fn temp_dir(mut self, dir: impl Into<PathBuf>) -> Self {
@@ -197,56 +267,29 @@ impl HostBuilder {
         self
     }
 
-    /// The timeout of shell commands that give none (`None`: no default
-    /// timeout, as in Pi).
-    pub fn command_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.command_timeout = timeout;
-        self
-    }
-
-    /// Another directory shell commands may write in.
-    pub fn command_write_root(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.write_roots.push(dir.into());
-        self
-    }
-
-    /// Refuse to run shell commands where Landlock cannot confine them.
-    pub fn require_landlock(mut self, required: bool) -> Self {
-        self.require_landlock = required;
-        self
-    }
-
-    /// Refuse to run any program (shell commands, extensions' programs)
-    /// where the namespace jail cannot run, instead of running it under
-    /// Landlock and seccomp alone.
-    pub fn require_jail(mut self, required: bool) -> Self {
-        self.jail = if required {
-            JailMode::Required
-        } else {
-            JailMode::Auto
-        };
-        self
-    }
-
-    /// What one shell command's processes may take together (default:
-    /// `[shell]` of `toolhost.toml`, else 1,024 processes and 4 GiB).
-    pub fn command_limits(mut self, limits: ProcessLimits) -> Self {
-        self.command_limits = Some(limits);
-        self
-    }
-
-    /// Whether programs run in the namespace jail (default
-    /// [`JailMode::Auto`]: where the machine can run it).
+    /// Whether programs (shell commands, extensions' programs) run in the
+    /// namespace jail (default [`JailMode::Auto`]: where the machine can run
+    /// it; [`JailMode::Required`] refuses to run them elsewhere).
     pub fn jail(mut self, mode: JailMode) -> Self {
         self.jail = mode;
         self
     }
 
-    /// Whether shell commands may use the network (default: yes, as in Pi).
-    /// `false` refuses them IPv4 and IPv6 sockets of every kind (TCP, UDP,
-    /// raw; see [`ProcessPolicy::network`](crate::ops::process::ProcessPolicy::network)).
-    pub fn command_network(mut self, allowed: bool) -> Self {
-        self.command_network = allowed;
+    /// Configure the shell tools' commands.
+    pub fn commands(mut self, f: impl FnOnce(CommandSettings) -> CommandSettings) -> Self {
+        self.commands = f(self.commands);
+        self
+    }
+
+    /// Configure the built-in components.
+    pub fn builtins(mut self, f: impl FnOnce(BuiltinSettings) -> BuiltinSettings) -> Self {
+        self.builtins = f(self.builtins);
+        self
+    }
+
+    /// Configure the extensions.
+    pub fn extensions(mut self, f: impl FnOnce(ExtensionSettings) -> ExtensionSettings) -> Self {
+        self.extensions = f(self.extensions);
         self
     }
 
@@ -288,9 +331,9 @@ impl HostBuilder {
             protected: protected.clone(),
             hidden,
             mode: self.jail,
-            require_landlock: self.require_landlock,
-            network: self.command_network,
-            limits: self.command_limits.unwrap_or_else(|| {
+            require_landlock: self.commands.require_landlock,
+            network: self.commands.network,
+            limits: self.commands.limits.unwrap_or_else(|| {
                 let default = ProcessLimits::default();
                 ProcessLimits {
                     max_processes: policy.shell_max_processes.unwrap_or(default.max_processes),
@@ -334,7 +377,7 @@ impl HostBuilder {
         // Search runs natively on the local disk; over another backend it
         // walks through that backend's `FsRead`.
         let (fs_read, fs_write, search): (Arc<dyn FsRead>, Arc<dyn FsWrite>, Arc<dyn Search>) =
-            match self.fs.clone() {
+            match self.builtins.fs.clone() {
                 Some((read, write)) => {
                     let search = Arc::new(FsSearch::new(read.clone()));
                     (read, write, search)
@@ -368,12 +411,12 @@ impl HostBuilder {
             None => TrustStore::empty(),
         };
         let mut policy = Policy::load(&workspace, user_config.as_deref(), &trust)?;
-        for (name, grant) in &self.grants {
+        for (name, grant) in &self.extensions.grants {
             policy.grant(name, grant);
         }
         let mut diagnostics = policy.diagnostics.clone();
         let jail = self.shell_jail(&policy, &protected, user_config.as_deref(), &runtime);
-        let mut write_roots = self.write_roots.clone();
+        let mut write_roots = self.commands.write_roots.clone();
         write_roots.extend(
             policy
                 .shell
@@ -387,7 +430,7 @@ impl HostBuilder {
                 &temp_dir,
                 &write_roots,
                 self.session_id.clone(),
-                self.command_timeout,
+                self.commands.timeout,
                 jail,
             )),
             output_dir,
@@ -413,8 +456,8 @@ impl HostBuilder {
                     ),
                     limits: builtin::limits(
                         component.name,
-                        self.builtin_limits,
-                        self.command_timeout,
+                        self.builtins.limits,
+                        self.commands.timeout,
                     ),
                     grant_name: None,
                     hooks: false,
@@ -439,6 +482,7 @@ impl HostBuilder {
         }
         let mut paths: Vec<(PathBuf, discovery::Origin)> = self
             .extensions
+            .paths
             .iter()
             .map(|p| (p.clone(), discovery::Origin::Configured))
             .collect();
@@ -453,7 +497,7 @@ impl HostBuilder {
             trust: &trust,
             workspace: &workspace,
             tool_set: &tool_set,
-            defaults: self.extension_limits,
+            defaults: self.extensions.limits,
             protected: &protected,
             jail: self.jail,
         };
@@ -509,7 +553,7 @@ impl HostBuilder {
                 workspace,
                 home: std::env::var("HOME").ok().filter(|h| !h.is_empty()),
                 session_id: self.session_id,
-                cancel_grace: self.cancel_grace,
+                cancel_grace: self.cancel_grace.unwrap_or(Duration::from_secs(1)),
                 sequential: self.sequential,
             },
         };
@@ -603,219 +647,4 @@ fn private_temp_dir() -> std::io::Result<PathBuf> {
         )));
     }
     dir.canonicalize()
-}
-
-/// What a host holds: the session its batches read, and what it reports.
-pub(crate) struct HostInner {
-    pub session: Arc<Session>,
-    pub diagnostics: Vec<Diagnostic>,
-    pub extensions: Vec<ExtensionReport>,
-    pub temp_dir: PathBuf,
-    pub confinement: Confinement,
-    /// Bumped whenever the tools a model may call change (see [`Host::changes`]).
-    pub changes: tokio::sync::watch::Sender<u64>,
-}
-
-/// The tools of one workspace. Cheap to clone; safe to share across tasks.
-#[derive(Clone)]
-pub struct Host {
-    inner: Arc<HostInner>,
-}
-
-impl std::fmt::Debug for Host {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Host")
-            .field("workspace", &self.inner.session.settings.workspace)
-            .field("active", &self.active_tools())
-            .finish()
-    }
-}
-
-impl Host {
-    pub fn builder() -> HostBuilder {
-        HostBuilder::default()
-    }
-
-    /// The workspace's real path: the cwd tools see.
-    pub fn workspace(&self) -> &Path {
-        &self.inner.session.settings.workspace
-    }
-
-    /// The host's temp directory (full-output files of the shell tools).
-    pub fn temp_dir(&self) -> &Path {
-        &self.inner.temp_dir
-    }
-
-    /// How the shell tools' commands are confined on this machine (Landlock,
-    /// or why not).
-    pub fn command_confinement(&self) -> &Confinement {
-        &self.inner.confinement
-    }
-
-    /// Every loaded tool, in registry order, with its source and state.
-    pub fn tools(&self) -> Vec<ToolInfo> {
-        self.inner
-            .session
-            .registry
-            .read()
-            .expect("registry lock")
-            .infos()
-    }
-
-    /// The definitions of the active tools, in active-set order (what a
-    /// provider request should carry).
-    pub fn definitions(&self) -> Vec<ToolDefinition> {
-        let registry = self.inner.session.registry.read().expect("registry lock");
-        registry
-            .active()
-            .iter()
-            .filter_map(|name| registry.get(name).map(|t| t.definition.clone()))
-            .collect()
-    }
-
-    /// The active tools with their source, in active-set order.
-    pub fn active_tool_infos(&self) -> Vec<ToolInfo> {
-        let registry = self.inner.session.registry.read().expect("registry lock");
-        let infos = registry.infos();
-        registry
-            .active()
-            .iter()
-            .filter_map(|name| infos.iter().find(|t| &t.definition.name == name).cloned())
-            .collect()
-    }
-
-    pub fn active_tools(&self) -> Vec<String> {
-        self.inner
-            .session
-            .registry
-            .read()
-            .expect("registry lock")
-            .active()
-            .to_vec()
-    }
-
-    /// Replace the active set; unknown names are dropped (spec §3.1). Returns
-    /// the new active set. Takes effect for the next batch.
-    pub fn set_active_tools<S: AsRef<str>>(&self, names: &[S]) -> Vec<String> {
-        let names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
-        let mut registry = self.inner.session.registry.write().expect("registry lock");
-        let before = registry.active().to_vec();
-        registry.set_active(&names);
-        let after = registry.active().to_vec();
-        if after != before {
-            self.inner
-                .changes
-                .send_modify(|generation| *generation += 1);
-        }
-        after
-    }
-
-    /// A receiver that is marked changed whenever the active tools change
-    /// (their set, order or definitions). Servers use it to tell their
-    /// clients to list the tools again (MCP's `notifications/tools/list_changed`).
-    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.inner.changes.subscribe()
-    }
-
-    /// Problems found while loading: broken extensions, name collisions.
-    pub fn diagnostics(&self) -> &[Diagnostic] {
-        &self.inner.diagnostics
-    }
-
-    /// Every discovered extension: where it came from, what it asked for,
-    /// what it was granted, and what it provides or why it was refused.
-    pub fn extensions(&self) -> &[ExtensionReport] {
-        &self.inner.extensions
-    }
-
-    /// Execute the tool calls of one assistant message as a batch, streaming
-    /// its events to `sink`. Cancelling `cancel` aborts the batch: every call
-    /// still gets a result message.
-    pub async fn run_batch(
-        &self,
-        message: &AssistantMessage,
-        cancel: CancellationToken,
-        sink: Arc<dyn EventSink>,
-    ) -> BatchOutcome {
-        let ctx = Arc::new(BatchContext {
-            session: self.inner.session.clone(),
-            message: Arc::new(message.clone()),
-            cancel,
-            sink,
-            any_tool: false,
-        });
-        batch::run(ctx).await
-    }
-
-    /// One call through the whole pipeline, as the only call of a message:
-    /// `host.call(tool_call).await`, or with
-    /// [`cancel`](CallRequest::cancel), [`events`](CallRequest::events) and
-    /// [`active_only`](CallRequest::active_only) set first. It may name any
-    /// loaded tool (the embedder chose it), unless `active_only` makes it
-    /// one the model could call.
-    pub fn call(&self, call: ToolCall) -> CallRequest<'_> {
-        CallRequest {
-            host: self,
-            call,
-            cancel: CancellationToken::new(),
-            sink: Arc::new(crate::events::NoEvents),
-            active_only: false,
-        }
-    }
-}
-
-/// One call to make ([`Host::call`]); awaiting it runs the call and gives its
-/// result message.
-#[must_use = "a call does nothing until it is awaited"]
-pub struct CallRequest<'a> {
-    host: &'a Host,
-    call: ToolCall,
-    cancel: CancellationToken,
-    sink: Arc<dyn EventSink>,
-    active_only: bool,
-}
-
-impl CallRequest<'_> {
-    /// Cancelling `token` aborts the call (it still gets its result).
-    pub fn cancel(mut self, token: CancellationToken) -> Self {
-        self.cancel = token;
-        self
-    }
-
-    /// Stream the call's events (start, updates, end, message) to `sink`.
-    pub fn events(mut self, sink: Arc<dyn EventSink>) -> Self {
-        self.sink = sink;
-        self
-    }
-
-    /// Only a tool in the active set may be called (`Tool X not found`
-    /// otherwise), as for a model.
-    pub fn active_only(mut self) -> Self {
-        self.active_only = true;
-        self
-    }
-}
-
-impl<'a> std::future::IntoFuture for CallRequest<'a> {
-    type Output = ToolResultMessage;
-    type IntoFuture = futures::future::BoxFuture<'a, ToolResultMessage>;
-
-    fn into_future(self) -> Self::IntoFuture {
-        Box::pin(async move {
-            let id = self.call.id.clone();
-            let ctx = Arc::new(BatchContext {
-                session: self.host.inner.session.clone(),
-                message: Arc::new(AssistantMessage::from_calls(vec![self.call])),
-                cancel: self.cancel,
-                sink: self.sink,
-                any_tool: !self.active_only,
-            });
-            batch::run(ctx)
-                .await
-                .results
-                .into_iter()
-                .next()
-                .unwrap_or_else(|| panic!("a one-call batch answers its call {id}"))
-        })
-    }
 }

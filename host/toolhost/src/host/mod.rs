@@ -1,0 +1,234 @@
+//! The host: [`Host`] serves one workspace's tools; [`HostBuilder`]
+//! (in `builder`) reads the configuration, trust and discovery and builds the
+//! session a host's batches and calls read.
+
+mod builder;
+
+pub use builder::{BuiltinSettings, CommandSettings, ExtensionSettings, HostBuilder};
+
+use crate::batch::{self, BatchOutcome};
+use crate::call::BatchContext;
+use crate::events::EventSink;
+use crate::extensions::ExtensionReport;
+use crate::message::{AssistantMessage, ToolCall, ToolResultMessage};
+use crate::ops::process::Confinement;
+use crate::registry::{Diagnostic, ToolDefinition, ToolInfo};
+use crate::session::Session;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// What a host holds: the session its batches read, and what it reports.
+pub(crate) struct HostInner {
+    pub session: Arc<Session>,
+    pub diagnostics: Vec<Diagnostic>,
+    pub extensions: Vec<ExtensionReport>,
+    pub temp_dir: PathBuf,
+    pub confinement: Confinement,
+    /// Bumped whenever the tools a model may call change (see [`Host::changes`]).
+    pub changes: tokio::sync::watch::Sender<u64>,
+}
+
+/// The tools of one workspace. Cheap to clone; safe to share across tasks.
+#[derive(Clone)]
+pub struct Host {
+    inner: Arc<HostInner>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("workspace", &self.inner.session.settings.workspace)
+            .field("active", &self.active_tools())
+            .finish()
+    }
+}
+
+impl Host {
+    pub fn builder() -> HostBuilder {
+        HostBuilder::default()
+    }
+
+    /// The workspace's real path: the cwd tools see.
+    pub fn workspace(&self) -> &Path {
+        &self.inner.session.settings.workspace
+    }
+
+    /// The host's temp directory (full-output files of the shell tools).
+    pub fn temp_dir(&self) -> &Path {
+        &self.inner.temp_dir
+    }
+
+    /// How the shell tools' commands are confined on this machine (Landlock,
+    /// or why not).
+    pub fn command_confinement(&self) -> &Confinement {
+        &self.inner.confinement
+    }
+
+    /// Every loaded tool, in registry order, with its source and state.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        self.inner
+            .session
+            .registry
+            .read()
+            .expect("registry lock")
+            .infos()
+    }
+
+    /// The definitions of the active tools, in active-set order (what a
+    /// provider request should carry).
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        let registry = self.inner.session.registry.read().expect("registry lock");
+        registry
+            .active()
+            .iter()
+            .filter_map(|name| registry.get(name).map(|t| t.definition.clone()))
+            .collect()
+    }
+
+    /// The active tools with their source, in active-set order.
+    pub fn active_tool_infos(&self) -> Vec<ToolInfo> {
+        let registry = self.inner.session.registry.read().expect("registry lock");
+        let infos = registry.infos();
+        registry
+            .active()
+            .iter()
+            .filter_map(|name| infos.iter().find(|t| &t.definition.name == name).cloned())
+            .collect()
+    }
+
+    pub fn active_tools(&self) -> Vec<String> {
+        self.inner
+            .session
+            .registry
+            .read()
+            .expect("registry lock")
+            .active()
+            .to_vec()
+    }
+
+    /// Replace the active set; unknown names are dropped (spec §3.1). Returns
+    /// the new active set. Takes effect for the next batch.
+    pub fn set_active_tools<S: AsRef<str>>(&self, names: &[S]) -> Vec<String> {
+        let names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
+        let mut registry = self.inner.session.registry.write().expect("registry lock");
+        let before = registry.active().to_vec();
+        registry.set_active(&names);
+        let after = registry.active().to_vec();
+        if after != before {
+            self.inner
+                .changes
+                .send_modify(|generation| *generation += 1);
+        }
+        after
+    }
+
+    /// A receiver that is marked changed whenever the active tools change
+    /// (their set, order or definitions). Servers use it to tell their
+    /// clients to list the tools again (MCP's `notifications/tools/list_changed`).
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.changes.subscribe()
+    }
+
+    /// Problems found while loading: broken extensions, name collisions.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.inner.diagnostics
+    }
+
+    /// Every discovered extension: where it came from, what it asked for,
+    /// what it was granted, and what it provides or why it was refused.
+    pub fn extensions(&self) -> &[ExtensionReport] {
+        &self.inner.extensions
+    }
+
+    /// Execute the tool calls of one assistant message as a batch, streaming
+    /// its events to `sink`. Cancelling `cancel` aborts the batch: every call
+    /// still gets a result message.
+    pub async fn run_batch(
+        &self,
+        message: &AssistantMessage,
+        cancel: CancellationToken,
+        sink: Arc<dyn EventSink>,
+    ) -> BatchOutcome {
+        let ctx = Arc::new(BatchContext {
+            session: self.inner.session.clone(),
+            message: Arc::new(message.clone()),
+            cancel,
+            sink,
+            any_tool: false,
+        });
+        batch::run(ctx).await
+    }
+
+    /// One call through the whole pipeline, as the only call of a message:
+    /// `host.call(tool_call).await`, or with
+    /// [`cancel`](CallRequest::cancel), [`events`](CallRequest::events) and
+    /// [`active_only`](CallRequest::active_only) set first. It may name any
+    /// loaded tool (the embedder chose it), unless `active_only` makes it
+    /// one the model could call.
+    pub fn call(&self, call: ToolCall) -> CallRequest<'_> {
+        CallRequest {
+            host: self,
+            call,
+            cancel: CancellationToken::new(),
+            sink: Arc::new(crate::events::NoEvents),
+            active_only: false,
+        }
+    }
+}
+
+/// One call to make ([`Host::call`]); awaiting it runs the call and gives its
+/// result message.
+#[must_use = "a call does nothing until it is awaited"]
+pub struct CallRequest<'a> {
+    host: &'a Host,
+    call: ToolCall,
+    cancel: CancellationToken,
+    sink: Arc<dyn EventSink>,
+    active_only: bool,
+}
+
+impl CallRequest<'_> {
+    /// Cancelling `token` aborts the call (it still gets its result).
+    pub fn cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+
+    /// Stream the call's events (start, updates, end, message) to `sink`.
+    pub fn events(mut self, sink: Arc<dyn EventSink>) -> Self {
+        self.sink = sink;
+        self
+    }
+
+    /// Only a tool in the active set may be called (`Tool X not found`
+    /// otherwise), as for a model.
+    pub fn active_only(mut self) -> Self {
+        self.active_only = true;
+        self
+    }
+}
+
+impl<'a> std::future::IntoFuture for CallRequest<'a> {
+    type Output = ToolResultMessage;
+    type IntoFuture = futures::future::BoxFuture<'a, ToolResultMessage>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let id = self.call.id.clone();
+            let ctx = Arc::new(BatchContext {
+                session: self.host.inner.session.clone(),
+                message: Arc::new(AssistantMessage::from_calls(vec![self.call])),
+                cancel: self.cancel,
+                sink: self.sink,
+                any_tool: !self.active_only,
+            });
+            batch::run(ctx)
+                .await
+                .results
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| panic!("a one-call batch answers its call {id}"))
+        })
+    }
+}
