@@ -86,7 +86,7 @@ fn the_default_timeout_applies_when_the_call_gives_none() {
     let ws = Workspace::new();
     let host = block(
         builder(&ws)
-            .commands(|c| c.timeout(Some(Duration::from_millis(500))))
+            .commands(|p| p.default_timeout(Some(Duration::from_millis(500))))
             .build(),
     )
     .unwrap();
@@ -143,7 +143,7 @@ fn the_call_deadline_stops_the_process_group() {
     let host = block(
         builder(&ws)
             .builtins(|b| b.limits(limits(1, 256)))
-            .commands(|c| c.timeout(None))
+            .commands(|p| p.default_timeout(None))
             .build(),
     )
     .unwrap();

@@ -1041,7 +1041,7 @@ fn hostile_bash_network_is_refused_when_the_host_denies_it() {
     assert_eq!(call(&open, "bash", connect.clone()).text(), "connected\n");
     assert!(listener.was_reached());
 
-    let closed = block(builder(&ws).commands(|c| c.network(false)).build()).unwrap();
+    let closed = block(builder(&ws).commands(|p| p.network(false)).build()).unwrap();
     // Refused by the seccomp filter on inet sockets, and by Landlock's TCP
     // rules where the kernel has them (ABI >= 4).
     let r = call(&closed, "bash", connect.clone());

@@ -441,7 +441,7 @@ fn jail_unix_and_abstract_sockets_outside_are_never_reached() {
         let host = block(
             builder(&ws)
                 .jail(toolhost::JailMode::Required)
-                .commands(|c| c.network(network))
+                .commands(|p| p.network(network))
                 .build(),
         )
         .unwrap();
@@ -582,7 +582,7 @@ fn jail_a_command_allocating_past_its_memory_limit_ends_in_the_error() {
     let host = block(
         builder(&ws)
             .jail(toolhost::JailMode::Required)
-            .commands(|c| c.limits(limits))
+            .commands(|p| p.limits(limits))
             .build(),
     )
     .unwrap();

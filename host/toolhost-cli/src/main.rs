@@ -281,7 +281,7 @@ impl HostOptions {
             builder = builder.all_tools_active();
         }
         builder
-            .commands(|c| c.network(!self.no_network))
+            .commands(|p| p.network(!self.no_network))
             .jail(if self.require_jail {
                 toolhost::JailMode::Required
             } else {

@@ -46,41 +46,39 @@ pub(crate) struct ShellJail {
     /// Hidden: the secret stores, the compile cache's key, `[shell] hide`.
     pub hidden: Vec<PathBuf>,
     pub mode: JailMode,
-    pub require_landlock: bool,
-    pub network: bool,
-    pub limits: ProcessLimits,
+    /// From `[shell]`, when the embedder set none.
+    pub limits: Option<ProcessLimits>,
 }
 
-/// The process policy of the shell tools: the shells, working directories in
-/// the workspace, writes in the workspace, the host's temp directory (also
-/// the children's `TMPDIR`) and `extra_write_roots`, the allowlisted host
-/// environment, the session id, the jail (the whole system read-only, the
-/// protected paths read-only, the hidden ones hidden), and the network when
-/// `network` (Pi's bash has it: package managers and git need it).
+/// The process policy of the shell tools: `template` (the embedder's: the
+/// network, the default timeout, limits, further roots) with the shells,
+/// working directories in the workspace, writes in the workspace, the host's
+/// temp directory (also the children's `TMPDIR`) and `extra_write_roots`,
+/// the allowlisted host environment, the session id, and the jail (the whole
+/// system read-only, the protected paths read-only, the hidden ones hidden).
 pub(crate) fn shell_policy(
+    template: ProcessPolicy,
     workspace: &Path,
     temp_dir: &Path,
     extra_write_roots: &[PathBuf],
     session_id: Option<String>,
-    default_timeout: Option<Duration>,
     jail: ShellJail,
 ) -> ProcessPolicy {
     let mut policy = SHELLS
         .iter()
-        .fold(ProcessPolicy::new(), |p, shell| p.program(*shell))
+        .fold(template, |p, shell| p.program(*shell))
         .cwd_root(workspace)
         .write_root(workspace)
         .write_root(temp_dir)
         .host_env()
         .env("TMPDIR", temp_dir.to_string_lossy())
         .session_id(session_id)
-        .default_timeout(default_timeout)
-        .require_landlock(jail.require_landlock)
-        .network(jail.network)
         .jail(jail.mode)
-        .limits(jail.limits)
         .view(View::Everything)
         .protect(jail.protected);
+    if let Some(limits) = jail.limits {
+        policy = policy.limits(limits);
+    }
     for root in extra_write_roots {
         policy = policy.write_root(root);
     }

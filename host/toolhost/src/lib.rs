@@ -81,9 +81,7 @@ pub use hooks::{
     AfterToolCallContext, AfterToolCallResult, BeforeToolCallContext, BeforeToolCallResult,
     ToolHooks,
 };
-pub use host::{
-    BuiltinSettings, CallRequest, CommandSettings, ExtensionSettings, Host, HostBuilder,
-};
+pub use host::{BuiltinSettings, CallRequest, ExtensionSettings, Host, HostBuilder};
 pub use loader::{Inspection, inspect};
 pub use message::{
     AssistantMessage, ContentBlock, PartialResult, StopReason, ToolCall, ToolResult,

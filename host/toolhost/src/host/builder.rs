@@ -16,7 +16,7 @@ use crate::loader::Loaded;
 use crate::loader::{self, ComponentSpec};
 use crate::ops::fs::ProtectedPaths;
 use crate::ops::fs::{FsRead, FsWrite, LocalFs};
-use crate::ops::process::{JailMode, ProcessLimits};
+use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy};
 use crate::ops::search::{FsSearch, LocalSearch, Search};
 use crate::ops::tools::ToolSet;
 use crate::registry::{Diagnostic, Registry, ToolSource};
@@ -32,8 +32,8 @@ use std::time::Duration;
 /// tools are Pi's defaults (`read`, `bash`, `edit`, `write`, those that exist)
 /// plus every extension tool; a cancelled call gets one second to stop by
 /// itself before it is stopped; programs run in the namespace jail where the
-/// machine can run it. The shell tools' commands are configured by
-/// [`CommandSettings`], the built-in components by [`BuiltinSettings`], the
+/// machine can run it. The shell tools' commands are configured on their
+/// [`ProcessPolicy`], the built-in components by [`BuiltinSettings`], the
 /// extensions by [`ExtensionSettings`]:
 ///
 /// ```no_run
@@ -41,14 +41,13 @@ use std::time::Duration;
 /// use std::time::Duration;
 /// let host = toolhost::Host::builder()
 ///     .workspace("/path/to/project")
-///     .commands(|c| c.timeout(Some(Duration::from_secs(60))).network(false))
+///     .commands(|p| p.default_timeout(Some(Duration::from_secs(60))).network(false))
 ///     .extensions(|e| e.load("/opt/tools/wordcount.wasm"))
 ///     .build()
 ///     .await?;
 /// # Ok(()) }
 /// ```
 #[must_use]
-#[derive(Default)]
 pub struct HostBuilder {
     workspace: Option<PathBuf>,
     active: Option<Vec<String>>,
@@ -61,71 +60,33 @@ pub struct HostBuilder {
     user_config: Option<Option<PathBuf>>,
     temp_dir: Option<PathBuf>,
     jail: JailMode,
-    commands: CommandSettings,
+    commands: ProcessPolicy,
     builtins: BuiltinSettings,
     extensions: ExtensionSettings,
 }
 
-/// How the shell tools (`bash`, `powershell`) run commands: in the
-/// workspace, with a 300 s default timeout, writing only in the workspace,
-/// the host's temp directory (`<system temp>/toolhost-<uid>`, which also
-/// holds full-output files) and [`write_root`](Self::write_root)s, with the
-/// network, and under the limits of `[shell]` in `toolhost.toml`.
-#[must_use]
-#[derive(Clone, Debug)]
-pub struct CommandSettings {
-    timeout: Option<Duration>,
-    write_roots: Vec<PathBuf>,
-    require_landlock: bool,
-    network: bool,
-    limits: Option<ProcessLimits>,
-}
-
-impl Default for CommandSettings {
+impl Default for HostBuilder {
     fn default() -> Self {
-        CommandSettings {
-            timeout: Some(builtin::DEFAULT_COMMAND_TIMEOUT),
-            write_roots: Vec::new(),
-            require_landlock: false,
-            network: true,
-            limits: None,
+        HostBuilder {
+            workspace: None,
+            active: None,
+            all_active: false,
+            hooks: Vec::new(),
+            runtime: None,
+            session_id: None,
+            cancel_grace: None,
+            sequential: false,
+            user_config: None,
+            temp_dir: None,
+            jail: JailMode::Auto,
+            // Pi's bash has the network (package managers and git need it)
+            // and, here, a default timeout.
+            commands: ProcessPolicy::new()
+                .network(true)
+                .default_timeout(Some(builtin::DEFAULT_COMMAND_TIMEOUT)),
+            builtins: BuiltinSettings::default(),
+            extensions: ExtensionSettings::default(),
         }
-    }
-}
-
-impl CommandSettings {
-    /// The timeout of commands that give none (`None`: no default timeout,
-    /// as in Pi).
-    pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// Another directory commands may write in.
-    pub fn write_root(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.write_roots.push(dir.into());
-        self
-    }
-
-    /// Refuse to run commands where Landlock cannot confine them.
-    pub fn require_landlock(mut self, required: bool) -> Self {
-        self.require_landlock = required;
-        self
-    }
-
-    /// Whether commands may use the network (default: yes, as in Pi).
-    /// `false` refuses them IPv4 and IPv6 sockets of every kind (TCP, UDP,
-    /// raw; see [`ProcessPolicy::network`](crate::ops::process::ProcessPolicy::network)).
-    pub fn network(mut self, allowed: bool) -> Self {
-        self.network = allowed;
-        self
-    }
-
-    /// What one command's processes may take together (default: `[shell]`
-    /// of `toolhost.toml`, else 1,024 processes and 4 GiB).
-    pub fn limits(mut self, limits: ProcessLimits) -> Self {
-        self.limits = Some(limits);
-        self
     }
 }
 
@@ -275,8 +236,14 @@ impl HostBuilder {
         self
     }
 
-    /// Configure the shell tools' commands.
-    pub fn commands(mut self, f: impl FnOnce(CommandSettings) -> CommandSettings) -> Self {
+    /// Configure the shell tools' (`bash`, `powershell`) commands on their
+    /// process policy. It starts with the network (as in Pi) and a 300 s
+    /// default timeout; the host then adds the shells, the workspace (working
+    /// directories and writes), its temp directory (`<system temp>/toolhost-<uid>`,
+    /// also the commands' `TMPDIR`), the allowlisted environment, the
+    /// session id, the jail ([`Self::jail`]) and the protected and hidden
+    /// paths. Limits not set here come from `[shell]` of `toolhost.toml`.
+    pub fn commands(mut self, f: impl FnOnce(ProcessPolicy) -> ProcessPolicy) -> Self {
         self.commands = f(self.commands);
         self
     }
@@ -331,9 +298,8 @@ impl HostBuilder {
             protected: protected.clone(),
             hidden,
             mode: self.jail,
-            require_landlock: self.commands.require_landlock,
-            network: self.commands.network,
-            limits: self.commands.limits.unwrap_or_else(|| {
+            // Limits set on the policy win over `[shell]`.
+            limits: (!self.commands.has_limits()).then(|| {
                 let default = ProcessLimits::default();
                 ProcessLimits {
                     max_processes: policy.shell_max_processes.unwrap_or(default.max_processes),
@@ -416,21 +382,19 @@ impl HostBuilder {
         }
         let mut diagnostics = policy.diagnostics.clone();
         let jail = self.shell_jail(&policy, &protected, user_config.as_deref(), &runtime);
-        let mut write_roots = self.commands.write_roots.clone();
-        write_roots.extend(
-            policy
-                .shell
-                .iter()
-                .filter(|(kind, _)| *kind == ShellPath::ReadWrite)
-                .map(|(_, p)| p.clone()),
-        );
+        let write_roots: Vec<PathBuf> = policy
+            .shell
+            .iter()
+            .filter(|(kind, _)| *kind == ShellPath::ReadWrite)
+            .map(|(_, p)| p.clone())
+            .collect();
         let shell = builtin::ShellGrants {
             process: Arc::new(builtin::shell_policy(
+                self.commands.clone(),
                 &workspace,
                 &temp_dir,
                 &write_roots,
                 self.session_id.clone(),
-                self.commands.timeout,
                 jail,
             )),
             output_dir,
@@ -457,7 +421,7 @@ impl HostBuilder {
                     limits: builtin::limits(
                         component.name,
                         self.builtins.limits,
-                        self.commands.timeout,
+                        self.commands.command_timeout(),
                     ),
                     grant_name: None,
                     hooks: false,

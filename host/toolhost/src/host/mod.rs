@@ -4,7 +4,7 @@
 
 mod builder;
 
-pub use builder::{BuiltinSettings, CommandSettings, ExtensionSettings, HostBuilder};
+pub use builder::{BuiltinSettings, ExtensionSettings, HostBuilder};
 
 use crate::batch::{self, BatchOutcome};
 use crate::call::BatchContext;

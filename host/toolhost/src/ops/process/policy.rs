@@ -40,7 +40,8 @@ pub struct ProcessPolicy {
     view: Option<View>,
     protected: ProtectedPaths,
     hidden: Vec<PathBuf>,
-    limits: ProcessLimits,
+    /// `None`: [`ProcessLimits::default`].
+    limits: Option<ProcessLimits>,
 }
 
 impl ProcessPolicy {
@@ -98,7 +99,7 @@ impl ProcessPolicy {
     /// What one call's processes may take together (default: 1,024
     /// processes, 4 GiB of memory).
     pub fn limits(mut self, limits: ProcessLimits) -> Self {
-        self.limits = limits;
+        self.limits = Some(limits);
         self
     }
 
@@ -165,6 +166,21 @@ impl ProcessPolicy {
     pub fn network(mut self, allowed: bool) -> Self {
         self.network = allowed;
         self
+    }
+
+    /// What one call's processes may take together.
+    pub fn process_limits(&self) -> ProcessLimits {
+        self.limits.unwrap_or_default()
+    }
+
+    /// Whether [`limits`](Self::limits) were set.
+    pub(crate) fn has_limits(&self) -> bool {
+        self.limits.is_some()
+    }
+
+    /// The timeout of commands that give none.
+    pub fn command_timeout(&self) -> Option<Duration> {
+        self.default_timeout
     }
 
     /// How children of this policy are confined on this machine.
@@ -270,7 +286,7 @@ impl ProcessPolicy {
         let socket_filter = (!self.network).then(inet_socket_filter).flatten();
         // The call's cgroup (where this machine lets the host make one);
         // elsewhere the jail's init sets resource limits.
-        let cgroup = CallCgroup::create(self.limits).ok().flatten();
+        let cgroup = CallCgroup::create(self.process_limits()).ok().flatten();
         // Outside the jail, the Landlock ruleset is applied before exec;
         // inside, by the jail's init (a Landlock domain may not mount).
         let (cmd, jail_ends, jail_fds, ruleset) = match jail {
@@ -293,7 +309,7 @@ impl ProcessPolicy {
                         &cwd,
                         (stdout_w, stderr_w),
                         ruleset.and_then(Option::<OwnedFd>::from),
-                        (cgroup.is_none()).then_some(self.limits),
+                        (cgroup.is_none()).then_some(self.process_limits()),
                         &epoll,
                     )
                     .map_err(|e| cannot("set up the jail", &e))?;
@@ -327,7 +343,7 @@ impl ProcessPolicy {
             pidfd: rustix::process::pidfd_open(pgid, rustix::process::PidfdFlags::empty()).ok(),
             jail: jail_ends,
             cgroup,
-            limits: self.limits,
+            limits: self.process_limits(),
             tx,
             pending: VecDeque::new(),
             control: control.clone(),
