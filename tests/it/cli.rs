@@ -40,12 +40,7 @@ fn list_shows_the_built_ins_with_their_exact_texts() {
 
     let out = toolhost(&ws, &["list", "--json"], None);
     let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let ls = tools
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "ls")
-        .unwrap();
+    let ls = named(&tools, "ls");
     assert_eq!(
         ls["description"],
         "List directory contents. Returns entries sorted alphabetically, with '/' suffix for directories. Includes dotfiles. Output is truncated to 500 entries or 50KB (whichever is hit first)."
@@ -115,35 +110,9 @@ fn run_streams_the_parallel_event_order_then_turn_end() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let shape: Vec<String> = lines
-        .iter()
-        .map(|e| {
-            let id = e["toolCallId"]
-                .as_str()
-                .or(e["message"]["toolCallId"].as_str())
-                .unwrap_or("");
-            format!("{} {id}", e["type"].as_str().unwrap())
-                .trim()
-                .to_string()
-        })
-        .collect();
     assert_eq!(
-        shape,
-        [
-            "tool_execution_start c1",
-            "tool_execution_start c2",
-            "tool_execution_start c3",
-            "tool_execution_end c3",
-            "tool_execution_end c2",
-            "tool_execution_end c1",
-            "message_start c1",
-            "message_end c1",
-            "message_start c2",
-            "message_end c2",
-            "message_start c3",
-            "message_end c3",
-            "turn_end",
-        ]
+        event_shape(&lines),
+        [&REVERSE_FINISH_EVENTS[..], &["turn_end"]].concat()
     );
     assert_eq!(lines[3]["isError"], true);
     assert_eq!(

@@ -38,12 +38,7 @@ fn a_component_dropped_into_the_workspace_loads_once_trusted() {
     );
     trust_workspace(&ws);
     let tools = json_out(&toolhost(&ws, &["list", "--json"], None));
-    let slow = tools
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "slow")
-        .expect("the extension's tools are listed");
+    let slow = named(&tools, "slow");
     assert_eq!(slow["active"], true, "extension tools are activated");
     assert_eq!(slow["source"]["kind"], "extension");
     assert_eq!(

@@ -53,13 +53,10 @@ fn list_as(ws: &Workspace, format: &str) -> Value {
 fn openai_and_anthropic_formats_match_the_documented_tool_shapes() {
     let ws = Workspace::new();
     for (format, name_at) in [("openai", "/function/name"), ("anthropic", "/name")] {
-        let tools = list_as(&ws, format);
-        let tools = tools.as_array().unwrap();
+        let listed = list_as(&ws, format);
+        let names = strings_at(&listed, name_at);
+        let tools = listed.as_array().unwrap();
         let validator = schema(format);
-        let names: Vec<&str> = tools
-            .iter()
-            .map(|t| t.pointer(name_at).unwrap().as_str().unwrap())
-            .collect();
         assert!(
             names.contains(&"read") && names.contains(&"slow"),
             "{format}: {names:?}"
@@ -99,15 +96,7 @@ fn the_mcp_format_is_a_tools_list_result_with_hints_for_built_ins_only() {
         Vec::<String>::new(),
         "{result}"
     );
-    let tool = |name: &str| {
-        result["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"] == name)
-            .unwrap_or_else(|| panic!("{name} is not listed"))
-            .clone()
-    };
+    let tool = |name: &str| named(&result["tools"], name).clone();
     for name in ["read", "ls"] {
         assert_eq!(tool(name)["annotations"], json!({"readOnlyHint": true}));
     }
@@ -137,12 +126,7 @@ fn the_json_format_lists_the_active_definitions_in_order() {
         None,
     );
     let tools = json_stdout(&out);
-    let names: Vec<&str> = tools
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = strings_at(&tools, "/name");
     assert_eq!(names, ["slow", "read"]);
     assert_eq!(tools[1]["label"], "read");
     assert_eq!(tools[1]["promptSnippet"], "Read file contents");

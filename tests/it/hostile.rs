@@ -346,12 +346,7 @@ fn refusal(defs: &str) -> Option<String> {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let out = hostile_cli(&ws, defs, &["call", "fast"]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "fast done\n");
-    report
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["name"] == "hostile")
-        .expect("the hostile guest is reported")["refused"]
+    named(&report, "hostile")["refused"]
         .as_str()
         .map(str::to_string)
 }

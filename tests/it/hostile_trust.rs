@@ -78,12 +78,7 @@ fn hostile_a_hook_and_a_tool_planted_by_bash_do_nothing_until_trusted() {
     // A person reviews and trusts them: they load, under the workspace's grants.
     let review = toolhost(&ws, &["trust", "--json"], None);
     let review = json_out(&review);
-    let hook = review["extensions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["name"] == "hookkit")
-        .unwrap();
+    let hook = named(&review["extensions"], "hookkit");
     assert_eq!(
         hook["inspection"]["Ok"]["hooks"], true,
         "the review shows the hook"
@@ -162,12 +157,7 @@ fn hostile_a_workspace_component_named_like_a_user_granted_extension_gets_nothin
     trust_workspace(&ws);
     assert_eq!(getenv(&ws), "(unset)\n");
     let ext = json_out(&toolhost(&ws, &["ext", "list", "--json"], None));
-    let probe = ext
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["name"] == "probe")
-        .unwrap();
+    let probe = named(&ext, "probe");
     assert_eq!(probe["origin"], "workspace");
     assert_eq!(probe["granted"]["fs-read"], json!([]));
     assert_eq!(

@@ -666,12 +666,7 @@ fn doctor_reports_each_confinement_layer() {
     let ws = Workspace::new();
     let out = toolhost(&ws, &["doctor", "--json"], None);
     let layers: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let names: Vec<&str> = layers
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l["name"].as_str().unwrap())
-        .collect();
+    let names = strings_at(&layers, "/name");
     assert_eq!(names, ["jail", "Landlock", "seccomp", "limits", "network"]);
     assert_eq!(layers[0]["on"], true, "{layers}");
     let all_on = layers.as_array().unwrap().iter().all(|l| l["on"] == true);

@@ -209,12 +209,7 @@ fn abort_during_a_parallel_batch_stops_running_calls() {
         ("c1", "slow", json!({"ms": 60000})),
         ("c2", "fast", json!({})),
     ]);
-    let cancel = CancellationToken::new();
-    let trigger = cancel.clone();
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
-        trigger.cancel();
-    });
+    let cancel = cancel_after(Duration::from_millis(300));
     let (outcome, events) = run(&host, &batch, cancel);
     assert_eq!(outcome.results[0].text(), "Operation aborted");
     assert!(outcome.results[0].is_error);
@@ -231,12 +226,7 @@ fn abort_during_a_sequential_batch_still_answers_later_calls() {
         ("c2", "fast", json!({})),
         ("c3", "nope", json!({})),
     ]);
-    let cancel = CancellationToken::new();
-    let trigger = cancel.clone();
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
-        trigger.cancel();
-    });
+    let cancel = cancel_after(Duration::from_millis(300));
     let (outcome, events) = run(&host, &batch, cancel);
     let texts: Vec<String> = outcome.results.iter().map(|r| r.text()).collect();
     assert_eq!(texts, ["Operation aborted"; 3]);
@@ -254,12 +244,7 @@ fn a_call_ignoring_cancellation_is_stopped_after_the_grace_period() {
     let host = host(&ws);
     for tool in ["spin", "sleepy"] {
         let batch = message(&[("c1", tool, json!({"ms": 60000}))]);
-        let cancel = CancellationToken::new();
-        let trigger = cancel.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(200));
-            trigger.cancel();
-        });
+        let cancel = cancel_after(Duration::from_millis(200));
         let (outcome, _) = run(&host, &batch, cancel);
         assert_eq!(outcome.results[0].text(), "Operation aborted", "{tool}");
     }

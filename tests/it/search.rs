@@ -284,23 +284,6 @@ fn search_works_over_an_in_memory_filesystem() {
 // ---------------------------------------------------------------------------
 // A large generated tree against a plain reference walk.
 
-/// A deterministic pseudo-random sequence (xorshift), so the tree is the same
-/// in every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// The ignore rules this generator writes: `*.ext` and `name/` lines, each
 /// applying at any depth below the directory of its file.
 #[derive(Clone, Default)]
@@ -374,7 +357,7 @@ fn reference(dir: &Path, rel: &str, rules: &RefRules, out: &mut Vec<String>) {
 #[test]
 fn grep_over_ten_thousand_files_matches_a_reference_walk() {
     let ws = Workspace::new();
-    let mut rng = Rng(0x5eed_1234_abcd_ef01);
+    let mut rng = toolhost_tests::Rng(0x5eed_1234_abcd_ef01);
     let exts = [".txt", ".rs", ".log", ".md"];
     ws.write(".gitignore", "*.log\nvendor/\n");
     ws.write(".git/objects/needle.txt", "needle in git\n");
@@ -406,7 +389,7 @@ fn grep_over_ten_thousand_files_matches_a_reference_walk() {
                 if rng.below(90) == 0 {
                     text.push_str(&format!("a needle on line {line}\n"));
                 } else {
-                    text.push_str(&format!("plain text {}\n", rng.next()));
+                    text.push_str(&format!("plain text {}\n", rng.next_u64()));
                 }
             }
             ws.write(&format!("{dir}/{name}"), text);

@@ -95,20 +95,6 @@ fn batch(calls: Value) -> Value {
     json!({"role": "assistant", "stopReason": "toolUse", "content": calls})
 }
 
-/// `start c1`, `end c2`, `message_end c1`, … for the shape of an event stream.
-fn shape(events: &[Value]) -> Vec<String> {
-    events
-        .iter()
-        .map(|e| {
-            let id = e["toolCallId"]
-                .as_str()
-                .or(e["message"]["toolCallId"].as_str())
-                .unwrap_or("?");
-            format!("{} {id}", e["type"].as_str().unwrap_or("?"))
-        })
-        .collect()
-}
-
 #[test]
 fn the_example_client_streams_a_parallel_batch_in_pi_order() {
     let ws = Workspace::new();
@@ -146,23 +132,7 @@ fn the_example_client_streams_a_parallel_batch_in_pi_order() {
     let (result, events) = lines.split_last().unwrap();
     // Spec §2.3: starts in source order, ends in completion order (the unknown
     // tool at once), then the result messages in source order.
-    assert_eq!(
-        shape(events),
-        [
-            "tool_execution_start c1",
-            "tool_execution_start c2",
-            "tool_execution_start c3",
-            "tool_execution_end c3",
-            "tool_execution_end c2",
-            "tool_execution_end c1",
-            "message_start c1",
-            "message_end c1",
-            "message_start c2",
-            "message_end c2",
-            "message_start c3",
-            "message_end c3",
-        ]
-    );
+    assert_eq!(event_shape(events), REVERSE_FINISH_EVENTS);
     assert_eq!(events[3]["isError"], true);
     assert_eq!(
         events[3]["result"],
@@ -305,7 +275,7 @@ fn batches_run_concurrently_and_cancel_by_request_id() {
         "fast done"
     );
     assert_eq!(
-        shape(&quick_events),
+        event_shape(&quick_events),
         [
             "tool_execution_start q1",
             "tool_execution_end q1",
@@ -337,12 +307,7 @@ fn tools_can_be_listed_in_each_format_and_the_active_set_replaced() {
     let mut server = Server::start(&ws, &["--tools", "read,ls,slow"]);
     server.request(json!(1), "tools/list", json!({}));
     let tools = server.response()["result"]["tools"].clone();
-    let names: Vec<&str> = tools
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = strings_at(&tools, "/name");
     assert_eq!(names, ["read", "ls", "slow"]);
     assert_eq!(tools[0]["promptSnippet"], "Read file contents");
     assert_eq!(tools[2]["executionMode"], "parallel");
@@ -354,12 +319,7 @@ fn tools_can_be_listed_in_each_format_and_the_active_set_replaced() {
     ] {
         server.request(json!(format), "tools/list", json!({"format": format}));
         let tools = server.response()["result"]["tools"].clone();
-        let names: Vec<&str> = tools
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t.pointer(name_of).unwrap().as_str().unwrap())
-            .collect();
+        let names = strings_at(&tools, name_of);
         assert_eq!(names, ["read", "ls", "slow"], "{format}");
     }
 

@@ -360,3 +360,75 @@ pub fn granted(ws: &Workspace, policy: &str) -> HostBuilder {
     std::fs::write(ws.user_config().join("toolhost.toml"), policy).unwrap();
     builder(ws).user_config_dir(Some(ws.user_config()))
 }
+
+/// The string at `pointer` of each element of the JSON array `list` (the
+/// names in a tool listing: `strings_at(&tools, "/name")`).
+#[track_caller]
+pub fn strings_at<'a>(list: &'a Value, pointer: &str) -> Vec<&'a str> {
+    list.as_array()
+        .expect("a JSON array")
+        .iter()
+        .map(|item| {
+            item.pointer(pointer)
+                .and_then(Value::as_str)
+                .expect(pointer)
+        })
+        .collect()
+}
+
+/// The events of a parallel batch of `c1`, `c2`, `c3` where each call ends
+/// before the one started before it (Pi: starts in source order, ends in
+/// completion order, then the result messages in source order).
+pub const REVERSE_FINISH_EVENTS: [&str; 12] = [
+    "tool_execution_start c1",
+    "tool_execution_start c2",
+    "tool_execution_start c3",
+    "tool_execution_end c3",
+    "tool_execution_end c2",
+    "tool_execution_end c1",
+    "message_start c1",
+    "message_end c1",
+    "message_start c2",
+    "message_end c2",
+    "message_start c3",
+    "message_end c3",
+];
+
+/// A token that a thread cancels after `delay` (an abort arriving while a
+/// batch runs).
+pub fn cancel_after(delay: Duration) -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(delay);
+        trigger.cancel();
+    });
+    cancel
+}
+
+/// The element of the JSON array `list` whose `name` is `name`.
+#[track_caller]
+pub fn named<'a>(list: &'a Value, name: &str) -> &'a Value {
+    list.as_array()
+        .expect("a JSON array")
+        .iter()
+        .find(|item| item["name"] == name)
+        .unwrap_or_else(|| panic!("{name} is not listed in {list}"))
+}
+
+/// `tool_execution_start c1`, `message_end c2`, `turn_end`, … : the shape
+/// of an event stream.
+pub fn event_shape(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| {
+            let id = e["toolCallId"]
+                .as_str()
+                .or(e["message"]["toolCallId"].as_str())
+                .unwrap_or("");
+            format!("{} {id}", e["type"].as_str().unwrap_or("?"))
+                .trim()
+                .to_string()
+        })
+        .collect()
+}

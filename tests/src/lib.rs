@@ -38,3 +38,21 @@ pub fn live_with(marker: &str) -> usize {
         })
         .count()
 }
+
+/// A deterministic pseudo-random sequence (xorshift), so that generated
+/// trees are the same in every run.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number below `n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}

@@ -86,15 +86,7 @@ fn find(
     index: usize,
     edit: &Edit,
 ) -> Result<Matched, Failure> {
-    let mut exact = lf.match_indices(edit.old.as_str());
-    if let Some((start, _)) = exact.next() {
-        let more = exact.count();
-        if more > 0 {
-            return Err(Failure::Duplicate {
-                index,
-                count: more + 1,
-            });
-        }
+    if let Some(start) = unique_match(lf, &edit.old, index)? {
         return Ok(Matched {
             index,
             span: Span::Exact(start..start + edit.old.len()),
@@ -109,15 +101,7 @@ fn find(
     if needle.is_empty() {
         return Err(Failure::NotFound { index });
     }
-    let mut fuzzy = view.text.match_indices(needle.as_str());
-    if let Some((start, _)) = fuzzy.next() {
-        let more = fuzzy.count();
-        if more > 0 {
-            return Err(Failure::Duplicate {
-                index,
-                count: more + 1,
-            });
-        }
+    if let Some(start) = unique_match(&view.text, &needle, index)? {
         return Ok(Matched {
             index,
             span: Span::Fuzzy(start..start + needle.len()),
@@ -133,6 +117,22 @@ fn find(
         }),
         IndentMatch::Ambiguous(count) => Err(Failure::Duplicate { index, count }),
         IndentMatch::None => Err(Failure::NotFound { index }),
+    }
+}
+
+/// Where `needle` occurs in `text`: `None` nowhere, the offset where it
+/// occurs once, and an error naming the count where it occurs more often.
+fn unique_match(text: &str, needle: &str, index: usize) -> Result<Option<usize>, Failure> {
+    let mut found = text.match_indices(needle);
+    let Some((start, _)) = found.next() else {
+        return Ok(None);
+    };
+    match found.count() {
+        0 => Ok(Some(start)),
+        more => Err(Failure::Duplicate {
+            index,
+            count: more + 1,
+        }),
     }
 }
 

@@ -23,6 +23,7 @@ mod text;
 
 use apply::{Edit, Failure};
 use text::Source;
+use toolhost_sdk::args;
 use toolhost_sdk::fs::{self, EntryKind, ErrorCode, FsError};
 use toolhost_sdk::path::resolve_to_cwd;
 use toolhost_sdk::serde_json::{self, Map, Value, json};
@@ -59,7 +60,7 @@ impl Tool for EditTool {
     }
 
     fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
-        let raw = args["path"].as_str().unwrap_or_default();
+        let raw = args::string(&args, "path");
         let edits = edits_of(&args)?;
         let abs = resolve_to_cwd(raw, &ctx.cwd, ctx.home.as_deref());
 
@@ -274,10 +275,10 @@ mod tests {
     #[test]
     fn definition_is_pis_to_the_byte() {
         let d = EditTool.definition();
-        let schema: Value = serde_json::from_str(&d.parameters).unwrap();
+        let schema: Value = serde_json::from_str(d.parameters()).unwrap();
         assert_eq!(schema["required"], json!(["path", "edits"]));
-        assert_eq!(d.prompt_guidelines.len(), 4);
-        assert_eq!(d.name, "edit");
+        assert_eq!(d.guidelines().len(), 4);
+        assert_eq!(d.name(), "edit");
     }
 
     #[test]

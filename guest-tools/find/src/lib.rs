@@ -13,11 +13,13 @@
 //! `Not a directory: {abs}`); a limit that is not a positive whole number is
 //! an error (fd refused it too, with its own usage text).
 
+use toolhost_sdk::args;
 use toolhost_sdk::js;
+use toolhost_sdk::notices::Notices;
 use toolhost_sdk::path::resolve_to_cwd;
 use toolhost_sdk::search::{self, GlobRequest, GlobResult, SearchError, warning_notice};
-use toolhost_sdk::serde_json::{Map, Value};
-use toolhost_sdk::truncate::{DEFAULT_MAX_BYTES, NO_LINE_LIMIT, format_size, truncate_head};
+use toolhost_sdk::serde_json::Value;
+use toolhost_sdk::truncate::{DEFAULT_MAX_BYTES, NO_LINE_LIMIT, truncate_head};
 use toolhost_sdk::{Context, Definition, Tool, ToolError, ToolOutput, fs};
 
 const SCHEMA: &str = r#"{"type":"object","required":["pattern"],"properties":{"pattern":{"type":"string","description":"Glob pattern to match files, e.g. '*.ts', '**/*.json', or 'src/**/*.spec.ts'"},"path":{"type":"string","description":"Directory to search in (default: current directory)"},"limit":{"type":"number","description":"Maximum number of results (default: 1000)"}}}"#;
@@ -36,20 +38,11 @@ impl Tool for Find {
 
     fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
         ctx.check_cancelled()?;
-        let pattern = args
-            .get("pattern")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let raw = match args.get("path").and_then(Value::as_str) {
-            Some(p) if !p.is_empty() => p,
-            _ => ".",
-        };
+        let pattern = args::string(&args, "pattern");
+        let raw = args::path_or_cwd(&args);
         // `limit ?? 1000`, passed to fd's `--max-results`, which takes only
         // positive whole numbers.
-        let limit = args
-            .get("limit")
-            .and_then(Value::as_f64)
-            .unwrap_or(DEFAULT_LIMIT);
+        let limit = args::number(&args, "limit").unwrap_or(DEFAULT_LIMIT);
         if !(limit >= 1.0 && limit.fract() == 0.0) {
             return Err(ToolError::new(format!(
                 "Invalid limit: {}. Use a positive whole number of results.",
@@ -94,35 +87,20 @@ fn format(result: &GlobResult, limit: f64) -> ToolOutput {
         return ToolOutput::text(text);
     }
     let truncation = truncate_head(&result.paths.join("\n"), NO_LINE_LIMIT, DEFAULT_MAX_BYTES);
-    let mut text = truncation.content.clone();
-    let mut notices = Vec::new();
-    let mut details = Map::new();
+    let mut notices = Notices::new();
     if result.limit_reached {
-        notices.push(format!(
-            "{} results limit reached. Use limit={} for more, or refine pattern",
-            js::number(limit),
-            js::number(limit * 2.0)
-        ));
-        details.insert("resultLimitReached".into(), js::json_number(limit));
-    }
-    if truncation.truncated {
-        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-        details.insert(
-            "truncation".into(),
-            toolhost_sdk::serde_json::to_value(&truncation).unwrap_or(Value::Null),
+        notices.limit_reached(
+            "results",
+            limit,
+            ", or refine pattern",
+            "resultLimitReached",
         );
     }
+    notices.truncated(&truncation, DEFAULT_MAX_BYTES);
     if let Some(w) = warning {
-        notices.push(w);
+        notices.push(w, None);
     }
-    if !notices.is_empty() {
-        text.push_str(&format!("\n\n[{}]", notices.join(". ")));
-    }
-    let mut out = ToolOutput::text(text);
-    if !details.is_empty() {
-        out = out.with_details(Value::Object(details));
-    }
-    out
+    notices.finish(truncation.content)
 }
 
 #[cfg(test)]

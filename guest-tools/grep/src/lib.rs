@@ -11,13 +11,13 @@
 //! (`Some paths could not be searched: {path} ({cause}); …`, at most five
 //! named); context windows merge; errors have our own texts.
 
-use toolhost_sdk::js;
+use toolhost_sdk::args;
+use toolhost_sdk::notices::Notices;
 use toolhost_sdk::path::resolve_to_cwd;
 use toolhost_sdk::search::{self, GrepRequest, GrepResult, SearchError, warning_notice};
-use toolhost_sdk::serde_json::{Map, Value};
+use toolhost_sdk::serde_json::Value;
 use toolhost_sdk::truncate::{
-    DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, NO_LINE_LIMIT, format_size, truncate_head,
-    truncate_line,
+    DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, NO_LINE_LIMIT, truncate_head, truncate_line,
 };
 use toolhost_sdk::{Context, Definition, Tool, ToolError, ToolOutput, fs};
 
@@ -41,32 +41,19 @@ impl Tool for Grep {
 
     fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
         ctx.check_cancelled()?;
-        let pattern = args
-            .get("pattern")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let raw = match args.get("path").and_then(Value::as_str) {
-            Some(p) if !p.is_empty() => p,
-            _ => ".",
-        };
+        let pattern = args::string(&args, "pattern");
+        let raw = args::path_or_cwd(&args);
         // Pi passes `--glob` only for a non-empty glob.
-        let glob = args
-            .get("glob")
-            .and_then(Value::as_str)
-            .filter(|g| !g.is_empty());
-        let ignore_case = args.get("ignoreCase").and_then(Value::as_bool) == Some(true);
-        let literal = args.get("literal").and_then(Value::as_bool) == Some(true);
+        let glob = Some(args::string(&args, "glob")).filter(|g| !g.is_empty());
+        let ignore_case = args::flag(&args, "ignoreCase");
+        let literal = args::flag(&args, "literal");
         // `context > 0 ? context : 0`; lines are whole, so a fraction rounds down.
-        let context = args
-            .get("context")
-            .and_then(Value::as_f64)
+        let context = args::number(&args, "context")
             .filter(|c| *c > 0.0)
             .map_or(0, |c| c.min(f64::from(u32::MAX)) as u32);
         // `Math.max(1, limit ?? 100)`: Pi stops once the count reaches it, so
         // a fractional limit keeps its ceiling in matches.
-        let limit = args
-            .get("limit")
-            .and_then(Value::as_f64)
+        let limit = args::number(&args, "limit")
             .unwrap_or(DEFAULT_LIMIT)
             .max(1.0);
         let max_matches = limit.ceil().min(f64::from(u32::MAX)) as u32;
@@ -141,43 +128,25 @@ fn format(result: &GrepResult, limit: f64) -> ToolOutput {
     }
 
     let truncation = truncate_head(&lines.join("\n"), NO_LINE_LIMIT, DEFAULT_MAX_BYTES);
-    let mut text = truncation.content.clone();
-    let mut notices = Vec::new();
-    let mut details = Map::new();
+    let mut notices = Notices::new();
     // Pi counts matches until it reaches the limit, so the notice appears
     // when the limit was reached, even with nothing beyond it.
     if result.limit_reached || f64::from(result.matches) >= limit {
-        notices.push(format!(
-            "{} matches limit reached. Use limit={} for more, or refine pattern",
-            js::number(limit),
-            js::number(limit * 2.0)
-        ));
-        details.insert("matchLimitReached".into(), js::json_number(limit));
+        notices.limit_reached("matches", limit, ", or refine pattern", "matchLimitReached");
     }
-    if truncation.truncated {
-        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-        details.insert(
-            "truncation".into(),
-            toolhost_sdk::serde_json::to_value(&truncation).unwrap_or(Value::Null),
+    notices.truncated(&truncation, DEFAULT_MAX_BYTES);
+    if lines_truncated {
+        notices.push(
+            format!(
+                "Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines"
+            ),
+            Some(("linesTruncated", Value::Bool(true))),
         );
     }
-    if lines_truncated {
-        notices.push(format!(
-            "Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines"
-        ));
-        details.insert("linesTruncated".into(), Value::Bool(true));
-    }
     if let Some(w) = warning {
-        notices.push(w);
+        notices.push(w, None);
     }
-    if !notices.is_empty() {
-        text.push_str(&format!("\n\n[{}]", notices.join(". ")));
-    }
-    let mut out = ToolOutput::text(text);
-    if !details.is_empty() {
-        out = out.with_details(Value::Object(details));
-    }
-    out
+    notices.finish(truncation.content)
 }
 
 #[cfg(test)]

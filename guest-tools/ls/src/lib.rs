@@ -6,11 +6,13 @@
 
 use icu_collator::options::CollatorOptions;
 use icu_collator::{Collator, CollatorBorrowed};
+use toolhost_sdk::args;
 use toolhost_sdk::fs::{self, EntryKind, ErrorCode};
 use toolhost_sdk::js;
+use toolhost_sdk::notices::Notices;
 use toolhost_sdk::path::resolve_to_cwd;
-use toolhost_sdk::serde_json::{Map, Value};
-use toolhost_sdk::truncate::{DEFAULT_MAX_BYTES, NO_LINE_LIMIT, format_size, truncate_head};
+use toolhost_sdk::serde_json::Value;
+use toolhost_sdk::truncate::{DEFAULT_MAX_BYTES, NO_LINE_LIMIT, truncate_head};
 use toolhost_sdk::{Context, Definition, Tool, ToolError, ToolOutput};
 
 const SCHEMA: &str = r#"{"type":"object","properties":{"path":{"type":"string","description":"Directory to list (default: current directory)"},"limit":{"type":"number","description":"Maximum number of entries to return (default: 500)"}}}"#;
@@ -28,14 +30,8 @@ impl Tool for Ls {
 
     fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
         ctx.check_cancelled()?;
-        let raw = match args.get("path").and_then(Value::as_str) {
-            Some(p) if !p.is_empty() => p,
-            _ => ".",
-        };
-        let limit = args
-            .get("limit")
-            .and_then(Value::as_f64)
-            .unwrap_or(DEFAULT_LIMIT);
+        let raw = args::path_or_cwd(&args);
+        let limit = args::number(&args, "limit").unwrap_or(DEFAULT_LIMIT);
         if limit.is_nan() || limit <= 0.0 {
             return Err(ToolError::new(format!(
                 "Invalid limit: {}. Use a positive number of entries.",
@@ -93,32 +89,12 @@ impl Tool for Ls {
         }
 
         let truncation = truncate_head(&lines.join("\n"), NO_LINE_LIMIT, DEFAULT_MAX_BYTES);
-        let mut text = truncation.content.clone();
-        let mut notices = Vec::new();
-        let mut details = Map::new();
+        let mut notices = Notices::new();
         if limit_reached {
-            notices.push(format!(
-                "{} entries limit reached. Use limit={} for more",
-                js::number(limit),
-                js::number(limit * 2.0)
-            ));
-            details.insert("entryLimitReached".into(), js::json_number(limit));
+            notices.limit_reached("entries", limit, "", "entryLimitReached");
         }
-        if truncation.truncated {
-            notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-            details.insert(
-                "truncation".into(),
-                toolhost_sdk::serde_json::to_value(&truncation).unwrap_or(Value::Null),
-            );
-        }
-        if !notices.is_empty() {
-            text.push_str(&format!("\n\n[{}]", notices.join(". ")));
-        }
-        let mut out = ToolOutput::text(text);
-        if !details.is_empty() {
-            out = out.with_details(Value::Object(details));
-        }
-        Ok(out)
+        notices.truncated(&truncation, DEFAULT_MAX_BYTES);
+        Ok(notices.finish(truncation.content))
     }
 }
 

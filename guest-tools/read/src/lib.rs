@@ -6,6 +6,7 @@
 
 mod image;
 
+use toolhost_sdk::args;
 use toolhost_sdk::fs::{self, EntryKind, ErrorCode, FsError, Metadata};
 use toolhost_sdk::js;
 use toolhost_sdk::path::resolve_to_cwd;
@@ -34,9 +35,9 @@ impl Tool for Read {
 
     fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
         ctx.check_cancelled()?;
-        let raw = args["path"].as_str().unwrap_or_default();
-        let offset = args.get("offset").and_then(Value::as_f64);
-        let limit = args.get("limit").and_then(Value::as_f64);
+        let raw = args::string(&args, "path");
+        let offset = args::number(&args, "offset");
+        let limit = args::number(&args, "limit");
 
         let (abs, meta) = locate(raw, ctx)?;
         if meta.kind == EntryKind::Directory {

@@ -32,7 +32,9 @@
 //! `fs-write`, [`process`] `process` and [`search`] `search`; the host links
 //! each only when the policy grants it. A tool imports only what it calls.
 
+pub mod args;
 pub mod fs;
+pub mod notices;
 pub mod process;
 pub mod search;
 pub mod tools;
@@ -73,7 +75,7 @@ pub mod __private {
         tools
             .iter()
             .copied()
-            .find(|t| t.definition().name == name)
+            .find(|t| t.definition().name() == name)
             .ok_or_else(|| format!("Tool {name} not found in this component"))
     }
 

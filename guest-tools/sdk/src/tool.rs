@@ -12,65 +12,76 @@ pub enum ExecutionMode {
     Sequential,
 }
 
-/// What a tool tells the model and the host about itself.
+/// What a tool tells the model and the host about itself: the WIT record
+/// `tool-definition`, built with [`Definition::new`] and the setters below
+/// (no second field list to keep in step with the WIT).
 #[derive(Clone, Debug)]
-pub struct Definition {
-    pub name: String,
-    pub label: String,
-    pub description: String,
-    /// JSON Schema of the arguments object, as JSON text (kept byte for byte).
-    pub parameters: String,
-    pub prompt_snippet: Option<String>,
-    pub prompt_guidelines: Vec<String>,
-    pub execution_mode: ExecutionMode,
-}
+pub struct Definition(wit::ToolDefinition);
 
 impl Definition {
+    /// `parameters` is the JSON Schema of the arguments object, as JSON text
+    /// (kept byte for byte).
     pub fn new(
         name: impl Into<String>,
         label: impl Into<String>,
         description: impl Into<String>,
         parameters: impl Into<String>,
     ) -> Self {
-        Definition {
+        Definition(wit::ToolDefinition {
             name: name.into(),
             label: label.into(),
             description: description.into(),
             parameters: parameters.into(),
             prompt_snippet: None,
             prompt_guidelines: Vec::new(),
-            execution_mode: ExecutionMode::Parallel,
-        }
+            execution_mode: wit::ExecutionMode::Parallel,
+        })
     }
 
     pub fn prompt_snippet(mut self, snippet: impl Into<String>) -> Self {
-        self.prompt_snippet = Some(snippet.into());
+        self.0.prompt_snippet = Some(snippet.into());
         self
     }
 
     pub fn prompt_guideline(mut self, guideline: impl Into<String>) -> Self {
-        self.prompt_guidelines.push(guideline.into());
+        self.0.prompt_guidelines.push(guideline.into());
         self
     }
 
     pub fn sequential(mut self) -> Self {
-        self.execution_mode = ExecutionMode::Sequential;
+        self.0.execution_mode = wit::ExecutionMode::Sequential;
         self
     }
 
-    pub(crate) fn into_wit(self) -> wit::ToolDefinition {
-        wit::ToolDefinition {
-            name: self.name,
-            label: self.label,
-            description: self.description,
-            parameters: self.parameters,
-            prompt_snippet: self.prompt_snippet,
-            prompt_guidelines: self.prompt_guidelines,
-            execution_mode: match self.execution_mode {
-                ExecutionMode::Parallel => wit::ExecutionMode::Parallel,
-                ExecutionMode::Sequential => wit::ExecutionMode::Sequential,
-            },
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    pub fn description(&self) -> &str {
+        &self.0.description
+    }
+
+    pub fn parameters(&self) -> &str {
+        &self.0.parameters
+    }
+
+    pub fn snippet(&self) -> Option<&str> {
+        self.0.prompt_snippet.as_deref()
+    }
+
+    pub fn guidelines(&self) -> &[String] {
+        &self.0.prompt_guidelines
+    }
+
+    pub fn execution_mode(&self) -> ExecutionMode {
+        match self.0.execution_mode {
+            wit::ExecutionMode::Parallel => ExecutionMode::Parallel,
+            wit::ExecutionMode::Sequential => ExecutionMode::Sequential,
         }
+    }
+
+    pub(crate) fn into_wit(self) -> wit::ToolDefinition {
+        self.0
     }
 }
 

@@ -4,6 +4,7 @@
 //! and keeps an existing file's permissions (§7.11): the host writes a
 //! temporary file beside the target and renames it over it.
 
+use toolhost_sdk::args;
 use toolhost_sdk::fs;
 use toolhost_sdk::path::resolve_to_cwd;
 use toolhost_sdk::serde_json::Value;
@@ -23,8 +24,8 @@ impl Tool for Write {
     }
 
     fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
-        let raw = args["path"].as_str().unwrap_or_default();
-        let content = args["content"].as_str().unwrap_or_default();
+        let raw = args::string(&args, "path");
+        let content = args::string(&args, "content");
         let abs = resolve_to_cwd(raw, &ctx.cwd, ctx.home.as_deref());
         let fail = |e: fs::FsError, op: &str, path: &str| {
             ToolError::new(fs::error_text(&e, op, path, raw, ctx))

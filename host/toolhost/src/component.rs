@@ -27,8 +27,8 @@ pub use crate::ops::{Capabilities, WasiGrants};
 use crate::wit::v0_1::hook_world::{HookComponent, HookComponentIndices, hook};
 use crate::wit::v0_1::interfaces::{self, Import};
 use crate::wit::v0_1::{
-    OpsCtx, OpsView, ToolComponent, ToolComponentIndices, WIT_PACKAGE, cancellation, progress,
-    types,
+    HOOK_EXPORT, OpsCtx, OpsView, TOOL_EXPORT, ToolComponent, ToolComponentIndices, WIT_PACKAGE,
+    cancellation, progress, types,
 };
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -433,10 +433,6 @@ pub(crate) struct Sandbox {
     caps: Capabilities,
     limits: Limits,
 }
-
-/// The export names a component may provide.
-pub(crate) const TOOL_EXPORT: &str = "toolhost:tool/tool@0.1.0";
-pub(crate) const HOOK_EXPORT: &str = "toolhost:tool/hook@0.1.0";
 
 impl Sandbox {
     pub(crate) fn new(

@@ -2,11 +2,12 @@
 //! against its grants, instantiate it once to read its definitions, and check
 //! each definition before it reaches the registry.
 
-use crate::component::{CallSignals, Capabilities, HOOK_EXPORT, Limits, Sandbox};
+use crate::component::{CallSignals, Capabilities, Limits, Sandbox};
 use crate::engine::Runtime;
 use crate::error::Error;
 use crate::registry::{ExecutionMode, RegisteredTool, ToolDefinition, ToolSource};
 use crate::validate::ArgumentSchema;
+use crate::wit::v0_1::HOOK_EXPORT;
 use crate::wit::v0_1::types;
 use std::sync::Arc;
 use std::time::Duration;

@@ -35,7 +35,7 @@ use crate::error::Error;
 use crate::events::Event;
 use crate::formats::{self, ToolFormat};
 use crate::host::Host;
-use crate::message::{ContentBlock, ToolCall};
+use crate::message::{ToolCall, text_of};
 use crate::watch::Watcher;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
@@ -348,15 +348,4 @@ impl Progress {
         self.done.cancel();
         let _ = self.task.await;
     }
-}
-
-fn text_of(content: &[ContentBlock]) -> String {
-    content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text { text } => Some(text.as_str()),
-            ContentBlock::Image { .. } => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }

@@ -185,15 +185,20 @@ impl ToolResultMessage {
 
     /// The text blocks joined by newlines (what a terminal shows).
     pub fn text(&self) -> String {
-        self.content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::Text { text } => Some(text.as_str()),
-                ContentBlock::Image { .. } => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
+        text_of(&self.content)
     }
+}
+
+/// The text blocks of `content` joined by newlines.
+pub(crate) fn text_of(content: &[ContentBlock]) -> String {
+    content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            ContentBlock::Image { .. } => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 pub(crate) fn now_ms() -> u64 {

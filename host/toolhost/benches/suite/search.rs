@@ -37,22 +37,6 @@ fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// A deterministic pseudo-random sequence (xorshift).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 const WORDS: &[&str] = &[
     "let", "fn", "struct", "impl", "return", "match", "self", "value", "error", "config", "path",
     "buffer", "index", "result", "handle", "request", "response", "state", "token", "stream",
@@ -61,7 +45,7 @@ const WORDS: &[&str] = &[
 /// A source tree like a repository's: nested directories of text files, some
 /// hidden, plus ignored build output and dependencies (skipped by everyone).
 fn generate(root: &Path, files: usize) {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = toolhost_tests::Rng(0x9e37_79b9_7f4a_7c15);
     let write = |rel: &str, text: &str| {
         let p = root.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -266,11 +250,12 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
                     .build(),
             )
             .expect("building the host");
-        let comparisons = if *label == "generated" {
-            generated_comparisons(&rt, &host, root, rg.as_deref(), fd.as_deref())
+        let cases = if *label == "generated" {
+            generated_cases()
         } else {
-            real_comparisons(&rt, &host, root, rg.as_deref(), fd.as_deref())
+            real_cases()
         };
+        let comparisons = comparisons(&rt, &host, root, (rg.as_deref(), fd.as_deref()), cases);
         compare(cfg, label, comparisons, rows);
     }
 }
@@ -319,103 +304,74 @@ fn find_cmp<'a>(
     }
 }
 
-fn generated_comparisons<'a>(
-    rt: &'a tokio::runtime::Runtime,
-    host: &'a Host,
-    root: &Path,
-    rg: Option<&'a Path>,
-    fd: Option<&'a Path>,
-) -> Vec<Comparison<'a>> {
+/// One comparison: a grep (name, arguments, ripgrep's `--max-count`) or a
+/// find (name, glob).
+enum Case {
+    Grep(&'static str, serde_json::Value, usize),
+    Find(&'static str, &'static str),
+}
+
+/// The comparisons on the generated tree: fixed cost, a rare literal, a
+/// dense regex, a rare name, a capped glob.
+fn generated_cases() -> Vec<Case> {
+    use serde_json::json;
     vec![
-        grep_cmp(
-            rt,
-            host,
-            rg,
+        Case::Grep(
             "grep one small file (fixed cost)",
-            serde_json::json!({"pattern": "target", "path": ".gitignore"}),
-            root.to_path_buf(),
+            json!({"pattern": "target", "path": ".gitignore"}),
             100,
         ),
-        grep_cmp(
-            rt,
-            host,
-            rg,
+        Case::Grep(
             "grep rare literal, whole tree",
-            serde_json::json!({"pattern": "needle_rare"}),
-            root.to_path_buf(),
+            json!({"pattern": "needle_rare"}),
             100,
         ),
-        grep_cmp(
-            rt,
-            host,
-            rg,
+        Case::Grep(
             "grep regex, 1000-match limit (dense)",
-            serde_json::json!({"pattern": r"TODO \w+", "limit": 1000}),
-            root.to_path_buf(),
+            json!({"pattern": r"TODO \w+", "limit": 1000}),
             1000,
         ),
-        find_cmp(
-            rt,
-            host,
-            fd,
-            "find rare name, whole tree",
-            "f1234*.rs",
-            root.to_path_buf(),
-        ),
-        find_cmp(
-            rt,
-            host,
-            fd,
-            "find *.rs, 1000-result limit",
-            "*.rs",
-            root.to_path_buf(),
-        ),
+        Case::Find("find rare name, whole tree", "f1234*.rs"),
+        Case::Find("find *.rs, 1000-result limit", "*.rs"),
     ]
 }
 
-fn real_comparisons<'a>(
+/// The comparisons on a real tree (the cargo registry): nothing found, a
+/// dense regex, a capped glob.
+fn real_cases() -> Vec<Case> {
+    use serde_json::json;
+    vec![
+        Case::Grep(
+            "grep absent literal, whole tree",
+            json!({"pattern": "toolhost_absent_needle"}),
+            100,
+        ),
+        Case::Grep(
+            "grep regex, 1000-match limit (dense)",
+            json!({"pattern": r"fn \w+\(", "limit": 1000}),
+            1000,
+        ),
+        Case::Find("find absent name, whole tree", "toolhost_absent_*.rs"),
+        Case::Find("find *.rs, 1000-result limit", "*.rs"),
+    ]
+}
+
+fn comparisons<'a>(
     rt: &'a tokio::runtime::Runtime,
     host: &'a Host,
     root: &Path,
-    rg: Option<&'a Path>,
-    fd: Option<&'a Path>,
+    (rg, fd): (Option<&'a Path>, Option<&'a Path>),
+    cases: Vec<Case>,
 ) -> Vec<Comparison<'a>> {
-    vec![
-        grep_cmp(
-            rt,
-            host,
-            rg,
-            "grep absent literal, whole tree",
-            serde_json::json!({"pattern": "toolhost_absent_needle"}),
-            root.to_path_buf(),
-            100,
-        ),
-        grep_cmp(
-            rt,
-            host,
-            rg,
-            "grep regex, 1000-match limit (dense)",
-            serde_json::json!({"pattern": r"fn \w+\(", "limit": 1000}),
-            root.to_path_buf(),
-            1000,
-        ),
-        find_cmp(
-            rt,
-            host,
-            fd,
-            "find absent name, whole tree",
-            "toolhost_absent_*.rs",
-            root.to_path_buf(),
-        ),
-        find_cmp(
-            rt,
-            host,
-            fd,
-            "find *.rs, 1000-result limit",
-            "*.rs",
-            root.to_path_buf(),
-        ),
-    ]
+    cases
+        .into_iter()
+        .map(|case| match case {
+            Case::Grep(name, args, limit) => {
+                grep_cmp(rt, host, rg, name, args, root.to_path_buf(), limit)
+            }
+            Case::Find(name, pattern) => find_cmp(rt, host, fd, name, pattern, root.to_path_buf()),
+        })
+        .collect()
 }
 
 fn compare(cfg: &Config, tree: &str, mut comparisons: Vec<Comparison<'_>>, rows: &mut Vec<Row>) {

@@ -70,6 +70,21 @@ pub enum SearchError {
     Other(String),
 }
 
+impl SearchError {
+    /// The error of a search whose `root` could not be opened.
+    pub(crate) fn at_root(root: &str, e: crate::ops::fs::FsError) -> SearchError {
+        use crate::ops::fs::ErrorCode;
+        match e.code {
+            ErrorCode::OutsideRoots => SearchError::OutsideRoots(root.to_string()),
+            ErrorCode::NotFound | ErrorCode::NotADirectory => {
+                SearchError::NotFound(root.to_string())
+            }
+            ErrorCode::Cancelled => SearchError::Cancelled,
+            _ => SearchError::Other(e.message),
+        }
+    }
+}
+
 /// A content search.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GrepRequest {
@@ -88,6 +103,24 @@ pub struct GrepRequest {
     pub max_matches: u32,
     /// Longer lines are cut to this many bytes (at a character boundary).
     pub max_line_bytes: u32,
+}
+
+impl GrepRequest {
+    /// A case-sensitive regular-expression search of `root` (an absolute
+    /// path) in every file, without context, stopping at 100 matching lines
+    /// (Pi's default limit) and cutting lines at 2,000 bytes.
+    pub fn new(pattern: impl Into<String>, root: impl Into<String>) -> GrepRequest {
+        GrepRequest {
+            pattern: pattern.into(),
+            root: root.into(),
+            glob: None,
+            ignore_case: false,
+            literal: false,
+            context: 0,
+            max_matches: 100,
+            max_line_bytes: 2000,
+        }
+    }
 }
 
 /// A matching (or context) line.
@@ -303,16 +336,7 @@ mod tests {
         }
 
         fn request(&self, pattern: &str) -> GrepRequest {
-            GrepRequest {
-                pattern: pattern.into(),
-                root: self.root(""),
-                glob: None,
-                ignore_case: false,
-                literal: false,
-                context: 0,
-                max_matches: 100,
-                max_line_bytes: 2000,
-            }
+            GrepRequest::new(pattern, self.root(""))
         }
     }
 

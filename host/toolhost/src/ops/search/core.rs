@@ -599,16 +599,7 @@ mod tests {
     use super::*;
 
     fn request(pattern: &str) -> GrepRequest {
-        GrepRequest {
-            pattern: pattern.into(),
-            root: "/".into(),
-            glob: None,
-            ignore_case: false,
-            literal: false,
-            context: 0,
-            max_matches: 100,
-            max_line_bytes: 2000,
-        }
+        GrepRequest::new(pattern, "/")
     }
 
     #[test]

@@ -28,7 +28,6 @@ use super::core::{
 };
 use super::{GlobRequest, GlobResult, GrepRequest, GrepResult, SearchError};
 use super::{Search, StopFlag};
-use crate::ops::fs::ErrorCode;
 use crate::ops::fs::{FsRead, LocalFs, RealPath};
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
 use grep_regex::RegexMatcher;
@@ -126,14 +125,10 @@ fn open_file(dir: &Dir, rel: &Path) -> io::Result<std::fs::File> {
 
 impl LocalSearch {
     fn target(&self, root: &str) -> Result<Target<'_>, SearchError> {
-        let real = self.fs.resolve_real(root).map_err(|e| match e.code {
-            ErrorCode::OutsideRoots => SearchError::OutsideRoots(root.to_string()),
-            ErrorCode::NotFound | ErrorCode::NotADirectory => {
-                SearchError::NotFound(root.to_string())
-            }
-            ErrorCode::Cancelled => SearchError::Cancelled,
-            _ => SearchError::Other(e.message),
-        })?;
+        let real = self
+            .fs
+            .resolve_real(root)
+            .map_err(|e| SearchError::at_root(root, e))?;
         let meta =
             real.dir.metadata(dot(&real.rel)).map_err(
                 |e| match rustix::io::Errno::from_io_error(&e) {

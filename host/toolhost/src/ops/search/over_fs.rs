@@ -48,14 +48,10 @@ impl FsSearch {
 
     /// Whether the root is a directory (`false`: a file).
     fn target(&self, root: &str) -> Result<bool, SearchError> {
-        let meta = self.fs.stat(root).map_err(|e| match e.code {
-            ErrorCode::OutsideRoots => SearchError::OutsideRoots(root.to_string()),
-            ErrorCode::NotFound | ErrorCode::NotADirectory => {
-                SearchError::NotFound(root.to_string())
-            }
-            ErrorCode::Cancelled => SearchError::Cancelled,
-            _ => SearchError::Other(e.message),
-        })?;
+        let meta = self
+            .fs
+            .stat(root)
+            .map_err(|e| SearchError::at_root(root, e))?;
         match meta.kind {
             EntryKind::Directory => Ok(true),
             EntryKind::File => Ok(false),

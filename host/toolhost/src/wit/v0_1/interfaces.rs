@@ -98,8 +98,7 @@ pub const INTERFACES: &[Interface] = &[
     },
 ];
 
-/// The package's version, as it appears in an import's name.
-pub const VERSION: &str = "0.1.0";
+pub use super::VERSION;
 
 /// How a component's import name relates to the package.
 #[derive(Debug)]

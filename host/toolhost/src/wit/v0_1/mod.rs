@@ -31,8 +31,24 @@ pub(crate) use self::toolhost::tool::{
     cancellation, fs_read, fs_types, fs_write, process, progress, search, tools, types,
 };
 
+/// The version of the package this module binds: the one place it is written.
+macro_rules! version {
+    () => {
+        "0.1.0"
+    };
+}
+
+/// The package's version, as it appears in an import's name.
+pub const VERSION: &str = version!();
+
 /// The WIT package version this host implements.
-pub const WIT_PACKAGE: &str = "toolhost:tool@0.1.0";
+pub const WIT_PACKAGE: &str = concat!("toolhost:tool@", version!());
+
+/// The interface a tool component exports.
+pub(crate) const TOOL_EXPORT: &str = concat!("toolhost:tool/tool@", version!());
+
+/// The interface a hook component exports.
+pub(crate) const HOOK_EXPORT: &str = concat!("toolhost:tool/hook@", version!());
 
 /// Bindings of the `hook-component` world. Its imports are the same
 /// interfaces as a tool's, served by the same host code.
