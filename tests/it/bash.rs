@@ -154,7 +154,7 @@ fn the_call_deadline_stops_the_process_group() {
         &result,
         "Tool bash timed out after 1 seconds and was stopped",
     );
-    let pgid = first_number(&std::fs::read_to_string(ws.path.join("pgid.txt")).unwrap());
+    let pgid = first_number(&ws.read("pgid.txt"));
     assert_group_gone(pgid);
 }
 
@@ -169,10 +169,7 @@ fn writes_outside_the_write_roots_fail_where_landlock_exists() {
         json!({"command": "echo hi > inside.txt && mkdir -p d/e && echo ok > d/e/f && echo x > /dev/null && echo done"}),
     );
     assert_eq!(inside.text(), "done\n");
-    assert_eq!(
-        std::fs::read_to_string(ws.path.join("d/e/f")).unwrap(),
-        "ok\n"
-    );
+    assert_eq!(ws.read("d/e/f"), "ok\n");
     let tmp = bash(&host, json!({"command": "mktemp"}));
     assert!(
         tmp.text()

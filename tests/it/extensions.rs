@@ -19,6 +19,16 @@ fn call_text(ws: &Workspace, tool: &str, args: Value) -> (String, bool) {
     )
 }
 
+/// The probe extension reading `path`: its text and whether it is an error.
+fn probe(ws: &Workspace, path: &str) -> (String, bool) {
+    call_text(ws, "probe", json!({ "path": path }))
+}
+
+/// What a call of the probe gets when the probe did not load.
+fn probe_not_loaded() -> (String, bool) {
+    ("Tool probe not found".into(), true)
+}
+
 /// Copy `component` to `rel` in the extensions directory `dir`.
 fn drop_in(dir: &Path, rel: &str, component: &str) {
     let dest = dir.join(rel);
@@ -76,29 +86,20 @@ fn fs_read_is_refused_until_granted_then_confined_to_the_grant() {
         ext[0]["refused"],
         "imports toolhost:tool/fs-read@0.1.0 (read files), which is not granted to it; grant it in toolhost.toml: [extensions.probe] fs-read = [\"<directory>\"]"
     );
-    assert_eq!(
-        call_text(&ws, "probe", json!({"path": "x"})),
-        ("Tool probe not found".into(), true)
-    );
+    assert_eq!(probe(&ws, "x"), probe_not_loaded());
 
     // Granted: it reads inside the grant, and nowhere else.
     user_policy(&ws, "[extensions.probe]\nfs-read = [\"docs\"]\n");
     let inside = format!("{}/docs/a.txt", ws.str());
-    assert_eq!(
-        call_text(&ws, "probe", json!({"path": inside})),
-        ("inside the grant".into(), false)
-    );
+    assert_eq!(probe(&ws, &inside), ("inside the grant".into(), false));
     let outside = format!("{}/secret.txt", ws.str());
-    let (text, is_error) = call_text(&ws, "probe", json!({"path": outside}));
+    let (text, is_error) = probe(&ws, &outside);
     assert!(is_error);
     assert!(text.contains("outside the granted roots"), "{text}");
 
     // Revoked: refused again.
     user_policy(&ws, "");
-    assert_eq!(
-        call_text(&ws, "probe", json!({"path": inside})),
-        ("Tool probe not found".into(), true)
-    );
+    assert_eq!(probe(&ws, &inside), probe_not_loaded());
 }
 
 #[test]
@@ -128,20 +129,14 @@ fn a_workspace_policy_applies_only_once_trusted_and_unchanged() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("toolhost trust --yes"));
     trust_workspace(&ws);
-    assert_eq!(
-        call_text(&ws, "probe", json!({"path": inside})),
-        ("hello".into(), false)
-    );
+    assert_eq!(probe(&ws, &inside), ("hello".into(), false));
 
     // The file changes (as an agent might change it): untrusted again.
     ws.write(
         "toolhost.toml",
         "[extensions.probe]\nfs-read = [\"docs\", \"/\"]\n",
     );
-    assert_eq!(
-        call_text(&ws, "probe", json!({"path": inside})),
-        ("Tool probe not found".into(), true)
-    );
+    assert_eq!(probe(&ws, &inside), probe_not_loaded());
 }
 
 #[test]
@@ -150,9 +145,7 @@ fn granted_directories_are_preopened_through_wasi_with_the_same_permissions() {
     ws.write("docs/a.txt", "via std::fs");
     ws.write("secret.txt", "no");
     std::fs::create_dir(ws.path.join("out")).unwrap();
-    let kit = ws.path.join("kit.wasm");
-    std::fs::copy(toolhost_tests::TESTKIT, &kit).unwrap();
-    let ext = kit.to_str().unwrap();
+    let ext = &ws.copy_in("kit.wasm", toolhost_tests::TESTKIT);
     let call = |args: Value| {
         let out = toolhost(
             &ws,
@@ -195,23 +188,19 @@ fn granted_directories_are_preopened_through_wasi_with_the_same_permissions() {
         call(json!({"path": out_file, "content": "made"})),
         ("written".into(), false)
     );
-    assert_eq!(
-        std::fs::read_to_string(ws.path.join("out/new.txt")).unwrap(),
-        "made"
-    );
+    assert_eq!(ws.read("out/new.txt"), "made");
 }
 
 #[test]
 fn environment_variables_are_invisible_unless_granted() {
     let ws = Workspace::new();
-    let kit = ws.path.join("kit.wasm");
-    std::fs::copy(toolhost_tests::TESTKIT, &kit).unwrap();
+    let kit = ws.copy_in("kit.wasm", toolhost_tests::TESTKIT);
     let getenv = |name: &str| {
         let out = toolhost_with_env(
             &ws,
             &[
                 "--extension",
-                kit.to_str().unwrap(),
+                &kit,
                 "call",
                 "getenv",
                 &json!({"name": name}).to_string(),
@@ -231,9 +220,7 @@ fn environment_variables_are_invisible_unless_granted() {
 #[test]
 fn the_tools_grant_lets_a_tool_activate_others_and_reports_them() {
     let ws = Workspace::new();
-    let set = ws.path.join("toolset.wasm");
-    std::fs::copy(toolhost_tests::TOOLSET, &set).unwrap();
-    let ext = set.to_str().unwrap();
+    let ext = &ws.copy_in("toolset.wasm", toolhost_tests::TOOLSET);
     let args = json!({"names": ["ls"]}).to_string();
     // Without the grant the component is refused.
     let out = toolhost(&ws, &["--extension", ext, "call", "activate", &args], None);
@@ -241,17 +228,24 @@ fn the_tools_grant_lets_a_tool_activate_others_and_reports_them() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("[extensions.toolset] tools = true"));
 
     user_policy(&ws, "[extensions.toolset]\ntools = true\n");
-    let batch = json!({"role": "assistant", "content": [
-        {"type": "toolCall", "id": "c1", "name": "activate", "arguments": {"names": ["ls", "nope"]}},
-    ]});
-    let out = toolhost(
-        &ws,
-        &["--extension", ext, "run", "-"],
-        Some(&batch.to_string()),
-    );
-    let end: Value =
-        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
-    let result = &end["toolResults"][0];
+    // One `activate` call through `toolhost run`: its result message.
+    let activate = |arguments: Value| {
+        let batch = json!({"role": "assistant", "content": [
+            {"type": "toolCall", "id": "c1", "name": "activate", "arguments": arguments},
+        ]});
+        let out = toolhost(
+            &ws,
+            &["--extension", ext, "run", "-"],
+            Some(&batch.to_string()),
+        );
+        let last = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .map(str::to_string);
+        let end: Value = serde_json::from_str(&last.unwrap()).unwrap();
+        end["toolResults"][0].clone()
+    };
+    let result = activate(json!({"names": ["ls", "nope"]}));
     assert_eq!(
         result["content"][0]["text"],
         "active: read, bash, edit, write, activate, ls"
@@ -263,17 +257,8 @@ fn the_tools_grant_lets_a_tool_activate_others_and_reports_them() {
     );
 
     // Replacing the set removes a tool: nothing counts as added.
-    let batch = json!({"role": "assistant", "content": [
-        {"type": "toolCall", "id": "c1", "name": "activate", "arguments": {"names": ["ls"], "replace": true}},
-    ]});
-    let out = toolhost(
-        &ws,
-        &["--extension", ext, "run", "-"],
-        Some(&batch.to_string()),
-    );
-    let end: Value =
-        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
-    assert_eq!(end["toolResults"][0].get("addedToolNames"), None);
+    let result = activate(json!({"names": ["ls"], "replace": true}));
+    assert_eq!(result.get("addedToolNames"), None);
 }
 
 #[test]
@@ -323,9 +308,7 @@ fn a_malformed_policy_stops_the_host_with_the_file_and_cause() {
 fn process_grants_name_the_programs_an_extension_may_run() {
     let ws = Workspace::new();
     ws.write("hello.txt", "hi");
-    let probe = ws.path.join("runprobe.wasm");
-    std::fs::copy(toolhost_tests::RUNPROBE, &probe).unwrap();
-    let ext = probe.to_str().unwrap();
+    let ext = &ws.copy_in("runprobe.wasm", toolhost_tests::RUNPROBE);
     let run = |args: Value| {
         let out = toolhost(
             &ws,
@@ -365,9 +348,7 @@ fn a_search_grant_covers_only_the_granted_directories() {
     let ws = Workspace::new();
     ws.write("docs/a.md", "needle");
     ws.write("private/b.md", "needle");
-    let probe = ws.path.join("searchprobe.wasm");
-    std::fs::copy(toolhost_tests::SEARCHPROBE, &probe).unwrap();
-    let ext = probe.to_str().unwrap();
+    let ext = &ws.copy_in("searchprobe.wasm", toolhost_tests::SEARCHPROBE);
     let seek = |root: &str| {
         let args = json!({"pattern": "needle", "root": format!("{}/{root}", ws.str())});
         let out = toolhost(

@@ -211,6 +211,19 @@ fn first_key_is(local: u32, letter: char) -> String {
 /// loops, `{"grow":1}` grows memory by 1 GiB at once, `{"huge":1}` by
 /// 2^32-1 pages, `{"steps":1}` one page at a time until refused, and
 /// `{"recurse":1}` recurses without end. `{}` answers `wat done`.
+/// Each of `calls` to [`multi_wat`] under `limits` fails with `expected`;
+/// then the same component answers a plain call, and the others serve.
+fn assert_multi_wat_fails(limits: Limits, calls: &[Value], expected: &str) {
+    let ws = Workspace::new();
+    let wat = multi_wat(&ws);
+    let host = host_with(&ws, &[&wat], limits);
+    for arguments in calls {
+        assert_error(&call(&host, "wat", arguments.clone()), expected);
+    }
+    assert_eq!(call(&host, "wat", json!({})).text(), "wat done");
+    assert_others_serve(&host);
+}
+
 fn multi_wat(ws: &Workspace) -> PathBuf {
     let prepare = format!(
         "(if {} (then (loop $spin (br $spin))))",
@@ -357,14 +370,11 @@ fn refusal(defs: &str) -> Option<String> {
 
 #[test]
 fn hostile_loops_in_execute_and_prepare_arguments_end_at_the_deadline() {
-    let ws = Workspace::new();
-    let wat = multi_wat(&ws);
-    let host = host_with(&ws, &[&wat], limits(1, 64));
-    let stopped = "Tool wat timed out after 1 seconds and was stopped";
-    assert_error(&call(&host, "wat", json!({"loop": 1})), stopped);
-    assert_error(&call(&host, "wat", json!({"prepare": 1})), stopped);
-    assert_eq!(call(&host, "wat", json!({})).text(), "wat done");
-    assert_others_serve(&host);
+    assert_multi_wat_fails(
+        limits(1, 64),
+        &[json!({"loop": 1}), json!({"prepare": 1})],
+        "Tool wat timed out after 1 seconds and was stopped",
+    );
 }
 
 #[test]
@@ -410,17 +420,13 @@ fn hostile_loops_at_load_refuse_that_extension_and_the_others_load() {
 
 #[test]
 fn hostile_memory_growth_stops_at_the_limit_however_it_is_asked_for() {
-    let ws = Workspace::new();
-    let wat = multi_wat(&ws);
-    let host = host_with(&ws, &[&wat], limits(30, 32));
-    let stopped = "Tool wat exceeded its memory limit of 32 MiB and was stopped";
-    // One memory.grow of 1 GiB, then page after page.
-    assert_error(&call(&host, "wat", json!({"grow": 1})), stopped);
-    assert_error(&call(&host, "wat", json!({"steps": 1})), stopped);
-    // 2^32-1 pages: more than a 32-bit memory can hold.
-    assert_error(&call(&host, "wat", json!({"huge": 1})), stopped);
-    assert_eq!(call(&host, "wat", json!({})).text(), "wat done");
-    assert_others_serve(&host);
+    // One memory.grow of 1 GiB, page after page, and 2^32-1 pages (more than
+    // a 32-bit memory can hold).
+    assert_multi_wat_fails(
+        limits(30, 32),
+        &[json!({"grow": 1}), json!({"steps": 1}), json!({"huge": 1})],
+        "Tool wat exceeded its memory limit of 32 MiB and was stopped",
+    );
 }
 
 #[test]
@@ -472,15 +478,11 @@ fn hostile_huge_initial_memory_or_table_refuses_the_component_at_load() {
 
 #[test]
 fn hostile_unbounded_recursion_exhausts_the_stack_into_a_trap() {
-    let ws = Workspace::new();
-    let wat = multi_wat(&ws);
-    let host = host_with(&ws, &[&wat], limits(30, 64));
-    assert_error(
-        &call(&host, "wat", json!({"recurse": 1})),
+    assert_multi_wat_fails(
+        limits(30, 64),
+        &[json!({"recurse": 1})],
         "Tool wat crashed: call stack exhausted",
     );
-    assert_eq!(call(&host, "wat", json!({})).text(), "wat done");
-    assert_others_serve(&host);
 }
 
 // ---------------------------------------------------------------------------
@@ -577,6 +579,12 @@ struct Escape {
 }
 
 impl Escape {
+    /// A host with the hostile extension granted the workspace, its calls
+    /// limited to `seconds` and 64 MiB.
+    fn host(&self, seconds: u64) -> Host {
+        hostile_host(&self.ws, "", limits(seconds, 64))
+    }
+
     fn new() -> Escape {
         let ws = Workspace::new();
         let outside = Workspace::new();
@@ -648,7 +656,7 @@ fn assert_wasi_refused(path: &str, r: &toolhost::ToolResultMessage) {
 #[test]
 fn hostile_reads_by_dotdot_absolute_path_or_symlink_are_refused() {
     let e = Escape::new();
-    let host = hostile_host(&e.ws, "", limits(30, 64));
+    let host = e.host(30);
     let inside = e.granted.join("inside.txt").display().to_string();
     assert_eq!(
         hostile(&host, json!({"mode": "read", "path": inside})).text(),
@@ -683,7 +691,7 @@ fn hostile_reads_by_dotdot_absolute_path_or_symlink_are_refused() {
 fn hostile_writes_by_dotdot_absolute_path_or_symlink_are_refused() {
     let e = Escape::new();
     let before = e.untouched();
-    let host = hostile_host(&e.ws, "", limits(30, 64));
+    let host = e.host(30);
     let mut paths = e.escapes("new.txt");
     paths.extend(e.escapes("secret.txt"));
     paths.push(format!("{}/link-out", e.granted.display()));
@@ -756,7 +764,7 @@ fn during_swaps(e: &Escape, host: &Host, args: Value) -> toolhost::ToolResultMes
 #[test]
 fn hostile_reads_racing_a_symlink_swapped_in_never_see_outside_content() {
     let e = Escape::new();
-    let host = hostile_host(&e.ws, "", limits(120, 64));
+    let host = e.host(120);
     let path = e.granted.join("dir/file.txt").display().to_string();
     for mode in ["race", "race-wasi"] {
         let r = during_swaps(
@@ -783,7 +791,7 @@ fn hostile_reads_racing_a_symlink_swapped_in_never_see_outside_content() {
 fn hostile_writes_racing_a_symlink_swapped_in_never_land_outside() {
     let e = Escape::new();
     let before = e.untouched();
-    let host = hostile_host(&e.ws, "", limits(120, 64));
+    let host = e.host(120);
     let path = e.granted.join("dir/out.txt").display().to_string();
     let r = during_swaps(
         &e,
@@ -1100,8 +1108,7 @@ fn hostile_extension_programs_get_no_network_and_no_writes_unless_granted() {
     let outside = Workspace::new();
     std::fs::create_dir(ws.path.join("out")).unwrap();
     let listener = Listener::new();
-    let probe = ws.path.join("runprobe.wasm");
-    std::fs::copy(toolhost_tests::RUNPROBE, &probe).unwrap();
+    let probe = ws.copy_in("runprobe.wasm", toolhost_tests::RUNPROBE);
     let policy =
         "[extensions.runprobe]\nprocess = [\"bash\"]\nfs-read = [\".\"]\nfs-write = [\"out\"]\n";
     let run = |host: &Host, script: &str| {
@@ -1325,7 +1332,7 @@ fn hostile_invalid_or_deep_json_from_a_tool_is_an_error_result() {
 #[test]
 fn hostile_a_tool_that_lies_in_its_schema_gets_only_valid_arguments_and_its_grants() {
     let e = Escape::new();
-    let host = hostile_host(&e.ws, "", limits(30, 64));
+    let host = e.host(30);
     // Its prepare-arguments adds a property its own schema forbids: the host
     // validates what execute would get, so execute never runs.
     let r = call(&host, "liar", json!({"name": "smuggle"}));

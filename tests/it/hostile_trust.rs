@@ -425,22 +425,9 @@ fn hostile_protected_paths_refuse_write_edit_and_every_fs_write_at_a_fake_home()
     assert_eq!(snapshot(&ws.path), before, "nothing protected changed");
 
     // Everything else is written as before.
-    let r = call(
-        &host,
-        "write",
-        json!({"path": ".git/HEAD", "content": "ref: x\n"}),
-    );
-    assert!(!r.is_error, "{}", r.text());
-    let r = call(
-        &host,
-        "write",
-        json!({"path": "notes/a.txt", "content": "a"}),
-    );
-    assert!(!r.is_error, "{}", r.text());
-    assert_eq!(
-        std::fs::read_to_string(ws.path.join("notes/a.txt")).unwrap(),
-        "a"
-    );
+    write_ok(&host, ".git/HEAD", "ref: x\n");
+    write_ok(&host, "notes/a.txt", "a");
+    assert_eq!(ws.read("notes/a.txt"), "a");
 }
 
 /// The single compile-cache entry in `cache`, once something was compiled.

@@ -354,16 +354,10 @@ fn jail_protected_paths_are_read_only_to_bash() {
             r.text()
         );
     }
-    assert_eq!(
-        std::fs::read_to_string(ws.path.join("toolhost.toml")).unwrap(),
-        "# trusted grants\n"
-    );
+    assert_eq!(ws.read("toolhost.toml"), "# trusted grants\n");
     assert!(!ws.path.join(".toolhost/extensions/evil.wasm").exists());
     assert!(ws.path.join(".toolhost/extensions/tool.wasm").exists());
-    assert_eq!(
-        std::fs::read_to_string(ws.path.join(".git/config")).unwrap(),
-        "[core]\n"
-    );
+    assert_eq!(ws.read(".git/config"), "[core]\n");
     assert!(!ws.path.join(".git/hooks/post-checkout").exists());
     // The rest of the repository is the workspace's, as before.
     let r = bash(&host, "echo 'ref: refs/heads/x' > .git/HEAD && echo ok");
@@ -476,8 +470,7 @@ fn jail_a_program_granted_to_an_extension_sees_only_its_grants_and_takes_no_ld_p
     let ws = Workspace::new();
     ws.write("docs/a.txt", "granted\n");
     ws.write("secret.txt", "not granted\n");
-    let probe = ws.path.join("runprobe.wasm");
-    std::fs::copy(toolhost_tests::RUNPROBE, &probe).unwrap();
+    let probe = ws.copy_in("runprobe.wasm", toolhost_tests::RUNPROBE);
     let host = block(
         granted(
             &ws,

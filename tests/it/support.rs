@@ -1,6 +1,6 @@
 //! Helpers shared by the tests.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -63,6 +63,22 @@ impl Workspace {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(&p, contents).unwrap();
         p
+    }
+
+    /// The text of the file at `rel`.
+    #[track_caller]
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path.join(rel)).unwrap()
+    }
+
+    /// Copy the file at `from` (a test component) to `rel`; its path as
+    /// text, as `--extension` takes it.
+    #[track_caller]
+    pub fn copy_in(&self, rel: &str, from: &str) -> String {
+        let p = self.path.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::copy(from, &p).unwrap();
+        p.to_str().unwrap().to_string()
     }
 
     #[track_caller]
@@ -147,6 +163,14 @@ pub fn tool_call(id: &str, name: &str, arguments: Value) -> ToolCall {
         name: name.into(),
         arguments,
     }
+}
+
+/// `write` `content` to `path` through the full pipeline; it must succeed.
+#[track_caller]
+pub fn write_ok(host: &Host, path: &str, content: &str) -> ToolResultMessage {
+    let r = call(host, "write", json!({ "path": path, "content": content }));
+    assert!(!r.is_error, "write {path}: {}", r.text());
+    r
 }
 
 /// Call one tool through the full pipeline, as the model would (only an

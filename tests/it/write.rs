@@ -33,16 +33,8 @@ fn writes_create_parents_and_keep_permissions() {
     let mode = std::fs::metadata(&script).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o750, "§7.11: the file keeps its permissions");
 
-    let r = call(
-        &host,
-        "write",
-        json!({"path": "deep/er/new.txt", "content": "x"}),
-    );
-    assert!(!r.is_error, "{}", r.text());
-    assert_eq!(
-        std::fs::read_to_string(ws.path.join("deep/er/new.txt")).unwrap(),
-        "x"
-    );
+    let r = write_ok(&host, "deep/er/new.txt", "x");
+    assert_eq!(ws.read("deep/er/new.txt"), "x");
     assert_eq!(r.details, None);
 }
 
@@ -89,16 +81,8 @@ fn writes_through_a_symlink_change_its_target() {
     ws.write("real.txt", "old");
     ws.symlink("alias.txt", ws.path.join("real.txt"));
     let host = host(&ws);
-    let r = call(
-        &host,
-        "write",
-        json!({"path": "alias.txt", "content": "new"}),
-    );
-    assert!(!r.is_error, "{}", r.text());
-    assert_eq!(
-        std::fs::read_to_string(ws.path.join("real.txt")).unwrap(),
-        "new"
-    );
+    write_ok(&host, "alias.txt", "new");
+    assert_eq!(ws.read("real.txt"), "new");
     let link = std::fs::symlink_metadata(ws.path.join("alias.txt")).unwrap();
     assert!(
         link.file_type().is_symlink(),
@@ -130,7 +114,7 @@ fn parallel_writes_to_one_file_leave_one_whole_content() {
         CancellationToken::new(),
     );
     assert!(outcome.results.iter().all(|r| !r.is_error));
-    let last = std::fs::read_to_string(ws.path.join("same.txt")).unwrap();
+    let last = ws.read("same.txt");
     assert!(
         contents.contains(&last),
         "the file holds exactly one writer's content"

@@ -234,32 +234,19 @@ impl ArgumentSchema {
         }
         if let Some(pattern_properties) = pattern_properties {
             for (pattern, property_schema) in pattern_properties {
-                for (key, property) in js_entries(object) {
-                    if self.regex_matches(pattern, key) {
-                        ok &= self.walk(
-                            property_schema,
-                            property,
-                            &child_path(path, key),
-                            depth + 1,
-                            out,
-                        );
-                    }
-                }
+                let matching = js_entries(object)
+                    .into_iter()
+                    .filter(|(key, _)| self.regex_matches(pattern, key))
+                    .map(|(key, property)| (key, (property, property_schema)));
+                ok &= self.walk_children(matching, path, depth, out);
             }
         }
         if let Some(properties) = properties {
             // Schema order, not the order of the arguments.
-            for (key, property_schema) in properties {
-                if let Some(property) = object.get(key) {
-                    ok &= self.walk(
-                        property_schema,
-                        property,
-                        &child_path(path, key),
-                        depth + 1,
-                        out,
-                    );
-                }
-            }
+            let present = properties.iter().filter_map(|(key, property_schema)| {
+                Some((key, (object.get(key)?, property_schema)))
+            });
+            ok &= self.walk_children(present, path, depth, out);
         }
         if let Some(names_schema) = keywords.get("propertyNames").filter(|s| is_schema(s)) {
             let invalid: Vec<&str> = js_entries(object)
@@ -285,30 +272,8 @@ impl ArgumentSchema {
             }
         }
         let count = object.len() as f64;
-        if let Some(limit) = number_keyword(keywords, "minProperties")
-            && count < limit
-        {
-            out.push(RawIssue::new(
-                path,
-                format!(
-                    "must not have fewer than {} properties",
-                    js_number_string(limit)
-                ),
-            ));
-            ok = false;
-        }
-        if let Some(limit) = number_keyword(keywords, "maxProperties")
-            && count > limit
-        {
-            out.push(RawIssue::new(
-                path,
-                format!(
-                    "must not have more than {} properties",
-                    js_number_string(limit)
-                ),
-            ));
-            ok = false;
-        }
+        ok &= check_count(keywords, "minProperties", count, "properties", path, out);
+        ok &= check_count(keywords, "maxProperties", count, "properties", path, out);
         ok
     }
 
@@ -353,63 +318,46 @@ impl ArgumentSchema {
         }
         match keywords.get("items") {
             Some(Value::Array(tuple)) if tuple.iter().all(is_schema) => {
-                for (index, (item, item_schema)) in items.iter().zip(tuple).enumerate() {
-                    ok &= self.walk(
-                        item_schema,
-                        item,
-                        &child_path(path, &index.to_string()),
-                        depth + 1,
-                        out,
-                    );
-                }
+                ok &= self.walk_children(items.iter().zip(tuple).enumerate(), path, depth, out);
             }
             Some(item_schema) if is_schema(item_schema) => {
                 let offset = prefix.map_or(0, <[Value]>::len);
-                for (index, item) in items.iter().enumerate().skip(offset) {
-                    ok &= self.walk(
-                        item_schema,
-                        item,
-                        &child_path(path, &index.to_string()),
-                        depth + 1,
-                        out,
-                    );
-                }
+                let rest = items.iter().map(|item| (item, item_schema));
+                ok &= self.walk_children(rest.enumerate().skip(offset), path, depth, out);
             }
             _ => {}
         }
         let count = items.len() as f64;
-        if let Some(limit) = number_keyword(keywords, "maxItems")
-            && count > limit
-        {
-            out.push(RawIssue::new(
-                path,
-                format!("must not have more than {} items", js_number_string(limit)),
-            ));
-            ok = false;
-        }
-        if let Some(limit) = number_keyword(keywords, "minItems")
-            && count < limit
-        {
-            out.push(RawIssue::new(
-                path,
-                format!("must not have fewer than {} items", js_number_string(limit)),
-            ));
-            ok = false;
-        }
+        ok &= check_count(keywords, "maxItems", count, "items", path, out);
+        ok &= check_count(keywords, "minItems", count, "items", path, out);
         if let Some(prefix) = prefix {
-            for (index, (item, item_schema)) in items.iter().zip(prefix).enumerate() {
-                ok &= self.walk(
-                    item_schema,
-                    item,
-                    &child_path(path, &index.to_string()),
-                    depth + 1,
-                    out,
-                );
-            }
+            ok &= self.walk_children(items.iter().zip(prefix).enumerate(), path, depth, out);
         }
         if keywords.get("uniqueItems") == Some(&Value::Bool(true)) && has_duplicates(items) {
             out.push(RawIssue::new(path, "must not have duplicate items"));
             ok = false;
+        }
+        ok
+    }
+
+    /// Walk every `(key, (value, schema))`, each at its key (a property name
+    /// or an array index) below `path`; all of them report (no short cut).
+    fn walk_children<'a, K: ToString>(
+        &self,
+        pairs: impl Iterator<Item = (K, (&'a Value, &'a Value))>,
+        path: &str,
+        depth: usize,
+        out: &mut Vec<RawIssue>,
+    ) -> bool {
+        let mut ok = true;
+        for (key, (value, schema)) in pairs {
+            ok &= self.walk(
+                schema,
+                value,
+                &child_path(path, &key.to_string()),
+                depth + 1,
+                out,
+            );
         }
         ok
     }
@@ -423,34 +371,12 @@ impl ArgumentSchema {
         out: &mut Vec<RawIssue>,
     ) -> bool {
         let mut ok = true;
-        let max = number_keyword(keywords, "maxLength");
-        let min = number_keyword(keywords, "minLength");
-        if max.is_some() || min.is_some() {
+        if number_keyword(keywords, "maxLength").is_some()
+            || number_keyword(keywords, "minLength").is_some()
+        {
             let length = grapheme_count(text) as f64;
-            if let Some(limit) = max
-                && length > limit
-            {
-                out.push(RawIssue::new(
-                    path,
-                    format!(
-                        "must not have more than {} characters",
-                        js_number_string(limit)
-                    ),
-                ));
-                ok = false;
-            }
-            if let Some(limit) = min
-                && length < limit
-            {
-                out.push(RawIssue::new(
-                    path,
-                    format!(
-                        "must not have fewer than {} characters",
-                        js_number_string(limit)
-                    ),
-                ));
-                ok = false;
-            }
+            ok &= check_count(keywords, "maxLength", length, "characters", path, out);
+            ok &= check_count(keywords, "minLength", length, "characters", path, out);
         }
         if let Some(Value::String(format)) = keywords.get("format")
             && let Some(validator) = self.formats.get(format)
@@ -565,6 +491,38 @@ pub(super) fn walk_number(
         ok = false;
     }
     ok
+}
+
+/// One count keyword (`maxLength`, `minItems`, `maxProperties`, …): whether
+/// `count` keeps it, with TypeBox's message (`must not have more than 3
+/// items`) when it does not. A `max…` keyword bounds from above, a `min…` one
+/// from below; a limit that is not a number (NaN) is never broken.
+fn check_count(
+    keywords: &Map<String, Value>,
+    keyword: &str,
+    count: f64,
+    noun: &str,
+    path: &str,
+    out: &mut Vec<RawIssue>,
+) -> bool {
+    let Some(limit) = number_keyword(keywords, keyword) else {
+        return true;
+    };
+    let (broken, relation) = if keyword.starts_with("max") {
+        (count > limit, "more")
+    } else {
+        (count < limit, "fewer")
+    };
+    if broken {
+        out.push(RawIssue::new(
+            path,
+            format!(
+                "must not have {relation} than {} {noun}",
+                js_number_string(limit)
+            ),
+        ));
+    }
+    !broken
 }
 
 /// TypeBox's `IsMultipleOf`: integers are multiples of any divisor whose reciprocal is an

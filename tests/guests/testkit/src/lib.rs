@@ -19,17 +19,21 @@ fn nap(ctx: &Context, total: u64) -> Result<(), ToolError> {
     ctx.check_cancelled()
 }
 
+/// Any object.
+const OBJECT: &str = r#"{"type":"object"}"#;
+
 const MS_SCHEMA: &str = r#"{"type":"object","properties":{"ms":{"type":"number"}}}"#;
 
 /// Returns its arguments as JSON text (`echoed: {...}`).
 struct Echo;
+const ECHO_SCHEMA: &str = r#"{"type":"object","required":["value"],"properties":{"value":{"type":"string"},"count":{"type":"integer"},"flag":{"type":"boolean"},"ratio":{"type":"number"},"tags":{"type":"array","items":{"type":"string"}},"opts":{"type":"object","properties":{"deep":{"type":"boolean"}}},"mode":{"anyOf":[{"const":"a"},{"const":"b"}]}}}"#;
 impl Tool for Echo {
     fn definition(&self) -> Definition {
         Definition::new(
             "echo",
             "Echo",
             "Returns its validated arguments.",
-            r#"{"type":"object","required":["value"],"properties":{"value":{"type":"string"},"count":{"type":"integer"},"flag":{"type":"boolean"},"ratio":{"type":"number"},"tags":{"type":"array","items":{"type":"string"}},"opts":{"type":"object","properties":{"deep":{"type":"boolean"}}},"mode":{"anyOf":[{"const":"a"},{"const":"b"}]}}}"#,
+            ECHO_SCHEMA,
         )
     }
     fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
@@ -55,7 +59,7 @@ impl Tool for Slow {
 struct Fast;
 impl Tool for Fast {
     fn definition(&self) -> Definition {
-        Definition::new("fast", "Fast", "Answers at once.", r#"{"type":"object"}"#)
+        Definition::new("fast", "Fast", "Answers at once.", OBJECT)
     }
     fn execute(&self, _ctx: &Context, _args: Value) -> Result<ToolOutput, ToolError> {
         Ok(ToolOutput::text("fast done"))
@@ -81,7 +85,7 @@ impl Tool for Step {
 struct Crash;
 impl Tool for Crash {
     fn definition(&self) -> Definition {
-        Definition::new("crash", "Crash", "Panics.", r#"{"type":"object"}"#)
+        Definition::new("crash", "Crash", "Panics.", OBJECT)
     }
     fn execute(&self, _ctx: &Context, _args: Value) -> Result<ToolOutput, ToolError> {
         panic!("testkit crash requested");
@@ -92,7 +96,7 @@ impl Tool for Crash {
 struct Spin;
 impl Tool for Spin {
     fn definition(&self) -> Definition {
-        Definition::new("spin", "Spin", "Never returns.", r#"{"type":"object"}"#)
+        Definition::new("spin", "Spin", "Never returns.", OBJECT)
     }
     fn execute(&self, _ctx: &Context, _args: Value) -> Result<ToolOutput, ToolError> {
         let mut n: u64 = 0;
@@ -116,14 +120,10 @@ impl Tool for Sleepy {
 
 /// Sends `count` progress updates, then answers.
 struct Progress;
+const PROGRESS_SCHEMA: &str = r#"{"type":"object","properties":{"count":{"type":"number"}}}"#;
 impl Tool for Progress {
     fn definition(&self) -> Definition {
-        Definition::new(
-            "progress",
-            "Progress",
-            "Reports progress.",
-            r#"{"type":"object","properties":{"count":{"type":"number"}}}"#,
-        )
+        Definition::new("progress", "Progress", "Reports progress.", PROGRESS_SCHEMA)
     }
     fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
         let count = args["count"].as_f64().unwrap_or(1.0) as u64;
@@ -141,12 +141,7 @@ impl Tool for Progress {
 struct Terminate;
 impl Tool for Terminate {
     fn definition(&self) -> Definition {
-        Definition::new(
-            "terminate",
-            "Terminate",
-            "Ends the run.",
-            r#"{"type":"object"}"#,
-        )
+        Definition::new("terminate", "Terminate", "Ends the run.", OBJECT)
     }
     fn execute(&self, _ctx: &Context, _args: Value) -> Result<ToolOutput, ToolError> {
         Ok(ToolOutput::text("terminating").terminate())
@@ -155,14 +150,10 @@ impl Tool for Terminate {
 
 /// Allocates `mb` megabytes, touching every page.
 struct Hog;
+const HOG_SCHEMA: &str = r#"{"type":"object","properties":{"mb":{"type":"number"}}}"#;
 impl Tool for Hog {
     fn definition(&self) -> Definition {
-        Definition::new(
-            "hog",
-            "Hog",
-            "Allocates memory.",
-            r#"{"type":"object","properties":{"mb":{"type":"number"}}}"#,
-        )
+        Definition::new("hog", "Hog", "Allocates memory.", HOG_SCHEMA)
     }
     fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
         let mb = args["mb"].as_f64().unwrap_or(1.0) as usize;
@@ -190,14 +181,11 @@ fn down_with_frames(n: u64, pad: [u8; 64]) -> u64 {
     let pad = std::hint::black_box(pad);
     std::hint::black_box(down_with_frames(n - 1, pad)) + 1
 }
+const RECURSE_SCHEMA: &str =
+    r#"{"type":"object","properties":{"depth":{"type":"number"},"frames":{"type":"boolean"}}}"#;
 impl Tool for Recurse {
     fn definition(&self) -> Definition {
-        Definition::new(
-            "recurse",
-            "Recurse",
-            "Recurses.",
-            r#"{"type":"object","properties":{"depth":{"type":"number"},"frames":{"type":"boolean"}}}"#,
-        )
+        Definition::new("recurse", "Recurse", "Recurses.", RECURSE_SCHEMA)
     }
     fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
         let depth = args["depth"].as_f64().unwrap_or(1.0) as u64;
@@ -212,13 +200,15 @@ impl Tool for Recurse {
 
 /// Accepts a legacy shape through prepare-arguments: `{"old": x}` → `{"value": x}`.
 struct Legacy;
+const LEGACY_SCHEMA: &str =
+    r#"{"type":"object","required":["value"],"properties":{"value":{"type":"string"}}}"#;
 impl Tool for Legacy {
     fn definition(&self) -> Definition {
         Definition::new(
             "legacy",
             "Legacy",
             "Takes value, or the legacy old.",
-            r#"{"type":"object","required":["value"],"properties":{"value":{"type":"string"}}}"#,
+            LEGACY_SCHEMA,
         )
     }
     fn prepare_arguments(&self, args: Value) -> Result<Option<Value>, ToolError> {
@@ -239,12 +229,7 @@ impl Tool for Legacy {
 struct PrepFail;
 impl Tool for PrepFail {
     fn definition(&self) -> Definition {
-        Definition::new(
-            "prepfail",
-            "PrepFail",
-            "Cannot prepare.",
-            r#"{"type":"object"}"#,
-        )
+        Definition::new("prepfail", "PrepFail", "Cannot prepare.", OBJECT)
     }
     fn prepare_arguments(&self, _args: Value) -> Result<Option<Value>, ToolError> {
         Err(ToolError::new("prepare failed: unsupported argument shape"))
@@ -256,14 +241,10 @@ impl Tool for PrepFail {
 
 /// Throws the message it is given.
 struct Fail;
+const FAIL_SCHEMA: &str = r#"{"type":"object","properties":{"message":{"type":"string"}}}"#;
 impl Tool for Fail {
     fn definition(&self) -> Definition {
-        Definition::new(
-            "fail",
-            "Fail",
-            "Throws.",
-            r#"{"type":"object","properties":{"message":{"type":"string"}}}"#,
-        )
+        Definition::new("fail", "Fail", "Throws.", FAIL_SCHEMA)
     }
     fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
         Err(ToolError::new(args["message"].as_str().unwrap_or("failed")))
@@ -272,13 +253,15 @@ impl Tool for Fail {
 
 /// Reads an environment variable through WASI (visible only when granted).
 struct GetEnv;
+const GETENV_SCHEMA: &str =
+    r#"{"type":"object","required":["name"],"properties":{"name":{"type":"string"}}}"#;
 impl Tool for GetEnv {
     fn definition(&self) -> Definition {
         Definition::new(
             "getenv",
             "GetEnv",
             "Reads an environment variable.",
-            r#"{"type":"object","required":["name"],"properties":{"name":{"type":"string"}}}"#,
+            GETENV_SCHEMA,
         )
     }
     fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
@@ -292,13 +275,14 @@ impl Tool for GetEnv {
 /// Reads and writes files with the standard library, through WASI preopens
 /// (which exist only for granted directories).
 struct WasiFile;
+const WASI_FILE_SCHEMA: &str = r#"{"type":"object","required":["path"],"properties":{"path":{"type":"string"},"content":{"type":"string"}}}"#;
 impl Tool for WasiFile {
     fn definition(&self) -> Definition {
         Definition::new(
             "wasi_file",
             "WasiFile",
             "Reads a file, or writes one when content is given, with std::fs.",
-            r#"{"type":"object","required":["path"],"properties":{"path":{"type":"string"},"content":{"type":"string"}}}"#,
+            WASI_FILE_SCHEMA,
         )
     }
     fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {

@@ -221,21 +221,11 @@ impl LocalFs {
     /// root. Components above the roots are taken as they are (roots are real
     /// paths, so their ancestors hold no links on the way to them).
     fn resolve_links(&self, abs: &Path, shown: &str) -> Result<Located<'_>, FsError> {
-        let mut queue = path_steps(abs);
-        let mut current = PathBuf::from("/");
-        let mut hops = 0;
-        while let Some(name) = queue.pop_front() {
-            if name == Path::new("..") {
-                current.pop();
-                continue;
-            }
-            if name == Path::new(".") {
-                continue;
-            }
-            let candidate = current.join(&name);
+        let mut walk = LinkWalk::new(abs);
+        while let Some((name, candidate)) = walk.next_step() {
             let Some(at) = self.locate_lexical(&candidate) else {
                 if self.is_root_ancestor(&candidate) {
-                    current = candidate;
+                    walk.enter(candidate);
                     continue;
                 }
                 return Err(outside(shown));
@@ -246,18 +236,16 @@ impl LocalFs {
                     // Nothing to follow past a missing component (or past a
                     // file used as a directory); the operation itself
                     // reports it.
-                    current = candidate;
-                    current.extend(queue.drain(..));
+                    walk.enter_rest(candidate);
                     break;
                 }
                 Err(e) => return Err(io_error(&e, shown)),
             };
             if !meta.file_type().is_symlink() {
-                current = candidate;
+                walk.enter(candidate);
                 continue;
             }
-            hops += 1;
-            if hops > MAX_SYMLINK_HOPS {
+            if !walk.hop() {
                 return Err(fs_error(
                     ErrorCode::TooManyLinks,
                     format!("{shown}: too many levels of symbolic links"),
@@ -269,15 +257,15 @@ impl LocalFs {
                 // Look at this step again (each look counts as a hop, so a
                 // swap that never stops ends the walk).
                 Err(rustix::io::Errno::INVAL) => {
-                    queue.push_front(name);
+                    walk.retry(name);
                     continue;
                 }
                 Err(e) => return Err(io_error(&io::Error::from(e), shown)),
             };
-            let target = PathBuf::from(target.to_string_lossy().into_owned());
-            follow_link(&mut queue, &mut current, &target);
+            walk.follow(Path::new(&*target.to_string_lossy()));
         }
-        self.locate_lexical(&current).ok_or_else(|| outside(shown))
+        self.locate_lexical(walk.current())
+            .ok_or_else(|| outside(shown))
     }
 }
 

@@ -66,35 +66,28 @@ impl MemoryFs {
             return Err(outside(path));
         }
         let nodes = self.nodes.read().expect("memory fs lock");
-        let mut queue = path_steps(&abs);
-        let mut current = PathBuf::from("/");
-        let mut hops = 0;
-        while let Some(name) = queue.pop_front() {
-            if name == Path::new("..") {
-                current.pop();
-                continue;
-            }
-            let candidate = current.join(&name);
+        let mut walk = LinkWalk::new(&abs);
+        while let Some((_, candidate)) = walk.next_step() {
             let above_roots = self.roots.iter().any(|r| r.starts_with(&candidate));
             if !above_roots && !self.in_roots(&candidate) {
                 return Err(outside(path));
             }
             match nodes.get(&candidate) {
                 Some(MemoryNode::Symlink(target)) => {
-                    hops += 1;
-                    if hops > MAX_SYMLINK_HOPS {
+                    if !walk.hop() {
                         return Err(fs_error(ErrorCode::TooManyLinks, path.to_string()));
                     }
-                    follow_link(&mut queue, &mut current, Path::new(target));
+                    walk.follow(Path::new(target));
                 }
-                Some(MemoryNode::File(_)) if !queue.is_empty() => {
+                Some(MemoryNode::File(_)) if walk.has_more() => {
                     return Err(fs_error(ErrorCode::NotADirectory, path.to_string()));
                 }
-                Some(_) => current = candidate,
-                None if above_roots => current = candidate,
+                Some(_) => walk.enter(candidate),
+                None if above_roots => walk.enter(candidate),
                 None => return Err(fs_error(ErrorCode::NotFound, path.to_string())),
             }
         }
+        let current = walk.into_path();
         if !self.in_roots(&current) {
             return Err(outside(path));
         }

@@ -158,7 +158,7 @@ fn normalize(path: &str) -> Option<PathBuf> {
 }
 
 /// The steps of a path for a link walk: its names and `..` components.
-pub(super) fn path_steps(path: &Path) -> VecDeque<PathBuf> {
+fn path_steps(path: &Path) -> VecDeque<PathBuf> {
     path.components()
         .filter_map(|c| match c {
             Component::Normal(s) => Some(PathBuf::from(s)),
@@ -168,13 +168,85 @@ pub(super) fn path_steps(path: &Path) -> VecDeque<PathBuf> {
         .collect()
 }
 
-/// Continue a link walk through a symlink to `target`: an absolute target
-/// starts again from `/`; its steps come before the rest of the path.
-pub(super) fn follow_link(queue: &mut VecDeque<PathBuf>, current: &mut PathBuf, target: &Path) {
-    if target.is_absolute() {
-        *current = PathBuf::from("/");
+/// A walk along an absolute path one component at a time, following
+/// symlinks: the state both backends' resolution share. The backend looks at
+/// each step's candidate path and either takes it ([`LinkWalk::enter`]),
+/// follows it as a link ([`LinkWalk::follow`]) or gives up.
+pub(super) struct LinkWalk {
+    queue: VecDeque<PathBuf>,
+    current: PathBuf,
+    hops: usize,
+}
+
+impl LinkWalk {
+    pub(super) fn new(abs: &Path) -> Self {
+        LinkWalk {
+            queue: path_steps(abs),
+            current: PathBuf::from("/"),
+            hops: 0,
+        }
     }
-    for step in path_steps(target).into_iter().rev() {
-        queue.push_front(step);
+
+    /// The next step's name and the path it names; `..` and `.` are taken
+    /// care of here. `None` when the path is walked.
+    pub(super) fn next_step(&mut self) -> Option<(PathBuf, PathBuf)> {
+        while let Some(name) = self.queue.pop_front() {
+            if name == Path::new("..") {
+                self.current.pop();
+            } else if name != Path::new(".") {
+                let candidate = self.current.join(&name);
+                return Some((name, candidate));
+            }
+        }
+        None
+    }
+
+    /// Whether steps remain after the one just taken.
+    pub(super) fn has_more(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    /// Take the step's candidate as the path walked so far.
+    pub(super) fn enter(&mut self, candidate: PathBuf) {
+        self.current = candidate;
+    }
+
+    /// Take the candidate and the rest of the path as they are, following
+    /// nothing more (past a missing component).
+    pub(super) fn enter_rest(&mut self, candidate: PathBuf) {
+        self.current = candidate;
+        self.current.extend(self.queue.drain(..));
+    }
+
+    /// Look at the step `name` again.
+    pub(super) fn retry(&mut self, name: PathBuf) {
+        self.queue.push_front(name);
+    }
+
+    /// Count one hop through a symlink: `false` once there have been more than
+    /// [`MAX_SYMLINK_HOPS`] (a loop, or a chain too long to follow).
+    pub(super) fn hop(&mut self) -> bool {
+        self.hops += 1;
+        self.hops <= MAX_SYMLINK_HOPS
+    }
+
+    /// Continue through a symlink to `target`: an absolute target starts again
+    /// from `/`; its steps come before the rest of the path.
+    pub(super) fn follow(&mut self, target: &Path) {
+        if target.is_absolute() {
+            self.current = PathBuf::from("/");
+        }
+        for step in path_steps(target).into_iter().rev() {
+            self.queue.push_front(step);
+        }
+    }
+
+    /// The path walked so far (all of it once [`LinkWalk::next_step`] is `None`).
+    pub(super) fn current(&self) -> &Path {
+        &self.current
+    }
+
+    pub(super) fn into_path(self) -> PathBuf {
+        self.current
     }
 }

@@ -214,19 +214,12 @@ impl LocalSearch {
         });
         builder
     }
+}
 
-    /// The sequential walker with names sorted in each directory: entries in
-    /// result order.
-    fn sorted_walker(
-        &self,
-        target: &Target<'_>,
-        overrides: Option<&Override>,
-        outer: &IgnoreRules,
-    ) -> ignore::Walk {
-        self.walker(target, overrides, outer)
-            .sort_by_file_name(|a, b| a.cmp(b))
-            .build()
-    }
+/// The sequential walk with names sorted in each directory: entries in
+/// result order.
+fn sorted(mut walker: WalkBuilder) -> ignore::Walk {
+    walker.sort_by_file_name(|a, b| a.cmp(b)).build()
 }
 
 /// The sorted walk's entries with their paths relative to `base`, in result
@@ -481,7 +474,7 @@ impl Search for LocalSearch {
         };
         let mut sorted_searcher = searcher(request, BinaryDetection::quit(b'\0'));
         let (mut entries, mut bytes, mut last) = (0u64, 0u64, PathBuf::new());
-        let walk = self.sorted_walker(&target, overrides.as_ref(), &outer);
+        let walk = sorted(self.walker(&target, overrides.as_ref(), &outer));
         for (entry, rel) in before_cut(walk, &target.abs, stop, &ranked, &warnings) {
             let rel = rel.as_path();
             if entries >= self.sorted.0 || bytes >= self.sorted.1 {
@@ -551,7 +544,7 @@ impl Search for LocalSearch {
                 ranked.offer(rel.to_path_buf(), 1, path.len(), path);
             }
         };
-        let walk = self.sorted_walker(&target, None, &outer);
+        let walk = sorted(self.walker(&target, None, &outer));
         for (entry, rel) in before_cut(walk, &target.abs, stop, &ranked, &warnings) {
             let rel = rel.as_path();
             if entries >= self.sorted.0 {
