@@ -198,3 +198,41 @@ fn a_reader_that_goes_away_ends_the_output_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.code(), Some(0), "{stderr}");
 }
+
+#[test]
+fn a_failure_names_its_object_and_keeps_its_cause_as_the_source() {
+    let ws = Workspace::new();
+    let missing = ws.path.join("missing");
+    // The library: the error names the workspace; the I/O error is its
+    // source, not a copy in its text.
+    let Err(err) = block(toolhost::Host::builder().workspace(&missing).build()) else {
+        panic!("a missing workspace is refused");
+    };
+    assert_eq!(
+        err.to_string(),
+        format!("workspace {}: cannot be resolved", missing.display())
+    );
+    let io = std::error::Error::source(&err)
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .expect("the io::Error is the source");
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    let chain = format!(
+        "workspace {}: cannot be resolved: No such file or directory (os error 2)",
+        missing.display()
+    );
+    assert_eq!(err.chain(), chain);
+
+    // The CLI prints the whole chain, each cause once.
+    let out = std::process::Command::new(toolhost_bin())
+        .arg("--workspace")
+        .arg(&missing)
+        .arg("list")
+        .env("XDG_CONFIG_HOME", ws.config_home())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("toolhost: loading the tools: {chain}\n")
+    );
+}

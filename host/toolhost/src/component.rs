@@ -332,10 +332,7 @@ pub(crate) fn check_imports(
     origin: &str,
     grant_name: Option<&str>,
 ) -> Result<(), Error> {
-    let refuse = |reason: String| Error::Load {
-        path: origin.to_string(),
-        reason,
-    };
+    let refuse = |reason: String| Error::load(origin, reason);
     let ty = component.component_type();
     for (name, _) in ty.imports(runtime.engine()) {
         let interface = match interfaces::classify(name) {
@@ -477,10 +474,7 @@ impl Sandbox {
         origin: &str,
         trap_ungranted: bool,
     ) -> Result<Sandbox, Error> {
-        let load_error = |reason: String| Error::Load {
-            path: origin.to_string(),
-            reason,
-        };
+        let load_error = |reason: String| Error::load(origin, reason);
         let mut linker = Linker::<CallState>::new(runtime.engine());
         let linked = (|| -> wasmtime::Result<()> {
             wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
@@ -493,10 +487,10 @@ impl Sandbox {
             }
             Ok(())
         })();
-        linked.map_err(|e| load_error(format!("linking host interfaces: {e}")))?;
+        linked.map_err(|e| Error::load_because(origin, "linking host interfaces", e))?;
         let pre = linker
             .instantiate_pre(component)
-            .map_err(|e| load_error(format!("cannot be linked: {e}")))?;
+            .map_err(|e| Error::load_because(origin, "cannot be linked", e))?;
         let ty = component.component_type();
         let exports: Vec<String> = ty
             .exports(runtime.engine())
@@ -506,11 +500,23 @@ impl Sandbox {
         let tool = exported(TOOL_EXPORT)
             .then(|| ToolComponentIndices::new(&pre))
             .transpose()
-            .map_err(|e| load_error(format!("exports {TOOL_EXPORT} with the wrong shape: {e}")))?;
+            .map_err(|e| {
+                Error::load_because(
+                    origin,
+                    format!("exports {TOOL_EXPORT} with the wrong shape"),
+                    e,
+                )
+            })?;
         let hook = exported(HOOK_EXPORT)
             .then(|| HookComponentIndices::new(&pre))
             .transpose()
-            .map_err(|e| load_error(format!("exports {HOOK_EXPORT} with the wrong shape: {e}")))?;
+            .map_err(|e| {
+                Error::load_because(
+                    origin,
+                    format!("exports {HOOK_EXPORT} with the wrong shape"),
+                    e,
+                )
+            })?;
         if tool.is_none() && hook.is_none() {
             let other = exports
                 .iter()

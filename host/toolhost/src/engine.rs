@@ -159,7 +159,7 @@ impl Runtime {
             .async_stack_size(2 << 20)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config)
-            .map_err(|e| Error::Runtime(format!("creating the wasm engine: {e}")))?;
+            .map_err(|e| Error::runtime_because("creating the wasm engine", e))?;
 
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
@@ -273,10 +273,7 @@ impl Runtime {
             } else {
                 format!("not a valid WebAssembly component: {cause}")
             };
-            Error::Load {
-                path: origin.to_string(),
-                reason,
-            }
+            Error::load(origin, reason)
         })?;
         if let Some(path) = cached {
             // The cache is an optimisation: failing to write it is not an error.

@@ -73,7 +73,7 @@ pub use builtin::{DEFAULT_ACTIVE_TOOLS, DEFAULT_COMMAND_TIMEOUT};
 pub use call::OPERATION_ABORTED;
 pub use component::{Capabilities, Limits, MAX_PROGRESS_BYTES, MAX_PROGRESS_UPDATES};
 pub use engine::{EPOCH_TICK, Runtime, RuntimeOptions, default_cache_dir};
-pub use error::Error;
+pub use error::{BoxError, Error};
 pub use events::{Event, EventSink, NoEvents};
 pub use extensions::policy::GrantSpec;
 pub use formats::ToolFormat;

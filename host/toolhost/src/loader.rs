@@ -86,10 +86,7 @@ pub(crate) struct Loaded {
 
 pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Result<Loaded, Error> {
     let origin = spec.origin.clone();
-    let fail = |reason: String| Error::Load {
-        path: origin.clone(),
-        reason,
-    };
+    let fail = |reason: String| Error::load(&origin, reason);
     let component = runtime.load_component(spec.bytes, &spec.hash, &spec.origin)?;
     let sandbox = Arc::new(Sandbox::new(
         runtime.clone(),
@@ -174,10 +171,7 @@ pub async fn inspect(runtime: &Arc<Runtime>, path: &std::path::Path) -> Result<I
     let origin = path.display().to_string();
     let bytes = crate::files::read_regular(path, crate::files::MAX_COMPONENT_BYTES)
         .and_then(|b| b.ok_or_else(|| "cannot be read: No such file or directory".to_string()))
-        .map_err(|reason| Error::Load {
-            path: origin.clone(),
-            reason,
-        })?;
+        .map_err(|reason| Error::load(&origin, reason))?;
     inspect_bytes(runtime, &bytes, &origin).await
 }
 
@@ -189,10 +183,7 @@ pub async fn inspect_bytes(
     origin: &str,
 ) -> Result<Inspection, Error> {
     let origin = origin.to_string();
-    let fail = |reason: String| Error::Load {
-        path: origin.clone(),
-        reason,
-    };
+    let fail = |reason: String| Error::load(&origin, reason);
     let hash = blake3::hash(bytes).to_hex().to_string();
     let component = runtime.load_component(bytes, &hash, &origin)?;
     let mut capabilities = Vec::new();

@@ -121,12 +121,12 @@ impl McpServer {
     {
         let running = ServiceExt::serve(self.clone(), (input, output))
             .await
-            .map_err(|e| Error::Runtime(format!("MCP initialization failed: {e}")))?;
+            .map_err(|e| Error::runtime_because("MCP initialization failed", e))?;
         let notifier = tokio::spawn(self.notify_changes(running.peer().clone()));
         let quit = running.waiting().await;
         notifier.abort();
         quit.map(|_| ())
-            .map_err(|e| Error::Runtime(format!("the MCP service failed: {e}")))
+            .map_err(|e| Error::runtime_because("the MCP service failed", e))
     }
 
     /// Send `notifications/tools/list_changed` when the tools change.
@@ -165,7 +165,8 @@ impl McpServer {
                     }
                     Err(e) => {
                         (self.log)(&format!(
-                            "reloading the tools failed, keeping the old ones: {e}"
+                            "reloading the tools failed, keeping the old ones: {}",
+                            e.chain()
                         ));
                         continue;
                     }

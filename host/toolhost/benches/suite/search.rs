@@ -311,26 +311,27 @@ enum Case {
     Find(&'static str, &'static str),
 }
 
+impl Case {
+    /// A grep of `pattern` over the whole tree, at most 100 matches a file.
+    fn grep(name: &'static str, pattern: &str) -> Case {
+        Case::Grep(name, serde_json::json!({ "pattern": pattern }), 100)
+    }
+
+    /// A grep of `pattern` stopped at `limit` matches (ripgrep: a file).
+    fn grep_limit(name: &'static str, pattern: &str, limit: usize) -> Case {
+        let args = serde_json::json!({ "pattern": pattern, "limit": limit });
+        Case::Grep(name, args, limit)
+    }
+}
+
 /// The comparisons on the generated tree: fixed cost, a rare literal, a
 /// dense regex, a rare name, a capped glob.
 fn generated_cases() -> Vec<Case> {
-    use serde_json::json;
+    let one_file = serde_json::json!({"pattern": "target", "path": ".gitignore"});
     vec![
-        Case::Grep(
-            "grep one small file (fixed cost)",
-            json!({"pattern": "target", "path": ".gitignore"}),
-            100,
-        ),
-        Case::Grep(
-            "grep rare literal, whole tree",
-            json!({"pattern": "needle_rare"}),
-            100,
-        ),
-        Case::Grep(
-            "grep regex, 1000-match limit (dense)",
-            json!({"pattern": r"TODO \w+", "limit": 1000}),
-            1000,
-        ),
+        Case::Grep("grep one small file (fixed cost)", one_file, 100),
+        Case::grep("grep rare literal, whole tree", "needle_rare"),
+        Case::grep_limit("grep regex, 1000-match limit (dense)", r"TODO \w+", 1000),
         Case::Find("find rare name, whole tree", "f1234*.rs"),
         Case::Find("find *.rs, 1000-result limit", "*.rs"),
     ]
@@ -339,18 +340,9 @@ fn generated_cases() -> Vec<Case> {
 /// The comparisons on a real tree (the cargo registry): nothing found, a
 /// dense regex, a capped glob.
 fn real_cases() -> Vec<Case> {
-    use serde_json::json;
     vec![
-        Case::Grep(
-            "grep absent literal, whole tree",
-            json!({"pattern": "toolhost_absent_needle"}),
-            100,
-        ),
-        Case::Grep(
-            "grep regex, 1000-match limit (dense)",
-            json!({"pattern": r"fn \w+\(", "limit": 1000}),
-            1000,
-        ),
+        Case::grep("grep absent literal, whole tree", "toolhost_absent_needle"),
+        Case::grep_limit("grep regex, 1000-match limit (dense)", r"fn \w+\(", 1000),
         Case::Find("find absent name, whole tree", "toolhost_absent_*.rs"),
         Case::Find("find *.rs, 1000-result limit", "*.rs"),
     ]

@@ -78,10 +78,7 @@ pub async fn add(
     mut grant: GrantSpec,
 ) -> Result<Installed, Error> {
     let origin = file.display().to_string();
-    let load_error = |reason: String| Error::Load {
-        path: origin.clone(),
-        reason,
-    };
+    let load_error = |reason: String| Error::load(&origin, reason);
     let name = match name {
         Some(n) => n.to_string(),
         None => file
@@ -192,7 +189,7 @@ pub struct Removed {
 /// manifest directory) and its grant. An error when there was neither.
 pub fn remove(user_config: &Path, name: &str) -> Result<Removed, Error> {
     if !valid_name(name) {
-        return Err(Error::Runtime(format!("{name:?} is not an extension name")));
+        return Err(Error::runtime(format!("{name:?} is not an extension name")));
     }
     let mut removed = Removed::default();
     let dir = user_config.join("extensions");
@@ -206,7 +203,7 @@ pub fn remove(user_config: &Path, name: &str) -> Result<Removed, Error> {
         } else {
             std::fs::remove_file(&path)
         };
-        gone.map_err(|e| Error::Runtime(format!("removing {}: {e}", path.display())))?;
+        gone.map_err(|e| Error::runtime_because(format!("removing {}", path.display()), e))?;
         removed.files.push(path);
     }
     let policy = user_config.join(POLICY_FILE);
@@ -220,7 +217,7 @@ pub fn remove(user_config: &Path, name: &str) -> Result<Removed, Error> {
         }
     }
     if removed.files.is_empty() && !removed.grant {
-        return Err(Error::Runtime(format!(
+        return Err(Error::runtime(format!(
             "no extension named {name} is installed in {}",
             dir.display()
         )));

@@ -23,7 +23,6 @@ pub mod trust;
 
 use crate::component::{Capabilities, Limits, WasiGrants};
 use crate::engine::Runtime;
-use crate::error::Error;
 use crate::extensions::discovery::{Found, Origin};
 use crate::extensions::policy::{GrantSpec, Policy, resolve_path};
 use crate::extensions::trust::{Digest, TrustStore, Verdict};
@@ -188,10 +187,7 @@ pub(crate) async fn load(
             (report, Some(loaded), warnings)
         }
         Err(e) => {
-            report.refused = Some(match e {
-                Error::Load { reason, .. } => reason,
-                other => other.to_string(),
-            });
+            report.refused = Some(e.reason());
             (report, None, warnings)
         }
     }

@@ -157,10 +157,7 @@ pub async fn review(
         };
         let inspection = inspect_bytes(runtime, &bytes, &ext.component.display().to_string())
             .await
-            .map_err(|e| match e {
-                Error::Load { reason, .. } => reason,
-                other => other.to_string(),
-            });
+            .map_err(|e| e.reason());
         let manifest = ext
             .manifest_file
             .as_ref()

@@ -179,7 +179,7 @@ impl TrustStore {
     /// Write the store (atomically, readable by the user only).
     pub fn save(&self) -> Result<PathBuf, Error> {
         let path = self.path.clone().ok_or_else(|| {
-            Error::Runtime("no user configuration directory to keep trust decisions in".into())
+            Error::runtime("no user configuration directory to keep trust decisions in")
         })?;
         let fail = |reason: String| Error::Policy {
             path: path.display().to_string(),

@@ -317,15 +317,16 @@ impl HostBuilder {
     /// [`Host::diagnostics`] and the others still load.
     pub async fn build(self) -> Result<Host, Error> {
         let workspace_arg = self.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
-        let workspace_error = |reason: String| Error::Workspace {
-            path: workspace_arg.display().to_string(),
-            reason,
-        };
+        let shown = workspace_arg.display().to_string();
         let workspace = workspace_arg
             .canonicalize()
-            .map_err(|e| workspace_error(e.to_string()))?;
+            .map_err(|e| Error::workspace_because(&shown, "cannot be resolved", e))?;
         if !workspace.is_dir() {
-            return Err(workspace_error("not a directory".into()));
+            return Err(Error::Workspace {
+                path: shown,
+                reason: "not a directory".into(),
+                source: None,
+            });
         }
         let runtime = match self.runtime.clone() {
             Some(rt) => rt,
@@ -351,7 +352,7 @@ impl HostBuilder {
                 None => {
                     let local = Arc::new(
                         LocalFs::new(std::slice::from_ref(&workspace))
-                            .map_err(|e| workspace_error(format!("cannot open it: {e}")))?
+                            .map_err(|e| Error::workspace_because(&shown, "cannot open it", e))?
                             .protect(protected.clone()),
                     );
                     let search = Arc::new(LocalSearch::new(local.clone()));
@@ -363,14 +364,14 @@ impl HostBuilder {
             Some(dir) => std::fs::create_dir_all(dir).and_then(|()| dir.canonicalize()),
             None => private_temp_dir(),
         }
-        .map_err(|e| Error::Runtime(format!("cannot use the temp directory: {e}")))?;
+        .map_err(|e| Error::runtime_because("cannot use the temp directory", e))?;
         remove_stale_outputs(&temp_dir);
         let output_dir: Arc<dyn FsWrite> =
             Arc::new(LocalFs::new(std::slice::from_ref(&temp_dir)).map_err(|e| {
-                Error::Runtime(format!(
-                    "cannot open the temp directory {}: {e}",
-                    temp_dir.display()
-                ))
+                Error::runtime_because(
+                    format!("cannot open the temp directory {}", temp_dir.display()),
+                    e,
+                )
             })?);
         let trust = match &user_config {
             Some(dir) => TrustStore::load(dir)?,

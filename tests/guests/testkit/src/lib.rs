@@ -22,6 +22,13 @@ fn nap(ctx: &Context, total: u64) -> Result<(), ToolError> {
 /// Any object.
 const OBJECT: &str = r#"{"type":"object"}"#;
 
+/// Wait `ms` milliseconds (see [`nap`]), then say so as `NAME done after MS ms`.
+fn nap_then_answer(ctx: &Context, args: &Value, name: &str) -> Result<ToolOutput, ToolError> {
+    let ms = ms(args);
+    nap(ctx, ms)?;
+    Ok(ToolOutput::text(format!("{name} done after {ms} ms")))
+}
+
 const MS_SCHEMA: &str = r#"{"type":"object","properties":{"ms":{"type":"number"}}}"#;
 
 /// Returns its arguments as JSON text (`echoed: {...}`).
@@ -48,11 +55,7 @@ impl Tool for Slow {
         Definition::new("slow", "Slow", "Waits, then answers.", MS_SCHEMA)
     }
     fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
-        nap(ctx, ms(&args))?;
-        Ok(ToolOutput::text(format!(
-            "slow done after {} ms",
-            ms(&args)
-        )))
+        nap_then_answer(ctx, &args, "slow")
     }
 }
 
@@ -73,11 +76,7 @@ impl Tool for Step {
         Definition::new("step", "Step", "Waits, one call at a time.", MS_SCHEMA).sequential()
     }
     fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
-        nap(ctx, ms(&args))?;
-        Ok(ToolOutput::text(format!(
-            "step done after {} ms",
-            ms(&args)
-        )))
+        nap_then_answer(ctx, &args, "step")
     }
 }
 
