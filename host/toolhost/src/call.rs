@@ -10,7 +10,7 @@
 
 use crate::component::{CallInstance, CallSignals};
 use crate::events::{Event, EventSink};
-use crate::hooks::{AfterToolCallContext, BeforeToolCallContext, CallVerdict};
+use crate::hooks::{AfterOutcome, AfterToolCallContext, BeforeToolCallContext};
 use crate::message::{AssistantMessage, PartialResult, ToolCall, ToolResult, ToolResultMessage};
 use crate::registry::RegisteredTool;
 use crate::session::Session;
@@ -181,9 +181,8 @@ impl BatchContext {
             cancel: self.cancel.clone(),
         };
         for hook in &self.session.hooks {
-            let verdict = hook.before_tool_call(&mut ctx).await;
-            match verdict {
-                // A hook that fails blocks the call (fail closed).
+            match hook.before(&mut ctx).await {
+                // A hook that throws blocks the call (fail closed).
                 Err(thrown) => return self.done(call, thrown, false),
                 Ok(verdict) => {
                     if self.cancel.is_cancelled() {
@@ -196,15 +195,6 @@ impl BatchContext {
                         return self.done(call, reason, v.terminate);
                     }
                 }
-            }
-        }
-        for hook in &self.session.hook_components {
-            let verdict = hook.tool_call(call, &mut ctx.args, &self.cancel).await;
-            if self.cancel.is_cancelled() {
-                return self.done(call, OPERATION_ABORTED, false);
-            }
-            if let CallVerdict::Block { reason, terminate } = verdict {
-                return self.done(call, reason, terminate);
             }
         }
         if self.cancel.is_cancelled() {
@@ -297,46 +287,27 @@ impl BatchContext {
                 assistant_message: self.message.clone(),
                 tool_call: call.clone(),
                 args: args.clone(),
-                result: result.clone(),
+                result,
                 is_error,
                 cancel: self.cancel.clone(),
             };
-            match hook.after_tool_call(&ctx).await {
-                Err(thrown) => {
+            let outcome = hook.after(&ctx).await;
+            (result, is_error) = (ctx.result, ctx.is_error);
+            match outcome {
+                AfterOutcome::Patch(Some(patch)) => patch.apply(&mut result, &mut is_error),
+                AfterOutcome::Patch(None) => {}
+                AfterOutcome::Throw(thrown) => {
                     result = ToolResult::error(thrown);
                     is_error = true;
                 }
-                Ok(Some(patch)) => {
-                    if let Some(content) = patch.content {
-                        result.content = content;
-                    }
-                    if let Some(details) = patch.details {
-                        result.details = Some(details);
-                    }
-                    if let Some(usage) = patch.usage {
-                        result.usage = Some(usage);
-                    }
-                    if let Some(terminate) = patch.terminate {
-                        result.terminate = terminate;
-                    }
-                    if let Some(flag) = patch.is_error {
-                        is_error = flag;
-                    }
+                AfterOutcome::Report { extension, error } => {
+                    self.sink.emit(Event::ExtensionError {
+                        extension,
+                        event: "tool_result".into(),
+                        tool_call_id: call.id.clone(),
+                        error,
+                    })
                 }
-                Ok(None) => {}
-            }
-        }
-        for hook in &self.session.hook_components {
-            let patched = hook
-                .tool_result(&call, &args, &mut result, &mut is_error, &self.cancel)
-                .await;
-            if let Err(error) = patched {
-                self.sink.emit(Event::ExtensionError {
-                    extension: hook.name.clone(),
-                    event: "tool_result".into(),
-                    tool_call_id: call.id.clone(),
-                    error,
-                });
             }
         }
         let finished = Finished {

@@ -22,13 +22,13 @@
 use crate::engine::Runtime;
 use crate::error::Error;
 use crate::extensions::policy::grant_line;
-use crate::message::{ContentBlock, PartialResult, ToolResult};
+use crate::message::{PartialResult, ToolResult};
 pub use crate::ops::{Capabilities, WasiGrants};
 use crate::wit::v0_1::hook_world::{HookComponent, HookComponentIndices, hook};
 use crate::wit::v0_1::interfaces::{self, Import};
 use crate::wit::v0_1::{
     HOOK_EXPORT, OpsCtx, OpsView, TOOL_EXPORT, ToolComponent, ToolComponentIndices, WIT_PACKAGE,
-    cancellation, progress, types,
+    cancellation, content_from_wit, progress, result_from_wit, types,
 };
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -314,16 +314,6 @@ fn check_output(
     }
 }
 
-pub(crate) fn content_from_wit(block: types::ContentBlock) -> ContentBlock {
-    match block {
-        types::ContentBlock::Text(text) => ContentBlock::Text { text },
-        types::ContentBlock::Image(img) => ContentBlock::Image {
-            data: img.data,
-            mime_type: img.mime_type,
-        },
-    }
-}
-
 /// Refuse a component whose imports exceed its grants, naming the capability.
 pub(crate) fn check_imports(
     runtime: &Runtime,
@@ -497,26 +487,18 @@ impl Sandbox {
             .map(|(name, _)| name.to_string())
             .collect();
         let exported = |name: &str| exports.iter().any(|e| e == name);
+        let wrong_shape = |export: &str| {
+            let what = format!("exports {export} with the wrong shape");
+            move |e| Error::load_because(origin, what, e)
+        };
         let tool = exported(TOOL_EXPORT)
             .then(|| ToolComponentIndices::new(&pre))
             .transpose()
-            .map_err(|e| {
-                Error::load_because(
-                    origin,
-                    format!("exports {TOOL_EXPORT} with the wrong shape"),
-                    e,
-                )
-            })?;
+            .map_err(wrong_shape(TOOL_EXPORT))?;
         let hook = exported(HOOK_EXPORT)
             .then(|| HookComponentIndices::new(&pre))
             .transpose()
-            .map_err(|e| {
-                Error::load_because(
-                    origin,
-                    format!("exports {HOOK_EXPORT} with the wrong shape"),
-                    e,
-                )
-            })?;
+            .map_err(wrong_shape(HOOK_EXPORT))?;
         if tool.is_none() && hook.is_none() {
             let other = exports
                 .iter()
@@ -839,22 +821,4 @@ impl CallInstance {
             result_from_wit(r)
         }))
     }
-}
-
-/// A guest's result in host form; details that are not JSON fail the call.
-fn result_from_wit(r: types::ToolResult) -> Result<ToolResult, String> {
-    let details = match r.details.as_deref() {
-        None => None,
-        Some(text) => Some(
-            serde_json::from_str(text)
-                .map_err(|e| format!("The tool returned details that are not valid JSON: {e}"))?,
-        ),
-    };
-    Ok(ToolResult {
-        content: r.content.into_iter().map(content_from_wit).collect(),
-        details,
-        usage: None,
-        added_tool_names: r.added_tool_names,
-        terminate: r.terminate,
-    })
 }

@@ -9,9 +9,10 @@
 //! closed); a failing after hook turns the result into an error with its
 //! message, as Pi does.
 
-use crate::component::{CallSignals, Sandbox, content_from_wit};
+use crate::component::{CallSignals, Sandbox};
 use crate::message::{AssistantMessage, ContentBlock, ToolCall, ToolResult};
 use crate::wit::v0_1::hook_world::hook;
+use crate::wit::v0_1::{content_from_wit, content_to_wit};
 use futures::future::BoxFuture;
 use serde_json::Value;
 use std::sync::Arc;
@@ -87,10 +88,73 @@ pub(crate) struct ComponentHook {
     sandbox: Arc<Sandbox>,
 }
 
-/// What a hook component decided about a call.
-pub(crate) enum CallVerdict {
-    Continue,
-    Block { reason: String, terminate: bool },
+/// One hook of a session, run by one loop each way (`call.rs`): the
+/// embedder's [`ToolHooks`] first, in the order added, then the hook
+/// components in load order.
+pub(crate) enum Hook {
+    Embedder(Arc<dyn ToolHooks>),
+    Component(ComponentHook),
+}
+
+/// What one after hook made of a result.
+pub(crate) enum AfterOutcome {
+    /// Replacements to apply (`None`: none).
+    Patch(Option<AfterToolCallResult>),
+    /// The embedder's hook threw: the result becomes an error with this text.
+    Throw(String),
+    /// A hook component failed: the result stays, the failure is reported.
+    Report { extension: String, error: String },
+}
+
+impl Hook {
+    /// The before hook: a verdict, or `Err` (the hook threw: it blocks the
+    /// call, fail closed). A hook component's own failure blocks the call too.
+    pub(crate) async fn before(
+        &self,
+        ctx: &mut BeforeToolCallContext,
+    ) -> Result<Option<BeforeToolCallResult>, String> {
+        match self {
+            Hook::Embedder(hook) => hook.before_tool_call(ctx).await,
+            Hook::Component(hook) => Ok(hook.tool_call(ctx).await),
+        }
+    }
+
+    pub(crate) async fn after(&self, ctx: &AfterToolCallContext) -> AfterOutcome {
+        match self {
+            Hook::Embedder(hook) => match hook.after_tool_call(ctx).await {
+                Ok(patch) => AfterOutcome::Patch(patch),
+                Err(thrown) => AfterOutcome::Throw(thrown),
+            },
+            Hook::Component(hook) => match hook.tool_result(ctx).await {
+                Ok(patch) => AfterOutcome::Patch(patch),
+                Err(error) => AfterOutcome::Report {
+                    extension: hook.name.clone(),
+                    error,
+                },
+            },
+        }
+    }
+}
+
+impl AfterToolCallResult {
+    /// Apply the replacements to `result` and its error flag.
+    pub(crate) fn apply(self, result: &mut ToolResult, is_error: &mut bool) {
+        if let Some(content) = self.content {
+            result.content = content;
+        }
+        if let Some(details) = self.details {
+            result.details = Some(details);
+        }
+        if let Some(usage) = self.usage {
+            result.usage = Some(usage);
+        }
+        if let Some(terminate) = self.terminate {
+            result.terminate = terminate;
+        }
+        if let Some(flag) = self.is_error {
+            *is_error = flag;
+        }
+    }
 }
 
 impl ComponentHook {
@@ -105,18 +169,18 @@ impl ComponentHook {
         format!("Hook {}", self.name)
     }
 
-    /// `tool_call`: may block, or rewrite `args` in place.
-    pub(crate) async fn tool_call(
-        &self,
-        call: &ToolCall,
-        args: &mut Value,
-        cancel: &CancellationToken,
-    ) -> CallVerdict {
-        let block = |reason: String| CallVerdict::Block {
-            reason,
-            terminate: false,
+    /// `tool_call`: may block, or rewrite the arguments in place; failing,
+    /// it blocks the call.
+    async fn tool_call(&self, ctx: &mut BeforeToolCallContext) -> Option<BeforeToolCallResult> {
+        let block = |reason: String| {
+            Some(BeforeToolCallResult {
+                block: true,
+                reason: Some(reason),
+                terminate: false,
+            })
         };
-        let signals = CallSignals::new(cancel.clone(), Duration::ZERO);
+        let (call, args) = (&ctx.tool_call, &mut ctx.args);
+        let signals = CallSignals::new(ctx.cancel.clone(), Duration::ZERO);
         let mut instance = match self.sandbox.instantiate(signals).await {
             Ok(instance) => instance,
             Err(failure) => return block(failure.message(&self.subject())),
@@ -129,7 +193,7 @@ impl ComponentHook {
         let verdict = match instance.on_tool_call(event).await {
             Err(failure) => return block(failure.message(&self.subject())),
             Ok(Err(thrown)) => return block(thrown),
-            Ok(Ok(None)) => return CallVerdict::Continue,
+            Ok(Ok(None)) => return None,
             Ok(Ok(Some(verdict))) => verdict,
         };
         if let Some(input) = verdict.input {
@@ -143,29 +207,21 @@ impl ComponentHook {
                 }
             }
         }
-        if verdict.block {
-            CallVerdict::Block {
-                reason: verdict
-                    .reason
-                    .unwrap_or_else(|| "Tool execution was blocked".to_string()),
-                terminate: verdict.terminate,
-            }
-        } else {
-            CallVerdict::Continue
-        }
+        verdict.block.then_some(BeforeToolCallResult {
+            block: true,
+            reason: verdict.reason,
+            terminate: verdict.terminate,
+        })
     }
 
-    /// `tool_result`: may patch the result; `Err` is the failure to report
-    /// (the result is then unchanged).
-    pub(crate) async fn tool_result(
+    /// `tool_result`: may patch the result's content, details and error flag;
+    /// `Err` is the failure to report (the result is then unchanged).
+    async fn tool_result(
         &self,
-        call: &ToolCall,
-        args: &Value,
-        result: &mut ToolResult,
-        is_error: &mut bool,
-        cancel: &CancellationToken,
-    ) -> Result<(), String> {
-        let signals = CallSignals::new(cancel.clone(), Duration::ZERO);
+        ctx: &AfterToolCallContext,
+    ) -> Result<Option<AfterToolCallResult>, String> {
+        let (call, args, result) = (&ctx.tool_call, &ctx.args, &ctx.result);
+        let signals = CallSignals::new(ctx.cancel.clone(), Duration::ZERO);
         let mut instance = self
             .sandbox
             .instantiate(signals)
@@ -177,12 +233,12 @@ impl ComponentHook {
             input: args.to_string(),
             content: result.content.iter().map(content_to_wit).collect(),
             details: result.details.as_ref().map(Value::to_string),
-            is_error: *is_error,
+            is_error: ctx.is_error,
         };
         let patch = match instance.on_tool_result(event, &self.subject()).await {
             Err(failure) => return Err(failure.message(&self.subject())),
             Ok(Err(thrown)) => return Err(thrown),
-            Ok(Ok(None)) => return Ok(()),
+            Ok(Ok(None)) => return Ok(None),
             Ok(Ok(Some(patch))) => patch,
         };
         let details = patch
@@ -196,26 +252,14 @@ impl ComponentHook {
                     self.subject()
                 )
             })?;
-        if let Some(content) = patch.content {
-            result.content = content.into_iter().map(content_from_wit).collect();
-        }
-        if let Some(details) = details {
-            result.details = Some(details);
-        }
-        if let Some(flag) = patch.is_error {
-            *is_error = flag;
-        }
-        Ok(())
-    }
-}
-
-fn content_to_wit(block: &ContentBlock) -> crate::wit::v0_1::types::ContentBlock {
-    use crate::wit::v0_1::types;
-    match block {
-        ContentBlock::Text { text } => types::ContentBlock::Text(text.clone()),
-        ContentBlock::Image { data, mime_type } => types::ContentBlock::Image(types::Image {
-            data: data.clone(),
-            mime_type: mime_type.clone(),
-        }),
+        Ok(Some(AfterToolCallResult {
+            content: patch
+                .content
+                .map(|content| content.into_iter().map(content_from_wit).collect()),
+            details,
+            is_error: patch.is_error,
+            usage: None,
+            terminate: None,
+        }))
     }
 }

@@ -4,7 +4,9 @@
 //!
 //! # Architecture: where a tool call goes
 //!
-//! The layers run one way, each calling only those below it:
+//! The layers run one way, each calling only those below it
+//! (`docs/architecture.md` follows one call through every module, from the
+//! command line to the disk and back):
 //!
 //! * [`Host`] (`host`) builds a session from the configuration: the
 //!   [`extensions`] found and trusted, under their grants (policy, trust,

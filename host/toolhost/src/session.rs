@@ -7,7 +7,7 @@
 //! only through the host ([`crate::Host::set_active_tools`]) or a tool
 //! granted `tools` (through [`crate::ops::tools`]).
 
-use crate::hooks::{ComponentHook, ToolHooks};
+use crate::hooks::Hook;
 use crate::registry::{RegisteredTool, Registry};
 use crate::wit::v0_1::types;
 use std::path::PathBuf;
@@ -17,10 +17,9 @@ use std::time::Duration;
 /// The tools, hooks and call settings batches read.
 pub(crate) struct Session {
     pub registry: Arc<RwLock<Registry>>,
-    /// The embedder's hooks, in the order added.
-    pub hooks: Vec<Arc<dyn ToolHooks>>,
-    /// Hook components, in load order (after the embedder's hooks).
-    pub hook_components: Vec<ComponentHook>,
+    /// The embedder's hooks in the order added, then the hook components in
+    /// load order.
+    pub hooks: Vec<Hook>,
     pub settings: CallSettings,
 }
 

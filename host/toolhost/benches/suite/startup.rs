@@ -108,6 +108,9 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
         .unwrap();
     }
 
+    // The workspace's extensions load only once trusted (as a user would,
+    // after reviewing them).
+    setup.time(&with_ext, &cache, &["trust", "--yes"]);
     // Fill the cache, and check that every extension's tool is there.
     setup.time(&bare, &cache, &["list"]);
     let (_, listed) = setup.time(&with_ext, &cache, &["list"]);

@@ -11,7 +11,7 @@ use crate::extensions::policy::GrantSpec;
 use crate::extensions::policy::{Policy, ShellPath};
 use crate::extensions::trust::TrustStore;
 use crate::extensions::{self, LoadContext};
-use crate::hooks::{ComponentHook, ToolHooks};
+use crate::hooks::{ComponentHook, Hook, ToolHooks};
 use crate::loader::Loaded;
 use crate::loader::{self, ComponentSpec};
 use crate::ops::fs::ProtectedPaths;
@@ -512,8 +512,12 @@ impl HostBuilder {
 
         let session = Session {
             registry,
-            hooks: self.hooks,
-            hook_components,
+            hooks: self
+                .hooks
+                .into_iter()
+                .map(Hook::Embedder)
+                .chain(hook_components.into_iter().map(Hook::Component))
+                .collect(),
             settings: CallSettings {
                 workspace,
                 home: std::env::var("HOME").ok().filter(|h| !h.is_empty()),

@@ -80,6 +80,7 @@ mod process_ops;
 mod search_ops;
 mod tools_ops;
 
+use crate::message::{ContentBlock, ToolResult};
 use crate::ops::Capabilities;
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::{HasData, ResourceTable};
@@ -105,4 +106,48 @@ pub(crate) struct HasOps;
 
 impl HasData for HasOps {
     type Data<'a> = OpsCtx<'a>;
+}
+
+// ---------------------------------------------------------------------------
+// What a component returns, into the host's message types, and back
+// ---------------------------------------------------------------------------
+
+/// A content block from a guest.
+pub(crate) fn content_from_wit(block: types::ContentBlock) -> ContentBlock {
+    match block {
+        types::ContentBlock::Text(text) => ContentBlock::Text { text },
+        types::ContentBlock::Image(img) => ContentBlock::Image {
+            data: img.data,
+            mime_type: img.mime_type,
+        },
+    }
+}
+
+/// A content block for a guest (a hook sees the result).
+pub(crate) fn content_to_wit(block: &ContentBlock) -> types::ContentBlock {
+    match block {
+        ContentBlock::Text { text } => types::ContentBlock::Text(text.clone()),
+        ContentBlock::Image { data, mime_type } => types::ContentBlock::Image(types::Image {
+            data: data.clone(),
+            mime_type: mime_type.clone(),
+        }),
+    }
+}
+
+/// A guest's result in host form; details that are not JSON fail the call.
+pub(crate) fn result_from_wit(r: types::ToolResult) -> Result<ToolResult, String> {
+    let details = match r.details.as_deref() {
+        None => None,
+        Some(text) => Some(
+            serde_json::from_str(text)
+                .map_err(|e| format!("The tool returned details that are not valid JSON: {e}"))?,
+        ),
+    };
+    Ok(ToolResult {
+        content: r.content.into_iter().map(content_from_wit).collect(),
+        details,
+        usage: None,
+        added_tool_names: r.added_tool_names,
+        terminate: r.terminate,
+    })
 }
