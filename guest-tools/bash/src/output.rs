@@ -356,9 +356,21 @@ enum State {
 }
 
 impl Sanitizer {
-    pub fn push(&mut self, text: &str, out: &mut String) {
-        for c in text.chars() {
+    pub fn push(&mut self, mut text: &str, out: &mut String) {
+        loop {
+            if self.state == State::Ground {
+                // Plain text is copied as a run, up to the next byte that
+                // may start a sequence or be a control character.
+                let plain = plain_run(text.as_bytes());
+                out.push_str(&text[..plain]);
+                text = &text[plain..];
+            }
+            let mut chars = text.chars();
+            let Some(c) = chars.next() else {
+                return;
+            };
             self.step(c, out);
+            text = chars.as_str();
         }
     }
 
@@ -421,6 +433,22 @@ impl Sanitizer {
     }
 }
 
+/// The length of the leading run of `bytes` that [`Sanitizer`] keeps as it is
+/// in its ground state: no C0 control but `\n` and `\t`, no DEL, and no C1
+/// control (U+0080 to U+009F, UTF-8 `C2 80` to `C2 9F`). It ends on a
+/// character boundary of valid UTF-8.
+fn plain_run(bytes: &[u8]) -> usize {
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\n' | b'\t' | b' '..=b'~' | 0x80..=0xC1 | 0xC3..=0xFF => i += 1,
+            0xC2 if !matches!(bytes.get(i + 1), Some(0x80..=0x9F)) => i += 1,
+            _ => break,
+        }
+    }
+    i
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -477,6 +505,25 @@ mod tests {
             s.push(c, &mut out);
         }
         out
+    }
+
+    #[test]
+    fn plain_runs_keep_what_the_character_machine_keeps() {
+        let text =
+            "a\u{a0}b\u{80}c\u{85}d\u{c2}é\x7f\x1b[1mX\x1b]t\x07\u{9d}osc\nend\u{10FFFF}✓\t\r!";
+        let mut reference = String::new();
+        let mut machine = Sanitizer::default();
+        for c in text.chars() {
+            machine.step(c, &mut reference);
+        }
+        assert_eq!(reference, "a\u{a0}bcdÂéX\nend\u{10FFFF}✓\t!");
+        for (at, _) in text.char_indices() {
+            assert_eq!(
+                clean(&[&text[..at], &text[at..]]),
+                reference,
+                "split at {at}"
+            );
+        }
     }
 
     #[test]

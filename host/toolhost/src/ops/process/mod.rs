@@ -102,7 +102,8 @@ use tokio_util::sync::CancellationToken;
 pub const EXIT_QUIET: Duration = Duration::from_millis(100);
 /// Between SIGTERM and SIGKILL when a group is stopped (spec §7.14).
 pub const STOP_GRACE: Duration = Duration::from_secs(2);
-/// How long to wait after the pipes woke up from quiet before reading them.
+/// How long to wait after the pipes woke up from quiet (no output for at
+/// least as long) before reading them, so that a burst arrives grouped.
 pub const COALESCE: Duration = Duration::from_millis(5);
 /// Largest output chunk (one read of one pipe).
 pub const CHUNK_BYTES: usize = 64 * 1024;

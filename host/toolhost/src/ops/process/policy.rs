@@ -352,7 +352,7 @@ impl ProcessPolicy {
             timeout,
             exit: None,
             quiet_until: None,
-            idle: true,
+            last_busy: None,
         };
         if let Some(pidfd) = &supervisor.pidfd
             && let Err(e) = epoll::add(

@@ -101,8 +101,10 @@ pub(super) struct Supervisor {
     pub(super) exit: Option<ExitStatus>,
     /// After exit: the call completes when this passes without output.
     pub(super) quiet_until: Option<Instant>,
-    /// The pipes were found empty at the last look.
-    pub(super) idle: bool,
+    /// When a look at the pipes last found something to read: a wake-up
+    /// after [`COALESCE`] without any is a burst after quiet, worth waiting
+    /// for whole; one sooner is a stream that goes on, read at once.
+    pub(super) last_busy: Option<Instant>,
 }
 
 pub(super) const TOKEN_PIDFD: u64 = 2;
@@ -202,14 +204,13 @@ impl Supervisor {
                 }
                 Wake::ExitPoll => self.check_exit(),
                 Wake::Readable(mut guard) => {
-                    if self.idle {
+                    if self.last_busy.is_none_or(|at| at.elapsed() >= COALESCE) {
                         tokio::time::sleep(COALESCE).await;
                     }
                     if self.pump(guard.get_inner()) {
-                        self.idle = false;
+                        self.last_busy = Some(Instant::now());
                     } else {
                         guard.clear_ready();
-                        self.idle = true;
                     }
                 }
                 Wake::Sent => {}
