@@ -23,7 +23,7 @@ use crate::engine::Runtime;
 use crate::error::Error;
 use crate::extensions::policy::grant_line;
 use crate::message::{PartialResult, ToolResult};
-pub use crate::ops::{Capabilities, WasiGrants};
+pub use crate::ops::{Capabilities, WasiCapabilities};
 use crate::wit::v0_1::hook_world::{HookComponent, HookComponentIndices, hook};
 use crate::wit::v0_1::interfaces::{self, Import};
 use crate::wit::v0_1::{

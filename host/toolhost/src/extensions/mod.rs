@@ -21,7 +21,7 @@ pub mod policy;
 pub mod review;
 pub mod trust;
 
-use crate::component::{Capabilities, Limits, WasiGrants};
+use crate::component::{Capabilities, Limits, WasiCapabilities};
 use crate::engine::Runtime;
 use crate::extensions::discovery::{Found, Origin};
 use crate::extensions::policy::{GrantSpec, Policy, resolve_path};
@@ -340,7 +340,7 @@ fn capabilities(
                 .first()
                 .map(|(d, _)| d.to_string_lossy().into_owned())
         });
-    caps.wasi = WasiGrants {
+    caps.wasi = WasiCapabilities {
         preopens,
         env: env_names
             .iter()

@@ -21,12 +21,12 @@ pub struct Capabilities {
     pub tools: Option<tools::ToolSet>,
     /// The same directories and variables through WASI, for guests whose
     /// standard library reads files (Python's `open`, JavaScript's fs).
-    pub wasi: WasiGrants,
+    pub wasi: WasiCapabilities,
 }
 
 /// What a component sees through WASI: only what it was granted.
 #[derive(Clone, Debug, Default)]
-pub struct WasiGrants {
+pub struct WasiCapabilities {
     /// Directories preopened at their own absolute paths; `true` if writable.
     pub preopens: Vec<(std::path::PathBuf, bool)>,
     /// Environment variables the component may see.
