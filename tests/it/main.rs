@@ -19,6 +19,7 @@ mod read;
 mod sandbox;
 mod search;
 mod serve;
+mod serve_http;
 mod support;
 mod validation;
 mod write;

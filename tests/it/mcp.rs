@@ -17,8 +17,10 @@ fn pixel_png() -> Vec<u8> {
     bytes
 }
 
-#[test]
-fn the_python_sdk_drives_toolhost_mcp() {
+/// Runs tests/mcp_client.py over `transport` in the SDK's connect `mode`, and
+/// checks its summary: the revision it negotiated, and every step's outcome.
+#[track_caller]
+fn python_sdk_drives_toolhost_mcp(transport: &str, mode: &str) -> Value {
     let ws = Workspace::new();
     ws.write("a.txt", "Hello, MCP!\n");
     ws.write("pixel.png", pixel_png());
@@ -34,6 +36,7 @@ fn the_python_sdk_drives_toolhost_mcp() {
         .arg(&ws.path)
         .arg(&extension)
         .arg(toolhost_tests::FSPROBE)
+        .args([transport, mode])
         .env("XDG_CONFIG_HOME", ws.config_home())
         .output()
         .unwrap();
@@ -41,11 +44,16 @@ fn the_python_sdk_drives_toolhost_mcp() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "mcp_client.py failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        "mcp_client.py {transport} {mode} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
     let summary: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
         .unwrap_or_else(|e| panic!("no summary line ({e}):\n{stdout}"));
-    assert_eq!(summary["protocolVersion"], "2025-11-25");
+    let version = if mode == "legacy" {
+        "2025-11-25"
+    } else {
+        "2026-07-28"
+    };
+    assert_eq!(summary["protocolVersion"], version);
     assert_eq!(summary["serverInfo"], "toolhost");
     assert_eq!(summary["listChanged"], 2);
     assert_eq!(summary["plantedRefused"], true);
@@ -60,6 +68,42 @@ fn the_python_sdk_drives_toolhost_mcp() {
             .unwrap()
             .ends_with("the tool answered: Operation aborted")
     );
+    summary
+}
+
+#[test]
+fn the_python_sdk_drives_toolhost_mcp_on_stdio_with_the_handshake() {
+    python_sdk_drives_toolhost_mcp("stdio", "legacy");
+}
+
+#[test]
+fn the_python_sdk_drives_toolhost_mcp_on_stdio_at_2026_07_28() {
+    python_sdk_drives_toolhost_mcp("stdio", "auto");
+}
+
+/// Over HTTP the script also checks the listener's refusals and runs 32
+/// clients at once.
+#[track_caller]
+fn python_sdk_drives_toolhost_mcp_over_http(mode: &str) {
+    let summary = python_sdk_drives_toolhost_mcp("http", mode);
+    let refusals = &summary["refusals"];
+    assert_eq!(refusals["noToken"], 401);
+    assert_eq!(refusals["wrongToken"], 401);
+    assert_eq!(refusals["forbiddenOrigin"], 403);
+    assert_eq!(refusals["foreignHost"], 403);
+    assert_eq!(refusals["oversizedBody"], 413);
+    assert_eq!(summary["concurrentClients"], 32);
+    assert_eq!(summary["vanishedClientCancelled"], true);
+}
+
+#[test]
+fn the_python_sdk_drives_toolhost_mcp_over_http_with_the_handshake() {
+    python_sdk_drives_toolhost_mcp_over_http("legacy");
+}
+
+#[test]
+fn the_python_sdk_drives_toolhost_mcp_over_http_at_2026_07_28() {
+    python_sdk_drives_toolhost_mcp_over_http("auto");
 }
 
 #[test]

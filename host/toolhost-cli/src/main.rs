@@ -130,8 +130,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Serve JSON-RPC 2.0 on stdin/stdout, one object per line (see docs/protocol.md).
-    Serve,
+    /// Serve JSON-RPC 2.0 on stdin/stdout, one object per line, or over HTTP
+    /// at /rpc with --http (see docs/protocol.md).
+    Serve {
+        #[command(flatten)]
+        http: HttpArgs,
+    },
     /// How the programs tools start are confined on this machine: each layer
     /// (jail, Landlock, seccomp, limits, network), on or off, what it means,
     /// and how to turn on what is off. Exit 1 when a layer is off.
@@ -139,9 +143,104 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Serve the active tools as a Model Context Protocol server on stdin/stdout.
+    /// Serve the active tools as a Model Context Protocol server on stdin/stdout,
+    /// or as Streamable HTTP at /mcp with --http.
     /// The tools are reloaded when .toolhost/extensions/ or an --extension file changes.
-    Mcp,
+    Mcp {
+        #[command(flatten)]
+        http: HttpArgs,
+    },
+}
+
+/// Serving over HTTP instead of stdio (`serve`, `mcp`).
+#[derive(clap::Args, Clone)]
+struct HttpArgs {
+    /// Listen for HTTP on this address (e.g. 127.0.0.1:8765; port 0 picks
+    /// one). Anything but loopback needs a bearer token.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
+    /// Require `Authorization: Bearer <token>` with the token in this file.
+    /// Off loopback without it, a token is generated and printed once.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    token_file: Option<PathBuf>,
+    /// Also accept this Host name (DNS-rebinding check; `name` for any port,
+    /// `name:port`, or `*`). Repeatable.
+    #[arg(long = "allow-host", value_name = "NAME", requires = "http")]
+    allow_hosts: Vec<String>,
+    /// Accept requests carrying this Origin (`http://app.example:8080`,
+    /// `http://localhost:*`); any other Origin is refused. Repeatable.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    allow_origins: Vec<String>,
+    /// Most requests that run tools at once; more wait their turn.
+    #[arg(long, value_name = "N", default_value_t = 64, requires = "http")]
+    max_requests: usize,
+}
+
+impl HttpArgs {
+    /// The listener's options, reading or generating the token.
+    fn options(&self, addr: std::net::SocketAddr) -> Result<toolhost::http::HttpOptions> {
+        let mut options = toolhost::http::HttpOptions::new(addr);
+        options.max_requests = self.max_requests;
+        options.allowed_hosts = self.allow_hosts.clone();
+        options.allowed_origins = self.allow_origins.clone();
+        if let Some(file) = &self.token_file {
+            let token = std::fs::read_to_string(file)
+                .with_context(|| format!("reading the token file {}", file.display()))?;
+            options.token = Some(token.trim().to_string());
+        } else if !addr.ip().is_loopback() {
+            let token = toolhost::http::generate_token().context("generating a token")?;
+            eprintln!(
+                "toolhost: listening off loopback: requests need \
+                 `Authorization: Bearer {token}` (shown once; use --token-file to choose it)"
+            );
+            options.token = Some(token);
+        }
+        options.check().map_err(anyhow::Error::msg)?;
+        Ok(options)
+    }
+}
+
+/// Serve `route` over HTTP until the process is interrupted.
+async fn serve_http(
+    what: &str,
+    args: &HttpArgs,
+    addr: std::net::SocketAddr,
+    route: impl FnOnce(usize, CancellationToken) -> toolhost::http::Route,
+) -> Result<ExitCode> {
+    let options = args.options(addr)?;
+    let shutdown = CancellationToken::new();
+    let route = route(options.max_body_bytes, shutdown.clone());
+    let path = route.path;
+    let listener = toolhost::http::HttpListener::bind(options, vec![route])
+        .await
+        .with_context(|| format!("listening on {addr}"))?;
+    // Tests and scripts read the address (the port, for port 0) from here.
+    eprintln!(
+        "toolhost {what}: listening on http://{}{path}",
+        listener.local_addr()
+    );
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        stop.cancel();
+    });
+    #[cfg(unix)]
+    {
+        let stop = shutdown.clone();
+        if let Ok(mut term) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            tokio::spawn(async move {
+                term.recv().await;
+                stop.cancel();
+            });
+        }
+    }
+    listener
+        .run(shutdown)
+        .await
+        .with_context(|| format!("serving {what} over HTTP"))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Subcommand)]
@@ -340,14 +439,21 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Call { name, args, json } => call(&host, name, &args, json).await,
         Command::Run { file } => run_batch(&host, &file).await,
-        Command::Serve => {
+        Command::Serve { http } if http.http.is_some() => {
+            let addr = http.http.expect("checked");
+            serve_http("serve", &http, addr, |max_body, _| {
+                toolhost::serve::http_route(host, max_body)
+            })
+            .await
+        }
+        Command::Serve { .. } => {
             let stdin = tokio::io::BufReader::new(tokio::io::stdin());
             toolhost::serve::serve(host, stdin, tokio::io::stdout())
                 .await
                 .context("serving JSON-RPC on stdio")?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Mcp => mcp(host, options).await,
+        Command::Mcp { http } => mcp(host, options, http).await,
         Command::Ext {
             command: ExtCommand::List { json },
         } => ext_list(&host, json),
@@ -665,7 +771,7 @@ fn summary(grant: &Value) -> String {
     }
 }
 
-async fn mcp(host: Host, options: HostOptions) -> Result<ExitCode> {
+async fn mcp(host: Host, options: HostOptions, http: HttpArgs) -> Result<ExitCode> {
     // Everything that decides what loads: a reload applies the same trust
     // rules as the first load.
     let mut watch = vec![
@@ -683,16 +789,20 @@ async fn mcp(host: Host, options: HostOptions) -> Result<ExitCode> {
         let builder = options.builder();
         Box::pin(builder.build())
     });
-    toolhost::mcp::McpServer::new(host)
+    let server = toolhost::mcp::McpServer::new(host)
         .log(Arc::new(|line| eprintln!("toolhost mcp: {line}")))
         .reload(toolhost::mcp::Reload {
             factory,
             watch,
             interval: RELOAD_INTERVAL,
+        });
+    if let Some(addr) = http.http {
+        return serve_http("mcp", &http, addr, |max_body, shutdown| {
+            server.http_route(max_body, shutdown)
         })
-        .serve_stdio()
-        .await
-        .context("serving MCP on stdio")?;
+        .await;
+    }
+    server.serve_stdio().await.context("serving MCP on stdio")?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -43,6 +43,9 @@
 //!   batches with streamed events, cancel.
 //! * `mcp` (feature `mcp`, on by default) is a Model Context Protocol server
 //!   on the official Rust SDK; `watch` tells it when extension files change.
+//! * [`http`] (feature `http`, on by default) is the HTTP listener both
+//!   servers can run on, with the rules every request passes first (Host,
+//!   Origin, bearer token, bounds).
 
 mod batch;
 mod builtin;
@@ -56,6 +59,8 @@ mod files;
 pub mod formats;
 mod hooks;
 mod host;
+#[cfg(feature = "http")]
+pub mod http;
 mod loader;
 #[cfg(feature = "mcp")]
 pub mod mcp;

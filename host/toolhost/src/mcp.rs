@@ -20,16 +20,25 @@
 //! rmcp runs each request in its own task, so parallel requests from one
 //! client run concurrently.
 //!
-//! # Protocol versions
+//! # Protocol versions and transports
 //!
-//! The server speaks the revisions that have the `initialize` handshake, up to
-//! 2025-11-25. rmcp 3.11 also knows 2026-07-28, which drops the handshake for
-//! per-request metadata and moves list-change notifications to
-//! `subscriptions/listen` streams; clients that support both (the official
-//! Python and TypeScript SDKs since 2.0) probe with `server/discover` at
-//! 2026-07-28 first. Advertising only handshake revisions makes that probe
-//! fail with -32022 naming them, and the clients fall back to `initialize`,
-//! where the notifications above work as specified.
+//! Every revision rmcp knows, up to 2026-07-28:
+//!
+//! * 2026-07-28 has no handshake: a client may ask `server/discover`, and
+//!   every request carries its protocol version and client capabilities in
+//!   `_meta`; the server keeps no state between requests, so any instance
+//!   can answer any request. Tool-list changes reach a client that holds a
+//!   `subscriptions/listen` stream open ([`ServerHandler::listen`]); lists
+//!   carry the revision's cache hints (rmcp adds `ttlMs: 0`, `cacheScope:
+//!   private`: the active tools can change at any time).
+//! * 2025-11-25, 2025-06-18, 2025-03-26 (and 2024-11-05) open with the
+//!   `initialize` handshake, and `notifications/tools/list_changed` goes to
+//!   every initialized session.
+//!
+//! [`McpServer::serve_stdio`] serves one client on stdio;
+//! [`McpServer::http_route`] serves MCP's Streamable HTTP at `/mcp` on the
+//! [`crate::http`] listener, many clients at once (handshake clients in
+//! sessions, 2026-07-28 clients statelessly).
 
 use crate::error::Error;
 use crate::events::Event;
@@ -40,22 +49,27 @@ use crate::watch::Watcher;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
-    ServerCapabilities, ServerConfig,
+    ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
-use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 use std::borrow::Cow;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 /// The newest MCP revision served (see the module docs).
-pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2026_07_28;
+
+/// The newest revision with the `initialize` handshake, which `initialize`
+/// answers with when a client asks for one the server does not know.
+pub const HANDSHAKE_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
 /// Builds a fresh host (the same configuration as the first).
 pub type HostFactory =
@@ -75,35 +89,66 @@ pub struct Reload {
 /// cancelled calls, load problems): stderr in the CLI.
 pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
 
-/// The MCP server. Serve it with [`McpServer::serve`].
+/// The MCP server: one per host, serving any number of clients (each
+/// clone is the same server). Serve it with [`McpServer::serve_stdio`],
+/// [`McpServer::serve`] or [`McpServer::http_route`].
 #[derive(Clone)]
 pub struct McpServer {
-    host: Arc<RwLock<Host>>,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    host: RwLock<Host>,
     log: Log,
     reload: Option<Reload>,
+    /// Counts the changes of the tool list; every session and listen stream
+    /// watches it. Fed by one task ([`McpServer::watch_changes`]), started
+    /// by the first client.
+    generation: watch::Sender<u64>,
+    watching: OnceLock<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if let Some(task) = self.watching.get() {
+            task.abort();
+        }
+    }
 }
 
 impl McpServer {
     pub fn new(host: Host) -> McpServer {
+        McpServer::with(host, Arc::new(|_| {}), None)
+    }
+
+    fn with(host: Host, log: Log, reload: Option<Reload>) -> McpServer {
         McpServer {
-            host: Arc::new(RwLock::new(host)),
-            log: Arc::new(|_| {}),
-            reload: None,
+            shared: Arc::new(Shared {
+                host: RwLock::new(host),
+                log,
+                reload,
+                generation: watch::channel(0).0,
+                watching: OnceLock::new(),
+            }),
         }
     }
 
-    pub fn log(mut self, log: Log) -> McpServer {
-        self.log = log;
-        self
+    pub fn log(self, log: Log) -> McpServer {
+        let (host, reload) = (self.host(), self.shared.reload.clone());
+        McpServer::with(host, log, reload)
     }
 
-    pub fn reload(mut self, reload: Reload) -> McpServer {
-        self.reload = Some(reload);
-        self
+    pub fn reload(self, reload: Reload) -> McpServer {
+        let (host, log) = (self.host(), self.shared.log.clone());
+        McpServer::with(host, log, Some(reload))
     }
 
     fn host(&self) -> Host {
-        self.host.read().expect("host lock").clone()
+        self.shared.host.read().expect("host lock").clone()
+    }
+
+    fn log_line(&self, line: &str) {
+        (self.shared.log)(line)
     }
 
     /// Serve the client on this process's stdin and stdout (as an MCP client
@@ -119,23 +164,133 @@ impl McpServer {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
+        self.start_watching();
         let running = ServiceExt::serve(self.clone(), (input, output))
             .await
             .map_err(|e| Error::runtime_because("MCP initialization failed", e))?;
-        let notifier = tokio::spawn(self.notify_changes(running.peer().clone()));
-        let quit = running.waiting().await;
-        notifier.abort();
-        quit.map(|_| ())
+        running
+            .waiting()
+            .await
+            .map(|_| ())
             .map_err(|e| Error::runtime_because("the MCP service failed", e))
     }
 
-    /// Send `notifications/tools/list_changed` when the tools change.
-    async fn notify_changes(self, peer: Peer<RoleServer>) {
-        let mut changes = self.host().changes();
-        let mut watcher = self
+    /// Streamable HTTP at `/mcp`, for [`crate::http::HttpListener`]: request
+    /// bodies up to `max_body_bytes`; the listener checks `Host`, `Origin`
+    /// and the token first. Cancelling `shutdown` ends every session.
+    #[cfg(feature = "http")]
+    pub fn http_route(
+        &self,
+        max_body_bytes: usize,
+        shutdown: CancellationToken,
+    ) -> crate::http::Route {
+        use rmcp::transport::streamable_http_server::{
+            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+        };
+        self.start_watching();
+        let mut sessions = LocalSessionManager::default();
+        // A session whose client vanished without closing it goes after
+        // this long without a request; a running call keeps it alive.
+        sessions.session_config.keep_alive = Some(SESSION_IDLE);
+        let config = StreamableHttpServerConfig::default()
+            // The listener has checked Host and Origin by its own rules.
+            .disable_allowed_hosts()
+            .disable_allowed_origins()
+            .with_max_request_body_bytes(max_body_bytes)
+            .with_cancellation_token(shutdown);
+        let server = self.clone();
+        let service =
+            StreamableHttpService::new(move || Ok(server.clone()), Arc::new(sessions), config);
+        crate::http::Route {
+            path: "/mcp",
+            handler: Arc::new(move |mut request| {
+                let service = service.clone();
+                Box::pin(async move {
+                    // In a handshake session, rmcp answers a POST on a stream
+                    // of its own but does not cancel the call when that
+                    // stream's client goes away; this token does.
+                    let gone = ClientGone(CancellationToken::new());
+                    request.extensions_mut().insert(gone.clone());
+                    let response = service.handle(request).await;
+                    response.map(|body| crate::http::hold(body, gone.0.drop_guard()))
+                })
+            }),
+        }
+    }
+
+    /// Start the one task that follows the host's changes and the extension
+    /// files (once per server, on the runtime of its first client).
+    fn start_watching(&self) {
+        self.shared
+            .watching
+            .get_or_init(|| tokio::spawn(self.clone().downgrade().watch_changes()));
+    }
+
+    fn downgrade(self) -> WeakServer {
+        WeakServer(Arc::downgrade(&self.shared))
+    }
+
+    /// A receiver marked changed whenever the tool list changed.
+    fn generations(&self) -> watch::Receiver<u64> {
+        self.shared.generation.subscribe()
+    }
+
+    /// The active tools as `tools/list` returns them.
+    fn listing(&self) -> Value {
+        formats::tools_as(&self.host().active_tool_infos(), ToolFormat::Mcp)
+    }
+}
+
+/// Cancelled when the HTTP response of the request that carries it is
+/// dropped: its client closed the connection or went away.
+#[derive(Clone)]
+struct ClientGone(CancellationToken);
+
+/// The token of a call: the request's own (the client cancelled it, or
+/// the session ended) or, over HTTP, its client going away.
+fn call_token(context: &RequestContext<RoleServer>) -> CancellationToken {
+    #[cfg(feature = "http")]
+    if let Some(ClientGone(gone)) = context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<ClientGone>())
+    {
+        let token = context.ct.child_token();
+        let (gone, either) = (gone.clone(), token.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                () = gone.cancelled() => either.cancel(),
+                () = either.cancelled() => {}
+            }
+        });
+        return token;
+    }
+    context.ct.clone()
+}
+
+/// How long an HTTP session may go without a request before it is dropped.
+const SESSION_IDLE: Duration = Duration::from_secs(600);
+
+/// The watcher's handle on the server: it must not keep it alive.
+struct WeakServer(std::sync::Weak<Shared>);
+
+impl WeakServer {
+    fn get(&self) -> Option<McpServer> {
+        self.0.upgrade().map(|shared| McpServer { shared })
+    }
+
+    /// Bump the generation whenever the active tools change and, with
+    /// [`Reload`], when the extension files change and reloading them
+    /// changes the tool list.
+    async fn watch_changes(self) {
+        let Some(server) = self.get() else { return };
+        let mut changes = server.host().changes();
+        let mut watcher = server
+            .shared
             .reload
             .as_ref()
             .map(|r| Watcher::new(r.watch.clone(), r.interval));
+        drop(server);
         loop {
             let reloaded = tokio::select! {
                 changed = changes.changed() => {
@@ -152,19 +307,22 @@ impl McpServer {
                     }
                 } => true,
             };
+            let Some(server) = self.get() else { return };
             if reloaded {
-                let Some(reload) = &self.reload else { continue };
-                let before = self.listing();
+                let Some(reload) = server.shared.reload.clone() else {
+                    continue;
+                };
+                let before = server.listing();
                 match (reload.factory)().await {
                     Ok(host) => {
                         for d in host.diagnostics() {
-                            (self.log)(&format!("warning: {d}"));
+                            server.log_line(&format!("warning: {d}"));
                         }
                         changes = host.changes();
-                        *self.host.write().expect("host lock") = host;
+                        *server.shared.host.write().expect("host lock") = host;
                     }
                     Err(e) => {
-                        (self.log)(&format!(
+                        server.log_line(&format!(
                             "reloading the tools failed, keeping the old ones: {}",
                             e.chain()
                         ));
@@ -173,20 +331,23 @@ impl McpServer {
                 }
                 // Same definitions: the new components serve the next calls,
                 // and clients need not list again.
-                if self.listing() == before {
+                if server.listing() == before {
                     continue;
                 }
-                (self.log)("the tools changed; notifying the client");
+                server.log_line("the tools changed; notifying the clients");
             }
-            if peer.notify_tool_list_changed().await.is_err() {
-                return;
-            }
+            server.shared.generation.send_modify(|g| *g += 1);
         }
     }
+}
 
-    /// The active tools as `tools/list` returns them.
-    fn listing(&self) -> Value {
-        formats::tools_as(&self.host().active_tool_infos(), ToolFormat::Mcp)
+/// Send `notifications/tools/list_changed` to one handshake session for
+/// every change, until it goes away.
+async fn notify_session(mut generations: watch::Receiver<u64>, peer: Peer<RoleServer>) {
+    while generations.changed().await.is_ok() {
+        if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
+            return;
+        }
     }
 }
 
@@ -201,7 +362,7 @@ impl ServerHandler for McpServer {
             .enable_tool_list_changed()
             .build();
         ServerConfig::new(capabilities)
-            .with_protocol_version(PROTOCOL_VERSION)
+            .with_protocol_version(HANDSHAKE_VERSION)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
     }
 
@@ -209,12 +370,44 @@ impl ServerHandler for McpServer {
         Cow::Borrowed(ProtocolVersion::known_up_to(&PROTOCOL_VERSION))
     }
 
+    /// A handshake session is open: tell it of every change from now on.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        tokio::spawn(notify_session(self.generations(), context.peer));
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    /// A 2026-07-28 client's `subscriptions/listen` stream: one
+    /// `notifications/tools/list_changed` per change until it closes.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let mut generations = self.generations();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = generations.changed() => {
+                    if changed.is_err() || context.sink().notify_tool_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        serde_json::from_value(self.listing()).map_err(|e| internal("listing the tools", e))
+        let mut listing = self.listing();
+        // A complete result (2026-07-28 requires the field; rmcp removes it
+        // for older revisions).
+        listing["resultType"] = json!("complete");
+        serde_json::from_value(listing).map_err(|e| internal("listing the tools", e))
     }
 
     async fn call_tool(
@@ -243,7 +436,7 @@ impl ServerHandler for McpServer {
                 updates.push(text_of(&partial_result.content));
             }
         });
-        let cancel = context.ct.clone();
+        let cancel = call_token(&context);
         // A client calls what it was offered: the active tools.
         let result = host
             .call(call)
@@ -255,15 +448,18 @@ impl ServerHandler for McpServer {
             progress.finish().await;
         }
         if cancel.is_cancelled() {
-            (self.log)(&format!(
+            self.log_line(&format!(
                 "tools/call {name} (request {}) was cancelled; the tool answered: {}",
                 context.id,
                 result.text()
             ));
         }
-        let result: CallToolResult =
-            serde_json::from_value(json!({"content": result.content, "isError": result.is_error}))
-                .map_err(|e| internal("converting the result", e))?;
+        let result: CallToolResult = serde_json::from_value(json!({
+            "content": result.content,
+            "isError": result.is_error,
+            "resultType": "complete",
+        }))
+        .map_err(|e| internal("converting the result", e))?;
         Ok(result.into())
     }
 }

@@ -66,6 +66,20 @@ impl RpcError {
 /// Running batches by request id (the id's JSON text, so `1` and `"1"` differ).
 type Running = Arc<Mutex<HashMap<String, CancellationToken>>>;
 
+/// The server's state: the host, and the running batches by request id
+/// (shared by every connection of the HTTP listener).
+#[derive(Clone)]
+struct RpcServer {
+    host: Host,
+    running: Running,
+}
+
+/// A `batch/run` being served: its task, and the token that cancels it.
+struct Batch {
+    task: BatchTask,
+    cancel: CancellationToken,
+}
+
 /// Serve `host` on `input`/`output` until `input` ends, then wait for the
 /// running batches to answer. Returns an error only when `input` cannot be
 /// read or `output` cannot be written.
@@ -88,7 +102,10 @@ where
         Ok::<(), std::io::Error>(())
     });
 
-    let running: Running = Arc::default();
+    let server = RpcServer {
+        host,
+        running: Arc::default(),
+    };
     let mut batches = JoinSet::new();
     let mut input = input;
     let mut line = String::new();
@@ -100,13 +117,9 @@ where
         if line.trim().is_empty() {
             continue;
         }
-        handle_line(
-            &host,
-            line.trim_end_matches(['\n', '\r']),
-            &out,
-            &running,
-            &mut batches,
-        );
+        if let Some(batch) = server.handle(line.trim_end_matches(['\n', '\r']), &out) {
+            batches.spawn(batch.task);
+        }
     }
     while batches.join_next().await.is_some() {}
     out.close();
@@ -294,39 +307,34 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-fn handle_line(
-    host: &Host,
-    line: &str,
-    out: &Outbox,
-    running: &Running,
-    batches: &mut JoinSet<()>,
-) {
-    let request = match parse_request(line) {
-        Ok(request) => request,
-        Err((id, error)) => {
-            out.send(error_response(&id, error));
-            return;
-        }
-    };
-    if request.method == "batch/run" {
-        match start_batch(host, request, out, running) {
-            Ok(Some(task)) => {
-                batches.spawn(task);
-            }
-            Ok(None) => {}
+impl RpcServer {
+    /// Answer one request into `out`; a `batch/run` is returned to be run.
+    fn handle(&self, line: &str, out: &Outbox) -> Option<Batch> {
+        let request = match parse_request(line) {
+            Ok(request) => request,
             Err((id, error)) => {
                 out.send(error_response(&id, error));
+                return None;
             }
+        };
+        if request.method == "batch/run" {
+            return match start_batch(&self.host, request, out, &self.running) {
+                Ok(batch) => batch,
+                Err((id, error)) => {
+                    out.send(error_response(&id, error));
+                    None
+                }
+            };
         }
-        return;
-    }
-    let outcome = dispatch(host, &request, running);
-    // A notification gets no response, not even an error (JSON-RPC 2.0 §4.1).
-    if let Some(id) = &request.id {
-        out.send(match outcome {
-            Ok(result) => response(id, result),
-            Err(error) => error_response(id, error),
-        });
+        let outcome = dispatch(&self.host, &request, &self.running);
+        // A notification gets no response, not even an error (JSON-RPC 2.0 §4.1).
+        if let Some(id) = &request.id {
+            out.send(match outcome {
+                Ok(result) => response(id, result),
+                Err(error) => error_response(id, error),
+            });
+        }
+        None
     }
 }
 
@@ -405,7 +413,7 @@ fn start_batch(
     request: Request,
     out: &Outbox,
     running: &Running,
-) -> Result<Option<BatchTask>, (Value, RpcError)> {
+) -> Result<Option<Batch>, (Value, RpcError)> {
     let method = "batch/run";
     let Some(id) = request.id else {
         // Without an id there is nowhere to send the results.
@@ -435,7 +443,8 @@ fn start_batch(
         running.insert(key.clone(), cancel.clone());
     }
     let (host, out, running) = (host.clone(), out.clone(), running.clone());
-    Ok(Some(Box::pin(async move {
+    let token = cancel.clone();
+    let task: BatchTask = Box::pin(async move {
         let events = out.clone();
         let event_id = id.clone();
         let sink = Arc::new(move |event: Event| {
@@ -461,7 +470,98 @@ fn start_batch(
             &id,
             json!({"toolResults": outcome.results, "terminate": outcome.terminate}),
         ));
-    })))
+    });
+    Ok(Some(Batch {
+        task,
+        cancel: token,
+    }))
+}
+
+/// JSON-RPC over HTTP at `/rpc`, for [`crate::http::HttpListener`]: one
+/// request object per POST (at most `max_body_bytes`). A `batch/run` is
+/// answered with a stream of JSON lines (`application/x-ndjson`): its
+/// `batch/event` notifications, then its response, exactly the lines stdio
+/// carries; a client that closes the stream cancels the batch. Any other
+/// request is answered with its response object (`application/json`), a
+/// notification with 202 and no body. Batches of every connection share one
+/// table of running ids, so `batch/cancel` works from another connection.
+#[cfg(feature = "http")]
+pub fn http_route(host: Host, max_body_bytes: usize) -> crate::http::Route {
+    let server = RpcServer {
+        host,
+        running: Arc::default(),
+    };
+    crate::http::Route {
+        path: "/rpc",
+        handler: Arc::new(move |request| {
+            let server = server.clone();
+            Box::pin(async move { server.http(request, max_body_bytes).await })
+        }),
+    }
+}
+
+#[cfg(feature = "http")]
+impl RpcServer {
+    async fn http(
+        &self,
+        request: http::Request<hyper::body::Incoming>,
+        max_body_bytes: usize,
+    ) -> http::Response<crate::http::HttpBody> {
+        use crate::http::plain;
+        use bytes::Bytes;
+        use http::{StatusCode, header};
+        use http_body_util::{BodyExt, Full, StreamBody};
+
+        if request.method() != http::Method::POST {
+            let mut response = plain(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "Method not allowed: POST one JSON-RPC request to /rpc",
+            );
+            response
+                .headers_mut()
+                .insert(header::ALLOW, http::HeaderValue::from_static("POST"));
+            return response;
+        }
+        let body = match crate::http::read_body(request.into_body(), max_body_bytes).await {
+            Ok(body) => body,
+            Err(refusal) => return refusal,
+        };
+        let out = Outbox::default();
+        let line = String::from_utf8_lossy(&body);
+        let with_type = |body: crate::http::HttpBody, kind: &'static str| {
+            let mut response = http::Response::new(body);
+            response
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, http::HeaderValue::from_static(kind));
+            response
+        };
+        let Some(batch) = self.handle(&line, &out) else {
+            out.close();
+            return match out.recv().await {
+                Some(line) => with_type(Full::new(Bytes::from(line)).boxed(), "application/json"),
+                None => {
+                    let mut response = http::Response::new(Full::new(Bytes::new()).boxed());
+                    *response.status_mut() = StatusCode::ACCEPTED;
+                    response
+                }
+            };
+        };
+        let lines = out.clone();
+        tokio::spawn(async move {
+            batch.task.await;
+            lines.close();
+        });
+        // Dropping the stream (the client went away) cancels the batch.
+        let stop = batch.cancel.drop_guard();
+        let stream = futures::stream::unfold((out, stop), |(out, stop)| async move {
+            let line = out.recv().await?;
+            Some((
+                Ok::<_, std::convert::Infallible>(http_body::Frame::data(Bytes::from(line))),
+                (out, stop),
+            ))
+        });
+        with_type(StreamBody::new(stream).boxed(), "application/x-ndjson")
+    }
 }
 
 #[cfg(test)]
