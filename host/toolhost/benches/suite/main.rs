@@ -12,7 +12,8 @@
 //! sequential), `kill` (kill latency), `memory` (RSS per in-flight call),
 //! `startup` (warm and cold start of the CLI), `search` (grep and find
 //! against rg and fd), `jail` (a shell command in the process jail against
-//! the same without it). `TOOLHOST_BENCH_SCALE` multiplies the iteration
+//! the same without it), `http` (MCP over HTTP with 1, 8 and 32 clients
+//! against the same calls over stdio). `TOOLHOST_BENCH_SCALE` multiplies the iteration
 //! counts (default 1; 0.2 for a quick look).
 //!
 //! Timings on shared machines are noisy: every comparison interleaves its two
@@ -20,6 +21,7 @@
 //! times, are what carries from one machine to another.
 
 mod batch;
+mod http;
 mod jail;
 mod kill;
 mod memory;
@@ -34,7 +36,7 @@ use std::time::Duration;
 use toolhost::HostBuilder;
 
 const SECTIONS: &[&str] = &[
-    "overhead", "batch", "kill", "memory", "startup", "search", "jail",
+    "overhead", "batch", "kill", "memory", "startup", "search", "jail", "http",
 ];
 
 /// Settings shared by the sections.
@@ -104,6 +106,7 @@ fn main() {
             "startup" => startup::run(&cfg, &mut rows),
             "search" => search::run(&cfg, &mut rows),
             "jail" => jail::run(&cfg, &mut rows),
+            "http" => http::run(&cfg, &mut rows),
             _ => unreachable!(),
         }
         eprintln!("  {section}: {:.1} s", start.elapsed().as_secs_f64());

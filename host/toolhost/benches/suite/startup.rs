@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 const EXTENSIONS: usize = 20;
 const MARKER: &[u8] = b"benchtool_00";
 
-fn toolhost_bin() -> Option<PathBuf> {
+pub fn toolhost_bin() -> Option<PathBuf> {
     if let Some(bin) = std::env::var_os("TOOLHOST_BIN") {
         return Some(PathBuf::from(bin));
     }
