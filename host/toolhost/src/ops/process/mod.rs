@@ -107,6 +107,10 @@ pub const STOP_GRACE: Duration = Duration::from_secs(2);
 pub const COALESCE: Duration = Duration::from_millis(5);
 /// Largest output chunk (one read of one pipe).
 pub const CHUNK_BYTES: usize = 64 * 1024;
+/// Most bytes one `next` hands the tool: the chunks already waiting are
+/// joined up to this, so a fast command costs the tool one call per
+/// megabyte, not one per pipe read.
+pub const DELIVERY_BYTES: usize = 1 << 20;
 /// Events buffered between the supervisor and the tool. With [`CHUNK_BYTES`]
 /// this caps buffered output at about 1 MiB per child.
 const CHANNEL_EVENTS: usize = 16;
@@ -215,6 +219,8 @@ pub struct Child {
     control: Arc<Control>,
     /// The final event, repeated by every later `next`.
     last: Option<ChildEvent>,
+    /// An event received while joining output, delivered next.
+    held: Option<ChildEvent>,
 }
 
 impl std::fmt::Debug for Child {
@@ -229,16 +235,40 @@ impl Child {
         if let Some(last) = &self.last {
             return last.clone();
         }
-        let event = match self.events.recv().await {
+        let event = match self.held.take() {
             Some(event) => event,
-            // The supervisor always ends with `exit`; only a panic there
-            // closes the channel without one.
-            None => ChildEvent::Exit(ExitStatus::Cancelled),
+            None => match self.events.recv().await {
+                Some(event) => event,
+                // The supervisor always ends with `exit`; only a panic there
+                // closes the channel without one.
+                None => ChildEvent::Exit(ExitStatus::Cancelled),
+            },
         };
-        if matches!(event, ChildEvent::Exit(_)) {
-            self.last = Some(event.clone());
+        match event {
+            ChildEvent::Exit(_) => {
+                self.last = Some(event.clone());
+                event
+            }
+            ChildEvent::Output(mut bytes) => {
+                // Join what is already waiting, in arrival order; an exit
+                // (or a chunk that would pass the bound) waits its turn.
+                while bytes.len() < DELIVERY_BYTES {
+                    match self.events.try_recv() {
+                        Ok(ChildEvent::Output(more))
+                            if bytes.len() + more.len() <= DELIVERY_BYTES =>
+                        {
+                            bytes.extend_from_slice(&more);
+                        }
+                        Ok(other) => {
+                            self.held = Some(other);
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+                ChildEvent::Output(bytes)
+            }
         }
-        event
     }
 
     /// [`Self::next`], or `None` when nothing happened within `wait`.

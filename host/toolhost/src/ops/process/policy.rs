@@ -370,6 +370,7 @@ impl ProcessPolicy {
             events: rx,
             control,
             last: None,
+            held: None,
         })
     }
 

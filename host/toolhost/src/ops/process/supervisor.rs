@@ -390,8 +390,10 @@ impl Supervisor {
         let Some(pipe) = &self.pipes[i] else {
             return false;
         };
-        let mut buf = vec![0u8; CHUNK_BYTES];
-        match rustix::io::read(pipe, &mut buf) {
+        // Read into the spare capacity: a chunk is written once, not zeroed
+        // first (a command's output may be gigabytes).
+        let mut buf = Vec::with_capacity(CHUNK_BYTES);
+        match rustix::io::read(pipe, rustix::buffer::spare_capacity(&mut buf)) {
             Ok(0) => {
                 // End of file: stop watching it.
                 if let Some(epoll) = epoll {
@@ -400,8 +402,7 @@ impl Supervisor {
                 self.pipes[i] = None;
                 false
             }
-            Ok(n) => {
-                buf.truncate(n);
+            Ok(_) => {
                 self.pending.push_back(ChildEvent::Output(buf));
                 if self.exit.is_some() {
                     self.quiet_until = Some(Instant::now() + EXIT_QUIET);
