@@ -80,12 +80,12 @@ pub(super) fn spawn_confined(
         .map_err(|_| io::Error::other("the spawner thread is gone"))?
 }
 
-/// Two pipes (read end non-blocking, write end for the child) in a new
-/// level-triggered epoll set, whose ready list then keeps readiness order.
-#[allow(clippy::type_complexity)]
 /// The capacity asked for each output pipe.
 const PIPE_BYTES: usize = 1 << 20;
 
+/// Two pipes (read end non-blocking, write end for the child) in a new
+/// level-triggered epoll set, whose ready list then keeps readiness order.
+#[allow(clippy::type_complexity)]
 pub(super) fn output_pipes() -> io::Result<([(OwnedFd, OwnedFd); 2], AsyncFd<OwnedFd>)> {
     let fd = epoll::create(epoll::CreateFlags::CLOEXEC)?;
     let make = |token: u64| -> io::Result<(OwnedFd, OwnedFd)> {
