@@ -1,10 +1,15 @@
 //! Builds the built-in tool components (the `guest-tools/` workspace) and
 //! embeds them: `$OUT_DIR/builtins.rs` defines one `BuiltinComponent` per tool
 //! with its bytes and content hash, so the `toolhost` binary is one
-//! self-contained file. Also builds the process jail's init
+//! self-contained file, and compiles each to machine code with the engine's
+//! settings (`src/engine_config.rs`), so a fresh machine's first start
+//! compiles nothing. Also builds the process jail's init
 //! (`host/jail-init`) for the target, embedded as `$OUT_DIR/jail-init`.
 
 use guest_build::{GuestWorkspace, NativeProgram};
+
+#[path = "src/engine_config.rs"]
+mod engine_config;
 use std::path::PathBuf;
 use std::{env, fs};
 
@@ -32,6 +37,8 @@ fn main() {
     }
     .build();
 
+    let engine = wasmtime::Engine::new(&engine_config::compile_config())
+        .unwrap_or_else(|e| panic!("creating the engine that precompiles the built-ins: {e}"));
     let mut code = String::from("/// The built-in tool components, embedded at build time.\n");
     code.push_str("pub(crate) const BUILTIN_COMPONENTS: &[BuiltinComponent] = &[\n");
     for ((tool, _), path) in BUILTINS.iter().zip(&wasm) {
@@ -39,8 +46,14 @@ fn main() {
         let hash = blake3::hash(&bytes).to_hex();
         let copy = out_dir.join(format!("{tool}.wasm"));
         fs::write(&copy, &bytes).unwrap();
+        let machine_code = engine
+            .precompile_component(&bytes)
+            .unwrap_or_else(|e| panic!("compiling the built-in {tool}: {e}"));
+        let compiled = out_dir.join(format!("{tool}.cwasm"));
+        fs::write(&compiled, machine_code).unwrap();
         code.push_str(&format!(
-            "    BuiltinComponent {{ name: {tool:?}, bytes: include_bytes!({copy:?}), hash: {hash:?} }},\n",
+            "    BuiltinComponent {{ name: {tool:?}, bytes: include_bytes!({copy:?}), \
+             precompiled: include_bytes!({compiled:?}), hash: {hash:?} }},\n",
             hash = hash.as_str(),
         ));
     }

@@ -236,3 +236,57 @@ fn a_failure_names_its_object_and_keeps_its_cause_as_the_source() {
         format!("toolhost: loading the tools: {chain}\n")
     );
 }
+
+#[test]
+fn a_fresh_machine_runs_the_built_ins_without_compiling_them() {
+    // An empty compile cache, as on a fresh machine: the built-ins come
+    // compiled in the binary, so starting and calling one writes nothing to
+    // the cache (an extension would be compiled and cached).
+    let ws = Workspace::new();
+    ws.write("a.txt", "hello\n");
+    let cache = tempfile::tempdir().unwrap();
+    let cache_dir = cache.path().to_str().unwrap();
+    let env = [("TOOLHOST_CACHE_DIR", cache_dir)];
+    let out = toolhost_with_env(&ws, &["--all-tools", "list"], None, &env);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed = String::from_utf8_lossy(&out.stdout);
+    for tool in ["read", "write", "edit", "bash", "grep", "find", "ls"] {
+        assert!(listed.contains(tool), "{tool} is not listed:\n{listed}");
+    }
+    let out = toolhost_with_env(&ws, &["call", "read", r#"{"path":"a.txt"}"#], None, &env);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n\n");
+    let compiled = |dir: &std::path::Path| -> Vec<String> {
+        walk_files(dir)
+            .into_iter()
+            .filter(|p| p.ends_with(".cwasm"))
+            .collect()
+    };
+    assert_eq!(compiled(cache.path()), Vec::<String>::new());
+    // An extension is compiled once and cached.
+    let out = toolhost_with_env(
+        &ws,
+        &["--extension", toolhost_tests::TESTKIT, "call", "fast"],
+        None,
+        &env,
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim_end(), "fast done");
+    assert_eq!(compiled(cache.path()).len(), 1);
+}
+
+/// Every file below `dir`, as paths.
+fn walk_files(dir: &std::path::Path) -> Vec<String> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk_files(&path));
+        } else {
+            files.push(path.display().to_string());
+        }
+    }
+    files
+}

@@ -16,6 +16,9 @@ use std::time::Duration;
 pub(crate) struct BuiltinComponent {
     pub name: &'static str,
     pub bytes: &'static [u8],
+    /// Its machine code, compiled by the build script with the engine's
+    /// settings (`engine_config`) for the build machine's CPU.
+    pub precompiled: &'static [u8],
     /// blake3 of `bytes`: the compile-cache key, computed at build time.
     pub hash: &'static str,
 }

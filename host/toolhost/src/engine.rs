@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use wasmtime::component::Component;
-use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// How often the epoch advances. Deadlines and kills are checked at each tick,
 /// and a running guest yields to the scheduler at each tick.
@@ -149,15 +149,8 @@ impl Runtime {
             pool.linear_memory_keep_resident(64 << 10);
         }
 
-        let mut config = Config::new();
-        config
-            .wasm_component_model(true)
-            .epoch_interruption(true)
-            // No component-model async guests yet: skip its per-store state.
-            .concurrency_support(false)
-            .max_wasm_stack(1 << 20)
-            .async_stack_size(2 << 20)
-            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let mut config = crate::engine_config::compile_config();
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config)
             .map_err(|e| Error::runtime_because("creating the wasm engine", e))?;
 
@@ -217,6 +210,40 @@ impl Runtime {
             return Ok(component);
         }
         let component = self.load_uncached(bytes, hash, origin)?;
+        let mut loaded = self.loaded.lock().expect("loaded components lock");
+        if loaded.len() >= LOADED_COMPONENTS {
+            loaded.remove(0);
+        }
+        loaded.push((hash.to_string(), component.clone()));
+        Ok(component)
+    }
+
+    /// [`Self::load_component`] for a component compiled when toolhost was
+    /// built (`precompiled`, embedded in the binary): its machine code is
+    /// used as it is when this engine and CPU can run it, so a fresh
+    /// machine's first start compiles nothing; otherwise (another CPU than
+    /// the build machine's, say) the component is compiled as any other.
+    pub(crate) fn load_precompiled(
+        &self,
+        bytes: &[u8],
+        precompiled: &'static [u8],
+        hash: &str,
+        origin: &str,
+    ) -> Result<Component, Error> {
+        if let Some(component) = self.loaded(hash) {
+            return Ok(component);
+        }
+        #[allow(unsafe_code)]
+        // SAFETY: `deserialize` trusts the bytes to be machine code that a
+        // compatible engine produced. These were produced by the build
+        // script of this very binary, with `compile_config`, and are part of
+        // the binary itself (nothing outside it can change them); wasmtime
+        // checks the version, settings and CPU features they need against
+        // this engine and refuses them otherwise.
+        let component = match unsafe { Component::deserialize(&self.engine, precompiled) } {
+            Ok(component) => component,
+            Err(_) => return self.load_component(bytes, hash, origin),
+        };
         let mut loaded = self.loaded.lock().expect("loaded components lock");
         if loaded.len() >= LOADED_COMPONENTS {
             loaded.remove(0);

@@ -52,6 +52,7 @@ mod builtin;
 mod call;
 mod component;
 mod engine;
+mod engine_config;
 mod error;
 mod events;
 pub mod extensions;

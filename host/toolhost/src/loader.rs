@@ -59,6 +59,8 @@ fn check_definitions_size(definitions: &[types::ToolDefinition]) -> Result<(), S
 /// A component to load and what it is allowed.
 pub(crate) struct ComponentSpec<'a> {
     pub bytes: &'a [u8],
+    /// Its machine code, compiled when toolhost was built (built-ins).
+    pub precompiled: Option<&'static [u8]>,
     /// Content hash (blake3, hex): the compile cache key.
     pub hash: String,
     /// Names the component in messages (a path, or `built-in read`).
@@ -87,7 +89,10 @@ pub(crate) struct Loaded {
 pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Result<Loaded, Error> {
     let origin = spec.origin.clone();
     let fail = |reason: String| Error::load(&origin, reason);
-    let component = runtime.load_component(spec.bytes, &spec.hash, &spec.origin)?;
+    let component = match spec.precompiled {
+        Some(code) => runtime.load_precompiled(spec.bytes, code, &spec.hash, &spec.origin)?,
+        None => runtime.load_component(spec.bytes, &spec.hash, &spec.origin)?,
+    };
     let sandbox = Arc::new(Sandbox::new(
         runtime.clone(),
         &component,

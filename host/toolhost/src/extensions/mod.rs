@@ -163,6 +163,7 @@ pub(crate) async fn load(
         cx.runtime,
         ComponentSpec {
             bytes: &bytes,
+            precompiled: None,
             hash: digest.hex().to_string(),
             origin,
             source: ToolSource::Extension {

@@ -409,6 +409,7 @@ impl HostBuilder {
                 &runtime,
                 ComponentSpec {
                     bytes: component.bytes,
+                    precompiled: Some(component.precompiled),
                     hash: component.hash.to_string(),
                     origin: format!("built-in {}", component.name),
                     source: ToolSource::Builtin,
