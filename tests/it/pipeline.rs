@@ -615,3 +615,40 @@ fn a_hook_changing_the_active_tools_decides_the_lookup_of_later_calls() {
         ]
     );
 }
+
+#[test]
+fn calls_that_run_while_later_ones_are_prepared_emit_nothing_before_every_start() {
+    // Without before hooks a prepared call executes while the next ones
+    // are still prepared; its updates and end must still follow every
+    // start event, as in Pi (spec §2.3), and immediate errors keep their
+    // place among the starts.
+    let ws = Workspace::new();
+    let host = host(&ws);
+    let mut calls = Vec::new();
+    for i in 0..200 {
+        let id = format!("c{i}");
+        calls.push(match i % 3 {
+            0 => tool_call(&id, "fast", json!({})),
+            1 => tool_call(&id, "progress", json!({"count": 2})),
+            _ => tool_call(&id, &format!("nope{i}"), json!({})),
+        });
+    }
+    calls.push(tool_call("missing", "nope", json!({})));
+    let (outcome, recorder) = run(
+        &host,
+        &toolhost::AssistantMessage::from_calls(calls),
+        CancellationToken::new(),
+    );
+    assert_eq!(outcome.results.len(), 201);
+    let lines = recorder.lines();
+    let last_start = lines.iter().rposition(|l| l.starts_with("start ")).unwrap();
+    let before: Vec<&String> = lines[..last_start]
+        .iter()
+        .filter(|l| !l.starts_with("start "))
+        .collect();
+    // Only immediate outcomes (the unknown tools) come before the last start.
+    assert_eq!(before.len(), 66, "{before:?}");
+    assert!(before.iter().all(|l| l.ends_with(" error")), "{before:?}");
+    assert_eq!(recorder.count("update "), 67 * 2);
+    assert_eq!(lines[last_start + 1], "end missing error");
+}

@@ -3,7 +3,9 @@
 //! Parallel (the default): every call is prepared in source order (start
 //! events, immediate outcomes emit their end at once), then all prepared calls
 //! run concurrently, each emitting its end when it finishes (completion
-//! order); the result messages follow in source order. Sequential (one
+//! order); the result messages follow in source order. Without before hooks
+//! a prepared call starts executing while the next ones are prepared; what
+//! it emits waits until every call has started, so the events are Pi's. Sequential (one
 //! sequential tool in the batch, or the host configured so): each call runs
 //! to its result message before the next starts.
 
@@ -11,7 +13,10 @@ use crate::call::{BatchContext, Finished, Preflight, ReadyCall};
 use crate::message::{StopReason, ToolResultMessage};
 use crate::registry::ExecutionMode;
 use futures::FutureExt;
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use std::sync::Arc;
+use tokio::sync::mpsc;
 
 /// The result messages of a batch, in source order, and the terminate vote.
 #[derive(Clone, Debug, PartialEq)]
@@ -92,47 +97,66 @@ async fn sequential(ctx: &Arc<BatchContext>) -> BatchOutcome {
     }
 }
 
+/// Prepared calls waiting for a worker, in source order.
+type Queue = Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<(usize, Box<ReadyCall>)>>>;
+
 async fn parallel(ctx: &Arc<BatchContext>) -> Vec<Finished> {
     let calls = &ctx.message.tool_calls;
     let mut slots: Vec<Option<Finished>> = vec![None; calls.len()];
-    let mut ready = Vec::new();
+    // Preparing runs in source order on this task while calls prepared
+    // first already execute on the other workers: Pi's order is in the
+    // events, which the gate keeps (every start before any update or end of
+    // an executing call), not in when the work happens. No overlap when the
+    // order could be seen otherwise: with before hooks (Pi runs the hook of
+    // call N+1 before call N executes, and a hook may look, or change the
+    // active tools a later call is looked up in), or when a tool of the batch
+    // may change the active tools itself.
+    let overlap = calls.len() > 1
+        && ctx.session.hooks.is_empty()
+        && !calls.iter().any(|call| {
+            ctx.lookup(call)
+                .is_some_and(|t| t.sandbox.may_change_tools())
+        });
+    let (tx, rx) = mpsc::unbounded_channel();
+    let queue: Queue = Arc::new(tokio::sync::Mutex::new(rx));
+    // One worker per runtime thread (this task is one of them), each running
+    // the calls it takes concurrently: a call waiting on a process or a file
+    // never holds up the rest, and a call that only computes runs to its end
+    // on the core that prepared it or took it. Measured on 2 cores (scripts/
+    // bench batch, 64 `read` calls): a task per call 4.4 ms, calls dealt to
+    // one share per worker after preparing all 3.2 ms.
+    let helpers: Vec<_> = (1..cores().min(calls.len()))
+        .map(|_| {
+            let (ctx, queue) = (ctx.clone(), queue.clone());
+            tokio::spawn(async move { worker(&ctx, &queue).await })
+        })
+        .collect();
+    if overlap {
+        ctx.gate.close();
+    }
+    let mut held = Vec::new();
     for (i, call) in calls.iter().enumerate() {
         ctx.start(call);
         match ctx.preflight(call).await {
             Preflight::Done(f) => slots[i] = Some(*f),
-            Preflight::Ready(r) => ready.push((i, r)),
+            Preflight::Ready(r) if overlap => {
+                let _ = tx.send((i, r));
+            }
+            Preflight::Ready(r) => held.push((i, r)),
         }
     }
-    // Every call starts at once and runs concurrently with the others (a
-    // call waiting on a process or a file never holds up the rest), but not
-    // each in a task of its own: a call handed to another thread runs on a
-    // core whose caches hold none of it, and each hand-over is a wake-up.
-    // The calls are dealt round-robin into one share per worker thread; the
-    // batch's own task runs the first share and a task per other share runs
-    // the rest, each share's calls polled together. A guest computing
-    // without end still lets its share's other calls go on: it yields at
-    // every epoch tick. Measured on 2 cores (scripts/bench batch, 64 `read`
-    // calls, sequential 4.7 ms): a task per call 4.4 ms, shares 3.2 ms.
-    let shares = ready.len().min(cores());
-    let mut dealt: Vec<Vec<(usize, Box<ReadyCall>)>> = (0..shares).map(|_| Vec::new()).collect();
-    for (n, call) in ready.into_iter().enumerate() {
-        dealt[n % shares].push(call);
+    for ready in held {
+        let _ = tx.send(ready);
     }
-    let mut dealt = dealt.into_iter();
-    let own = dealt.next().unwrap_or_default();
-    let others: Vec<_> = dealt
-        .map(|share| {
-            let ctx = ctx.clone();
-            tokio::spawn(async move { run_share(&ctx, share).await })
-        })
-        .collect();
-    for (i, f) in run_share(ctx, own).await {
+    drop(tx);
+    ctx.gate.open(ctx.sink.as_ref());
+    for (i, f) in worker(ctx, &queue).await {
         slots[i] = Some(f);
     }
-    for handle in others {
-        // `run_share` binds every call's panic to that call's result.
-        let share = handle.await.expect("a share's task does not panic");
-        for (i, f) in share {
+    for helper in helpers {
+        // `worker` binds every call's panic to that call's result.
+        let done = helper.await.expect("a batch worker does not panic");
+        for (i, f) in done {
             slots[i] = Some(f);
         }
     }
@@ -147,28 +171,52 @@ fn cores() -> usize {
     tokio::runtime::Handle::try_current().map_or(1, |rt| rt.metrics().num_workers().max(1))
 }
 
-/// Run a share of prepared calls concurrently; a call that panics ends in an
-/// error result of its own, and the others go on.
-async fn run_share(
-    ctx: &Arc<BatchContext>,
-    share: Vec<(usize, Box<ReadyCall>)>,
-) -> Vec<(usize, Finished)> {
-    let calls = &ctx.message.tool_calls;
-    let running = share.into_iter().map(|(i, r)| async move {
-        let outcome = std::panic::AssertUnwindSafe(ctx.execute(*r))
-            .catch_unwind()
-            .await;
-        let finished = outcome.unwrap_or_else(|_| {
-            let call = &calls[i];
-            let text = format!(
-                "Tool {} failed: the host task running it panicked",
-                call.name
-            );
-            ctx.fail(call, text, false)
-        });
-        (i, finished)
+/// Take prepared calls from `queue` and run them until it is closed and
+/// empty. A new call is taken only when every call this worker runs waits
+/// (on a process, a file, a timer or its epoch yield), so calls that only
+/// compute are spread over the workers instead of piling up on the first
+/// to ask.
+async fn worker(ctx: &Arc<BatchContext>, queue: &Queue) -> Vec<(usize, Finished)> {
+    let mut running = FuturesUnordered::new();
+    let mut done = Vec::new();
+    let mut open = true;
+    loop {
+        if running.is_empty() {
+            if !open {
+                return done;
+            }
+            match queue.lock().await.recv().await {
+                Some((i, ready)) => running.push(run_one(ctx, i, ready)),
+                None => open = false,
+            }
+            continue;
+        }
+        tokio::select! {
+            biased;
+            Some(finished) = running.next() => done.push(finished),
+            next = async { queue.lock().await.recv().await }, if open => match next {
+                Some((i, ready)) => running.push(run_one(ctx, i, ready)),
+                None => open = false,
+            },
+        }
+    }
+}
+
+/// Run one prepared call; a call that panics ends in an error result of its
+/// own, and the others go on.
+async fn run_one(ctx: &Arc<BatchContext>, i: usize, ready: Box<ReadyCall>) -> (usize, Finished) {
+    let outcome = std::panic::AssertUnwindSafe(ctx.execute(*ready))
+        .catch_unwind()
+        .await;
+    let finished = outcome.unwrap_or_else(|_| {
+        let call = &ctx.message.tool_calls[i];
+        let text = format!(
+            "Tool {} failed: the host task running it panicked",
+            call.name
+        );
+        ctx.fail(call, text, false)
     });
-    futures::future::join_all(running).await
+    (i, finished)
 }
 
 fn terminates(finished: &[Finished]) -> bool {

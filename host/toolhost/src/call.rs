@@ -56,6 +56,40 @@ pub(crate) struct BatchContext {
     /// Calls may name any loaded tool, not only the active ones (a call the
     /// embedder makes by name, [`crate::Host::call`]).
     pub any_tool: bool,
+    /// Holds back what executing calls emit while the batch is still being
+    /// prepared (see [`crate::batch`]).
+    pub gate: Gate,
+}
+
+/// Events of executing calls held back until the batch's preflight is
+/// over, so that every start event precedes them, as in Pi, even while
+/// calls prepared first already run. Open unless closed.
+#[derive(Default)]
+pub(crate) struct Gate(std::sync::Mutex<Option<Vec<Event>>>);
+
+impl Gate {
+    pub(crate) fn close(&self) {
+        *self.0.lock().expect("gate lock") = Some(Vec::new());
+    }
+
+    /// Emit what was held, in order, and let everything through from now on.
+    pub(crate) fn open(&self, sink: &dyn EventSink) {
+        let mut held = self.0.lock().expect("gate lock");
+        for event in held.take().unwrap_or_default() {
+            sink.emit(event);
+        }
+    }
+
+    fn emit(&self, sink: &dyn EventSink, event: Event) {
+        let mut held = self.0.lock().expect("gate lock");
+        match held.as_mut() {
+            Some(held) => held.push(event),
+            None => {
+                drop(held);
+                sink.emit(event);
+            }
+        }
+    }
 }
 
 impl BatchContext {
@@ -67,13 +101,33 @@ impl BatchContext {
         });
     }
 
-    fn end(&self, finished: &Finished) {
-        self.sink.emit(Event::ToolExecutionEnd {
+    fn end_event(finished: &Finished) -> Event {
+        Event::ToolExecutionEnd {
             tool_call_id: finished.call.id.clone(),
             tool_name: finished.call.name.clone(),
             result: finished.result.clone(),
             is_error: finished.is_error,
-        });
+        }
+    }
+
+    fn end(&self, finished: &Finished) {
+        self.sink.emit(Self::end_event(finished));
+    }
+
+    /// An event of an executing call: through the gate.
+    fn emit_executing(&self, event: Event) {
+        self.gate.emit(self.sink.as_ref(), event);
+    }
+
+    /// A host-decided error of an executing call, its end through the gate.
+    fn fail_executing(&self, call: &ToolCall, text: impl Into<String>) -> Finished {
+        let finished = Finished {
+            call: call.clone(),
+            result: ToolResult::error(text),
+            is_error: true,
+        };
+        self.emit_executing(Self::end_event(&finished));
+        finished
     }
 
     /// An error outcome decided by the host: its end event goes out now.
@@ -111,21 +165,23 @@ impl BatchContext {
         Preflight::Done(Box::new(self.fail(call, text, terminate)))
     }
 
+    /// The tool `call` names, from the registry as it is now.
+    pub(crate) fn lookup(&self, call: &ToolCall) -> Option<Arc<RegisteredTool>> {
+        let registry = self.session.registry.read().expect("registry lock");
+        if self.any_tool {
+            registry.get(&call.name)
+        } else {
+            registry.get_active(&call.name)
+        }
+    }
+
     /// Everything before execution. The start event has been emitted.
     pub(crate) async fn preflight(&self, call: &ToolCall) -> Preflight {
         if self.cancel.is_cancelled() {
             // §7.6: after an abort every call still gets its result.
             return self.done(call, OPERATION_ABORTED, false);
         }
-        let tool = {
-            let registry = self.session.registry.read().expect("registry lock");
-            if self.any_tool {
-                registry.get(&call.name)
-            } else {
-                registry.get_active(&call.name)
-            }
-        };
-        let Some(tool) = tool else {
+        let Some(tool) = self.lookup(call) else {
             return self.done(call, format!("Tool {} not found", call.name), false);
         };
         let name = &call.name;
@@ -219,7 +275,7 @@ impl BatchContext {
     }
 
     /// Execute a prepared call, run the after hooks and emit its end event.
-    pub(crate) async fn execute(&self, ready: ReadyCall) -> Finished {
+    pub(crate) async fn execute(self: &Arc<Self>, ready: ReadyCall) -> Finished {
         let ReadyCall {
             call,
             tool,
@@ -228,7 +284,7 @@ impl BatchContext {
             instance,
         } = ready;
         if self.cancel.is_cancelled() {
-            return self.fail(&call, OPERATION_ABORTED, false);
+            return self.fail_executing(&call, OPERATION_ABORTED);
         }
         let mut instance = match instance {
             Some(mut instance) => {
@@ -240,18 +296,15 @@ impl BatchContext {
             None => match tool.sandbox.instantiate(signals.clone()).await {
                 Ok(instance) => instance,
                 Err(failure) => {
-                    return self.fail(
-                        &call,
-                        failure.message(&format!("Tool {}", call.name)),
-                        false,
-                    );
+                    return self
+                        .fail_executing(&call, failure.message(&format!("Tool {}", call.name)));
                 }
             },
         };
-        let sink = self.sink.clone();
         let (id, name, raw_args) = (call.id.clone(), call.name.clone(), call.arguments.clone());
+        let this = self.clone();
         signals.on_progress(move |partial: PartialResult| {
-            sink.emit(Event::ToolExecutionUpdate {
+            this.emit_executing(Event::ToolExecutionUpdate {
                 tool_call_id: id.clone(),
                 tool_name: name.clone(),
                 args: raw_args.clone(),
@@ -301,7 +354,7 @@ impl BatchContext {
                     is_error = true;
                 }
                 AfterOutcome::Report { extension, error } => {
-                    self.sink.emit(Event::ExtensionError {
+                    self.emit_executing(Event::ExtensionError {
                         extension,
                         event: "tool_result".into(),
                         tool_call_id: call.id.clone(),
@@ -315,7 +368,7 @@ impl BatchContext {
             result,
             is_error,
         };
-        self.end(&finished);
+        self.emit_executing(Self::end_event(&finished));
         finished
     }
 }

@@ -422,6 +422,12 @@ pub(crate) struct Sandbox {
 }
 
 impl Sandbox {
+    /// Whether its calls may change the active tools (the `tools`
+    /// Operation).
+    pub(crate) fn may_change_tools(&self) -> bool {
+        self.caps.tools.is_some()
+    }
+
     pub(crate) fn new(
         runtime: Arc<Runtime>,
         component: &Component,

@@ -407,13 +407,13 @@ fn read_or_create_key(path: &Path) -> std::io::Result<[u8; 32]> {
         other => return other,
     }
     let mut key = [0u8; 32];
-    getrandom(&mut key)?;
+    crate::files::getrandom(&mut key)?;
     let dir = path.parent().expect("key path has a parent");
     std::fs::create_dir_all(dir)?;
     // Written whole under a temporary name, then linked into place: the key
     // file never exists half-written, and of two hosts starting at once the
     // second finds the first one's key.
-    let tmp = dir.join(format!(".key.{}.tmp", std::process::id()));
+    let tmp = dir.join(format!(".key.{}.tmp", crate::files::unique_suffix()));
     let linked = (|| {
         let mut file = std::fs::OpenOptions::new()
             .write(true)
@@ -430,19 +430,6 @@ fn read_or_create_key(path: &Path) -> std::io::Result<[u8; 32]> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read(path),
         Err(e) => Err(e),
     }
-}
-
-/// Fill `buf` from the kernel's random source.
-fn getrandom(buf: &mut [u8]) -> std::io::Result<()> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match rustix::rand::getrandom(&mut buf[filled..], rustix::rand::GetRandomFlags::empty()) {
-            Ok(n) => filled += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
 }
 
 /// Advance the engine's epoch every [`EPOCH_TICK`] for as long as it lives.

@@ -116,7 +116,7 @@ pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = dir.join(format!(
         ".{}.{}.tmp",
         path.file_name().unwrap_or_default().to_string_lossy(),
-        std::process::id()
+        unique_suffix()
     ));
     let written = (|| {
         let mut file = std::fs::OpenOptions::new()
@@ -132,6 +132,37 @@ pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+/// Fill `buf` from the kernel's random source.
+pub(crate) fn getrandom(buf: &mut [u8]) -> std::io::Result<()> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match rustix::rand::getrandom(&mut buf[filled..], rustix::rand::GetRandomFlags::empty()) {
+            Ok(n) => filled += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// `bytes` random bytes as hex.
+pub(crate) fn random_hex(bytes: usize) -> std::io::Result<String> {
+    let mut buf = vec![0u8; bytes];
+    getrandom(&mut buf)?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A part of a temporary file's name that no other writer uses at the same
+/// time: not the process id, which is the same (1) in every container, where
+/// several hosts may share a workspace or a cache.
+pub(crate) fn unique_suffix() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let random = random_hex(8).unwrap_or_else(|_| format!("{:x}", std::process::id()));
+    format!("{random}-{n}")
 }
 
 #[cfg(test)]

@@ -94,9 +94,15 @@ where
     let out = Outbox::default();
     let lines = out.clone();
     let writer = tokio::spawn(async move {
-        let mut output = output;
+        // What is waiting is written together and flushed once nothing more
+        // is: a burst of events costs a few writes, and a line is never held
+        // back while the client waits for it.
+        let mut output = tokio::io::BufWriter::with_capacity(64 << 10, output);
         while let Some(line) = lines.recv().await {
             output.write_all(line.as_bytes()).await?;
+            while let Some(more) = lines.try_recv() {
+                output.write_all(more.as_bytes()).await?;
+            }
             output.flush().await?;
         }
         Ok::<(), std::io::Error>(())
@@ -192,26 +198,32 @@ impl Outbox {
     async fn recv(&self) -> Option<String> {
         loop {
             let notified = self.0.ready.notified();
-            {
-                let mut state = self.0.state.lock().expect("outbox lock");
-                if let Some((key, line)) = state.lines.pop_front() {
-                    if let Some(key) = key
-                        && let Some(entry) = state.waiting.get_mut(&key)
-                    {
-                        entry.0 -= 1;
-                        entry.1 -= line.len();
-                        if entry.0 == 0 {
-                            state.waiting.remove(&key);
-                        }
-                    }
-                    return Some(line);
-                }
-                if state.closed {
-                    return None;
-                }
+            if let Some(line) = self.try_recv() {
+                return Some(line);
+            }
+            if self.0.state.lock().expect("outbox lock").closed {
+                // Closed after its last line was queued: that line, if it
+                // arrived since the look above, or the end.
+                return self.try_recv();
             }
             notified.await;
         }
+    }
+
+    /// The next line if one is waiting.
+    fn try_recv(&self) -> Option<String> {
+        let mut state = self.0.state.lock().expect("outbox lock");
+        let (key, line) = state.lines.pop_front()?;
+        if let Some(key) = key
+            && let Some(entry) = state.waiting.get_mut(&key)
+        {
+            entry.0 -= 1;
+            entry.1 -= line.len();
+            if entry.0 == 0 {
+                state.waiting.remove(&key);
+            }
+        }
+        Some(line)
     }
 
     fn close(&self) {

@@ -13,7 +13,9 @@
 //! `startup` (warm and cold start of the CLI), `search` (grep and find
 //! against rg and fd), `jail` (a shell command in the process jail against
 //! the same without it), `http` (MCP over HTTP with 1, 8 and 32 clients
-//! against the same calls over stdio). `TOOLHOST_BENCH_SCALE` multiplies the iteration
+//! against the same calls over stdio), `paths` (the paths a model uses most
+//! beside Pi 0.85: command output, a 2,001-call batch, first start, first
+//! load of the JavaScript and Python examples). `TOOLHOST_BENCH_SCALE` multiplies the iteration
 //! counts (default 1; 0.2 for a quick look).
 //!
 //! Timings on shared machines are noisy: every comparison interleaves its two
@@ -26,6 +28,7 @@ mod jail;
 mod kill;
 mod memory;
 mod overhead;
+mod paths;
 mod plain;
 mod search;
 mod startup;
@@ -36,7 +39,7 @@ use std::time::Duration;
 use toolhost::HostBuilder;
 
 const SECTIONS: &[&str] = &[
-    "overhead", "batch", "kill", "memory", "startup", "search", "jail", "http",
+    "overhead", "batch", "kill", "memory", "startup", "search", "jail", "http", "paths",
 ];
 
 /// Settings shared by the sections.
@@ -107,6 +110,7 @@ fn main() {
             "search" => search::run(&cfg, &mut rows),
             "jail" => jail::run(&cfg, &mut rows),
             "http" => http::run(&cfg, &mut rows),
+            "paths" => paths::run(&cfg, &mut rows),
             _ => unreachable!(),
         }
         eprintln!("  {section}: {:.1} s", start.elapsed().as_secs_f64());

@@ -156,6 +156,7 @@ impl Host {
             cancel,
             sink,
             any_tool: false,
+            gate: Default::default(),
         });
         batch::run(ctx).await
     }
@@ -222,6 +223,7 @@ impl<'a> std::future::IntoFuture for CallRequest<'a> {
                 cancel: self.cancel,
                 sink: self.sink,
                 any_tool: !self.active_only,
+                gate: Default::default(),
             });
             batch::run(ctx)
                 .await

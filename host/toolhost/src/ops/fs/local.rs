@@ -407,12 +407,10 @@ fn open_dir_nofollow(dir: &Dir, name: &str) -> io::Result<Dir> {
     Ok(Dir::from_std_file(std::fs::File::from(fd)))
 }
 
-/// A name for a temporary file beside `name`, unique enough for concurrent writers.
+/// A name for a temporary file beside `name`, unique among concurrent
+/// writers, also those of other hosts on the same workspace.
 fn temp_name(name: &str) -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!(".{name}.toolhost-{}-{n}.tmp", std::process::id())
+    format!(".{name}.toolhost-{}.tmp", crate::files::unique_suffix())
 }
 
 impl FsWrite for LocalFs {

@@ -1,0 +1,392 @@
+//! The paths a model uses most, each beside Pi 0.85 doing the same in the
+//! same run (or plain wasmtime, where Pi has no counterpart):
+//!
+//! * `bash` printing 50 MB and 10 MB: `toolhost call bash` as a process
+//!   against Pi's bash tool as a process (Node's start, Pi's modules, the
+//!   call), with Pi's in-process time beside it; and the host's peak RSS
+//!   for 50 MB against an idle call's.
+//! * 2,001 `read` calls in one batch with every event written as a JSON
+//!   line: `toolhost run` against Pi's agent loop printing its events (as
+//!   `pi --mode json` does), cost per call (toolhost's process floor, an
+//!   empty batch, taken off; Pi's in-process loop).
+//! * 64 `read` calls, parallel against sequential, Pi's speed-up beside
+//!   toolhost's (the `batch` section has toolhost's own row).
+//! * First start on a fresh machine (`toolhost list`, empty compile cache)
+//!   against Pi's start (Node and Pi's modules).
+//! * First load of the JavaScript and Python examples (empty cache)
+//!   against plain wasmtime compiling the same component.
+//!
+//! Pi comes from `scripts/pi-baseline/install` (Node 22 and Pi 0.85.0 in
+//! `target/pi`, installed by `scripts/bench`); without it the Pi rows are
+//! skipped, and the bench says so.
+
+use crate::Config;
+use crate::startup::toolhost_bin;
+use crate::table::{Row, mb, median, ms, ratio};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Node 22 and the baseline scripts, when installed.
+struct Pi {
+    node: PathBuf,
+    scripts: PathBuf,
+}
+
+impl Pi {
+    fn find() -> Option<Pi> {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let dir = std::env::var_os("PI_BASELINE_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| repo.join("target/pi"));
+        let node = dir.join("node_modules/node/bin/node");
+        let pi = dir.join("node_modules/@earendil-works/pi-coding-agent/package.json");
+        (node.is_file() && pi.is_file()).then(|| Pi {
+            node,
+            scripts: repo.join("scripts/pi-baseline"),
+        })
+    }
+
+    /// Run a baseline script; its JSON line (stdout, or the last line of
+    /// stderr for `batch.mjs`) and its wall time as a process.
+    fn run(&self, script: &str, args: &[&str], cwd: &Path) -> (Value, Duration) {
+        let start = Instant::now();
+        let out = Command::new(&self.node)
+            .arg(self.scripts.join(script))
+            .args(args)
+            .current_dir(cwd)
+            .env("PI_BASELINE_DIR", self.node.ancestors().nth(3).unwrap())
+            .stdin(Stdio::null())
+            .output()
+            .expect("running node");
+        let elapsed = start.elapsed();
+        assert!(
+            out.status.success(),
+            "{script} {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = if script == "batch.mjs" {
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        } else {
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let line = text
+            .lines()
+            .rev()
+            .find(|l| l.starts_with('{'))
+            .unwrap_or("{}");
+        (serde_json::from_str(line).unwrap_or_default(), elapsed)
+    }
+}
+
+/// A `toolhost` process: its wall time, and its peak RSS in bytes.
+fn toolhost(
+    bin: &Path,
+    ws: &Path,
+    cache: &Path,
+    args: &[&str],
+    stdin: Option<&Path>,
+) -> (Duration, u64) {
+    let mut command = Command::new(bin);
+    command
+        .arg("--workspace")
+        .arg(ws)
+        .args(args)
+        .env("TOOLHOST_CACHE_DIR", cache)
+        .env("XDG_CONFIG_HOME", ws.join(".config-none"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    match stdin {
+        Some(file) => command.stdin(std::fs::File::open(file).unwrap()),
+        None => command.stdin(Stdio::null()),
+    };
+    let start = Instant::now();
+    let child = command.spawn().expect("running toolhost");
+    let (status, rss) = wait_with_rss(child);
+    let elapsed = start.elapsed();
+    assert!(status == 0, "toolhost {args:?} exited with {status}");
+    (elapsed, rss)
+}
+
+/// Wait for `child`; its exit status and peak resident memory (its own, not
+/// its children's).
+#[allow(unsafe_code)]
+fn wait_with_rss(child: std::process::Child) -> (i32, u64) {
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: `rusage` is plain data the kernel fills; `pid` is our child,
+    // not yet reaped (the `Child` is dropped without waiting).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(got, pid, "wait4");
+    std::mem::forget(child);
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    (code, usage.ru_maxrss as u64 * 1024)
+}
+
+pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
+    let Some(bin) = toolhost_bin() else {
+        eprintln!("  paths: skipped: no toolhost binary (scripts/bench builds it)");
+        return;
+    };
+    let pi = Pi::find();
+    if pi.is_none() {
+        eprintln!(
+            "  paths: Pi 0.85 is not installed (scripts/pi-baseline/install): its rows are skipped"
+        );
+    }
+    let ws = tempfile::tempdir().unwrap();
+    let warm = tempfile::tempdir().unwrap();
+    let runs = cfg.scaled(5);
+
+    bash_rows(&bin, ws.path(), warm.path(), pi.as_ref(), runs, rows);
+    batch_rows(&bin, ws.path(), warm.path(), pi.as_ref(), runs, rows);
+    first_start_rows(&bin, ws.path(), pi.as_ref(), runs, rows);
+    first_load_rows(&bin, ws.path(), runs, rows);
+}
+
+fn bash_rows(
+    bin: &Path,
+    ws: &Path,
+    cache: &Path,
+    pi: Option<&Pi>,
+    runs: usize,
+    rows: &mut Vec<Row>,
+) {
+    let call = |bytes: u64| {
+        let args = format!(r#"{{"command":"yes 0123456789 | head -c {bytes}"}}"#);
+        toolhost(bin, ws, cache, &["call", "bash", &args], None)
+    };
+    call(1); // compile cache and page cache warm
+    let idle_rss = (0..runs)
+        .map(|_| {
+            toolhost(
+                bin,
+                ws,
+                cache,
+                &["call", "bash", r#"{"command":"true"}"#],
+                None,
+            )
+            .1
+        })
+        .max()
+        .unwrap();
+    for (bytes, label) in [(50_000_000u64, "50 MB"), (10_000_000, "10 MB")] {
+        let (mut ours, mut theirs, mut inside, mut peak) = (Vec::new(), Vec::new(), Vec::new(), 0);
+        for _ in 0..runs {
+            let (time, rss) = call(bytes);
+            ours.push(time);
+            peak = peak.max(rss);
+            if let Some(pi) = pi {
+                let n = bytes.to_string();
+                let (json, time) = pi.run("bash.mjs", &["--bytes", &n, "--runs", "1"], ws);
+                theirs.push(time);
+                if let Some(run) = json["median_ms"].as_f64() {
+                    inside.push(Duration::from_secs_f64(run / 1e3));
+                }
+            }
+        }
+        let ours = median(&ours);
+        let mut row = Row::new(
+            format!("bash printing {label}, `toolhost call` (a process)"),
+            ms(ours),
+        );
+        if !theirs.is_empty() {
+            let (theirs, inside) = (median(&theirs), median(&inside));
+            row = row
+                .baseline(format!(
+                    "Pi's bash as a process {} (in-process {})",
+                    ms(theirs),
+                    ms(inside)
+                ))
+                .ratio(ratio(ours, theirs))
+                .target(
+                    "≤ 0.5× Pi's process",
+                    ours.as_secs_f64() <= 0.5 * theirs.as_secs_f64(),
+                );
+        }
+        rows.push(row);
+        if bytes == 50_000_000 {
+            rows.push(
+                Row::new("peak RSS of the host, bash printing 50 MB", mb(peak as f64))
+                    .baseline(format!("an idle call (`true`) {}", mb(idle_rss as f64)))
+                    .ratio(peak as f64 / idle_rss as f64)
+                    .target(
+                        "within 50 MB of idle",
+                        peak.saturating_sub(idle_rss) <= 50 << 20,
+                    ),
+            );
+        }
+    }
+}
+
+/// `calls` `read` calls of `file{i}.txt` as one assistant message.
+fn read_batch(calls: usize) -> Value {
+    let content: Vec<Value> = (0..calls)
+        .map(|i| serde_json::json!({"type": "toolCall", "id": format!("call_{i}"), "name": "read", "arguments": {"path": format!("file{i}.txt")}}))
+        .collect();
+    serde_json::json!({"role": "assistant", "stopReason": "toolUse", "content": content})
+}
+
+fn batch_rows(
+    bin: &Path,
+    ws: &Path,
+    cache: &Path,
+    pi: Option<&Pi>,
+    runs: usize,
+    rows: &mut Vec<Row>,
+) {
+    const CALLS: usize = 2001;
+    let dir = ws.join("reads");
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 0..CALLS {
+        std::fs::write(
+            dir.join(format!("file{i}.txt")),
+            format!("line one of file {i}\nline two\n"),
+        )
+        .unwrap();
+    }
+    let full = ws.join("batch.json");
+    std::fs::write(&full, read_batch(CALLS).to_string()).unwrap();
+    let empty = ws.join("empty.json");
+    std::fs::write(&empty, read_batch(0).to_string()).unwrap();
+    let run = |file: &Path| toolhost(bin, &dir, cache, &["run", "-"], Some(file)).0;
+    run(&full);
+    let (mut ours, mut floor, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..runs {
+        ours.push(run(&full));
+        floor.push(run(&empty));
+        if let Some(pi) = pi {
+            let n = CALLS.to_string();
+            let dir = dir.to_string_lossy();
+            let (json, _) = pi.run(
+                "batch.mjs",
+                &["--reads", &n, "--dir", &dir, "--runs", "1"],
+                ws,
+            );
+            if let Some(per_call) = json["per_call_us"].as_f64() {
+                theirs.push(Duration::from_secs_f64(per_call / 1e6));
+            }
+        }
+    }
+    let per_call = median(&ours).saturating_sub(median(&floor)) / CALLS as u32;
+    let mut row = Row::new(
+        format!("{CALLS} `read` calls in one batch, events as JSON lines: per call"),
+        format!("{:.0} µs", per_call.as_secs_f64() * 1e6),
+    );
+    if !theirs.is_empty() {
+        let theirs = median(&theirs);
+        row = row
+            .baseline(format!(
+                "Pi's loop printing its events {:.0} µs",
+                theirs.as_secs_f64() * 1e6
+            ))
+            .ratio(ratio(per_call, theirs))
+            .target(
+                "≤ 0.33×",
+                per_call.as_secs_f64() <= 0.33 * theirs.as_secs_f64(),
+            );
+    }
+    rows.push(row);
+
+    if let Some(pi) = pi {
+        let files = ws.join("reads64");
+        std::fs::create_dir_all(&files).unwrap();
+        let (json, _) = pi.run(
+            "batch.mjs",
+            &[
+                "--reads",
+                "64",
+                "--lines",
+                "400",
+                "--dir",
+                &files.to_string_lossy(),
+                "--compare",
+                "--runs",
+                &(3 * runs).to_string(),
+            ],
+            ws,
+        );
+        let median_of = |mode: &str| json[mode]["batch_ms"]["median_ms"].as_f64();
+        let (par, seq) = (median_of("parallel"), median_of("sequential"));
+        if let (Some(par), Some(seq)) = (par, seq) {
+            rows.push(
+                Row::new(
+                    "Pi: 64 × read, parallel against sequential",
+                    format!("{par:.1} ms"),
+                )
+                .baseline(format!("sequential {seq:.1} ms"))
+                .ratio(seq / par),
+            );
+        }
+    }
+}
+
+fn first_start_rows(bin: &Path, ws: &Path, pi: Option<&Pi>, runs: usize, rows: &mut Vec<Row>) {
+    let mut cold = Vec::new();
+    for _ in 0..runs {
+        let empty = tempfile::tempdir().unwrap();
+        cold.push(toolhost(bin, ws, empty.path(), &["list"], None).0);
+    }
+    let cold = median(&cold);
+    let mut row = Row::new(
+        "first start: `toolhost list`, empty compile cache",
+        ms(cold),
+    );
+    if let Some(pi) = pi {
+        let starts: Vec<Duration> = (0..runs)
+            .map(|_| {
+                let (json, _) = pi.run("bash.mjs", &["--bytes", "0", "--runs", "1"], ws);
+                Duration::from_secs_f64(json["import_ms"].as_f64().unwrap_or(0.0) / 1e3)
+            })
+            .collect();
+        row = row.baseline(format!(
+            "Pi's start (Node, Pi's modules) {}",
+            ms(median(&starts))
+        ));
+    }
+    rows.push(row.target("≤ 50 ms", cold <= Duration::from_millis(50)));
+}
+
+fn first_load_rows(bin: &Path, ws: &Path, runs: usize, rows: &mut Vec<Row>) {
+    let examples = Path::new(toolhost_tests::EXAMPLES);
+    for (file, label, goal) in [
+        ("jsonquery.wasm", "JavaScript", Duration::from_millis(300)),
+        ("csvstats.wasm", "Python", Duration::from_secs(1)),
+    ] {
+        let path = examples.join(file);
+        let Ok(bytes) = std::fs::read(&path) else {
+            eprintln!(
+                "  paths: {} is not built (guest-tools/examples/build.sh): skipped",
+                path.display()
+            );
+            continue;
+        };
+        let ext = path.to_string_lossy();
+        let (mut loads, mut plain) = (Vec::new(), Vec::new());
+        for _ in 0..runs.min(3) {
+            let empty = tempfile::tempdir().unwrap();
+            loads.push(toolhost(bin, ws, empty.path(), &["--extension", &ext, "list"], None).0);
+            let engine =
+                wasmtime::Engine::new(wasmtime::Config::new().wasm_component_model(true)).unwrap();
+            let start = Instant::now();
+            wasmtime::component::Component::from_binary(&engine, &bytes).unwrap();
+            plain.push(start.elapsed());
+        }
+        let (load, plain) = (median(&loads), median(&plain));
+        rows.push(
+            Row::new(
+                format!("first load of the {label} example, empty cache (`toolhost list`)"),
+                ms(load),
+            )
+            .baseline(format!("plain wasmtime compiling it {}", ms(plain)))
+            .ratio(ratio(load, plain))
+            .target(format!("≤ {}", ms(goal)), load <= goal),
+        );
+    }
+}
