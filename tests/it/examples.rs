@@ -362,3 +362,60 @@ fn python_calls_fill_every_slot_of_the_instance_pool() {
         assert!(!result.is_error, "{:?}", result.content);
     }
 }
+
+#[test]
+fn a_large_extension_runs_at_once_on_quick_code_then_on_cranelifts() {
+    // The JavaScript example is 1.7 MB of QuickJS: with nothing cached, the
+    // quick compiler's code serves its first calls while Cranelift compiles
+    // it in the background; Cranelift's code then replaces it, in the cache
+    // (the quick entry removed) and for the calls that follow.
+    let ws = Workspace::new();
+    ws.write("data/pkg.json", r#"{"name":"demo"}"#);
+    let cache = tempfile::tempdir().unwrap();
+    let runtime = toolhost::Runtime::new(toolhost::RuntimeOptions {
+        max_concurrent_calls: 16,
+        cache_dir: Some(cache.path().to_path_buf()),
+        ..Default::default()
+    })
+    .unwrap();
+    let grant = toolhost::GrantSpec {
+        fs_read: vec!["data".into()],
+        ..Default::default()
+    };
+    let host = block(
+        toolhost::Host::builder()
+            .workspace(&ws.path)
+            .user_config_dir(None)
+            .runtime(runtime.clone())
+            .extensions(|e| e.load(example("jsonquery")).grant("jsonquery", grant))
+            .all_tools_active()
+            .build(),
+    )
+    .unwrap();
+    let query = || {
+        call(
+            &host,
+            "json_query",
+            json!({"path": "data/pkg.json", "query": ".name"}),
+        )
+    };
+    assert_eq!(query().text(), "\"demo\"");
+    runtime.wait_optimised();
+    assert!(!runtime.optimising());
+    assert_eq!(query().text(), "\"demo\"");
+    // Two engines' directories (Winch's, Cranelift's), one entry left:
+    // Cranelift's.
+    let dirs: Vec<PathBuf> = std::fs::read_dir(cache.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(dirs.len(), 2, "{dirs:?}");
+    let entries: Vec<PathBuf> = dirs
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap().flatten().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "cwasm"))
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+}

@@ -143,6 +143,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Finish compiling what the last command loaded with the quick compiler
+    /// (started by toolhost itself, detached, when a short command ends
+    /// while Cranelift still works in the background).
+    #[command(hide = true)]
+    Optimise,
     /// Serve the active tools as a Model Context Protocol server on stdin/stdout,
     /// or as Streamable HTTP at /mcp with --http.
     /// The tools are reloaded when .toolhost/extensions/ or an --extension file changes.
@@ -415,11 +420,15 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         no_network: cli.no_network,
         require_jail: cli.require_jail,
     };
-    let host = options
-        .builder()
-        .build()
-        .await
-        .context("loading the tools")?;
+    let mut builder = options.builder();
+    let optimiser = match cli.command {
+        Command::Optimise => Some(optimising_runtime()?),
+        _ => None,
+    };
+    if let Some(runtime) = &optimiser {
+        builder = builder.runtime(runtime.clone());
+    }
+    let host = builder.build().await.context("loading the tools")?;
     for d in host.diagnostics() {
         eprintln!("toolhost: warning: {d}");
     }
@@ -431,7 +440,17 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             host.command_confinement()
         );
     }
-    match cli.command {
+    let short = !matches!(
+        cli.command,
+        Command::Serve { .. } | Command::Mcp { .. } | Command::Optimise
+    );
+    let code = match cli.command {
+        Command::Optimise => {
+            if let Some(runtime) = &optimiser {
+                runtime.wait_optimised();
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::List { json, format } => list(&host, json, format),
         Command::Prompt => {
             println!("{}", formats::system_prompt_section(&host.definitions()));
@@ -453,14 +472,58 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 .context("serving JSON-RPC on stdio")?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Mcp { http } => mcp(host, options, http).await,
+        Command::Mcp { http } => mcp(host, options.clone(), http).await,
         Command::Ext {
             command: ExtCommand::List { json },
         } => ext_list(&host, json),
         Command::Ext { .. } | Command::Trust { .. } | Command::Doctor { .. } => {
             unreachable!("handled before loading")
         }
+    };
+    if short {
+        hand_over_compiles(&options);
     }
+    code
+}
+
+/// The runtime of `toolhost optimise`: one that waits for another process's
+/// compile of a component (the command that handed the work over may not
+/// have exited yet) instead of leaving it the work.
+fn optimising_runtime() -> Result<Arc<toolhost::Runtime>> {
+    let options = toolhost::RuntimeOptions {
+        wait_for_other_compiles: true,
+        ..Default::default()
+    };
+    toolhost::Runtime::new(options).context("starting the wasm runtime")
+}
+
+/// When this command ends while Cranelift still compiles a component that
+/// was loaded with the quick compiler's code, a detached `toolhost optimise`
+/// with the same workspace and extensions finishes it, so the next start
+/// finds the optimised code in the cache instead of starting over.
+fn hand_over_compiles(options: &HostOptions) {
+    let optimising = toolhost::Runtime::shared().is_ok_and(|rt| rt.optimising());
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    if !optimising {
+        return;
+    }
+    let mut command = std::process::Command::new(exe);
+    if let Some(dir) = &options.workspace {
+        command.arg("--workspace").arg(dir);
+    }
+    for ext in &options.extensions {
+        command.arg("--extension").arg(ext);
+    }
+    command
+        .arg("optimise")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // Its own process group: a Ctrl-C meant for this command does not stop it.
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let _ = command.spawn();
 }
 
 fn doctor(json: bool) -> Result<ExitCode> {

@@ -19,7 +19,7 @@
 //!   with `cancelled`), then forced: a call still running a grace period
 //!   after cancellation is dropped, which unwinds the guest.
 
-use crate::engine::Runtime;
+use crate::engine::{Compiled, Runtime};
 use crate::error::Error;
 use crate::extensions::policy::grant_line;
 use crate::message::{PartialResult, ToolResult};
@@ -316,7 +316,6 @@ fn check_output(
 
 /// Refuse a component whose imports exceed its grants, naming the capability.
 pub(crate) fn check_imports(
-    runtime: &Runtime,
     component: &Component,
     caps: &Capabilities,
     origin: &str,
@@ -324,7 +323,7 @@ pub(crate) fn check_imports(
 ) -> Result<(), Error> {
     let refuse = |reason: String| Error::load(origin, reason);
     let ty = component.component_type();
-    for (name, _) in ty.imports(runtime.engine()) {
+    for (name, _) in ty.imports(component.engine()) {
         let interface = match interfaces::classify(name) {
             // WASI is linked deny-by-default: nothing is reachable unless granted.
             Import::Foreign if name.starts_with("wasi:") => continue,
@@ -414,11 +413,22 @@ fn stub_ungranted_operations(
 /// hooks, or both.
 pub(crate) struct Sandbox {
     runtime: Arc<Runtime>,
+    /// The linked component its calls instantiate; replaced once when
+    /// Cranelift's code arrives for a component loaded with the quick
+    /// compiler's.
+    linked: std::sync::RwLock<Arc<Linked>>,
+    /// Where that code appears, until it has been taken.
+    upgrade: std::sync::Mutex<Option<Arc<std::sync::OnceLock<Component>>>>,
+    caps: Capabilities,
+    limits: Limits,
+    origin: String,
+}
+
+/// A component linked to the host interfaces its capabilities allow.
+struct Linked {
     pre: InstancePre<CallState>,
     tool: Option<ToolComponentIndices>,
     hook: Option<HookComponentIndices>,
-    caps: Capabilities,
-    limits: Limits,
 }
 
 impl Sandbox {
@@ -430,14 +440,22 @@ impl Sandbox {
 
     pub(crate) fn new(
         runtime: Arc<Runtime>,
-        component: &Component,
+        compiled: &Compiled,
         caps: Capabilities,
         limits: Limits,
         origin: &str,
         grant_name: Option<&str>,
     ) -> Result<Sandbox, Error> {
-        check_imports(&runtime, component, &caps, origin, grant_name)?;
-        Self::link(runtime, component, caps, limits, origin, false)
+        check_imports(&compiled.component, &caps, origin, grant_name)?;
+        let linked = link(&compiled.component, &caps, origin, false)?;
+        Ok(Sandbox {
+            runtime,
+            linked: std::sync::RwLock::new(Arc::new(linked)),
+            upgrade: std::sync::Mutex::new(compiled.upgrade.clone()),
+            caps,
+            limits,
+            origin: origin.to_string(),
+        })
     }
 
     /// A sandbox for reading a component's definitions without granting it
@@ -452,77 +470,30 @@ impl Sandbox {
             time: Duration::from_secs(10),
             ..Limits::default()
         };
-        Self::link(
-            runtime,
-            component,
-            Capabilities::default(),
-            limits,
-            origin,
-            true,
-        )
-    }
-
-    fn link(
-        runtime: Arc<Runtime>,
-        component: &Component,
-        caps: Capabilities,
-        limits: Limits,
-        origin: &str,
-        trap_ungranted: bool,
-    ) -> Result<Sandbox, Error> {
-        let load_error = |reason: String| Error::load(origin, reason);
-        let mut linker = Linker::<CallState>::new(runtime.engine());
-        let linked = (|| -> wasmtime::Result<()> {
-            wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-            types::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
-            progress::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
-            cancellation::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
-            interfaces::link_operations(&mut linker, &caps)?;
-            if trap_ungranted {
-                stub_ungranted_operations(&mut linker, component, &caps, runtime.engine())?;
-            }
-            Ok(())
-        })();
-        linked.map_err(|e| Error::load_because(origin, "linking host interfaces", e))?;
-        let pre = linker
-            .instantiate_pre(component)
-            .map_err(|e| Error::load_because(origin, "cannot be linked", e))?;
-        let ty = component.component_type();
-        let exports: Vec<String> = ty
-            .exports(runtime.engine())
-            .map(|(name, _)| name.to_string())
-            .collect();
-        let exported = |name: &str| exports.iter().any(|e| e == name);
-        let wrong_shape = |export: &str| {
-            let what = format!("exports {export} with the wrong shape");
-            move |e| Error::load_because(origin, what, e)
-        };
-        let tool = exported(TOOL_EXPORT)
-            .then(|| ToolComponentIndices::new(&pre))
-            .transpose()
-            .map_err(wrong_shape(TOOL_EXPORT))?;
-        let hook = exported(HOOK_EXPORT)
-            .then(|| HookComponentIndices::new(&pre))
-            .transpose()
-            .map_err(wrong_shape(HOOK_EXPORT))?;
-        if tool.is_none() && hook.is_none() {
-            let other = exports
-                .iter()
-                .find(|e| e.starts_with("toolhost:tool/"))
-                .map(|e| format!(" (it exports {e}: built for another version of the package?)"))
-                .unwrap_or_default();
-            return Err(load_error(format!(
-                "exports neither {TOOL_EXPORT} nor {HOOK_EXPORT}{other}"
-            )));
-        }
+        let caps = Capabilities::default();
+        let linked = link(component, &caps, origin, true)?;
         Ok(Sandbox {
             runtime,
-            pre,
-            tool,
-            hook,
+            linked: std::sync::RwLock::new(Arc::new(linked)),
+            upgrade: std::sync::Mutex::new(None),
             caps,
             limits,
+            origin: origin.to_string(),
         })
+    }
+
+    /// The linked component for the next call: Cranelift's, once it has
+    /// arrived (linked again the first time; a failure keeps the quick one).
+    fn linked(&self) -> Arc<Linked> {
+        let mut upgrade = self.upgrade.lock().expect("upgrade lock");
+        if let Some(component) = upgrade.as_ref().and_then(|u| u.get()).cloned() {
+            *upgrade = None;
+            if let Ok(linked) = link(&component, &self.caps, &self.origin, false) {
+                *self.linked.write().expect("linked lock") = Arc::new(linked);
+            }
+        }
+        drop(upgrade);
+        self.linked.read().expect("linked lock").clone()
     }
 
     /// See [`Runtime::may_hold_instance`].
@@ -531,11 +502,11 @@ impl Sandbox {
     }
 
     pub(crate) fn provides_tools(&self) -> bool {
-        self.tool.is_some()
+        self.linked.read().expect("linked lock").tool.is_some()
     }
 
     pub(crate) fn provides_hooks(&self) -> bool {
-        self.hook.is_some()
+        self.linked.read().expect("linked lock").hook.is_some()
     }
 
     /// The filesystem roots this component was granted (read roots, or the
@@ -600,7 +571,8 @@ impl Sandbox {
             signals: signals.clone(),
             caps: self.caps.clone(),
         };
-        let mut store = Store::new(self.runtime.engine(), state);
+        let linked = self.linked();
+        let mut store = Store::new(linked.pre.component().engine(), state);
         store.limiter(|s| &mut s.limiter);
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|store| {
@@ -619,21 +591,78 @@ impl Sandbox {
             limits: self.limits,
             _permit: permit,
         };
-        let pre = self.pre.clone();
+        let pre = linked.pre.clone();
         let raw = instance
             .guard(|store| Box::pin(async move { pre.instantiate_async(store).await }))
             .await?;
         let start = |e: wasmtime::Error| CallFailure::Start(e.to_string());
-        if let Some(indices) = &self.tool {
+        if let Some(indices) = &linked.tool {
             let tool = indices.load(&mut instance.store, &raw).map_err(start)?;
             instance.tool = Some(Arc::new(tool));
         }
-        if let Some(indices) = &self.hook {
+        if let Some(indices) = &linked.hook {
             let hook = indices.load(&mut instance.store, &raw).map_err(start)?;
             instance.hook = Some(Arc::new(hook));
         }
         Ok(instance)
     }
+}
+
+/// Link `component` to the host interfaces `caps` allows (with
+/// `trap_ungranted`, every other Operation it imports to a trap) and find its
+/// exports.
+fn link(
+    component: &Component,
+    caps: &Capabilities,
+    origin: &str,
+    trap_ungranted: bool,
+) -> Result<Linked, Error> {
+    let load_error = |reason: String| Error::load(origin, reason);
+    let mut linker = Linker::<CallState>::new(component.engine());
+    let linked = (|| -> wasmtime::Result<()> {
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        types::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
+        progress::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
+        cancellation::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
+        interfaces::link_operations(&mut linker, caps)?;
+        if trap_ungranted {
+            stub_ungranted_operations(&mut linker, component, caps, component.engine())?;
+        }
+        Ok(())
+    })();
+    linked.map_err(|e| Error::load_because(origin, "linking host interfaces", e))?;
+    let pre = linker
+        .instantiate_pre(component)
+        .map_err(|e| Error::load_because(origin, "cannot be linked", e))?;
+    let ty = component.component_type();
+    let exports: Vec<String> = ty
+        .exports(component.engine())
+        .map(|(name, _)| name.to_string())
+        .collect();
+    let exported = |name: &str| exports.iter().any(|e| e == name);
+    let wrong_shape = |export: &str| {
+        let what = format!("exports {export} with the wrong shape");
+        move |e| Error::load_because(origin, what, e)
+    };
+    let tool = exported(TOOL_EXPORT)
+        .then(|| ToolComponentIndices::new(&pre))
+        .transpose()
+        .map_err(wrong_shape(TOOL_EXPORT))?;
+    let hook = exported(HOOK_EXPORT)
+        .then(|| HookComponentIndices::new(&pre))
+        .transpose()
+        .map_err(wrong_shape(HOOK_EXPORT))?;
+    if tool.is_none() && hook.is_none() {
+        let other = exports
+            .iter()
+            .find(|e| e.starts_with("toolhost:tool/"))
+            .map(|e| format!(" (it exports {e}: built for another version of the package?)"))
+            .unwrap_or_default();
+        return Err(load_error(format!(
+            "exports neither {TOOL_EXPORT} nor {HOOK_EXPORT}{other}"
+        )));
+    }
+    Ok(Linked { pre, tool, hook })
 }
 
 type StoreFuture<'a, T> =

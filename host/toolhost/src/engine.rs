@@ -39,6 +39,54 @@ const KEEP_RESIDENT_SCANNED: usize = 1 << 20;
 /// changed extensions does not grow without bound).
 const LOADED_COMPONENTS: usize = 64;
 
+/// Components at least this large are compiled by the quick compiler first
+/// when no compiled code is cached: Cranelift takes about 0.2 s per MB on
+/// two cores (a 19 MB Python component: 4 s), Winch a tenth of it; smaller
+/// ones compile with Cranelift at once, as fast as a person can tell.
+const QUICK_FROM_BYTES: usize = 1 << 20;
+
+/// A compiled component, and, while it runs the quick compiler's code, the
+/// place where Cranelift's appears once compiled in the background.
+#[derive(Clone)]
+pub(crate) struct Compiled {
+    pub component: Component,
+    pub upgrade: Option<Arc<OnceLock<Component>>>,
+}
+
+impl Compiled {
+    fn optimised(component: Component) -> Compiled {
+        Compiled {
+            component,
+            upgrade: None,
+        }
+    }
+
+    /// Itself, or what it was upgraded to.
+    fn current(&self) -> Compiled {
+        match self.upgrade.as_ref().and_then(|u| u.get()) {
+            Some(component) => Compiled::optimised(component.clone()),
+            None => self.clone(),
+        }
+    }
+}
+
+/// An engine and the compatibility part of its cache keys.
+struct Tier {
+    engine: Engine,
+    key: String,
+}
+
+impl Tier {
+    fn new(engine: Engine) -> Tier {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        // `mac`: entries end with their MAC (see the module docs); entries of
+        // earlier versions, without one, are never looked at.
+        let key = format!("wasmtime-48.0.8-mac-{:016x}", hasher.finish());
+        Tier { engine, key }
+    }
+}
+
 /// Settings of a [`Runtime`].
 #[derive(Clone, Debug)]
 pub struct RuntimeOptions {
@@ -48,6 +96,10 @@ pub struct RuntimeOptions {
     pub max_memory_bytes: usize,
     /// Where compiled components are cached; `None` disables the cache.
     pub cache_dir: Option<PathBuf>,
+    /// A background compile that finds another process compiling the same
+    /// component waits for it and then does its own (false: it leaves the
+    /// work to the other). For a process that exists to finish the work.
+    pub wait_for_other_compiles: bool,
 }
 
 impl Default for RuntimeOptions {
@@ -56,6 +108,7 @@ impl Default for RuntimeOptions {
             max_concurrent_calls: 1000,
             max_memory_bytes: 1 << 30,
             cache_dir: default_cache_dir(),
+            wait_for_other_compiles: false,
         }
     }
 }
@@ -74,6 +127,9 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 /// The engine and what belongs to it.
 pub struct Runtime {
     engine: Engine,
+    /// The quick compiler's engine (Winch), for the first load of a large
+    /// component; `None` where it cannot run.
+    quick: Option<Tier>,
     options: RuntimeOptions,
     /// Bounds in-flight instances to the pool's size.
     pub(crate) slots: Arc<tokio::sync::Semaphore>,
@@ -81,12 +137,14 @@ pub struct Runtime {
     engine_key: String,
     /// Components loaded by this runtime, oldest first, keyed by content hash
     /// (blake3 of the bytes, always computed by the host from what it loads).
-    loaded: Mutex<Vec<(String, Component)>>,
+    loaded: Mutex<Vec<(String, Compiled)>>,
     /// The cache's MAC key, read or created on first use; `None` when it
     /// cannot be (the cache is then not used).
     cache_key: OnceLock<Option<[u8; 32]>>,
     /// Cache entries refused since the last [`Runtime::take_reports`].
     reports: Mutex<Vec<Diagnostic>>,
+    /// Cranelift compiling components that run the quick compiler's code.
+    background: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -153,22 +211,27 @@ impl Runtime {
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config)
             .map_err(|e| Error::runtime_because("creating the wasm engine", e))?;
-
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        engine.precompile_compatibility_hash().hash(&mut hasher);
-        // `mac`: entries end with their MAC (see the module docs); entries of
-        // earlier versions, without one, are never looked at.
-        let engine_key = format!("wasmtime-48.0.8-mac-{:016x}", hasher.finish());
-
+        let engine_key = Tier::new(engine.clone()).key;
         spawn_ticker(&engine);
+
+        // The quick tier: Winch, instances allocated on demand (its code
+        // serves a component only until Cranelift's is ready).
+        let mut quick = crate::engine_config::compile_config();
+        quick.strategy(wasmtime::Strategy::Winch);
+        let quick = Engine::new(&quick).ok().map(Tier::new);
+        if let Some(tier) = &quick {
+            spawn_ticker(&tier.engine);
+        }
         Ok(Arc::new(Runtime {
             engine,
+            quick,
             slots: Arc::new(tokio::sync::Semaphore::new(calls as usize)),
             options,
             engine_key,
             loaded: Mutex::new(Vec::new()),
             cache_key: OnceLock::new(),
             reports: Mutex::new(Vec::new()),
+            background: Mutex::new(Vec::new()),
         }))
     }
 
@@ -200,22 +263,42 @@ impl Runtime {
     /// memory image already mapped, where a second copy of the same tool
     /// would remap it in every slot it takes (measured: 64 parallel `read`
     /// calls next to a second host took 4.7 ms instead of 3.7 ms).
+    ///
+    /// A large component with nothing cached is compiled by the quick
+    /// compiler (its code is cached too, for the next start) and by Cranelift
+    /// on a thread of its own; Cranelift's code replaces the quick one in the
+    /// cache and in the sandboxes that linked the quick one, for the calls that follow.
     pub fn load_component(
         &self,
         bytes: &[u8],
         hash: &str,
         origin: &str,
     ) -> Result<Component, Error> {
-        if let Some(component) = self.loaded(hash) {
-            return Ok(component);
+        Ok(self.load_compiled(bytes, hash, origin)?.component)
+    }
+
+    /// [`Self::load_component`], with where Cranelift's code will appear
+    /// when it is the quick compiler's.
+    pub(crate) fn load_compiled(
+        &self,
+        bytes: &[u8],
+        hash: &str,
+        origin: &str,
+    ) -> Result<Compiled, Error> {
+        if let Some(compiled) = self.loaded(hash) {
+            return Ok(compiled);
         }
-        let component = self.load_uncached(bytes, hash, origin)?;
+        let compiled = self.load_uncached(bytes, hash, origin)?;
+        self.remember(hash, &compiled);
+        Ok(compiled)
+    }
+
+    fn remember(&self, hash: &str, compiled: &Compiled) {
         let mut loaded = self.loaded.lock().expect("loaded components lock");
         if loaded.len() >= LOADED_COMPONENTS {
             loaded.remove(0);
         }
-        loaded.push((hash.to_string(), component.clone()));
-        Ok(component)
+        loaded.push((hash.to_string(), compiled.clone()));
     }
 
     /// [`Self::load_component`] for a component compiled when toolhost was
@@ -229,9 +312,9 @@ impl Runtime {
         precompiled: &'static [u8],
         hash: &str,
         origin: &str,
-    ) -> Result<Component, Error> {
-        if let Some(component) = self.loaded(hash) {
-            return Ok(component);
+    ) -> Result<Compiled, Error> {
+        if let Some(compiled) = self.loaded(hash) {
+            return Ok(compiled);
         }
         #[allow(unsafe_code)]
         // SAFETY: `deserialize` trusts the bytes to be machine code that a
@@ -242,23 +325,20 @@ impl Runtime {
         // this engine and refuses them otherwise.
         let component = match unsafe { Component::deserialize(&self.engine, precompiled) } {
             Ok(component) => component,
-            Err(_) => return self.load_component(bytes, hash, origin),
+            Err(_) => return self.load_compiled(bytes, hash, origin),
         };
-        let mut loaded = self.loaded.lock().expect("loaded components lock");
-        if loaded.len() >= LOADED_COMPONENTS {
-            loaded.remove(0);
-        }
-        loaded.push((hash.to_string(), component.clone()));
-        Ok(component)
+        let compiled = Compiled::optimised(component);
+        self.remember(hash, &compiled);
+        Ok(compiled)
     }
 
-    /// The component with content hash `hash`, if this runtime holds it.
-    fn loaded(&self, hash: &str) -> Option<Component> {
-        let loaded = self.loaded.lock().expect("loaded components lock");
-        loaded
-            .iter()
-            .find(|(h, _)| h == hash)
-            .map(|(_, c)| c.clone())
+    /// The component with content hash `hash`, if this runtime holds it
+    /// (Cranelift's code once it is there).
+    fn loaded(&self, hash: &str) -> Option<Compiled> {
+        let mut loaded = self.loaded.lock().expect("loaded components lock");
+        let entry = loaded.iter_mut().find(|(h, _)| h == hash)?;
+        entry.1 = entry.1.current();
+        Some(entry.1.clone())
     }
 
     /// What happened to the compile cache that a person should hear of
@@ -267,52 +347,119 @@ impl Runtime {
         std::mem::take(&mut *self.reports.lock().expect("reports lock"))
     }
 
-    fn load_uncached(&self, bytes: &[u8], hash: &str, origin: &str) -> Result<Component, Error> {
-        let cached = self.cache_path(hash);
-        if let Some(path) = cached.as_ref().filter(|p| p.exists()) {
-            match self.deserialize(path, hash) {
-                Ok(component) => return Ok(component),
-                Err(CacheMiss::Forged) => {
-                    self.reports.lock().expect("reports lock").push(Diagnostic {
-                        path: path.display().to_string(),
-                        message: format!(
-                            "compile cache entry of {origin} was not written by this host; \
-                             compiled again and replaced"
-                        ),
-                    });
-                    let _ = std::fs::remove_file(path);
-                }
-                // Stale or damaged entry: compile again and replace it.
-                Err(CacheMiss::Stale) => {
-                    let _ = std::fs::remove_file(path);
-                }
-            }
+    fn load_uncached(&self, bytes: &[u8], hash: &str, origin: &str) -> Result<Compiled, Error> {
+        let main = Tier {
+            engine: self.engine.clone(),
+            key: self.engine_key.clone(),
+        };
+        if let Some(component) = self.cached(&main, hash, origin) {
+            return Ok(Compiled::optimised(component));
         }
-        let component = Component::from_binary(&self.engine, bytes).map_err(|e| {
-            let cause = first_line(&e.to_string()).to_string();
-            // A valid component whose initial memories or tables are larger
-            // than the pool's slots: name the limit, not the format.
-            let reason = if cause.contains("does not fit in pooling allocator") {
-                format!(
-                    "declares more initial memory or table space than this host reserves for \
-                     one component ({cause})"
-                )
-            } else {
-                format!("not a valid WebAssembly component: {cause}")
-            };
-            Error::load(origin, reason)
-        })?;
-        if let Some(path) = cached {
+        if bytes.len() >= QUICK_FROM_BYTES
+            && let Some(quick) = &self.quick
+            && let Some(compiled) = self.load_quick(quick, bytes, hash)
+        {
+            return Ok(compiled);
+        }
+        let component = compile(&self.engine, bytes, origin)?;
+        if let Some(path) = self.cache_path(&main, hash) {
             // The cache is an optimisation: failing to write it is not an error.
-            let _ = self.store_in_cache(&component, &path, hash);
+            let _ = self.store_in_cache(&main, &component, &path, hash);
         }
-        Ok(component)
+        Ok(Compiled::optimised(component))
     }
 
-    fn cache_path(&self, hash: &str) -> Option<PathBuf> {
+    /// The quick compiler's code for `bytes` (cached, or compiled and
+    /// cached now), with Cranelift compiling the component on a thread of
+    /// its own. `None` when the quick compiler cannot compile it (a proposal
+    /// it does not implement): then Cranelift alone, as for any component.
+    fn load_quick(&self, quick: &Tier, bytes: &[u8], hash: &str) -> Option<Compiled> {
+        let component = match self.cached(quick, hash, "") {
+            Some(component) => component,
+            None => {
+                let component = Component::from_binary(&quick.engine, bytes).ok()?;
+                if let Some(path) = self.cache_path(quick, hash) {
+                    let _ = self.store_in_cache(quick, &component, &path, hash);
+                }
+                component
+            }
+        };
+        let upgrade = Arc::new(OnceLock::new());
+        let job = Upgrade {
+            main: Tier {
+                engine: self.engine.clone(),
+                key: self.engine_key.clone(),
+            },
+            bytes: bytes.to_vec(),
+            hash: hash.to_string(),
+            cache: self.cache_path_for(&self.engine_key, hash),
+            quick_entry: self.cache_path(quick, hash),
+            cache_key: self.cache_key(),
+            wait: self.options.wait_for_other_compiles,
+            done: upgrade.clone(),
+        };
+        let spawned = std::thread::Builder::new()
+            .name("toolhost-compile".into())
+            .spawn(move || job.run());
+        let upgrade = spawned.ok().map(|thread| {
+            self.background
+                .lock()
+                .expect("background lock")
+                .push(thread);
+            upgrade
+        });
+        Some(Compiled { component, upgrade })
+    }
+
+    /// Whether Cranelift is still compiling a component in the background.
+    /// A short-lived program (`toolhost call`) that ends now loses that
+    /// work; the CLI hands it to a process of its own (`toolhost optimise`).
+    pub fn optimising(&self) -> bool {
+        let background = self.background.lock().expect("background lock");
+        background.iter().any(|t| !t.is_finished())
+    }
+
+    /// Wait until the background compiles have ended (their code cached).
+    pub fn wait_optimised(&self) {
+        let threads = std::mem::take(&mut *self.background.lock().expect("background lock"));
+        for thread in threads {
+            let _ = thread.join();
+        }
+    }
+
+    /// The component cached for `tier` under `hash`, if its entry verifies;
+    /// a forged entry is reported and removed, a stale one removed.
+    fn cached(&self, tier: &Tier, hash: &str, origin: &str) -> Option<Component> {
+        let path = self.cache_path(tier, hash).filter(|p| p.exists())?;
+        match self.deserialize(tier, &path, hash) {
+            Ok(component) => return Some(component),
+            Err(CacheMiss::Forged) => {
+                let what = if origin.is_empty() { hash } else { origin };
+                self.reports.lock().expect("reports lock").push(Diagnostic {
+                    path: path.display().to_string(),
+                    message: format!(
+                        "compile cache entry of {what} was not written by this host; \
+                         compiled again and replaced"
+                    ),
+                });
+                let _ = std::fs::remove_file(&path);
+            }
+            // Stale or damaged entry: compile again and replace it.
+            Err(CacheMiss::Stale) => {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+        None
+    }
+
+    fn cache_path(&self, tier: &Tier, hash: &str) -> Option<PathBuf> {
+        self.cache_path_for(&tier.key, hash)
+    }
+
+    fn cache_path_for(&self, engine_key: &str, hash: &str) -> Option<PathBuf> {
         let dir = self.options.cache_dir.as_ref()?;
         self.cache_key()?;
-        Some(dir.join(&self.engine_key).join(format!("{hash}.cwasm")))
+        Some(dir.join(engine_key).join(format!("{hash}.cwasm")))
     }
 
     /// The MAC key, read from the cache directory or created there.
@@ -326,39 +473,28 @@ impl Runtime {
     /// Deserialize the entry at `path` if its MAC verifies. The bytes are read
     /// once, verified, and deserialized from that same copy.
     #[allow(unsafe_code)]
-    fn deserialize(&self, path: &Path, hash: &str) -> Result<Component, CacheMiss> {
+    fn deserialize(&self, tier: &Tier, path: &Path, hash: &str) -> Result<Component, CacheMiss> {
         let key = self.cache_key().ok_or(CacheMiss::Stale)?;
         let mut bytes = std::fs::read(path).map_err(|_| CacheMiss::Stale)?;
         if bytes.len() < MAC_BYTES {
             return Err(CacheMiss::Forged);
         }
-        let mac = bytes.split_off(bytes.len() - MAC_BYTES);
-        let expected = self.mac(&key, hash, &bytes);
+        let found = bytes.split_off(bytes.len() - MAC_BYTES);
+        let expected = mac(&key, &tier.key, hash, &bytes);
         // `blake3::Hash`'s equality is constant-time.
-        if blake3::Hash::from_bytes(mac.try_into().expect("MAC_BYTES long")) != expected {
+        if blake3::Hash::from_bytes(found.try_into().expect("MAC_BYTES long")) != expected {
             return Err(CacheMiss::Forged);
         }
         // SAFETY: `deserialize` trusts the bytes to be machine code that this
         // engine produced. They carry a MAC under this user's cache key,
         // which only `store_in_cache` computes, over a component this engine
         // compiled; wasmtime also checks the header's engine compatibility.
-        unsafe { Component::deserialize(&self.engine, &bytes) }.map_err(|_| CacheMiss::Stale)
-    }
-
-    /// The MAC of the entry for component `hash`: over the entry's name and
-    /// contents, so an entry moved to another component's name fails too.
-    fn mac(&self, key: &[u8; 32], hash: &str, bytes: &[u8]) -> blake3::Hash {
-        blake3::Hasher::new_keyed(key)
-            .update(self.engine_key.as_bytes())
-            .update(b"/")
-            .update(hash.as_bytes())
-            .update(b"\0")
-            .update(bytes)
-            .finalize()
+        unsafe { Component::deserialize(&tier.engine, &bytes) }.map_err(|_| CacheMiss::Stale)
     }
 
     fn store_in_cache(
         &self,
+        tier: &Tier,
         component: &Component,
         path: &Path,
         hash: &str,
@@ -366,12 +502,131 @@ impl Runtime {
         let key = self
             .cache_key()
             .ok_or_else(|| std::io::Error::other("no cache key"))?;
-        let mut bytes = component
-            .serialize()
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
-        let mac = self.mac(&key, hash, &bytes);
-        bytes.extend_from_slice(mac.as_bytes());
-        crate::files::write_private(path, &bytes)
+        store_entry(&key, &tier.key, component, path, hash)
+    }
+}
+
+/// Compile `bytes` with `engine`; the error names the component and the cause.
+fn compile(engine: &Engine, bytes: &[u8], origin: &str) -> Result<Component, Error> {
+    Component::from_binary(engine, bytes).map_err(|e| {
+        let cause = first_line(&e.to_string()).to_string();
+        // A valid component whose initial memories or tables are larger
+        // than the pool's slots: name the limit, not the format.
+        let reason = if cause.contains("does not fit in pooling allocator") {
+            format!(
+                "declares more initial memory or table space than this host reserves for \
+                 one component ({cause})"
+            )
+        } else {
+            format!("not a valid WebAssembly component: {cause}")
+        };
+        Error::load(origin, reason)
+    })
+}
+
+/// The MAC of the entry for component `hash` of the engine `engine_key`: over
+/// the entry's name and contents, so an entry moved to another component's or
+/// engine's name fails too.
+fn mac(key: &[u8; 32], engine_key: &str, hash: &str, bytes: &[u8]) -> blake3::Hash {
+    blake3::Hasher::new_keyed(key)
+        .update(engine_key.as_bytes())
+        .update(b"/")
+        .update(hash.as_bytes())
+        .update(b"\0")
+        .update(bytes)
+        .finalize()
+}
+
+/// Write `component`'s machine code, with its MAC, to `path`.
+fn store_entry(
+    key: &[u8; 32],
+    engine_key: &str,
+    component: &Component,
+    path: &Path,
+    hash: &str,
+) -> std::io::Result<()> {
+    let mut bytes = component
+        .serialize()
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    let mac = mac(key, engine_key, hash, &bytes);
+    bytes.extend_from_slice(mac.as_bytes());
+    crate::files::write_private(path, &bytes)
+}
+
+/// An exclusive lock beside the cache entry `entry` (`….cwasm.lock`), held
+/// while the returned file is open; unless `wait`, an error when another
+/// process holds it.
+fn lock_compile(entry: &Path, wait: bool) -> std::io::Result<std::fs::File> {
+    let path = entry.with_extension("cwasm.lock");
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)?;
+    let how = if wait {
+        rustix::fs::FlockOperation::LockExclusive
+    } else {
+        rustix::fs::FlockOperation::NonBlockingLockExclusive
+    };
+    rustix::fs::flock(&file, how)?;
+    Ok(file)
+}
+
+/// Cranelift compiling a component in the background, while its calls run
+/// the quick compiler's code.
+struct Upgrade {
+    main: Tier,
+    bytes: Vec<u8>,
+    hash: String,
+    /// Where Cranelift's code is cached, and the quick code's entry it
+    /// replaces.
+    cache: Option<PathBuf>,
+    quick_entry: Option<PathBuf>,
+    cache_key: Option<[u8; 32]>,
+    /// Wait for another process's compile instead of leaving it the work.
+    wait: bool,
+    done: Arc<OnceLock<Component>>,
+}
+
+impl Upgrade {
+    fn run(self) {
+        // One compile of a component at a time on this machine: a host that
+        // finds another one's lock leaves the work to it (the next start
+        // uses its code).
+        let _lock = match self.cache.as_ref().map(|p| lock_compile(p, self.wait)) {
+            Some(Ok(lock)) => Some(lock),
+            Some(Err(_)) => return,
+            None => None,
+        };
+        // Out of the calls' way: on threads of the lowest priority (Linux
+        // sets it per thread), as many as there are cores.
+        let lowest = || {
+            let _ = rustix::process::setpriority_process(None, 19);
+        };
+        let _ = rustix::process::setpriority_process(None, 19);
+        let compiled = match rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("toolhost-compile-{i}"))
+            .start_handler(move |_| lowest())
+            .build()
+        {
+            Ok(pool) => pool.install(|| Component::from_binary(&self.main.engine, &self.bytes)),
+            Err(_) => Component::from_binary(&self.main.engine, &self.bytes),
+        };
+        // A component the quick compiler took but Cranelift refuses stays on
+        // the quick code; there is nothing to report to anyone.
+        let Ok(component) = compiled else {
+            return;
+        };
+        if let (Some(path), Some(key)) = (&self.cache, &self.cache_key)
+            && store_entry(key, &self.main.key, &component, path, &self.hash).is_ok()
+            && let Some(quick) = &self.quick_entry
+        {
+            let _ = std::fs::remove_file(quick);
+        }
+        let _ = self.done.set(component);
     }
 }
 

@@ -89,13 +89,13 @@ pub(crate) struct Loaded {
 pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Result<Loaded, Error> {
     let origin = spec.origin.clone();
     let fail = |reason: String| Error::load(&origin, reason);
-    let component = match spec.precompiled {
+    let compiled = match spec.precompiled {
         Some(code) => runtime.load_precompiled(spec.bytes, code, &spec.hash, &spec.origin)?,
-        None => runtime.load_component(spec.bytes, &spec.hash, &spec.origin)?,
+        None => runtime.load_compiled(spec.bytes, &spec.hash, &spec.origin)?,
     };
     let sandbox = Arc::new(Sandbox::new(
         runtime.clone(),
-        &component,
+        &compiled,
         spec.caps,
         spec.limits,
         &spec.origin,
@@ -193,7 +193,7 @@ pub async fn inspect_bytes(
     let component = runtime.load_component(bytes, &hash, &origin)?;
     let mut capabilities = Vec::new();
     let mut other_imports = Vec::new();
-    for (name, _) in component.component_type().imports(runtime.engine()) {
+    for (name, _) in component.component_type().imports(component.engine()) {
         use crate::wit::v0_1::interfaces::{Import, classify};
         match classify(name) {
             Import::Known(i) if !i.is_capability() => {}
