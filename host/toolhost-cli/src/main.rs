@@ -433,7 +433,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         eprintln!("toolhost: warning: {d}");
     }
     // Said once per run, naming what is not contained.
-    if !host.command_confinement().is_jail() {
+    let runs_programs = matches!(
+        cli.command,
+        Command::Call { .. } | Command::Run { .. } | Command::Serve { .. } | Command::Mcp { .. }
+    );
+    if runs_programs && !host.command_confinement().is_jail() {
         eprintln!(
             "toolhost: warning: programs run without the process jail: {} (toolhost doctor \
              says how to turn it on)",

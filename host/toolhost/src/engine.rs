@@ -601,6 +601,10 @@ impl Upgrade {
             Some(Err(_)) => return,
             None => None,
         };
+        // Another process finished it while this one waited for the lock.
+        if self.cache.as_ref().is_some_and(|p| p.exists()) {
+            return;
+        }
         // Out of the calls' way: on threads of the lowest priority (Linux
         // sets it per thread), as many as there are cores.
         let lowest = || {

@@ -400,7 +400,9 @@ impl HostBuilder {
             )),
             output_dir,
         };
-        let confinement = shell.process.confinement();
+        // Probed when first asked for (the probe starts two tiny jails):
+        // `toolhost list` never needs it.
+        let process = shell.process.clone();
 
         let registry = Arc::new(RwLock::new(Registry::default()));
         let tool_set = ToolSet::new(registry.clone());
@@ -533,7 +535,8 @@ impl HostBuilder {
                 diagnostics,
                 extensions: reports,
                 temp_dir,
-                confinement,
+                process,
+                confinement: std::sync::OnceLock::new(),
                 changes: tokio::sync::watch::Sender::new(0),
             }),
         })

@@ -11,7 +11,7 @@ use crate::call::BatchContext;
 use crate::events::EventSink;
 use crate::extensions::ExtensionReport;
 use crate::message::{AssistantMessage, ToolCall, ToolResultMessage};
-use crate::ops::process::Confinement;
+use crate::ops::process::{Confinement, ProcessPolicy};
 use crate::registry::{Diagnostic, ToolDefinition, ToolInfo};
 use crate::session::Session;
 use std::path::{Path, PathBuf};
@@ -24,7 +24,10 @@ pub(crate) struct HostInner {
     pub diagnostics: Vec<Diagnostic>,
     pub extensions: Vec<ExtensionReport>,
     pub temp_dir: PathBuf,
-    pub confinement: Confinement,
+    /// The shell tools' process policy, and how it confines on this machine
+    /// (probed on first use).
+    pub process: Arc<ProcessPolicy>,
+    pub confinement: std::sync::OnceLock<Confinement>,
     /// Bumped whenever the tools a model may call change (see [`Host::changes`]).
     pub changes: tokio::sync::watch::Sender<u64>,
 }
@@ -62,7 +65,9 @@ impl Host {
     /// How the shell tools' commands are confined on this machine (Landlock,
     /// or why not).
     pub fn command_confinement(&self) -> &Confinement {
-        &self.inner.confinement
+        self.inner
+            .confinement
+            .get_or_init(|| self.inner.process.confinement())
     }
 
     /// Every loaded tool, in registry order, with its source and state.
