@@ -30,6 +30,8 @@ use std::time::{Duration, Instant};
 
 /// Node 22 and the baseline scripts, when installed.
 struct Pi {
+    /// Where Pi and Node are installed (`target/pi`).
+    dir: PathBuf,
     node: PathBuf,
     scripts: PathBuf,
 }
@@ -43,6 +45,7 @@ impl Pi {
         let node = dir.join("node_modules/node/bin/node");
         let pi = dir.join("node_modules/@earendil-works/pi-coding-agent/package.json");
         (node.is_file() && pi.is_file()).then(|| Pi {
+            dir: dir.clone(),
             node,
             scripts: repo.join("scripts/pi-baseline"),
         })
@@ -56,7 +59,7 @@ impl Pi {
             .arg(self.scripts.join(script))
             .args(args)
             .current_dir(cwd)
-            .env("PI_BASELINE_DIR", self.node.ancestors().nth(3).unwrap())
+            .env("PI_BASELINE_DIR", &self.dir)
             .stdin(Stdio::null())
             .output()
             .expect("running node");
@@ -368,23 +371,35 @@ fn first_load_rows(bin: &Path, ws: &Path, runs: usize, rows: &mut Vec<Row>) {
             continue;
         };
         let ext = path.to_string_lossy();
-        let (mut loads, mut plain) = (Vec::new(), Vec::new());
+        let (mut loads, mut plain, mut quick) = (Vec::new(), Vec::new(), Vec::new());
+        // Plain wasmtime compiling it with Cranelift, and with Winch (the
+        // quick compiler toolhost loads large components with first): the
+        // floor of a first load.
+        let compile = |strategy: wasmtime::Strategy| {
+            let mut config = wasmtime::Config::new();
+            config.wasm_component_model(true).strategy(strategy);
+            let engine = wasmtime::Engine::new(&config).unwrap();
+            let start = Instant::now();
+            wasmtime::component::Component::from_binary(&engine, &bytes).unwrap();
+            start.elapsed()
+        };
         for _ in 0..runs.min(3) {
             let empty = tempfile::tempdir().unwrap();
             loads.push(toolhost(bin, ws, empty.path(), &["--extension", &ext, "list"], None).0);
-            let engine =
-                wasmtime::Engine::new(wasmtime::Config::new().wasm_component_model(true)).unwrap();
-            let start = Instant::now();
-            wasmtime::component::Component::from_binary(&engine, &bytes).unwrap();
-            plain.push(start.elapsed());
+            plain.push(compile(wasmtime::Strategy::Cranelift));
+            quick.push(compile(wasmtime::Strategy::Winch));
         }
-        let (load, plain) = (median(&loads), median(&plain));
+        let (load, plain, quick) = (median(&loads), median(&plain), median(&quick));
         rows.push(
             Row::new(
                 format!("first load of the {label} example, empty cache (`toolhost list`)"),
                 ms(load),
             )
-            .baseline(format!("plain wasmtime compiling it {}", ms(plain)))
+            .baseline(format!(
+                "plain wasmtime compiling it {} (Winch {})",
+                ms(plain),
+                ms(quick)
+            ))
             .ratio(ratio(load, plain))
             .target(format!("≤ {}", ms(goal)), load <= goal),
         );
