@@ -2,6 +2,7 @@
 //! Each test has its own temporary workspace; the engine and its compile
 //! cache are shared by the whole process.
 
+mod audit;
 mod bash;
 mod cases;
 mod cli;
@@ -22,4 +23,5 @@ mod serve;
 mod serve_http;
 mod support;
 mod validation;
+mod view;
 mod write;

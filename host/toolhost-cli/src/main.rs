@@ -42,6 +42,10 @@ fn stdout_failed(e: std::io::Error) -> ! {
     std::process::exit(2);
 }
 
+// After the `println!` above, which they use too.
+mod audit;
+mod view;
+
 #[derive(Parser)]
 #[command(
     name = "toolhost",
@@ -76,6 +80,11 @@ struct Cli {
     /// run, instead of running them under Landlock and seccomp alone.
     #[arg(long, global = true)]
     require_jail: bool,
+    /// Append a JSON line per call to this file: the tool, its component,
+    /// its arguments (secrets redacted), what it read, wrote, ran and
+    /// contacted, how it ended (default: `audit` in the user's toolhost.toml).
+    #[arg(long, global = true, value_name = "FILE")]
+    audit: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -106,10 +115,15 @@ enum Command {
         json: bool,
     },
     /// Run the tool calls of an assistant message (a file, or - for stdin):
-    /// events as JSON lines, then a turn_end line with the result messages.
+    /// on a terminal, each call as it starts, runs and ends; otherwise (or
+    /// with --json) events as JSON lines, then a turn_end line with the
+    /// result messages.
     Run {
         #[arg(value_name = "FILE")]
         file: String,
+        /// JSON lines even on a terminal.
+        #[arg(long)]
+        json: bool,
     },
     /// Extensions: what was discovered, granted and refused; what a component asks for.
     Ext {
@@ -140,6 +154,26 @@ enum Command {
     /// (jail, Landlock, seccomp, limits, network), on or off, what it means,
     /// and how to turn on what is off. Exit 1 when a layer is off.
     Doctor {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the audit log readably (or as JSON lines with --json), filtered
+    /// by tool, outcome and time.
+    Audit {
+        /// The log (default: --audit, else `audit` in the user's toolhost.toml).
+        #[arg(value_name = "FILE")]
+        file: Option<PathBuf>,
+        #[arg(long, value_name = "NAME")]
+        tool: Option<String>,
+        /// ok, error, not-found, invalid, blocked, cancelled, timeout, crashed or not-run.
+        #[arg(long, value_name = "OUTCOME")]
+        outcome: Option<String>,
+        /// Calls that started at or after this time: RFC 3339, or a time ago (15m, 2h, 7d).
+        #[arg(long, value_name = "WHEN")]
+        since: Option<String>,
+        /// Calls that started before this time (as --since).
+        #[arg(long, value_name = "WHEN")]
+        until: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -367,6 +401,7 @@ struct HostOptions {
     all_tools: bool,
     no_network: bool,
     require_jail: bool,
+    audit: Option<PathBuf>,
 }
 
 impl HostOptions {
@@ -383,6 +418,9 @@ impl HostOptions {
         }
         if self.all_tools {
             builder = builder.all_tools_active();
+        }
+        if let Some(file) = &self.audit {
+            builder = builder.audit_log(file);
         }
         builder
             .commands(|p| p.network(!self.no_network))
@@ -410,6 +448,24 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             return trust(cli.workspace.as_deref(), yes, revoke, json).await;
         }
         Command::Doctor { json } => return doctor(json),
+        Command::Audit {
+            file,
+            tool,
+            outcome,
+            since,
+            until,
+            json,
+        } => {
+            let query = audit::Query {
+                file,
+                tool,
+                outcome,
+                since,
+                until,
+                json,
+            };
+            return audit::run(query, cli.audit.as_deref(), cli.workspace.as_deref());
+        }
         _ => {}
     }
     let options = HostOptions {
@@ -419,6 +475,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         all_tools: cli.all_tools,
         no_network: cli.no_network,
         require_jail: cli.require_jail,
+        audit: cli.audit,
     };
     let mut builder = options.builder();
     let optimiser = match cli.command {
@@ -461,7 +518,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Call { name, args, json } => call(&host, name, &args, json).await,
-        Command::Run { file } => run_batch(&host, &file).await,
+        Command::Run { file, json } => run_batch(&host, &file, json).await,
         Command::Serve { http } if http.http.is_some() => {
             let addr = http.http.expect("checked");
             serve_http("serve", &http, addr, |max_body, _| {
@@ -480,7 +537,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Ext {
             command: ExtCommand::List { json },
         } => ext_list(&host, json),
-        Command::Ext { .. } | Command::Trust { .. } | Command::Doctor { .. } => {
+        Command::Ext { .. }
+        | Command::Trust { .. }
+        | Command::Doctor { .. }
+        | Command::Audit { .. } => {
             unreachable!("handled before loading")
         }
     };
@@ -1003,7 +1063,7 @@ async fn call(host: &Host, name: String, args: &str, json: bool) -> Result<ExitC
     })
 }
 
-async fn run_batch(host: &Host, file: &str) -> Result<ExitCode> {
+async fn run_batch(host: &Host, file: &str, json: bool) -> Result<ExitCode> {
     let text = if file == "-" {
         let mut s = String::new();
         std::io::stdin()
@@ -1019,6 +1079,15 @@ async fn run_batch(host: &Host, file: &str) -> Result<ExitCode> {
         Ok(m) => m,
         Err(e) => bail!("{file}: {e}"),
     };
+    use std::io::IsTerminal;
+    if !json && std::io::stdout().is_terminal() {
+        let view = Arc::new(view::View::new());
+        let shown = view.clone();
+        let sink = Arc::new(move |event: Event| shown.event(&event));
+        host.run_batch(&message, cancel_on_ctrl_c(), sink).await;
+        view.finish();
+        return Ok(ExitCode::SUCCESS);
+    }
     let out = Lines::stdout();
     let lines = out.clone();
     let sink = Arc::new(move |event: Event| lines.send(&event));

@@ -9,7 +9,8 @@
 //! sequential tool in the batch, or the host configured so): each call runs
 //! to its result message before the next starts.
 
-use crate::call::{BatchContext, Finished, Preflight, ReadyCall};
+use crate::audit::Outcome;
+use crate::call::{BatchContext, Finished, Preflight, ReadyCall, Trace};
 use crate::message::{StopReason, ToolResultMessage};
 use crate::registry::ExecutionMode;
 use futures::FutureExt;
@@ -45,7 +46,8 @@ pub(crate) async fn run(ctx: Arc<BatchContext>) -> BatchOutcome {
                 .iter()
                 .map(|call| {
                     ctx.start(call);
-                    ctx.message(&ctx.fail(call, length_text(&call.name), false))
+                    let trace = Trace::begin().ended(Outcome::NotRun);
+                    ctx.message(&ctx.fail(call, length_text(&call.name), false, trace))
                 })
                 .collect();
             return BatchOutcome {
@@ -214,7 +216,7 @@ async fn run_one(ctx: &Arc<BatchContext>, i: usize, ready: Box<ReadyCall>) -> (u
             "Tool {} failed: the host task running it panicked",
             call.name
         );
-        ctx.fail(call, text, false)
+        ctx.fail(call, text, false, Trace::begin().ended(Outcome::Crashed))
     });
     (i, finished)
 }

@@ -8,15 +8,18 @@
 //! Every failure on the way becomes an error result bound to the call's id,
 //! with Pi's texts; nothing escapes as a panic or a host error.
 
-use crate::component::{CallInstance, CallSignals};
+use crate::audit::Outcome;
+use crate::component::{CallFailure, CallInstance, CallSignals};
 use crate::events::{Event, EventSink};
 use crate::hooks::{AfterOutcome, AfterToolCallContext, BeforeToolCallContext};
 use crate::message::{AssistantMessage, PartialResult, ToolCall, ToolResult, ToolResultMessage};
+use crate::ops::usage::{Usage, Used};
 use crate::registry::RegisteredTool;
 use crate::session::Session;
 use crate::validate;
 use serde_json::Value;
 use std::sync::Arc;
+use std::time::{Instant, SystemTime};
 use tokio_util::sync::CancellationToken;
 
 /// Pi's text for a call that noticed the abort.
@@ -28,6 +31,61 @@ pub(crate) struct Finished {
     pub call: ToolCall,
     pub result: ToolResult,
     pub is_error: bool,
+    pub trace: Trace,
+}
+
+/// What the audit log learns of a call besides its result.
+#[derive(Clone, Debug)]
+pub(crate) struct Trace {
+    pub started: SystemTime,
+    clock: Instant,
+    /// The digest of the component that served it, once looked up.
+    pub component: Option<Arc<str>>,
+    /// How it ended, before the after hooks (see [`Trace::outcome`]).
+    ended: Outcome,
+    pub used: Used,
+}
+
+impl Trace {
+    pub(crate) fn begin() -> Trace {
+        Trace {
+            started: SystemTime::now(),
+            clock: Instant::now(),
+            component: None,
+            ended: Outcome::Ok,
+            used: Used::default(),
+        }
+    }
+
+    pub(crate) fn ended(mut self, outcome: Outcome) -> Trace {
+        self.ended = outcome;
+        self
+    }
+
+    /// How the call ended, given its final error flag (an after hook may
+    /// have turned a result into an error, or back).
+    pub(crate) fn outcome(&self, is_error: bool) -> Outcome {
+        match (is_error, self.ended) {
+            (false, _) => Outcome::Ok,
+            (true, Outcome::Ok) => Outcome::Error,
+            (true, ended) => ended,
+        }
+    }
+
+    pub(crate) fn duration_ms(&self) -> f64 {
+        self.clock.elapsed().as_secs_f64() * 1000.0
+    }
+}
+
+/// The outcome of a call whose instance failed.
+fn failure_outcome(failure: &CallFailure) -> Outcome {
+    match failure {
+        CallFailure::Timeout(_) => Outcome::Timeout,
+        CallFailure::Killed => Outcome::Cancelled,
+        CallFailure::MemoryLimit(_) | CallFailure::Trap { .. } | CallFailure::Start(_) => {
+            Outcome::Crashed
+        }
+    }
 }
 
 /// A call that passed preparation and waits to execute.
@@ -39,6 +97,7 @@ pub(crate) struct ReadyCall {
     /// The instance `prepare-arguments` ran in, kept for `execute` (`None`
     /// when the pool was too busy to hold it).
     instance: Option<CallInstance>,
+    trace: Trace,
 }
 
 pub(crate) enum Preflight {
@@ -120,11 +179,12 @@ impl BatchContext {
     }
 
     /// A host-decided error of an executing call, its end through the gate.
-    fn fail_executing(&self, call: &ToolCall, text: impl Into<String>) -> Finished {
+    fn fail_executing(&self, call: &ToolCall, text: impl Into<String>, trace: Trace) -> Finished {
         let finished = Finished {
             call: call.clone(),
             result: ToolResult::error(text),
             is_error: true,
+            trace,
         };
         self.emit_executing(Self::end_event(&finished));
         finished
@@ -136,6 +196,7 @@ impl BatchContext {
         call: &ToolCall,
         text: impl Into<String>,
         terminate: bool,
+        trace: Trace,
     ) -> Finished {
         let mut result = ToolResult::error(text);
         result.terminate = terminate;
@@ -143,13 +204,16 @@ impl BatchContext {
             call: call.clone(),
             result,
             is_error: true,
+            trace,
         };
         self.end(&finished);
         finished
     }
 
-    /// The result message of a finished call, with its two events.
+    /// The result message of a finished call, with its two events; the
+    /// call's line in the audit log.
     pub(crate) fn message(&self, finished: &Finished) -> ToolResultMessage {
+        self.session.audit(finished);
         let message = ToolResultMessage::new(&finished.call, &finished.result, finished.is_error);
         self.sink.emit(Event::MessageStart {
             message: message.clone(),
@@ -161,8 +225,14 @@ impl BatchContext {
     }
 
     /// A preflight outcome that ends the call with a host-decided error.
-    fn done(&self, call: &ToolCall, text: impl Into<String>, terminate: bool) -> Preflight {
-        Preflight::Done(Box::new(self.fail(call, text, terminate)))
+    fn done(
+        &self,
+        call: &ToolCall,
+        text: impl Into<String>,
+        terminate: bool,
+        trace: Trace,
+    ) -> Preflight {
+        Preflight::Done(Box::new(self.fail(call, text, terminate, trace)))
     }
 
     /// The tool `call` names, from the registry as it is now.
@@ -177,15 +247,31 @@ impl BatchContext {
 
     /// Everything before execution. The start event has been emitted.
     pub(crate) async fn preflight(&self, call: &ToolCall) -> Preflight {
+        let mut trace = Trace::begin();
         if self.cancel.is_cancelled() {
             // §7.6: after an abort every call still gets its result.
-            return self.done(call, OPERATION_ABORTED, false);
+            return self.done(
+                call,
+                OPERATION_ABORTED,
+                false,
+                trace.ended(Outcome::Cancelled),
+            );
         }
         let Some(tool) = self.lookup(call) else {
-            return self.done(call, format!("Tool {} not found", call.name), false);
+            let text = format!("Tool {} not found", call.name);
+            return self.done(call, text, false, trace.ended(Outcome::NotFound));
         };
+        trace.component = Some(tool.digest.clone());
         let name = &call.name;
-        let signals = CallSignals::new(self.cancel.clone(), self.session.settings.cancel_grace);
+        let usage = match self.session.audit_log {
+            Some(_) => Usage::recording(),
+            None => Usage::default(),
+        };
+        let signals = CallSignals::with_usage(
+            self.cancel.clone(),
+            self.session.settings.cancel_grace,
+            usage,
+        );
         // One fresh instance serves the whole call: prepare-arguments, then
         // execute. A second instance for execute would double what a call
         // costs (one trivial call: 25 → 15 µs) and put an instantiation in
@@ -195,7 +281,9 @@ impl BatchContext {
         let mut instance = match tool.sandbox.instantiate(signals.clone()).await {
             Ok(instance) => instance,
             Err(failure) => {
-                return self.done(call, failure.message(&format!("Tool {name}")), false);
+                let outcome = failure_outcome(&failure);
+                let text = failure.message(&format!("Tool {name}"));
+                return self.done(call, text, false, trace.ended(outcome));
             }
         };
         let prepared = instance
@@ -209,16 +297,20 @@ impl BatchContext {
         // call (events, messages) keeps what the model sent.
         let prepared = match prepared {
             Err(failure) => {
-                return self.done(call, failure.message(&format!("Tool {name}")), false);
+                let outcome = failure_outcome(&failure);
+                let text = failure.message(&format!("Tool {name}"));
+                return self.done(call, text, false, trace.ended(outcome));
             }
-            Ok(Err(thrown)) => return self.done(call, thrown, false),
+            Ok(Err(thrown)) => {
+                return self.done(call, thrown, false, trace.ended(Outcome::Invalid));
+            }
             Ok(Ok(None)) => call.arguments.clone(),
             Ok(Ok(Some(text))) => match serde_json::from_str(&text) {
                 Ok(value) => value,
                 Err(e) => {
                     let text =
                         format!("Tool {name} prepared arguments that are not valid JSON: {e}");
-                    return self.done(call, text, false);
+                    return self.done(call, text, false, trace.ended(Outcome::Invalid));
                 }
             },
         };
@@ -226,7 +318,7 @@ impl BatchContext {
             Ok(args) => args,
             Err(issues) => {
                 let text = validate::failure_text(name, &issues, &prepared);
-                return self.done(call, text, false);
+                return self.done(call, text, false, trace.ended(Outcome::Invalid));
             }
         };
 
@@ -239,22 +331,30 @@ impl BatchContext {
         for hook in &self.session.hooks {
             match hook.before(&mut ctx).await {
                 // A hook that throws blocks the call (fail closed).
-                Err(thrown) => return self.done(call, thrown, false),
+                Err(thrown) => {
+                    return self.done(call, thrown, false, trace.ended(Outcome::Blocked));
+                }
                 Ok(verdict) => {
                     if self.cancel.is_cancelled() {
-                        return self.done(call, OPERATION_ABORTED, false);
+                        let trace = trace.ended(Outcome::Cancelled);
+                        return self.done(call, OPERATION_ABORTED, false, trace);
                     }
                     if let Some(v) = verdict.filter(|v| v.block) {
                         let reason = v
                             .reason
                             .unwrap_or_else(|| "Tool execution was blocked".to_string());
-                        return self.done(call, reason, v.terminate);
+                        return self.done(call, reason, v.terminate, trace.ended(Outcome::Blocked));
                     }
                 }
             }
         }
         if self.cancel.is_cancelled() {
-            return self.done(call, OPERATION_ABORTED, false);
+            return self.done(
+                call,
+                OPERATION_ABORTED,
+                false,
+                trace.ended(Outcome::Cancelled),
+            );
         }
         Preflight::Ready(Box::new(ReadyCall {
             call: call.clone(),
@@ -262,6 +362,7 @@ impl BatchContext {
             args: ctx.args,
             signals,
             instance,
+            trace,
         }))
     }
 
@@ -282,9 +383,10 @@ impl BatchContext {
             args,
             signals,
             instance,
+            mut trace,
         } = ready;
         if self.cancel.is_cancelled() {
-            return self.fail_executing(&call, OPERATION_ABORTED);
+            return self.fail_executing(&call, OPERATION_ABORTED, trace.ended(Outcome::Cancelled));
         }
         let mut instance = match instance {
             Some(mut instance) => {
@@ -296,8 +398,9 @@ impl BatchContext {
             None => match tool.sandbox.instantiate(signals.clone()).await {
                 Ok(instance) => instance,
                 Err(failure) => {
-                    return self
-                        .fail_executing(&call, failure.message(&format!("Tool {}", call.name)));
+                    let outcome = failure_outcome(&failure);
+                    let text = failure.message(&format!("Tool {}", call.name));
+                    return self.fail_executing(&call, text, trace.ended(outcome));
                 }
             },
         };
@@ -317,6 +420,7 @@ impl BatchContext {
             .execute(&call.name, context, &args.to_string())
             .await;
         signals.settle();
+        trace.used = signals.usage.used();
         let added = newly_active(&active_before, &self.active_tools());
         drop(instance); // Free the pool slot before the hooks run.
         let (mut result, mut is_error) = match outcome {
@@ -329,10 +433,11 @@ impl BatchContext {
                 (result, false)
             }
             Ok(Err(thrown)) => (ToolResult::error(thrown), true),
-            Err(failure) => (
-                ToolResult::error(failure.message(&format!("Tool {}", call.name))),
-                true,
-            ),
+            Err(failure) => {
+                trace.ended = failure_outcome(&failure);
+                let text = failure.message(&format!("Tool {}", call.name));
+                (ToolResult::error(text), true)
+            }
         };
 
         for hook in &self.session.hooks {
@@ -367,6 +472,7 @@ impl BatchContext {
             call,
             result,
             is_error,
+            trace,
         };
         self.emit_executing(Self::end_event(&finished));
         finished

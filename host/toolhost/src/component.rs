@@ -23,6 +23,7 @@ use crate::engine::{Compiled, Runtime};
 use crate::error::Error;
 use crate::extensions::policy::grant_line;
 use crate::message::{PartialResult, ToolResult};
+use crate::ops::usage::Usage;
 pub use crate::ops::{Capabilities, WasiCapabilities};
 use crate::wit::v0_1::hook_world::{HookComponent, HookComponentIndices, hook};
 use crate::wit::v0_1::interfaces::{self, Import};
@@ -137,16 +138,28 @@ pub(crate) struct CallSignals {
     progress: Mutex<Option<ProgressFn>>,
     updates: AtomicU32,
     settled: AtomicBool,
+    /// What the call did with its capabilities (kept for the audit log).
+    pub usage: Usage,
 }
 
 impl CallSignals {
     pub(crate) fn new(cancel: CancellationToken, grace: Duration) -> Arc<CallSignals> {
+        Self::with_usage(cancel, grace, Usage::default())
+    }
+
+    /// Signals whose call records what it uses in `usage`.
+    pub(crate) fn with_usage(
+        cancel: CancellationToken,
+        grace: Duration,
+        usage: Usage,
+    ) -> Arc<CallSignals> {
         Arc::new(CallSignals {
             cancel,
             grace,
             progress: Mutex::new(None),
             updates: AtomicU32::new(0),
             settled: AtomicBool::new(false),
+            usage,
         })
     }
 
@@ -194,6 +207,7 @@ impl OpsView for CallState {
         OpsCtx {
             caps: &self.caps,
             cancel: &self.signals.cancel,
+            usage: &self.signals.usage,
             table: &mut self.table,
         }
     }

@@ -47,6 +47,7 @@
 //!   servers can run on, with the rules every request passes first (Host,
 //!   Origin, bearer token, bounds).
 
+pub mod audit;
 mod batch;
 mod builtin;
 mod call;

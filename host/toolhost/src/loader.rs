@@ -132,6 +132,7 @@ pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Res
     if definitions.is_empty() {
         return Err(fail("defines no tools".into()));
     }
+    let digest: std::sync::Arc<str> = format!("blake3:{}", spec.hash).into();
     let mut tools: Vec<RegisteredTool> = Vec::new();
     for def in definitions {
         let name = def.name.clone();
@@ -145,6 +146,7 @@ pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Res
             schema,
             sandbox: sandbox.clone(),
             source: spec.source.clone(),
+            digest: digest.clone(),
         });
     }
     Ok(Loaded {

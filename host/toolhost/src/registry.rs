@@ -60,6 +60,8 @@ pub(crate) struct RegisteredTool {
     pub schema: ArgumentSchema,
     pub sandbox: Arc<Sandbox>,
     pub source: ToolSource,
+    /// The digest of its component (`blake3:…`), for the audit log.
+    pub digest: Arc<str>,
 }
 
 /// A tool as listed to people: its definition, origin and whether it is active.

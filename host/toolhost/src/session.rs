@@ -7,6 +7,8 @@
 //! only through the host ([`crate::Host::set_active_tools`]) or a tool
 //! granted `tools` (through [`crate::ops::tools`]).
 
+use crate::audit::{self, AuditLog};
+use crate::call::Finished;
 use crate::hooks::Hook;
 use crate::registry::{RegisteredTool, Registry};
 use crate::wit::v0_1::types;
@@ -21,6 +23,8 @@ pub(crate) struct Session {
     /// load order.
     pub hooks: Vec<Hook>,
     pub settings: CallSettings,
+    /// Where every call's line goes, if the host keeps an audit log.
+    pub audit_log: Option<Arc<AuditLog>>,
 }
 
 /// What every call of a session runs with.
@@ -38,6 +42,31 @@ pub(crate) struct CallSettings {
 }
 
 impl Session {
+    /// Write a finished call's line to the audit log, if there is one.
+    pub(crate) fn audit(&self, finished: &Finished) {
+        let Some(log) = &self.audit_log else { return };
+        let trace = &finished.trace;
+        let error = finished.is_error.then(|| {
+            let text = finished.result.content.iter().find_map(|b| match b {
+                crate::message::ContentBlock::Text { text } => Some(text.as_str()),
+                _ => None,
+            });
+            audit::error_summary(text.unwrap_or(""))
+        });
+        log.record(&audit::Entry {
+            time: audit::timestamp(trace.started),
+            session: self.settings.session_id.clone(),
+            tool_call_id: finished.call.id.clone(),
+            tool: finished.call.name.clone(),
+            component: trace.component.as_deref().map(str::to_string),
+            arguments: audit::redact::redact(&finished.call.arguments),
+            used: trace.used.clone(),
+            outcome: trace.outcome(finished.is_error),
+            error,
+            duration_ms: trace.duration_ms(),
+        });
+    }
+
     /// What a tool learns about the call it runs.
     pub(crate) fn call_context(
         &self,

@@ -47,6 +47,7 @@ pub fn protected_paths(
     workspace: &Path,
     user_config: Option<&Path>,
     cache_dir: Option<&Path>,
+    audit_log: Option<&Path>,
 ) -> ProtectedPaths {
     ProtectedPaths::new(
         [
@@ -54,6 +55,7 @@ pub fn protected_paths(
             Some(workspace.join(".toolhost")),
             user_config.map(Path::to_path_buf),
             cache_dir.map(Path::to_path_buf),
+            audit_log.map(Path::to_path_buf),
         ]
         .into_iter()
         .flatten(),

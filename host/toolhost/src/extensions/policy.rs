@@ -24,6 +24,7 @@
 //! ```toml
 //! extension-paths = ["~/tools/jq.wasm"]          # more extensions (files or directories)
 //! active-tools = ["read", "bash", "edit", "write", "grep"]
+//! audit = "~/.local/state/toolhost/audit.jsonl"  # a line per call (user's file only)
 //!
 //! [extensions.wordcount]                         # by extension name
 //! digest = "blake3:…"                            # only this exact component
@@ -165,6 +166,7 @@ pub struct ShellSettings {
 struct PolicyFile {
     extension_paths: Vec<String>,
     active_tools: Option<Vec<String>>,
+    audit: Option<String>,
     shell: ShellSettings,
     extensions: BTreeMap<String, GrantSpec>,
 }
@@ -181,6 +183,8 @@ pub struct Policy {
     pub extension_paths: Vec<(PathBuf, Origin)>,
     /// The default active tools, when a file sets them.
     pub active_tools: Option<Vec<String>>,
+    /// The audit log's file, when the user's file sets one.
+    pub audit: Option<PathBuf>,
     /// The shell tools' jail settings, with paths resolved (`~/`, relative
     /// to the workspace).
     pub shell: Vec<(ShellPath, PathBuf)>,
@@ -253,6 +257,22 @@ impl Policy {
         );
         if file.active_tools.is_some() {
             self.active_tools = file.active_tools;
+        }
+        if let Some(audit) = &file.audit {
+            match origin {
+                // The agent's tools can write where the workspace's file
+                // lies: it must not choose where (or whether) the record of
+                // what they did goes.
+                Origin::Workspace => self.diagnostics.push(Diagnostic {
+                    path: path.display().to_string(),
+                    message: "audit is set only by the user's toolhost.toml or --audit; \
+                              ignored here"
+                        .into(),
+                }),
+                Origin::User | Origin::Configured => {
+                    self.audit = Some(resolve_path(audit, base));
+                }
+            }
         }
         let workspace_base = match origin {
             Origin::Workspace => base,

@@ -2,6 +2,7 @@
 //! components and the extensions, each configured by a settings builder.
 
 use super::{Host, HostInner};
+use crate::audit::{self, AuditLog};
 use crate::builtin::{self, DEFAULT_ACTIVE_TOOLS};
 use crate::component::Limits;
 use crate::engine::Runtime;
@@ -63,6 +64,8 @@ pub struct HostBuilder {
     commands: ProcessPolicy,
     builtins: BuiltinSettings,
     extensions: ExtensionSettings,
+    audit: Option<PathBuf>,
+    audit_reporter: Option<audit::Reporter>,
 }
 
 impl Default for HostBuilder {
@@ -86,6 +89,8 @@ impl Default for HostBuilder {
                 .default_timeout(Some(builtin::DEFAULT_COMMAND_TIMEOUT)),
             builtins: BuiltinSettings::default(),
             extensions: ExtensionSettings::default(),
+            audit: None,
+            audit_reporter: None,
         }
     }
 }
@@ -248,6 +253,21 @@ impl HostBuilder {
         self
     }
 
+    /// Keep an audit log: a JSON line per call appended to `path` (see
+    /// [`crate::audit`]). Wins over `audit` in the user's `toolhost.toml`.
+    /// Without either, no log is kept.
+    pub fn audit_log(mut self, path: impl Into<PathBuf>) -> Self {
+        self.audit = Some(path.into());
+        self
+    }
+
+    /// Where the audit log's one failure report goes (default: standard
+    /// error).
+    pub fn audit_reporter(mut self, report: audit::Reporter) -> Self {
+        self.audit_reporter = Some(report);
+        self
+    }
+
     /// Configure the built-in components.
     pub fn builtins(mut self, f: impl FnOnce(BuiltinSettings) -> BuiltinSettings) -> Self {
         self.builtins = f(self.builtins);
@@ -336,10 +356,28 @@ impl HostBuilder {
             .user_config
             .clone()
             .unwrap_or_else(crate::extensions::policy::default_user_config_dir);
+        let trust = match &user_config {
+            Some(dir) => TrustStore::load(dir)?,
+            None => TrustStore::empty(),
+        };
+        let mut policy = Policy::load(&workspace, user_config.as_deref(), &trust)?;
+        for (name, grant) in &self.extensions.grants {
+            policy.grant(name, grant);
+        }
+        let audit_path = self.audit.clone().or_else(|| policy.audit.clone());
+        // Opened before any tool runs, and protected like the configuration.
+        let audit_log = audit_path.as_ref().map(|path| {
+            let report = self
+                .audit_reporter
+                .clone()
+                .unwrap_or_else(audit::stderr_reporter);
+            Arc::new(AuditLog::open(path, report))
+        });
         let protected = extensions::protected_paths(
             &workspace,
             user_config.as_deref(),
             runtime.options().cache_dir.as_deref(),
+            audit_path.as_deref(),
         );
         // Search runs natively on the local disk; over another backend it
         // walks through that backend's `FsRead`.
@@ -373,14 +411,6 @@ impl HostBuilder {
                     e,
                 )
             })?);
-        let trust = match &user_config {
-            Some(dir) => TrustStore::load(dir)?,
-            None => TrustStore::empty(),
-        };
-        let mut policy = Policy::load(&workspace, user_config.as_deref(), &trust)?;
-        for (name, grant) in &self.extensions.grants {
-            policy.grant(name, grant);
-        }
         let mut diagnostics = policy.diagnostics.clone();
         let jail = self.shell_jail(&policy, &protected, user_config.as_deref(), &runtime);
         let write_roots: Vec<PathBuf> = policy
@@ -528,6 +558,7 @@ impl HostBuilder {
                 cancel_grace: self.cancel_grace.unwrap_or(Duration::from_secs(1)),
                 sequential: self.sequential,
             },
+            audit_log,
         };
         Ok(Host {
             inner: Arc::new(HostInner {

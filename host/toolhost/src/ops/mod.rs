@@ -1,13 +1,15 @@
 //! Operations: the host services a tool imports, each a narrow interface with
 //! swappable backends (local disk, in memory), as Pi's per-tool Operations.
-//! Each module holds a backend trait, its implementations, and the WIT glue
-//! that serves the interface from a call's state.
+//! Each module holds plain Rust types, a backend trait and its
+//! implementations; the WIT glue that serves them to a component lives in
+//! [`crate::wit`]. [`usage`] is what one call did with them.
 
 pub mod fs;
 pub mod process;
 pub mod protected;
 pub mod search;
 pub mod tools;
+pub mod usage;
 
 use std::sync::Arc;
 

@@ -3,6 +3,7 @@
 
 use super::{OpsCtx, fs_read, fs_types, fs_write};
 use crate::ops::fs::{self, FsError, FsRead, FsWrite, MutationLock, lock_file};
+use crate::ops::usage::Use;
 use std::sync::Arc;
 use wasmtime::component::Resource;
 
@@ -93,6 +94,33 @@ impl OpsCtx<'_> {
     fn writer(&self) -> Result<Arc<dyn FsWrite>, FsError> {
         self.granted(&self.caps.fs_write, "fs-write")
     }
+
+    /// Record what an operation on `path` did: used as `kind` when it
+    /// succeeded, denied when the host refused it.
+    fn noted<T>(&self, r: Result<T, FsError>, kind: Use, path: &str) -> Result<T, FsError> {
+        if self.usage.is_recording() {
+            match &r {
+                Ok(_) => self.usage.note(kind, path),
+                Err(e) => {
+                    let refused = match e.code {
+                        fs::ErrorCode::OutsideRoots => "outside-roots",
+                        fs::ErrorCode::PermissionDenied => "permission-denied",
+                        fs::ErrorCode::Protected => "protected",
+                        _ => "",
+                    };
+                    if !refused.is_empty() {
+                        let op = match kind {
+                            Use::Read => "fs-read",
+                            _ => "fs-write",
+                        };
+                        self.usage
+                            .note(Use::Denied, &format!("{op} {path}: {refused}"));
+                    }
+                }
+            }
+        }
+        r
+    }
 }
 
 impl fs_types::Host for OpsCtx<'_> {}
@@ -102,7 +130,8 @@ impl fs_read::Host for OpsCtx<'_> {
         &mut self,
         path: String,
     ) -> wasmtime::Result<Result<fs_types::Metadata, fs_types::FsError>> {
-        wit(self.reader().and_then(|fs| fs.stat(&path)))
+        let r = self.reader().and_then(|fs| fs.stat(&path));
+        wit(self.noted(r, Use::Read, &path))
     }
 
     fn read_file(
@@ -111,9 +140,10 @@ impl fs_read::Host for OpsCtx<'_> {
         offset: u64,
         max_bytes: u64,
     ) -> wasmtime::Result<Result<Vec<u8>, fs_types::FsError>> {
-        wit(self
+        let r = self
             .reader()
-            .and_then(|fs| fs.read(&path, offset, max_bytes)))
+            .and_then(|fs| fs.read(&path, offset, max_bytes));
+        wit(self.noted(r, Use::Read, &path))
     }
 
     fn list_dir(
@@ -121,7 +151,8 @@ impl fs_read::Host for OpsCtx<'_> {
         path: String,
     ) -> wasmtime::Result<Result<Vec<fs_types::DirEntry>, fs_types::FsError>> {
         let entries = self.reader().and_then(|fs| fs.list_dir(&path));
-        Ok(entries
+        Ok(self
+            .noted(entries, Use::Read, &path)
             .map(|entries| entries.into_iter().map(Into::into).collect())
             .map_err(Into::into))
     }
@@ -133,7 +164,8 @@ impl fs_write::Host for OpsCtx<'_> {
         path: String,
         contents: Vec<u8>,
     ) -> wasmtime::Result<Result<(), fs_types::FsError>> {
-        wit(self.writer().and_then(|fs| fs.write_file(&path, &contents)))
+        let r = self.writer().and_then(|fs| fs.write_file(&path, &contents));
+        wit(self.noted(r, Use::Written, &path))
     }
 
     fn append_file(
@@ -141,13 +173,15 @@ impl fs_write::Host for OpsCtx<'_> {
         path: String,
         contents: Vec<u8>,
     ) -> wasmtime::Result<Result<(), fs_types::FsError>> {
-        wit(self
+        let r = self
             .writer()
-            .and_then(|fs| fs.append_file(&path, &contents)))
+            .and_then(|fs| fs.append_file(&path, &contents));
+        wit(self.noted(r, Use::Written, &path))
     }
 
     fn create_dir_all(&mut self, path: String) -> wasmtime::Result<Result<(), fs_types::FsError>> {
-        wit(self.writer().and_then(|fs| fs.create_dir_all(&path)))
+        let r = self.writer().and_then(|fs| fs.create_dir_all(&path));
+        wit(self.noted(r, Use::Written, &path))
     }
 
     fn access(&mut self, path: String) -> wasmtime::Result<Result<(), fs_types::FsError>> {

@@ -82,16 +82,20 @@ mod tools_ops;
 
 use crate::message::{ContentBlock, ToolResult};
 use crate::ops::Capabilities;
+use crate::ops::usage::Usage;
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::{HasData, ResourceTable};
 
 /// What the Operations' glue sees of a call: the capabilities its
-/// component was granted, its cancellation, and its resource table. The
+/// component was granted, its cancellation, the record of what it used, and
+/// its resource table. The
 /// call's state lends it out ([`OpsView`]); nothing else of it is reachable
 /// from here.
 pub struct OpsCtx<'a> {
     pub caps: &'a Capabilities,
     pub cancel: &'a CancellationToken,
+    /// Where the call's use of its capabilities is recorded.
+    pub usage: &'a Usage,
     pub table: &'a mut ResourceTable,
 }
 

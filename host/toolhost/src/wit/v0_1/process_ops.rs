@@ -2,6 +2,7 @@
 
 use super::{OpsCtx, process};
 use crate::ops::process::{self as ops, Child};
+use crate::ops::usage::Use;
 use std::time::Duration;
 use wasmtime::component::Resource;
 
@@ -67,9 +68,19 @@ impl process::Host for OpsCtx<'_> {
                 message: "this component may not run programs".into(),
             }));
         };
+        let program = command.program.clone();
         match policy.spawn(command.into(), self.cancel.clone()) {
-            Ok(child) => Ok(Ok(self.table.push(child)?)),
-            Err(e) => Ok(Err(e.into())),
+            Ok(child) => {
+                self.usage.note(Use::Program, &program);
+                Ok(Ok(self.table.push(child)?))
+            }
+            Err(e) => {
+                if e.code == ops::ProcessErrorCode::NotAllowed {
+                    self.usage
+                        .note(Use::Denied, &format!("process {program}: not-allowed"));
+                }
+                Ok(Err(e.into()))
+            }
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use super::{OpsCtx, search};
 use crate::ops::search::{self as ops, run_search};
+use crate::ops::usage::Use;
 
 impl From<search::GrepRequest> for ops::GrepRequest {
     fn from(r: search::GrepRequest) -> Self {
@@ -78,6 +79,19 @@ impl From<ops::SearchError> for search::SearchError {
     }
 }
 
+impl OpsCtx<'_> {
+    /// Record a search of `root`: read, or refused.
+    fn note_search<T>(&self, found: &Result<T, ops::SearchError>, root: &str) {
+        match found {
+            Ok(_) => self.usage.note(Use::Read, root),
+            Err(ops::SearchError::OutsideRoots(_)) => self
+                .usage
+                .note(Use::Denied, &format!("search {root}: outside-roots")),
+            Err(_) => {}
+        }
+    }
+}
+
 impl search::Host for OpsCtx<'_> {
     async fn grep(
         &mut self,
@@ -89,10 +103,12 @@ impl search::Host for OpsCtx<'_> {
             )));
         };
         let request = ops::GrepRequest::from(request);
+        let root = request.root.clone();
         let found = run_search(backend, self.cancel.clone(), move |backend, stop| {
             backend.grep(&request, stop)
         })
         .await;
+        self.note_search(&found, &root);
         Ok(found.map(Into::into).map_err(Into::into))
     }
 
@@ -106,10 +122,12 @@ impl search::Host for OpsCtx<'_> {
             )));
         };
         let request = ops::GlobRequest::from(request);
+        let root = request.root.clone();
         let found = run_search(backend, self.cancel.clone(), move |backend, stop| {
             backend.glob(&request, stop)
         })
         .await;
+        self.note_search(&found, &root);
         Ok(found.map(Into::into).map_err(Into::into))
     }
 }

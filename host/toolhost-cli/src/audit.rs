@@ -1,0 +1,130 @@
+//! `toolhost audit`: the audit log, readable, filtered by tool, outcome and
+//! time (the library reads and filters; this prints).
+
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::SystemTime;
+use toolhost::audit::{self, Entry, Filter, Outcome};
+use toolhost::extensions::policy::{Policy, default_user_config_dir};
+use toolhost::extensions::trust::TrustStore;
+
+/// What `toolhost audit` was asked.
+pub struct Query {
+    pub file: Option<PathBuf>,
+    pub tool: Option<String>,
+    pub outcome: Option<String>,
+    pub since: Option<String>,
+    pub until: Option<String>,
+    pub json: bool,
+}
+
+/// The log to read: the one named, else the one `--audit` names, else the
+/// user's `toolhost.toml`'s.
+fn log_file(query: &Query, global: Option<&Path>, workspace: Option<&Path>) -> Result<PathBuf> {
+    if let Some(file) = query.file.as_deref().or(global) {
+        return Ok(file.to_path_buf());
+    }
+    let workspace = match workspace {
+        Some(dir) => dir.to_path_buf(),
+        None => std::env::current_dir().context("finding the current directory")?,
+    };
+    let user_config = default_user_config_dir();
+    let policy = Policy::load(&workspace, user_config.as_deref(), &TrustStore::empty())
+        .context("reading the user's toolhost.toml")?;
+    match policy.audit {
+        Some(file) => Ok(file),
+        None => bail!(
+            "no audit log is configured: name the FILE, give --audit FILE, or set \
+             audit = \"…\" in the user's toolhost.toml"
+        ),
+    }
+}
+
+pub fn run(query: Query, global: Option<&Path>, workspace: Option<&Path>) -> Result<ExitCode> {
+    let path = log_file(&query, global, workspace)?;
+    let now = SystemTime::now();
+    let when = |text: &Option<String>, what: &str| -> Result<Option<SystemTime>> {
+        text.as_deref()
+            .map(|t| audit::parse_when(t, now).map_err(|e| anyhow::anyhow!("--{what}: {e}")))
+            .transpose()
+    };
+    let filter = Filter {
+        tool: query.tool.clone(),
+        outcome: query
+            .outcome
+            .as_deref()
+            .map(str::parse::<Outcome>)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--outcome: {e}"))?,
+        since: when(&query.since, "since")?,
+        until: when(&query.until, "until")?,
+    };
+    let read = audit::read(&path, &filter)
+        .with_context(|| format!("reading the audit log {}", path.display()))?;
+    for (line, error) in &read.malformed {
+        eprintln!(
+            "toolhost: warning: {}:{line}: not an audit entry: {error}",
+            path.display()
+        );
+    }
+    if query.json {
+        for entry in &read.entries {
+            println!("{}", serde_json::to_string(entry)?);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (time, lost, reason) in &read.lost {
+        println!("{time}  ! {lost} entries were lost before this time: {reason}");
+    }
+    for entry in &read.entries {
+        print_entry(entry);
+    }
+    let failed = read
+        .entries
+        .iter()
+        .filter(|e| e.outcome != Outcome::Ok)
+        .count();
+    println!(
+        "{} call{} ({} ok, {failed} not)",
+        read.entries.len(),
+        if read.entries.len() == 1 { "" } else { "s" },
+        read.entries.len() - failed
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One call: a line with when, how it ended, the tool, how long it took and
+/// its arguments; then what it used, one kind per line.
+fn print_entry(entry: &Entry) {
+    let mark = match entry.outcome {
+        Outcome::Ok => "✓".to_string(),
+        Outcome::Error => "✗".to_string(),
+        other => format!("✗ {}", other.as_str()),
+    };
+    let args = crate::view::clip(&entry.arguments.to_string(), 100);
+    println!(
+        "{}  {mark:<3} {:<8} {:>9}  {args}",
+        entry.time.replace('T', " ").trim_end_matches('Z'),
+        entry.tool,
+        format!("{:.1} ms", entry.duration_ms),
+    );
+    let used = &entry.used;
+    for (what, list) in [
+        ("ran", &used.programs),
+        ("read", &used.read),
+        ("wrote", &used.written),
+        ("contacted", &used.hosts),
+        ("denied", &used.denied),
+    ] {
+        if !list.is_empty() {
+            println!("    {what}: {}", list.join(", "));
+        }
+    }
+    if used.more > 0 {
+        println!("    and {} more", used.more);
+    }
+    if let Some(error) = &entry.error {
+        println!("    error: {error}");
+    }
+}

@@ -1,0 +1,267 @@
+//! The audit log: a line per call with what it used, secrets redacted, a
+//! protected path, and calls that go on when it cannot be written.
+
+use crate::support::*;
+use serde_json::{Value, json};
+
+/// The entries of the audit log at `path`, by call id.
+#[track_caller]
+fn entries(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[track_caller]
+fn by_id<'a>(entries: &'a [Value], id: &str) -> &'a Value {
+    entries
+        .iter()
+        .find(|e| e["toolCallId"] == id)
+        .unwrap_or_else(|| panic!("no entry for {id} in {entries:#?}"))
+}
+
+/// `toolhost run` on a batch of `calls`, with the audit log at `log`.
+#[track_caller]
+fn run_audited(ws: &Workspace, log: &str, calls: Value) -> std::process::Output {
+    let batch = json!({"role": "assistant", "stopReason": "toolUse", "content": calls});
+    let file = ws.write("batch.json", batch.to_string());
+    toolhost(ws, &["--audit", log, "run", file.to_str().unwrap()], None)
+}
+
+#[test]
+fn every_call_has_a_line_saying_what_it_used_and_how_it_ended() {
+    let ws = Workspace::new();
+    ws.write("notes.txt", "one\ntwo\n");
+    let log = ws.config_home().join("audit.jsonl");
+    let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+    let out = run_audited(
+        &ws,
+        log.to_str().unwrap(),
+        json!([
+            {"type": "toolCall", "id": "w", "name": "write",
+             "arguments": {"path": "out/made.txt", "content": "hi"}},
+            {"type": "toolCall", "id": "b", "name": "bash",
+             "arguments": {"command": format!("GITHUB_TOKEN={token} cat notes.txt")}},
+            {"type": "toolCall", "id": "o", "name": "read", "arguments": {"path": "/etc/passwd"}},
+            {"type": "toolCall", "id": "v", "name": "read",
+             "arguments": {"apiKey": "hunter2"}},
+            {"type": "toolCall", "id": "n", "name": "nope", "arguments": {}},
+        ]),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let entries = entries(&log);
+    assert_eq!(entries.len(), 5, "{entries:#?}");
+
+    let write = by_id(&entries, "w");
+    assert_eq!(write["tool"], "write");
+    assert_eq!(write["outcome"], "ok");
+    assert!(write["component"].as_str().unwrap().starts_with("blake3:"));
+    // The directory it created, then the file.
+    assert_eq!(
+        write["used"]["written"],
+        json!([
+            format!("{}/out", ws.str()),
+            format!("{}/out/made.txt", ws.str())
+        ])
+    );
+    assert!(write["durationMs"].as_f64().unwrap() > 0.0);
+    assert!(toolhost::audit::parse_time(write["time"].as_str().unwrap()).is_some());
+
+    let bash = by_id(&entries, "b");
+    assert_eq!(bash["outcome"], "ok");
+    assert_eq!(
+        bash["arguments"]["command"], "GITHUB_TOKEN=[REDACTED] cat notes.txt",
+        "the token is redacted, the command kept"
+    );
+    let programs = bash["used"]["programs"].as_array().unwrap();
+    assert!(
+        programs.iter().any(|p| p.as_str().unwrap().ends_with("sh")),
+        "{programs:?}"
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains(token), "the secret is nowhere in the log");
+    assert!(
+        !text.contains("hunter2"),
+        "the secret is nowhere in the log"
+    );
+
+    let outside = by_id(&entries, "o");
+    assert_eq!(outside["outcome"], "error");
+    assert_eq!(
+        outside["used"]["denied"],
+        json!(["fs-read /etc/passwd: outside-roots"])
+    );
+    assert_eq!(
+        outside["error"],
+        "Path is outside the workspace: /etc/passwd"
+    );
+
+    let invalid = by_id(&entries, "v");
+    assert_eq!(invalid["outcome"], "invalid");
+    assert_eq!(invalid["arguments"]["apiKey"], "[REDACTED]");
+    assert_eq!(by_id(&entries, "n")["outcome"], "not-found");
+    assert!(by_id(&entries, "n").get("component").is_none());
+
+    // Read back, readable and filtered.
+    let shown = toolhost(
+        &ws,
+        &["audit", log.to_str().unwrap(), "--tool", "bash"],
+        None,
+    );
+    let shown = String::from_utf8(shown.stdout).unwrap();
+    assert!(shown.contains("✓   bash"), "{shown}");
+    assert!(shown.contains("    ran: "), "{shown}");
+    assert!(shown.ends_with("1 call (1 ok, 0 not)\n"), "{shown}");
+    let writes = toolhost(
+        &ws,
+        &["audit", log.to_str().unwrap(), "--tool", "write"],
+        None,
+    );
+    let writes = String::from_utf8(writes.stdout).unwrap();
+    assert!(
+        writes.contains(&format!("    wrote: {0}/out, {0}/out/made.txt", ws.str())),
+        "{writes}"
+    );
+    let invalid_only = toolhost(
+        &ws,
+        &[
+            "--audit",
+            log.to_str().unwrap(),
+            "audit",
+            "--outcome",
+            "invalid",
+            "--json",
+        ],
+        None,
+    );
+    let lines: Vec<Value> = String::from_utf8(invalid_only.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["toolCallId"], "v");
+    let later = toolhost(
+        &ws,
+        &[
+            "audit",
+            log.to_str().unwrap(),
+            "--since",
+            "2099-01-01T00:00:00Z",
+        ],
+        None,
+    );
+    assert!(
+        String::from_utf8(later.stdout)
+            .unwrap()
+            .ends_with("0 calls (0 ok, 0 not)\n")
+    );
+    let bad = toolhost(
+        &ws,
+        &["audit", log.to_str().unwrap(), "--outcome", "fine"],
+        None,
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown outcome \"fine\""));
+}
+
+#[test]
+fn the_audit_log_is_protected_from_the_tools_it_records() {
+    let ws = Workspace::new();
+    let log = ws.path.join("audit.jsonl");
+    let out = run_audited(
+        &ws,
+        log.to_str().unwrap(),
+        json!([
+            {"type": "toolCall", "id": "a", "name": "read", "arguments": {"path": "batch.json"}},
+        ]),
+    );
+    assert!(out.status.success());
+    let before = std::fs::read_to_string(&log).unwrap();
+    let out = run_audited(
+        &ws,
+        log.to_str().unwrap(),
+        json!([
+            {"type": "toolCall", "id": "w", "name": "write",
+             "arguments": {"path": "audit.jsonl", "content": "nothing happened\n"}},
+        ]),
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains("Path is protected: audit.jsonl"),
+        "{stdout}"
+    );
+    let after = std::fs::read_to_string(&log).unwrap();
+    assert!(after.starts_with(&before), "the earlier lines are intact");
+    assert_eq!(after.lines().count(), 2);
+}
+
+#[test]
+fn calls_succeed_when_the_audit_log_cannot_be_written_and_it_is_said_once() {
+    let ws = Workspace::new();
+    ws.write("a.txt", "alpha\n");
+    let calls = json!([
+        {"type": "toolCall", "id": "1", "name": "read", "arguments": {"path": "a.txt"}},
+        {"type": "toolCall", "id": "2", "name": "read", "arguments": {"path": "a.txt"}},
+        {"type": "toolCall", "id": "3", "name": "read", "arguments": {"path": "a.txt"}},
+    ]);
+    let missing_dir = ws.config_home().join("no/such/dir/audit.jsonl");
+    for (log, cause) in [
+        ("/dev/full", "No space left on device"),
+        (missing_dir.to_str().unwrap(), "No such file or directory"),
+    ] {
+        let out = run_audited(&ws, log, calls.clone());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let end: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+        let results = end["toolResults"].as_array().unwrap();
+        assert_eq!(results.len(), 3);
+        for r in results {
+            assert_eq!(r["isError"], false, "{r}");
+            assert!(r["content"][0]["text"].as_str().unwrap().contains("alpha"));
+        }
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let said: Vec<&str> = stderr.lines().filter(|l| l.contains("audit log")).collect();
+        assert_eq!(said.len(), 1, "said once: {stderr}");
+        assert!(
+            said[0].contains(log) && said[0].contains(cause),
+            "{}",
+            said[0]
+        );
+    }
+}
+
+#[test]
+fn only_the_user_chooses_where_the_audit_log_goes() {
+    let ws = Workspace::new();
+    let user_log = ws.config_home().join("user-audit.jsonl");
+    user_policy(&ws, &format!("audit = {:?}\n", user_log.to_str().unwrap()));
+    ws.write("toolhost.toml", "audit = \"elsewhere.jsonl\"\n");
+    trust_workspace(&ws);
+    let out = toolhost(&ws, &["call", "read", r#"{"path":"toolhost.toml"}"#], None);
+    assert!(out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("audit is set only by the user's toolhost.toml or --audit; ignored here"),
+        "{stderr}"
+    );
+    assert!(!ws.path.join("elsewhere.jsonl").exists());
+    assert_eq!(entries(&user_log).len(), 1);
+    // `toolhost audit` finds the user's log by itself.
+    let shown = toolhost(&ws, &["audit"], None);
+    assert!(
+        String::from_utf8(shown.stdout)
+            .unwrap()
+            .ends_with("1 call (1 ok, 0 not)\n")
+    );
+}
