@@ -4,11 +4,14 @@
 #   wordcount.wasm   Rust, on the toolhost SDK          (cargo, target wasm32-wasip2)
 #   jsonquery.wasm   JavaScript, with componentize-qjs  (npm, pinned in jsonquery/package-lock.json)
 #   csvstats.wasm    Python, with componentize-py       (pip, pinned in csvstats/requirements.txt)
+#   cksum.wasm       C, with clang and wasi-libc        (bindings from wit-bindgen c 0.63.0)
 #
 # The JavaScript and Python toolchains are installed on first use, and again
 # whenever their pins change: npm into jsonquery/node_modules, pip into a
-# virtual environment at csvstats/.venv. Needs Rust with the wasm32-wasip2
-# target, Node.js 18+ with npm, and Python 3.10+.
+# virtual environment at csvstats/.venv, wit-bindgen's CLI with cargo into
+# target/tools. Needs Rust with the wasm32-wasip2 target, Node.js 18+ with
+# npm, Python 3.10+, and clang with wasi-libc (Debian: clang lld wasi-libc
+# libclang-rt-dev-wasm32; scripts/setup installs them).
 #
 # Usage: guest-tools/examples/build.sh [OUTPUT_DIR]
 set -euo pipefail
@@ -58,6 +61,26 @@ step "csvstats (Python)"
         componentize -p src csvstats -o dist/csvstats.wasm
 )
 cp "$here/csvstats/dist/csvstats.wasm" "$out/csvstats.wasm"
+
+step "cksum (C)"
+(
+    cd "$here/cksum"
+    tools=$here/../../target/tools
+    wit_bindgen=$tools/bin/wit-bindgen
+    if ! "$wit_bindgen" --version 2>/dev/null | grep -qx "wit-bindgen-cli 0.63.0"; then
+        cargo install --quiet --locked wit-bindgen-cli --version 0.63.0 --root "$tools"
+    fi
+    # The linker rustup ships for wasm32-wasip2: wasm-ld, then the core
+    # module made a component (with the WASI adapter for a library).
+    host=$(rustc -vV | sed -n 's/^host: //p')
+    linker=$(rustc --print sysroot)/lib/rustlib/$host/bin/wasm-component-ld
+    mkdir -p build
+    "$wit_bindgen" c ../../../wit --world tool-component --out-dir build >/dev/null
+    clang --target=wasm32-wasi -O2 -Wall -Wextra -Werror -Ibuild \
+        -mexec-model=reactor -fuse-ld="$linker" -Wl,--wasi-adapter=reactor \
+        -o build/cksum.wasm src/cksum.c build/tool_component.c build/tool_component_component_type.o
+)
+cp "$here/cksum/build/cksum.wasm" "$out/cksum.wasm"
 
 step "built into $out"
 ls -l "$out"/*.wasm >&2

@@ -1,5 +1,5 @@
 //! The example extensions of `guest-tools/examples/` (Rust, JavaScript,
-//! Python), as their READMEs tell a user to install them: the `.wasm` file
+//! Python, C), as their READMEs tell a user to install them: the `.wasm` file
 //! dropped into the user's extensions directory with a grant in the user's
 //! `toolhost.toml`, or into a workspace's `.toolhost/extensions/` with a
 //! grant in the workspace's `toolhost.toml`, trusted with `toolhost trust`.
@@ -301,6 +301,65 @@ fn python_csvstats_reads_only_granted_files_with_open() {
         ext[0]["refused"],
         "instantiating failed: the component exceeded its memory limit of 8 MiB and was stopped"
     );
+}
+
+#[test]
+fn c_cksum_checksums_files_in_its_granted_directory_only() {
+    let ws = Workspace::new();
+    ws.write("data/hello.txt", "hello\n");
+    // Bigger than one read of the host (256 KiB), not a multiple of it.
+    let big: Vec<u8> = (0..700_001u32).map(|i| (i * 7 + i / 13) as u8).collect();
+    ws.write("data/big.bin", &big);
+    ws.write("secret.txt", "outside the grant");
+    drop_in(&ws.extensions(), "cksum");
+
+    // Not granted: refused at load, like any component importing fs-read.
+    assert!(listed(&ws, "cksum").is_none());
+
+    ws.write("toolhost.toml", "[extensions.cksum]\nfs-read = [\"data\"]\n");
+    trust_workspace(&ws);
+    let tool = listed(&ws, "cksum").expect("granted: listed");
+    assert_eq!(tool["label"], "Checksum");
+    assert_eq!(tool["parameters"]["required"], json!(["paths"]));
+
+    // CRC-32 as gzip and zlib compute it: printf 'hello\n' | gzip | tail -c8.
+    let (text, is_error) = call_text(
+        &ws,
+        "cksum",
+        json!({"paths": ["data/hello.txt", "data/big.bin"]}),
+    );
+    let big_crc = crc32(&big);
+    assert_eq!(
+        (text.as_str(), is_error),
+        (
+            format!(
+                "363a3020           6  data/hello.txt\n{big_crc:08x}      700001  data/big.bin"
+            )
+            .as_str(),
+            false
+        )
+    );
+    let (text, is_error) = call_text(&ws, "cksum", json!({"paths": ["secret.txt"]}));
+    assert!(is_error);
+    assert!(
+        text.starts_with("secret.txt: ") && text.contains("outside"),
+        "{text}"
+    );
+    // The host validated the arguments before the C code saw them.
+    let (text, is_error) = call_text(&ws, "cksum", json!({"paths": []}));
+    assert!(is_error && text.starts_with("Validation failed for tool \"cksum\""), "{text}");
+}
+
+/// CRC-32 (IEEE), bit by bit: the reference the C table is checked against.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { 0xEDB8_8320 ^ (crc >> 1) } else { crc >> 1 };
+        }
+    }
+    !crc
 }
 
 #[test]
