@@ -5,6 +5,14 @@
 //! Parsing, printing and exit codes only; the work is the library's.
 //! Exit codes: 0 success, 1 the tool reported an error, 2 usage or host error.
 
+/// mimalloc, not glibc's malloc: a call's memory is often freed on another
+/// thread than the one that allocated it (tokio moves tasks between workers),
+/// and glibc makes that free wait on the allocating thread's arena lock.
+/// Measured (`scripts/bench paths batch`): 2,001 reads in a batch 78 → 50 µs
+/// a call; 64 reads in parallel against sequential 1.13× → 1.46×.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};

@@ -22,6 +22,10 @@
 //! sides and reports medians (and p99 where said); ratios, not absolute
 //! times, are what carries from one machine to another.
 
+/// The allocator the toolhost binary ships with (see its `main.rs`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod batch;
 mod http;
 mod jail;
