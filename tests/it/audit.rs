@@ -265,3 +265,27 @@ fn only_the_user_chooses_where_the_audit_log_goes() {
             .ends_with("1 call (1 ok, 0 not)\n")
     );
 }
+
+#[test]
+fn the_audit_log_is_never_written_through_a_symlink() {
+    let ws = Workspace::new();
+    ws.write("elsewhere.txt", "kept\n");
+    ws.symlink("audit.jsonl", ws.path.join("elsewhere.txt"));
+    let log = ws.path.join("audit.jsonl");
+    let out = run_audited(
+        &ws,
+        log.to_str().unwrap(),
+        json!([{"type": "toolCall", "id": "a", "name": "read", "arguments": {"path": "elsewhere.txt"}}]),
+    );
+    assert!(out.status.success(), "the call still runs");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("audit log") && stderr.contains("symbolic links"),
+        "{stderr}"
+    );
+    assert_eq!(
+        ws.read("elsewhere.txt"),
+        "kept\n",
+        "nothing written through it"
+    );
+}

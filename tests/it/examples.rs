@@ -316,7 +316,10 @@ fn c_cksum_checksums_files_in_its_granted_directory_only() {
     // Not granted: refused at load, like any component importing fs-read.
     assert!(listed(&ws, "cksum").is_none());
 
-    ws.write("toolhost.toml", "[extensions.cksum]\nfs-read = [\"data\"]\n");
+    ws.write(
+        "toolhost.toml",
+        "[extensions.cksum]\nfs-read = [\"data\"]\n",
+    );
     trust_workspace(&ws);
     let tool = listed(&ws, "cksum").expect("granted: listed");
     assert_eq!(tool["label"], "Checksum");
@@ -347,7 +350,10 @@ fn c_cksum_checksums_files_in_its_granted_directory_only() {
     );
     // The host validated the arguments before the C code saw them.
     let (text, is_error) = call_text(&ws, "cksum", json!({"paths": []}));
-    assert!(is_error && text.starts_with("Validation failed for tool \"cksum\""), "{text}");
+    assert!(
+        is_error && text.starts_with("Validation failed for tool \"cksum\""),
+        "{text}"
+    );
 }
 
 /// CRC-32 (IEEE), bit by bit: the reference the C table is checked against.
@@ -356,7 +362,11 @@ fn crc32(bytes: &[u8]) -> u32 {
     for &b in bytes {
         crc ^= u32::from(b);
         for _ in 0..8 {
-            crc = if crc & 1 != 0 { 0xEDB8_8320 ^ (crc >> 1) } else { crc >> 1 };
+            crc = if crc & 1 != 0 {
+                0xEDB8_8320 ^ (crc >> 1)
+            } else {
+                crc >> 1
+            };
         }
     }
     !crc

@@ -12,7 +12,6 @@ use crate::support::*;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use toolhost::{GrantSpec, Host, Runtime, RuntimeOptions};
 
 const UNTRUSTED: &str = "untrusted: run toolhost trust to review";
@@ -580,37 +579,13 @@ fn hostile_fifos_and_devices_planted_as_policy_or_component_neither_hang_nor_gro
 /// Run `toolhost trust` on a pseudo-terminal, answering `answer` at its
 /// prompt; its exit code and what it printed.
 fn trust_on_a_terminal(ws: &Workspace, answer: &str) -> (i32, String) {
-    let script = "import os, pty, sys, time\n\
-                  pid, fd = pty.fork()\n\
-                  if pid == 0:\n\
-                  \x20   os.execv(sys.argv[1], sys.argv[1:-1])\n\
-                  out = b''\n\
-                  while b'[y/N]' not in out:\n\
-                  \x20   out += os.read(fd, 4096)\n\
-                  os.write(fd, sys.argv[-1].encode() + b'\\n')\n\
-                  while True:\n\
-                  \x20   try:\n\
-                  \x20       chunk = os.read(fd, 4096)\n\
-                  \x20   except OSError:\n\
-                  \x20       break\n\
-                  \x20   if not chunk:\n\
-                  \x20       break\n\
-                  \x20   out += chunk\n\
-                  _, status = os.waitpid(pid, 0)\n\
-                  sys.stdout.write(out.decode(errors='replace'))\n\
-                  sys.exit(os.waitstatus_to_exitcode(status))\n";
-    let out = Command::new("python3")
-        .args(["-c", script])
-        .arg(toolhost_bin())
-        .args(["--workspace", ws.str(), "trust"])
-        .arg(answer)
-        .env("XDG_CONFIG_HOME", ws.config_home())
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    let (code, out) = on_a_terminal(
+        ws,
+        &["--workspace", ws.str(), "trust"],
+        &[],
+        Some(("[y/N]", answer)),
+    );
+    (code, String::from_utf8_lossy(&out).into_owned())
 }
 
 #[test]

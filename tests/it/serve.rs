@@ -139,14 +139,8 @@ fn the_example_client_streams_a_parallel_batch_in_pi_order() {
         json!({"content": [{"type": "text", "text": "Tool nope not found"}], "details": {}})
     );
     assert_eq!(events[0]["args"], json!({"ms": 2000}));
-    let texts: Vec<&str> = result["toolResults"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"][0]["text"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        texts,
+        result_texts(&result["toolResults"]),
         [
             "slow done after 2000 ms",
             "fast done",

@@ -218,14 +218,8 @@ fn a_batch_streams_its_events_then_its_response_as_json_lines() {
     // The same lines as on stdio: Pi's order (spec §2.3), then the response.
     assert_eq!(event_shape(&events), REVERSE_FINISH_EVENTS);
     assert_eq!(response["id"], "b1");
-    let texts: Vec<&str> = response["result"]["toolResults"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"][0]["text"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        texts,
+        result_texts(&response["result"]["toolResults"]),
         [
             "slow done after 2000 ms",
             "fast done",
@@ -319,18 +313,12 @@ fn thirty_two_clients_each_run_a_batch_at_once() {
                     let lines = reply.lines();
                     let response = lines.last().unwrap();
                     assert_eq!(response["id"], i);
-                    let texts: Vec<String> = response["result"]["toolResults"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|m| m["content"][0]["text"].as_str().unwrap().to_string())
-                        .collect();
                     assert_eq!(
-                        texts,
+                        result_texts(&response["result"]["toolResults"]),
                         [
-                            format!("file {i}\n"),
-                            format!("client {i}\n"),
-                            "slow done after 200 ms".to_string()
+                            format!("file {i}\n").as_str(),
+                            format!("client {i}\n").as_str(),
+                            "slow done after 200 ms"
                         ]
                     );
                     // Every event of the stream is this client's batch.

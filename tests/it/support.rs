@@ -456,3 +456,60 @@ pub fn event_shape(events: &[Value]) -> Vec<String> {
         })
         .collect()
 }
+
+/// Run the CLI with `args` on a pseudo-terminal of 40 rows × 120 columns
+/// (Python's `pty`), with `env` and the workspace's configuration home; when
+/// `answer` is `(prompt, reply)`, type `reply` and Enter once `prompt` has
+/// appeared. Its exit code and every byte it wrote to the terminal.
+pub fn on_a_terminal(
+    ws: &Workspace,
+    args: &[&str],
+    env: &[(&str, &str)],
+    answer: Option<(&str, &str)>,
+) -> (i32, Vec<u8>) {
+    let script = "import os, pty, sys, fcntl, termios, struct\n\
+                  prompt, reply = sys.argv[1].encode(), sys.argv[2].encode()\n\
+                  pid, fd = pty.fork()\n\
+                  if pid == 0:\n\
+                  \x20   fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack('HHHH', 40, 120, 0, 0))\n\
+                  \x20   os.execv(sys.argv[3], sys.argv[3:])\n\
+                  out, answered = b'', not prompt\n\
+                  while True:\n\
+                  \x20   try:\n\
+                  \x20       chunk = os.read(fd, 65536)\n\
+                  \x20   except OSError:\n\
+                  \x20       break\n\
+                  \x20   if not chunk:\n\
+                  \x20       break\n\
+                  \x20   out += chunk\n\
+                  \x20   if not answered and prompt in out:\n\
+                  \x20       os.write(fd, reply + b'\\n')\n\
+                  \x20       answered = True\n\
+                  _, status = os.waitpid(pid, 0)\n\
+                  sys.stdout.buffer.write(out)\n\
+                  sys.exit(os.waitstatus_to_exitcode(status))\n";
+    let (prompt, reply) = answer.unwrap_or(("", ""));
+    let out = Command::new("python3")
+        .args(["-c", script, prompt, reply])
+        .arg(toolhost_bin())
+        .args(args)
+        .env("XDG_CONFIG_HOME", ws.config_home())
+        .env_remove("NO_COLOR")
+        .env("TERM", "xterm-256color")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    (out.status.code().unwrap_or(-1), out.stdout)
+}
+
+/// The text of each result message's first block, in order (`toolResults`
+/// of a `turn_end` line or a `batch/run` response).
+#[track_caller]
+pub fn result_texts(results: &Value) -> Vec<&str> {
+    results
+        .as_array()
+        .expect("an array of result messages")
+        .iter()
+        .map(|m| m["content"][0]["text"].as_str().expect("a text block"))
+        .collect()
+}

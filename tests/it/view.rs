@@ -2,45 +2,14 @@
 //! read through a terminal emulator, and colour only where it is wanted.
 
 use crate::support::*;
-use std::process::Command;
 
-/// Run `toolhost run` on a pseudo-terminal of 120 × 40 with `env`; every
-/// byte it wrote there.
+/// Run `toolhost` with `args` on a pseudo-terminal of 120 × 40 with `env`;
+/// every byte it wrote there.
+#[track_caller]
 fn run_on_a_terminal(args: &[&str], env: &[(&str, &str)]) -> Vec<u8> {
-    let script = "import os, pty, sys, fcntl, termios, struct\n\
-                  pid, fd = pty.fork()\n\
-                  if pid == 0:\n\
-                  \x20   os.execv(sys.argv[1], sys.argv[1:])\n\
-                  fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack('HHHH', 40, 120, 0, 0))\n\
-                  out = b''\n\
-                  while True:\n\
-                  \x20   try:\n\
-                  \x20       chunk = os.read(fd, 65536)\n\
-                  \x20   except OSError:\n\
-                  \x20       break\n\
-                  \x20   if not chunk:\n\
-                  \x20       break\n\
-                  \x20   out += chunk\n\
-                  _, status = os.waitpid(pid, 0)\n\
-                  sys.stdout.buffer.write(out)\n\
-                  sys.exit(os.waitstatus_to_exitcode(status))\n";
-    let ws = Workspace::new();
-    let out = Command::new("python3")
-        .args(["-c", script])
-        .arg(toolhost_bin())
-        .args(args)
-        .env("XDG_CONFIG_HOME", ws.config_home())
-        .env_remove("NO_COLOR")
-        .env("TERM", "xterm-256color")
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    let (code, out) = on_a_terminal(&Workspace::new(), args, env, None);
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out));
+    out
 }
 
 /// What a terminal shows after `bytes`, with times made constant.

@@ -10,12 +10,23 @@ use toolhost::extensions::policy::{Policy, default_user_config_dir};
 use toolhost::extensions::trust::TrustStore;
 
 /// What `toolhost audit` was asked.
+#[derive(clap::Args)]
 pub struct Query {
+    /// The log (default: --audit, else `audit` in the user's toolhost.toml).
+    #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
+    #[arg(long, value_name = "NAME")]
     pub tool: Option<String>,
+    /// ok, error, not-found, invalid, blocked, cancelled, timeout, crashed or not-run.
+    #[arg(long, value_name = "OUTCOME")]
     pub outcome: Option<String>,
+    /// Calls that started at or after this time: RFC 3339, or a time ago (15m, 2h, 7d).
+    #[arg(long, value_name = "WHEN")]
     pub since: Option<String>,
+    /// Calls that started before this time (as --since).
+    #[arg(long, value_name = "WHEN")]
     pub until: Option<String>,
+    #[arg(long)]
     pub json: bool,
 }
 

@@ -167,24 +167,7 @@ enum Command {
     },
     /// Print the audit log readably (or as JSON lines with --json), filtered
     /// by tool, outcome and time.
-    Audit {
-        /// The log (default: --audit, else `audit` in the user's toolhost.toml).
-        #[arg(value_name = "FILE")]
-        file: Option<PathBuf>,
-        #[arg(long, value_name = "NAME")]
-        tool: Option<String>,
-        /// ok, error, not-found, invalid, blocked, cancelled, timeout, crashed or not-run.
-        #[arg(long, value_name = "OUTCOME")]
-        outcome: Option<String>,
-        /// Calls that started at or after this time: RFC 3339, or a time ago (15m, 2h, 7d).
-        #[arg(long, value_name = "WHEN")]
-        since: Option<String>,
-        /// Calls that started before this time (as --since).
-        #[arg(long, value_name = "WHEN")]
-        until: Option<String>,
-        #[arg(long)]
-        json: bool,
-    },
+    Audit(audit::Query),
     /// Finish compiling what the last command loaded with the quick compiler
     /// (started by toolhost itself, detached, when a short command ends
     /// while Cranelift still works in the background).
@@ -456,22 +439,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             return trust(cli.workspace.as_deref(), yes, revoke, json).await;
         }
         Command::Doctor { json } => return doctor(json),
-        Command::Audit {
-            file,
-            tool,
-            outcome,
-            since,
-            until,
-            json,
-        } => {
-            let query = audit::Query {
-                file,
-                tool,
-                outcome,
-                since,
-                until,
-                json,
-            };
+        Command::Audit(query) => {
             return audit::run(query, cli.audit.as_deref(), cli.workspace.as_deref());
         }
         _ => {}
@@ -548,7 +516,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Ext { .. }
         | Command::Trust { .. }
         | Command::Doctor { .. }
-        | Command::Audit { .. } => {
+        | Command::Audit(_) => {
             unreachable!("handled before loading")
         }
     };

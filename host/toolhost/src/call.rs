@@ -210,10 +210,37 @@ impl BatchContext {
         finished
     }
 
+    /// Write a finished call's line to the audit log, if there is one.
+    fn audit(&self, finished: &Finished) {
+        let Some(log) = &self.session.audit_log else {
+            return;
+        };
+        let trace = &finished.trace;
+        let error = finished.is_error.then(|| {
+            let text = finished.result.content.iter().find_map(|b| match b {
+                crate::message::ContentBlock::Text { text } => Some(text.as_str()),
+                _ => None,
+            });
+            crate::audit::error_summary(text.unwrap_or(""))
+        });
+        log.record(&crate::audit::Entry {
+            time: crate::audit::timestamp(trace.started),
+            session: self.session.settings.session_id.clone(),
+            tool_call_id: finished.call.id.clone(),
+            tool: finished.call.name.clone(),
+            component: trace.component.as_deref().map(str::to_string),
+            arguments: crate::audit::redact::redact(&finished.call.arguments),
+            used: trace.used.clone(),
+            outcome: trace.outcome(finished.is_error),
+            error,
+            duration_ms: trace.duration_ms(),
+        });
+    }
+
     /// The result message of a finished call, with its two events; the
     /// call's line in the audit log.
     pub(crate) fn message(&self, finished: &Finished) -> ToolResultMessage {
-        self.session.audit(finished);
+        self.audit(finished);
         let message = ToolResultMessage::new(&finished.call, &finished.result, finished.is_error);
         self.sink.emit(Event::MessageStart {
             message: message.clone(),
@@ -235,6 +262,16 @@ impl BatchContext {
         Preflight::Done(Box::new(self.fail(call, text, terminate, trace)))
     }
 
+    /// A call that noticed the abort before it ran (§7.6).
+    fn aborted(&self, call: &ToolCall, trace: Trace) -> Preflight {
+        self.done(
+            call,
+            OPERATION_ABORTED,
+            false,
+            trace.ended(Outcome::Cancelled),
+        )
+    }
+
     /// The tool `call` names, from the registry as it is now.
     pub(crate) fn lookup(&self, call: &ToolCall) -> Option<Arc<RegisteredTool>> {
         let registry = self.session.registry.read().expect("registry lock");
@@ -250,12 +287,7 @@ impl BatchContext {
         let mut trace = Trace::begin();
         if self.cancel.is_cancelled() {
             // §7.6: after an abort every call still gets its result.
-            return self.done(
-                call,
-                OPERATION_ABORTED,
-                false,
-                trace.ended(Outcome::Cancelled),
-            );
+            return self.aborted(call, trace);
         }
         let Some(tool) = self.lookup(call) else {
             let text = format!("Tool {} not found", call.name);
@@ -336,8 +368,7 @@ impl BatchContext {
                 }
                 Ok(verdict) => {
                     if self.cancel.is_cancelled() {
-                        let trace = trace.ended(Outcome::Cancelled);
-                        return self.done(call, OPERATION_ABORTED, false, trace);
+                        return self.aborted(call, trace);
                     }
                     if let Some(v) = verdict.filter(|v| v.block) {
                         let reason = v
@@ -349,12 +380,7 @@ impl BatchContext {
             }
         }
         if self.cancel.is_cancelled() {
-            return self.done(
-                call,
-                OPERATION_ABORTED,
-                false,
-                trace.ended(Outcome::Cancelled),
-            );
+            return self.aborted(call, trace);
         }
         Preflight::Ready(Box::new(ReadyCall {
             call: call.clone(),

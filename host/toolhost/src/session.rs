@@ -7,8 +7,7 @@
 //! only through the host ([`crate::Host::set_active_tools`]) or a tool
 //! granted `tools` (through [`crate::ops::tools`]).
 
-use crate::audit::{self, AuditLog};
-use crate::call::Finished;
+use crate::audit::AuditLog;
 use crate::hooks::Hook;
 use crate::registry::{RegisteredTool, Registry};
 use crate::wit::v0_1::types;
@@ -42,31 +41,6 @@ pub(crate) struct CallSettings {
 }
 
 impl Session {
-    /// Write a finished call's line to the audit log, if there is one.
-    pub(crate) fn audit(&self, finished: &Finished) {
-        let Some(log) = &self.audit_log else { return };
-        let trace = &finished.trace;
-        let error = finished.is_error.then(|| {
-            let text = finished.result.content.iter().find_map(|b| match b {
-                crate::message::ContentBlock::Text { text } => Some(text.as_str()),
-                _ => None,
-            });
-            audit::error_summary(text.unwrap_or(""))
-        });
-        log.record(&audit::Entry {
-            time: audit::timestamp(trace.started),
-            session: self.settings.session_id.clone(),
-            tool_call_id: finished.call.id.clone(),
-            tool: finished.call.name.clone(),
-            component: trace.component.as_deref().map(str::to_string),
-            arguments: audit::redact::redact(&finished.call.arguments),
-            used: trace.used.clone(),
-            outcome: trace.outcome(finished.is_error),
-            error,
-            duration_ms: trace.duration_ms(),
-        });
-    }
-
     /// What a tool learns about the call it runs.
     pub(crate) fn call_context(
         &self,

@@ -41,6 +41,22 @@ struct Load {
 }
 
 impl Load {
+    /// The latencies of every client's task, once all have ended; the
+    /// server stopped.
+    async fn gather(
+        tasks: Vec<tokio::task::JoinHandle<Vec<Duration>>>,
+        start: Instant,
+        mut child: tokio::process::Child,
+    ) -> Load {
+        let mut latencies = Vec::new();
+        for task in tasks {
+            latencies.extend(task.await.unwrap());
+        }
+        let elapsed = start.elapsed();
+        let _ = child.kill().await;
+        Load { latencies, elapsed }
+    }
+
     fn per_second(&self) -> f64 {
         self.latencies.len() as f64 / self.elapsed.as_secs_f64()
     }
@@ -129,13 +145,7 @@ async fn over_http(mut command: tokio::process::Command, clients: usize, calls: 
     let tasks: Vec<_> = (0..clients)
         .map(|_| tokio::spawn(http_client_owned(addr.clone(), calls, deadline)))
         .collect();
-    let mut latencies = Vec::new();
-    for task in tasks {
-        latencies.extend(task.await.unwrap());
-    }
-    let elapsed = start.elapsed();
-    let _ = child.kill().await;
-    Load { latencies, elapsed }
+    Load::gather(tasks, start, child).await
 }
 
 async fn http_client_owned(addr: String, calls: usize, deadline: Instant) -> Vec<Duration> {
@@ -251,11 +261,5 @@ async fn over_stdio(mut command: tokio::process::Command, in_flight: usize, call
             })
         })
         .collect();
-    let mut latencies = Vec::new();
-    for task in tasks {
-        latencies.extend(task.await.unwrap());
-    }
-    let elapsed = start.elapsed();
-    let _ = child.kill().await;
-    Load { latencies, elapsed }
+    Load::gather(tasks, start, child).await
 }

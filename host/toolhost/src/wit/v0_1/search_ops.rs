@@ -80,15 +80,29 @@ impl From<ops::SearchError> for search::SearchError {
 }
 
 impl OpsCtx<'_> {
-    /// Record a search of `root`: read, or refused.
-    fn note_search<T>(&self, found: &Result<T, ops::SearchError>, root: &str) {
-        match found {
-            Ok(_) => self.usage.note(Use::Read, root),
+    /// Run a search of `root` on the blocking pool and record it: read, or
+    /// refused.
+    async fn searched<T: Send + 'static, W: From<T>>(
+        &mut self,
+        root: String,
+        run: impl FnOnce(&dyn ops::Search, &ops::StopFlag) -> Result<T, ops::SearchError>
+        + Send
+        + 'static,
+    ) -> wasmtime::Result<Result<W, search::SearchError>> {
+        let Some(backend) = self.caps.search.clone() else {
+            return Ok(Err(search::SearchError::Other(
+                "search is not granted".into(),
+            )));
+        };
+        let found = run_search(backend, self.cancel.clone(), run).await;
+        match &found {
+            Ok(_) => self.usage.note(Use::Read, &root),
             Err(ops::SearchError::OutsideRoots(_)) => self
                 .usage
                 .note(Use::Denied, &format!("search {root}: outside-roots")),
             Err(_) => {}
         }
+        Ok(found.map(Into::into).map_err(Into::into))
     }
 }
 
@@ -97,37 +111,19 @@ impl search::Host for OpsCtx<'_> {
         &mut self,
         request: search::GrepRequest,
     ) -> wasmtime::Result<Result<search::GrepResult, search::SearchError>> {
-        let Some(backend) = self.caps.search.clone() else {
-            return Ok(Err(search::SearchError::Other(
-                "search is not granted".into(),
-            )));
-        };
         let request = ops::GrepRequest::from(request);
         let root = request.root.clone();
-        let found = run_search(backend, self.cancel.clone(), move |backend, stop| {
-            backend.grep(&request, stop)
-        })
-        .await;
-        self.note_search(&found, &root);
-        Ok(found.map(Into::into).map_err(Into::into))
+        self.searched(root, move |backend, stop| backend.grep(&request, stop))
+            .await
     }
 
     async fn glob(
         &mut self,
         request: search::GlobRequest,
     ) -> wasmtime::Result<Result<search::GlobResult, search::SearchError>> {
-        let Some(backend) = self.caps.search.clone() else {
-            return Ok(Err(search::SearchError::Other(
-                "search is not granted".into(),
-            )));
-        };
         let request = ops::GlobRequest::from(request);
         let root = request.root.clone();
-        let found = run_search(backend, self.cancel.clone(), move |backend, stop| {
-            backend.glob(&request, stop)
-        })
-        .await;
-        self.note_search(&found, &root);
-        Ok(found.map(Into::into).map_err(Into::into))
+        self.searched(root, move |backend, stop| backend.glob(&request, stop))
+            .await
     }
 }
