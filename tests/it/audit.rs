@@ -22,6 +22,12 @@ fn by_id<'a>(entries: &'a [Value], id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no entry for {id} in {entries:#?}"))
 }
 
+/// What `toolhost ARGS` printed (for `toolhost audit`).
+#[track_caller]
+fn printed(ws: &Workspace, args: &[&str]) -> String {
+    String::from_utf8(toolhost(ws, args, None).stdout).unwrap()
+}
+
 /// `toolhost run` on a batch of `calls`, with the audit log at `log`.
 #[track_caller]
 fn run_audited(ws: &Workspace, log: &str, calls: Value) -> std::process::Output {
@@ -109,64 +115,27 @@ fn every_call_has_a_line_saying_what_it_used_and_how_it_ended() {
     assert!(by_id(&entries, "n").get("component").is_none());
 
     // Read back, readable and filtered.
-    let shown = toolhost(
-        &ws,
-        &["audit", log.to_str().unwrap(), "--tool", "bash"],
-        None,
-    );
-    let shown = String::from_utf8(shown.stdout).unwrap();
+    let log = log.to_str().unwrap();
+    let shown = printed(&ws, &["audit", log, "--tool", "bash"]);
     assert!(shown.contains("✓   bash"), "{shown}");
     assert!(shown.contains("    ran: "), "{shown}");
     assert!(shown.ends_with("1 call (1 ok, 0 not)\n"), "{shown}");
-    let writes = toolhost(
+    let writes = printed(&ws, &["audit", log, "--tool", "write"]);
+    let wrote = format!("    wrote: {0}/out, {0}/out/made.txt", ws.str());
+    assert!(writes.contains(&wrote), "{writes}");
+    let invalid = printed(
         &ws,
-        &["audit", log.to_str().unwrap(), "--tool", "write"],
-        None,
+        &["--audit", log, "audit", "--outcome", "invalid", "--json"],
     );
-    let writes = String::from_utf8(writes.stdout).unwrap();
-    assert!(
-        writes.contains(&format!("    wrote: {0}/out, {0}/out/made.txt", ws.str())),
-        "{writes}"
-    );
-    let invalid_only = toolhost(
-        &ws,
-        &[
-            "--audit",
-            log.to_str().unwrap(),
-            "audit",
-            "--outcome",
-            "invalid",
-            "--json",
-        ],
-        None,
-    );
-    let lines: Vec<Value> = String::from_utf8(invalid_only.stdout)
-        .unwrap()
+    let lines: Vec<Value> = invalid
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines.len(), 1);
     assert_eq!(lines[0]["toolCallId"], "v");
-    let later = toolhost(
-        &ws,
-        &[
-            "audit",
-            log.to_str().unwrap(),
-            "--since",
-            "2099-01-01T00:00:00Z",
-        ],
-        None,
-    );
-    assert!(
-        String::from_utf8(later.stdout)
-            .unwrap()
-            .ends_with("0 calls (0 ok, 0 not)\n")
-    );
-    let bad = toolhost(
-        &ws,
-        &["audit", log.to_str().unwrap(), "--outcome", "fine"],
-        None,
-    );
+    let later = printed(&ws, &["audit", log, "--since", "2099-01-01T00:00:00Z"]);
+    assert!(later.ends_with("0 calls (0 ok, 0 not)\n"), "{later}");
+    let bad = toolhost(&ws, &["audit", log, "--outcome", "fine"], None);
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown outcome \"fine\""));
 }
@@ -258,12 +227,8 @@ fn only_the_user_chooses_where_the_audit_log_goes() {
     assert!(!ws.path.join("elsewhere.jsonl").exists());
     assert_eq!(entries(&user_log).len(), 1);
     // `toolhost audit` finds the user's log by itself.
-    let shown = toolhost(&ws, &["audit"], None);
-    assert!(
-        String::from_utf8(shown.stdout)
-            .unwrap()
-            .ends_with("1 call (1 ok, 0 not)\n")
-    );
+    let shown = printed(&ws, &["audit"]);
+    assert!(shown.ends_with("1 call (1 ok, 0 not)\n"), "{shown}");
 }
 
 #[test]

@@ -4,19 +4,22 @@
 //! events, immediate outcomes emit their end at once), then all prepared calls
 //! run concurrently, each emitting its end when it finishes (completion
 //! order); the result messages follow in source order. Without before hooks
-//! a prepared call starts executing while the next ones are prepared; what
-//! it emits waits until every call has started, so the events are Pi's. Sequential (one
-//! sequential tool in the batch, or the host configured so): each call runs
-//! to its result message before the next starts.
+//! (and without a tool that changes the active set) nothing a call's
+//! preparation does depends on the calls before it, so each worker prepares
+//! and runs calls together ([`together`]); only the events keep Pi's order.
+//! Sequential (one sequential tool in the batch, or the host configured so):
+//! each call runs to its result message before the next starts.
 
 use crate::audit::Outcome;
-use crate::call::{BatchContext, Finished, Preflight, ReadyCall, Trace};
+use crate::call::{BatchContext, Finished, Preflight, ReadyCall, Trace, failed};
+use crate::events::Event;
 use crate::message::{StopReason, ToolResultMessage};
 use crate::registry::ExecutionMode;
 use futures::FutureExt;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 /// The result messages of a batch, in source order, and the terminate vote.
@@ -119,6 +122,9 @@ async fn parallel(ctx: &Arc<BatchContext>) -> Vec<Finished> {
             ctx.lookup(call)
                 .is_some_and(|t| t.sandbox.may_change_tools())
         });
+    if overlap {
+        return together(ctx).await;
+    }
     let (tx, rx) = mpsc::unbounded_channel();
     let queue: Queue = Arc::new(tokio::sync::Mutex::new(rx));
     // One worker per runtime thread (this task is one of them), each running
@@ -133,17 +139,11 @@ async fn parallel(ctx: &Arc<BatchContext>) -> Vec<Finished> {
             tokio::spawn(async move { worker(&ctx, &queue).await })
         })
         .collect();
-    if overlap {
-        ctx.gate.close();
-    }
     let mut held = Vec::new();
     for (i, call) in calls.iter().enumerate() {
         ctx.start(call);
         match ctx.preflight(call).await {
             Preflight::Done(f) => slots[i] = Some(*f),
-            Preflight::Ready(r) if overlap => {
-                let _ = tx.send((i, r));
-            }
             Preflight::Ready(r) => held.push((i, r)),
         }
     }
@@ -151,7 +151,6 @@ async fn parallel(ctx: &Arc<BatchContext>) -> Vec<Finished> {
         let _ = tx.send(ready);
     }
     drop(tx);
-    ctx.gate.open(ctx.sink.as_ref());
     for (i, f) in worker(ctx, &queue).await {
         slots[i] = Some(f);
     }
@@ -163,6 +162,172 @@ async fn parallel(ctx: &Arc<BatchContext>) -> Vec<Finished> {
         }
     }
     slots.into_iter().flatten().collect()
+}
+
+/// A parallel batch whose calls' preparations are independent: every
+/// worker takes the next call, prepares it and runs it at once, on the core
+/// whose caches hold its fresh instance (preparing every call on one core
+/// first left the other idle for that long, and each call ran on cold
+/// caches). The events are Pi's all the same: a call's start, and the end
+/// of one that ended before running, go out when every call before it has
+/// gone out ([`Announcer`]); what running calls emit waits behind the gate
+/// until every call has started.
+async fn together(ctx: &Arc<BatchContext>) -> Vec<Finished> {
+    let n = ctx.message.tool_calls.len();
+    let shared = Arc::new(Together {
+        next: AtomicUsize::new(0),
+        announcer: Mutex::new(Announcer {
+            calls: (0..n).map(|_| Announce::Waiting).collect(),
+            next: 0,
+        }),
+    });
+    ctx.gate.close();
+    let helpers: Vec<_> = (1..cores().min(n))
+        .map(|_| {
+            let (ctx, shared) = (ctx.clone(), shared.clone());
+            tokio::spawn(async move { together_worker(&ctx, &shared).await })
+        })
+        .collect();
+    let mut slots: Vec<Option<Finished>> = vec![None; n];
+    for (i, f) in together_worker(ctx, &shared).await {
+        slots[i] = Some(f);
+    }
+    for helper in helpers {
+        let done = helper.await.expect("a batch worker does not panic");
+        for (i, f) in done {
+            slots[i] = Some(f);
+        }
+    }
+    slots.into_iter().flatten().collect()
+}
+
+/// What the workers of [`together`] share.
+struct Together {
+    /// The next call no worker has taken.
+    next: AtomicUsize,
+    announcer: Mutex<Announcer>,
+}
+
+/// The start events (and the ends of calls that ended before running) in
+/// source order, whichever worker prepared them first.
+struct Announcer {
+    calls: Vec<Announce>,
+    /// The first call not announced.
+    next: usize,
+}
+
+enum Announce {
+    Waiting,
+    /// Prepared: its start goes out, then this end if it ended there.
+    Ready(Option<Event>),
+    Gone,
+}
+
+impl Together {
+    /// Call `i` was prepared (`end`: it ended there). Announce every call
+    /// now ready in order; open the gate after the last. False when `i` had
+    /// been announced already.
+    fn announce(&self, ctx: &BatchContext, i: usize, end: Option<Event>) -> bool {
+        let mut a = self.announcer.lock().expect("announcer lock");
+        if !matches!(a.calls[i], Announce::Waiting) {
+            return false;
+        }
+        a.calls[i] = Announce::Ready(end);
+        while a.next < a.calls.len() {
+            let next = a.next;
+            match std::mem::replace(&mut a.calls[next], Announce::Gone) {
+                Announce::Ready(end) => {
+                    ctx.start(&ctx.message.tool_calls[next]);
+                    if let Some(end) = end {
+                        ctx.sink.emit(end);
+                    }
+                    a.next += 1;
+                    if a.next == a.calls.len() {
+                        ctx.gate.open(ctx.sink.as_ref());
+                    }
+                }
+                waiting => {
+                    a.calls[next] = waiting;
+                    break;
+                }
+            }
+        }
+        true
+    }
+
+    fn take(&self, n: usize) -> Option<usize> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        (i < n).then_some(i)
+    }
+}
+
+/// Take calls and prepare and run each; a new one only when every call
+/// this worker runs waits (see [`worker`]).
+async fn together_worker(ctx: &Arc<BatchContext>, shared: &Together) -> Vec<(usize, Finished)> {
+    let n = ctx.message.tool_calls.len();
+    let mut running = FuturesUnordered::new();
+    let mut done = Vec::new();
+    let mut open = true;
+    loop {
+        if running.is_empty() {
+            match shared.take(n).filter(|_| open) {
+                Some(i) => running.push(prepare_and_run(ctx, shared, i)),
+                None => return done,
+            }
+            continue;
+        }
+        // Poll what runs once; take another call only when all of it waits.
+        match running.next().now_or_never() {
+            Some(Some(finished)) => done.push(finished),
+            Some(None) => {}
+            None if open => match shared.take(n) {
+                Some(i) => running.push(prepare_and_run(ctx, shared, i)),
+                None => open = false,
+            },
+            None => {
+                if let Some(finished) = running.next().await {
+                    done.push(finished);
+                }
+            }
+        }
+    }
+}
+
+/// Prepare call `i`, announce it, and run it; a call that panics ends in an
+/// error result of its own, and the others go on.
+async fn prepare_and_run(
+    ctx: &Arc<BatchContext>,
+    shared: &Together,
+    i: usize,
+) -> (usize, Finished) {
+    let call = &ctx.message.tool_calls[i];
+    let outcome = std::panic::AssertUnwindSafe(async {
+        match ctx.prepare(call).await {
+            Preflight::Done(f) => {
+                shared.announce(ctx, i, Some(BatchContext::end_event(&f)));
+                *f
+            }
+            Preflight::Ready(ready) => {
+                shared.announce(ctx, i, None);
+                ctx.execute(*ready).await
+            }
+        }
+    })
+    .catch_unwind()
+    .await;
+    let finished = outcome.unwrap_or_else(|_| {
+        let text = format!(
+            "Tool {} failed: the host task running it panicked",
+            call.name
+        );
+        let f = failed(call, text, false, Trace::begin().ended(Outcome::Crashed));
+        let end = BatchContext::end_event(&f);
+        if !shared.announce(ctx, i, Some(end.clone())) {
+            ctx.emit_executing(end);
+        }
+        f
+    });
+    (i, finished)
 }
 
 /// Threads to spread a batch's calls over: the runtime's workers (one on a

@@ -160,7 +160,7 @@ impl BatchContext {
         });
     }
 
-    fn end_event(finished: &Finished) -> Event {
+    pub(crate) fn end_event(finished: &Finished) -> Event {
         Event::ToolExecutionEnd {
             tool_call_id: finished.call.id.clone(),
             tool_name: finished.call.name.clone(),
@@ -174,18 +174,13 @@ impl BatchContext {
     }
 
     /// An event of an executing call: through the gate.
-    fn emit_executing(&self, event: Event) {
+    pub(crate) fn emit_executing(&self, event: Event) {
         self.gate.emit(self.sink.as_ref(), event);
     }
 
     /// A host-decided error of an executing call, its end through the gate.
     fn fail_executing(&self, call: &ToolCall, text: impl Into<String>, trace: Trace) -> Finished {
-        let finished = Finished {
-            call: call.clone(),
-            result: ToolResult::error(text),
-            is_error: true,
-            trace,
-        };
+        let finished = failed(call, text, false, trace);
         self.emit_executing(Self::end_event(&finished));
         finished
     }
@@ -198,14 +193,7 @@ impl BatchContext {
         terminate: bool,
         trace: Trace,
     ) -> Finished {
-        let mut result = ToolResult::error(text);
-        result.terminate = terminate;
-        let finished = Finished {
-            call: call.clone(),
-            result,
-            is_error: true,
-            trace,
-        };
+        let finished = failed(call, text, terminate, trace);
         self.end(&finished);
         finished
     }
@@ -251,7 +239,8 @@ impl BatchContext {
         message
     }
 
-    /// A preflight outcome that ends the call with a host-decided error.
+    /// A preflight outcome that ends the call with a host-decided error
+    /// (its end event is the caller's to emit).
     fn done(
         &self,
         call: &ToolCall,
@@ -259,7 +248,7 @@ impl BatchContext {
         terminate: bool,
         trace: Trace,
     ) -> Preflight {
-        Preflight::Done(Box::new(self.fail(call, text, terminate, trace)))
+        Preflight::Done(Box::new(failed(call, text, terminate, trace)))
     }
 
     /// A call that noticed the abort before it ran (§7.6).
@@ -282,8 +271,18 @@ impl BatchContext {
         }
     }
 
-    /// Everything before execution. The start event has been emitted.
+    /// Everything before execution. The start event has been emitted; the
+    /// end of a call that ends here goes out now.
     pub(crate) async fn preflight(&self, call: &ToolCall) -> Preflight {
+        let prepared = self.prepare(call).await;
+        if let Preflight::Done(finished) = &prepared {
+            self.end(finished);
+        }
+        prepared
+    }
+
+    /// Everything before execution, emitting nothing.
+    pub(crate) async fn prepare(&self, call: &ToolCall) -> Preflight {
         let mut trace = Trace::begin();
         if self.cancel.is_cancelled() {
             // §7.6: after an abort every call still gets its result.
@@ -502,6 +501,23 @@ impl BatchContext {
         };
         self.emit_executing(Self::end_event(&finished));
         finished
+    }
+}
+
+/// A host-decided error result of `call`.
+pub(crate) fn failed(
+    call: &ToolCall,
+    text: impl Into<String>,
+    terminate: bool,
+    trace: Trace,
+) -> Finished {
+    let mut result = ToolResult::error(text);
+    result.terminate = terminate;
+    Finished {
+        call: call.clone(),
+        result,
+        is_error: true,
+        trace,
     }
 }
 

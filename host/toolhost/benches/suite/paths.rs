@@ -112,8 +112,9 @@ fn toolhost(
     (elapsed, rss)
 }
 
-/// Wait for `child`; its exit status and peak resident memory (its own, not
-/// its children's).
+/// Wait for `child`; its exit status and peak resident memory: Linux's
+/// `wait4` reports the larger of its own and that of the descendants it
+/// waited for (its commands).
 #[allow(unsafe_code)]
 fn wait_with_rss(child: std::process::Child) -> (i32, u64) {
     let pid = child.id() as libc::pid_t;
@@ -147,20 +148,38 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
     let warm = tempfile::tempdir().unwrap();
     let runs = cfg.scaled(5);
 
-    bash_rows(&bin, ws.path(), warm.path(), pi.as_ref(), runs, rows);
-    batch_rows(&bin, ws.path(), warm.path(), pi.as_ref(), runs, rows);
-    first_start_rows(&bin, ws.path(), pi.as_ref(), runs, rows);
-    first_load_rows(&bin, ws.path(), runs, rows);
+    let setup = Setup {
+        bin: &bin,
+        ws: ws.path(),
+        cache: warm.path(),
+        pi: pi.as_ref(),
+        runs,
+    };
+    bash_rows(setup, rows);
+    batch_rows(setup, rows);
+    first_start_rows(setup, rows);
+    first_load_rows(setup, rows);
 }
 
-fn bash_rows(
-    bin: &Path,
-    ws: &Path,
-    cache: &Path,
-    pi: Option<&Pi>,
+/// What every group of rows runs with: the binary, a workspace, a warm
+/// compile cache, Pi when installed, and how many runs make a median.
+#[derive(Clone, Copy)]
+struct Setup<'a> {
+    bin: &'a Path,
+    ws: &'a Path,
+    cache: &'a Path,
+    pi: Option<&'a Pi>,
     runs: usize,
-    rows: &mut Vec<Row>,
-) {
+}
+
+fn bash_rows(setup: Setup, rows: &mut Vec<Row>) {
+    let Setup {
+        bin,
+        ws,
+        cache,
+        pi,
+        runs,
+    } = setup;
     let call = |bytes: u64| {
         let args = format!(r#"{{"command":"yes 0123456789 | head -c {bytes}"}}"#);
         toolhost(bin, ws, cache, &["call", "bash", &args], None)
@@ -236,14 +255,14 @@ fn read_batch(calls: usize) -> Value {
     serde_json::json!({"role": "assistant", "stopReason": "toolUse", "content": content})
 }
 
-fn batch_rows(
-    bin: &Path,
-    ws: &Path,
-    cache: &Path,
-    pi: Option<&Pi>,
-    runs: usize,
-    rows: &mut Vec<Row>,
-) {
+fn batch_rows(setup: Setup, rows: &mut Vec<Row>) {
+    let Setup {
+        bin,
+        ws,
+        cache,
+        pi,
+        runs,
+    } = setup;
     const CALLS: usize = 2001;
     let dir = ws.join("reads");
     std::fs::create_dir_all(&dir).unwrap();
@@ -330,7 +349,10 @@ fn batch_rows(
     }
 }
 
-fn first_start_rows(bin: &Path, ws: &Path, pi: Option<&Pi>, runs: usize, rows: &mut Vec<Row>) {
+fn first_start_rows(setup: Setup, rows: &mut Vec<Row>) {
+    let Setup {
+        bin, ws, pi, runs, ..
+    } = setup;
     let mut cold = Vec::new();
     for _ in 0..runs {
         let empty = tempfile::tempdir().unwrap();
@@ -356,7 +378,8 @@ fn first_start_rows(bin: &Path, ws: &Path, pi: Option<&Pi>, runs: usize, rows: &
     rows.push(row.target("≤ 50 ms", cold <= Duration::from_millis(50)));
 }
 
-fn first_load_rows(bin: &Path, ws: &Path, runs: usize, rows: &mut Vec<Row>) {
+fn first_load_rows(setup: Setup, rows: &mut Vec<Row>) {
+    let Setup { bin, ws, runs, .. } = setup;
     let examples = Path::new(toolhost_tests::EXAMPLES);
     for (file, label, goal) in [
         ("jsonquery.wasm", "JavaScript", Duration::from_millis(300)),
