@@ -11,7 +11,7 @@
 //! each call runs to its result message before the next starts.
 
 use crate::audit::Outcome;
-use crate::call::{BatchContext, Finished, Preflight, ReadyCall, Trace, failed};
+use crate::call::{BatchContext, Preflight, ReadyCall, Settled, Trace, failed};
 use crate::events::Event;
 use crate::message::{StopReason, ToolResultMessage};
 use crate::registry::ExecutionMode;
@@ -40,7 +40,7 @@ fn length_text(name: &str) -> String {
 
 pub(crate) async fn run(ctx: Arc<BatchContext>) -> BatchOutcome {
     let calls = &ctx.message.tool_calls;
-    let finished: Vec<Finished> = match ctx.message.stop_reason {
+    let settled: Vec<Settled> = match ctx.message.stop_reason {
         // The provider failed or was aborted: no call runs (spec §2.1).
         StopReason::Error | StopReason::Aborted => Vec::new(),
         StopReason::Length => {
@@ -50,7 +50,8 @@ pub(crate) async fn run(ctx: Arc<BatchContext>) -> BatchOutcome {
                 .map(|call| {
                     ctx.start(call);
                     let trace = Trace::begin().ended(Outcome::NotRun);
-                    ctx.message(&ctx.fail(call, length_text(&call.name), false, trace))
+                    let failed = ctx.fail(call, length_text(&call.name), false, trace);
+                    ctx.append(ctx.settle(failed))
                 })
                 .collect();
             return BatchOutcome {
@@ -65,9 +66,10 @@ pub(crate) async fn run(ctx: Arc<BatchContext>) -> BatchOutcome {
             parallel(&ctx).await
         }
     };
+    let terminate = terminates(&settled);
     BatchOutcome {
-        results: finished.iter().map(|f| ctx.message(f)).collect(),
-        terminate: terminates(&finished),
+        results: settled.into_iter().map(|s| ctx.append(s)).collect(),
+        terminate,
     }
 }
 
@@ -86,18 +88,19 @@ fn is_sequential(ctx: &BatchContext) -> bool {
 
 async fn sequential(ctx: &Arc<BatchContext>) -> BatchOutcome {
     let mut results = Vec::new();
-    let mut finished = Vec::new();
+    let mut votes = Vec::new();
     for call in &ctx.message.tool_calls {
         ctx.start(call);
         let f = match ctx.preflight(call).await {
             Preflight::Done(f) => *f,
             Preflight::Ready(ready) => ctx.execute(*ready).await,
         };
-        results.push(ctx.message(&f));
-        finished.push(f);
+        let settled = ctx.settle(f);
+        votes.push(settled.terminate);
+        results.push(ctx.append(settled));
     }
     BatchOutcome {
-        terminate: terminates(&finished),
+        terminate: !votes.is_empty() && votes.iter().all(|t| *t),
         results,
     }
 }
@@ -105,9 +108,9 @@ async fn sequential(ctx: &Arc<BatchContext>) -> BatchOutcome {
 /// Prepared calls waiting for a worker, in source order.
 type Queue = Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<(usize, Box<ReadyCall>)>>>;
 
-async fn parallel(ctx: &Arc<BatchContext>) -> Vec<Finished> {
+async fn parallel(ctx: &Arc<BatchContext>) -> Vec<Settled> {
     let calls = &ctx.message.tool_calls;
-    let mut slots: Vec<Option<Finished>> = vec![None; calls.len()];
+    let mut slots: Vec<Option<Settled>> = (0..calls.len()).map(|_| None).collect();
     // Preparing runs in source order on this task while calls prepared
     // first already execute on the other workers: Pi's order is in the
     // events, which the gate keeps (every start before any update or end of
@@ -143,7 +146,7 @@ async fn parallel(ctx: &Arc<BatchContext>) -> Vec<Finished> {
     for (i, call) in calls.iter().enumerate() {
         ctx.start(call);
         match ctx.preflight(call).await {
-            Preflight::Done(f) => slots[i] = Some(*f),
+            Preflight::Done(f) => slots[i] = Some(ctx.settle(*f)),
             Preflight::Ready(r) => held.push((i, r)),
         }
     }
@@ -172,7 +175,7 @@ async fn parallel(ctx: &Arc<BatchContext>) -> Vec<Finished> {
 /// of one that ended before running, go out when every call before it has
 /// gone out ([`Announcer`]); what running calls emit waits behind the gate
 /// until every call has started.
-async fn together(ctx: &Arc<BatchContext>) -> Vec<Finished> {
+async fn together(ctx: &Arc<BatchContext>) -> Vec<Settled> {
     let n = ctx.message.tool_calls.len();
     let shared = Arc::new(Together {
         next: AtomicUsize::new(0),
@@ -188,7 +191,7 @@ async fn together(ctx: &Arc<BatchContext>) -> Vec<Finished> {
             tokio::spawn(async move { together_worker(&ctx, &shared).await })
         })
         .collect();
-    let mut slots: Vec<Option<Finished>> = vec![None; n];
+    let mut slots: Vec<Option<Settled>> = (0..n).map(|_| None).collect();
     for (i, f) in together_worker(ctx, &shared).await {
         slots[i] = Some(f);
     }
@@ -263,7 +266,7 @@ impl Together {
 
 /// Take calls and prepare and run each; a new one only when every call
 /// this worker runs waits (see [`worker`]).
-async fn together_worker(ctx: &Arc<BatchContext>, shared: &Together) -> Vec<(usize, Finished)> {
+async fn together_worker(ctx: &Arc<BatchContext>, shared: &Together) -> Vec<(usize, Settled)> {
     let n = ctx.message.tool_calls.len();
     let mut running = FuturesUnordered::new();
     let mut done = Vec::new();
@@ -295,11 +298,7 @@ async fn together_worker(ctx: &Arc<BatchContext>, shared: &Together) -> Vec<(usi
 
 /// Prepare call `i`, announce it, and run it; a call that panics ends in an
 /// error result of its own, and the others go on.
-async fn prepare_and_run(
-    ctx: &Arc<BatchContext>,
-    shared: &Together,
-    i: usize,
-) -> (usize, Finished) {
+async fn prepare_and_run(ctx: &Arc<BatchContext>, shared: &Together, i: usize) -> (usize, Settled) {
     let call = &ctx.message.tool_calls[i];
     let outcome = std::panic::AssertUnwindSafe(async {
         match ctx.prepare(call).await {
@@ -327,7 +326,7 @@ async fn prepare_and_run(
         }
         f
     });
-    (i, finished)
+    (i, ctx.settle(finished))
 }
 
 /// Threads to spread a batch's calls over: the runtime's workers (one on a
@@ -343,7 +342,7 @@ fn cores() -> usize {
 /// (on a process, a file, a timer or its epoch yield), so calls that only
 /// compute are spread over the workers instead of piling up on the first
 /// to ask.
-async fn worker(ctx: &Arc<BatchContext>, queue: &Queue) -> Vec<(usize, Finished)> {
+async fn worker(ctx: &Arc<BatchContext>, queue: &Queue) -> Vec<(usize, Settled)> {
     let mut running = FuturesUnordered::new();
     let mut done = Vec::new();
     let mut open = true;
@@ -371,7 +370,7 @@ async fn worker(ctx: &Arc<BatchContext>, queue: &Queue) -> Vec<(usize, Finished)
 
 /// Run one prepared call; a call that panics ends in an error result of its
 /// own, and the others go on.
-async fn run_one(ctx: &Arc<BatchContext>, i: usize, ready: Box<ReadyCall>) -> (usize, Finished) {
+async fn run_one(ctx: &Arc<BatchContext>, i: usize, ready: Box<ReadyCall>) -> (usize, Settled) {
     let outcome = std::panic::AssertUnwindSafe(ctx.execute(*ready))
         .catch_unwind()
         .await;
@@ -383,9 +382,9 @@ async fn run_one(ctx: &Arc<BatchContext>, i: usize, ready: Box<ReadyCall>) -> (u
         );
         ctx.fail(call, text, false, Trace::begin().ended(Outcome::Crashed))
     });
-    (i, finished)
+    (i, ctx.settle(finished))
 }
 
-fn terminates(finished: &[Finished]) -> bool {
-    !finished.is_empty() && finished.iter().all(|f| f.result.terminate)
+fn terminates(settled: &[Settled]) -> bool {
+    !settled.is_empty() && settled.iter().all(|s| s.terminate)
 }

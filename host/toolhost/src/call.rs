@@ -106,6 +106,14 @@ pub(crate) enum Preflight {
     Ready(Box<ReadyCall>),
 }
 
+/// A finished call ready to be appended (see [`BatchContext::settle`]).
+pub(crate) struct Settled {
+    /// Its result asks the loop to stop after this batch.
+    pub terminate: bool,
+    message: ToolResultMessage,
+    events: [Event; 2],
+}
+
 /// What every call of one batch shares.
 pub(crate) struct BatchContext {
     pub session: Arc<Session>,
@@ -225,17 +233,51 @@ impl BatchContext {
         });
     }
 
-    /// The result message of a finished call, with its two events; the
-    /// call's line in the audit log.
-    pub(crate) fn message(&self, finished: &Finished) -> ToolResultMessage {
-        self.audit(finished);
-        let message = ToolResultMessage::new(&finished.call, &finished.result, finished.is_error);
-        self.sink.emit(Event::MessageStart {
-            message: message.clone(),
-        });
-        self.sink.emit(Event::MessageEnd {
-            message: message.clone(),
-        });
+    /// Make a finished call ready to be appended to the conversation: its
+    /// result message and the two events that append it (and its line in
+    /// the audit log, written now). A parallel batch does this on the
+    /// worker the call finished on, so that only the appending is left for
+    /// the end, in source order.
+    pub(crate) fn settle(&self, finished: Finished) -> Settled {
+        self.audit(&finished);
+        let Finished {
+            call,
+            result,
+            is_error,
+            ..
+        } = finished;
+        let terminate = result.terminate;
+        let message = ToolResultMessage::from_result(&call, result, is_error);
+        Settled {
+            terminate,
+            events: [
+                Event::MessageStart {
+                    message: message.clone(),
+                },
+                Event::MessageEnd {
+                    message: message.clone(),
+                },
+            ],
+            message,
+        }
+    }
+
+    /// Append a settled call: its two events go out, stamped with the time
+    /// it is appended, and its result message is returned.
+    pub(crate) fn append(&self, settled: Settled) -> ToolResultMessage {
+        let Settled {
+            mut message,
+            events,
+            ..
+        } = settled;
+        let now = crate::message::now_ms();
+        message.timestamp = now;
+        for mut event in events {
+            if let Event::MessageStart { message } | Event::MessageEnd { message } = &mut event {
+                message.timestamp = now;
+            }
+            self.sink.emit(event);
+        }
         message
     }
 

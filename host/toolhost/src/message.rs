@@ -183,6 +183,21 @@ impl ToolResultMessage {
         }
     }
 
+    /// The message of a result the caller gives up (nothing is copied).
+    pub(crate) fn from_result(call: &ToolCall, result: ToolResult, is_error: bool) -> Self {
+        ToolResultMessage {
+            role: "toolResult".to_string(),
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            content: result.content,
+            details: result.details,
+            usage: result.usage,
+            added_tool_names: result.added_tool_names,
+            is_error,
+            timestamp: now_ms(),
+        }
+    }
+
     /// The text blocks joined by newlines (what a terminal shows).
     pub fn text(&self) -> String {
         text_of(&self.content)
