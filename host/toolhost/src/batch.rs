@@ -222,7 +222,7 @@ struct Announcer {
 enum Announce {
     Waiting,
     /// Prepared: its start goes out, then this end if it ended there.
-    Ready(Option<Event>),
+    Ready(Option<Box<Event>>),
     Gone,
 }
 
@@ -231,6 +231,7 @@ impl Together {
     /// now ready in order; open the gate after the last. False when `i` had
     /// been announced already.
     fn announce(&self, ctx: &BatchContext, i: usize, end: Option<Event>) -> bool {
+        let end = end.map(Box::new);
         let mut a = self.announcer.lock().expect("announcer lock");
         if !matches!(a.calls[i], Announce::Waiting) {
             return false;
@@ -242,7 +243,7 @@ impl Together {
                 Announce::Ready(end) => {
                     ctx.start(&ctx.message.tool_calls[next]);
                     if let Some(end) = end {
-                        ctx.sink.emit(end);
+                        ctx.sink.emit(*end);
                     }
                     a.next += 1;
                     if a.next == a.calls.len() {
