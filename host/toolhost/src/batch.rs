@@ -154,15 +154,26 @@ async fn parallel(ctx: &Arc<BatchContext>) -> Vec<Settled> {
         let _ = tx.send(ready);
     }
     drop(tx);
-    for (i, f) in worker(ctx, &queue).await {
-        slots[i] = Some(f);
-    }
-    for helper in helpers {
-        // `worker` binds every call's panic to that call's result.
-        let done = helper.await.expect("a batch worker does not panic");
-        for (i, f) in done {
-            slots[i] = Some(f);
+    let mine = worker(ctx, &queue).await;
+    in_order(slots, mine, helpers).await
+}
+
+/// Every worker's settled calls in source order (`slots` holds those that
+/// ended before running). A worker binds every call's panic to that call's
+/// result, so a worker itself never panics.
+async fn in_order(
+    mut slots: Vec<Option<Settled>>,
+    mine: Vec<(usize, Settled)>,
+    helpers: Vec<tokio::task::JoinHandle<Vec<(usize, Settled)>>>,
+) -> Vec<Settled> {
+    let mut place = |done: Vec<(usize, Settled)>| {
+        for (i, settled) in done {
+            slots[i] = Some(settled);
         }
+    };
+    place(mine);
+    for helper in helpers {
+        place(helper.await.expect("a batch worker does not panic"));
     }
     slots.into_iter().flatten().collect()
 }
@@ -191,17 +202,8 @@ async fn together(ctx: &Arc<BatchContext>) -> Vec<Settled> {
             tokio::spawn(async move { together_worker(&ctx, &shared).await })
         })
         .collect();
-    let mut slots: Vec<Option<Settled>> = (0..n).map(|_| None).collect();
-    for (i, f) in together_worker(ctx, &shared).await {
-        slots[i] = Some(f);
-    }
-    for helper in helpers {
-        let done = helper.await.expect("a batch worker does not panic");
-        for (i, f) in done {
-            slots[i] = Some(f);
-        }
-    }
-    slots.into_iter().flatten().collect()
+    let mine = together_worker(ctx, &shared).await;
+    in_order((0..n).map(|_| None).collect(), mine, helpers).await
 }
 
 /// What the workers of [`together`] share.

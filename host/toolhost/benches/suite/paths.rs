@@ -256,13 +256,7 @@ fn read_batch(calls: usize) -> Value {
 }
 
 fn batch_rows(setup: Setup, rows: &mut Vec<Row>) {
-    let Setup {
-        bin,
-        ws,
-        cache,
-        pi,
-        runs,
-    } = setup;
+    let (bin, ws, cache, pi, runs) = (setup.bin, setup.ws, setup.cache, setup.pi, setup.runs);
     const CALLS: usize = 2001;
     let dir = ws.join("reads");
     std::fs::create_dir_all(&dir).unwrap();
