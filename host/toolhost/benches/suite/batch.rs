@@ -63,4 +63,43 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
             .ratio(speedup)
             .target("speed-up ≥ 1.7×", speedup >= 1.7),
     );
+
+    // The machine's own scaling of this work, the ceiling of the row
+    // above: two sequential batches at once, each on a runtime worker,
+    // against the same two one after the other. Nothing is shared but the
+    // engine, the cores and their caches.
+    let shared = Arc::new(build(true));
+    let message = Arc::new(message.clone());
+    let both = |host: &Arc<Host>| {
+        let start = Instant::now();
+        rt.block_on(async {
+            let runs: Vec<_> = (0..2)
+                .map(|_| {
+                    let (host, message) = (host.clone(), message.clone());
+                    tokio::spawn(async move {
+                        host.run_batch(&message, CancellationToken::new(), Arc::new(NoEvents))
+                            .await
+                    })
+                })
+                .collect();
+            for run in runs {
+                assert!(run.await.unwrap().results.iter().all(|r| !r.is_error));
+            }
+        });
+        start.elapsed()
+    };
+    let (mut together, mut apart) = (Vec::new(), Vec::new());
+    for _ in 0..cfg.scaled(30) {
+        together.push(both(&shared));
+        apart.push(time(&shared) + time(&shared));
+    }
+    let (together, apart) = (median(&together), median(&apart));
+    rows.push(
+        Row::new(
+            "two sequential 64-read batches at once (the machine's scaling)",
+            ms(together),
+        )
+        .baseline(format!("one after the other {}", ms(apart)))
+        .ratio(ratio(apart, together)),
+    );
 }
