@@ -550,7 +550,10 @@ fn store_entry(
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     let mac = mac(key, engine_key, hash, &bytes);
     bytes.extend_from_slice(mac.as_bytes());
-    crate::files::write_private(path, &bytes)
+    // Not synced: the first load of a large component would wait for its
+    // tens of megabytes to reach the disk, and an entry a crash tore fails
+    // its MAC and is compiled again.
+    crate::files::write_private_unsynced(path, &bytes)
 }
 
 /// An exclusive lock beside the cache entry `entry` (`….cwasm.lock`), held

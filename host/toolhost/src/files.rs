@@ -107,8 +107,19 @@ fn describe(kind: FileType) -> &'static str {
 }
 
 /// Replace `path` with `bytes` atomically (a private temporary file renamed
-/// over it), creating its directory.
+/// over it, on the disk before the rename), creating its directory.
 pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace_private(path, bytes, true)
+}
+
+/// [`write_private`] without waiting for the disk: for what is checked
+/// when it is read back (a compile-cache entry carries a MAC, so one torn
+/// by a crash is compiled again, never used).
+pub(crate) fn write_private_unsynced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace_private(path, bytes, false)
+}
+
+fn replace_private(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let dir = path.parent().expect("a file path has a parent");
@@ -125,7 +136,9 @@ pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
             .mode(0o600)
             .open(&tmp)?;
         file.write_all(bytes)?;
-        file.sync_data()?;
+        if sync {
+            file.sync_data()?;
+        }
         std::fs::rename(&tmp, path)
     })();
     if written.is_err() {
