@@ -266,7 +266,26 @@ struct ParallelWalk<'a, T> {
     resume: &'a Resume,
 }
 
-impl<T> ParallelWalk<'_, T> {
+impl<'a, T> ParallelWalk<'a, T> {
+    /// The parallel walk of what the sorted walk left, if it left anything
+    /// and the search goes on.
+    fn after(
+        base: &'a Path,
+        stop: &'a StopFlag,
+        ranked: &'a Ranked<T>,
+        warnings: &'a Mutex<Vec<String>>,
+        resume: &'a Resume,
+    ) -> Option<Self> {
+        let more = resume.last.is_some() && !stop.is_raised() && !ranked.is_overflowed();
+        more.then_some(ParallelWalk {
+            base,
+            stop,
+            ranked,
+            warnings,
+            resume,
+        })
+    }
+
     /// One entry, through the steps every search takes: quit when stopped
     /// or full, note a walk error, leave the entries the sorted walk handled
     /// and those past the cut (a directory's whole subtree); then `handle`
@@ -491,14 +510,7 @@ impl Search for LocalSearch {
             }
             last = rel.to_path_buf();
         }
-        if resume.last.is_some() && !stop.is_raised() && !ranked.is_overflowed() {
-            let walk = ParallelWalk {
-                base: &target.abs,
-                stop,
-                ranked: &ranked,
-                warnings: &warnings,
-                resume: &resume,
-            };
+        if let Some(walk) = ParallelWalk::after(&target.abs, stop, &ranked, &warnings, &resume) {
             self.walker(&target, overrides.as_ref(), &outer)
                 .build_parallel()
                 .run(|| {
@@ -558,14 +570,7 @@ impl Search for LocalSearch {
             }
             last = rel.to_path_buf();
         }
-        if resume.last.is_some() && !stop.is_raised() && !ranked.is_overflowed() {
-            let walk = ParallelWalk {
-                base: &target.abs,
-                stop,
-                ranked: &ranked,
-                warnings: &warnings,
-                resume: &resume,
-            };
+        if let Some(walk) = ParallelWalk::after(&target.abs, stop, &ranked, &warnings, &resume) {
             self.walker(&target, None, &outer).build_parallel().run(|| {
                 let (walk, offer) = (&walk, &offer);
                 Box::new(move |entry| {
