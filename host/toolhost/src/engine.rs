@@ -71,6 +71,7 @@ impl Compiled {
 }
 
 /// An engine and the compatibility part of its cache keys.
+#[derive(Clone)]
 struct Tier {
     engine: Engine,
     key: String,
@@ -126,15 +127,15 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 
 /// The engine and what belongs to it.
 pub struct Runtime {
-    engine: Engine,
+    /// The engine every call runs on (Cranelift's code), with the
+    /// compatibility part of its cache keys.
+    main: Tier,
     /// The quick compiler's engine (Winch), for the first load of a large
     /// component; `None` where it cannot run.
     quick: Option<Tier>,
     options: RuntimeOptions,
     /// Bounds in-flight instances to the pool's size.
     pub(crate) slots: Arc<tokio::sync::Semaphore>,
-    /// Compatibility part of cache keys (engine settings and wasmtime version).
-    engine_key: String,
     /// Components loaded by this runtime, oldest first, keyed by content hash
     /// (blake3 of the bytes, always computed by the host from what it loads).
     loaded: Mutex<Vec<(String, Compiled)>>,
@@ -211,7 +212,6 @@ impl Runtime {
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config)
             .map_err(|e| Error::runtime_because("creating the wasm engine", e))?;
-        let engine_key = Tier::new(engine.clone()).key;
         spawn_ticker(&engine);
 
         // The quick tier: Winch, instances allocated on demand (its code
@@ -223,11 +223,10 @@ impl Runtime {
             spawn_ticker(&tier.engine);
         }
         Ok(Arc::new(Runtime {
-            engine,
+            main: Tier::new(engine),
             quick,
             slots: Arc::new(tokio::sync::Semaphore::new(calls as usize)),
             options,
-            engine_key,
             loaded: Mutex::new(Vec::new()),
             cache_key: OnceLock::new(),
             reports: Mutex::new(Vec::new()),
@@ -246,7 +245,7 @@ impl Runtime {
     }
 
     pub fn engine(&self) -> &Engine {
-        &self.engine
+        &self.main.engine
     }
 
     pub fn options(&self) -> &RuntimeOptions {
@@ -323,7 +322,7 @@ impl Runtime {
         // the binary itself (nothing outside it can change them); wasmtime
         // checks the version, settings and CPU features they need against
         // this engine and refuses them otherwise.
-        let component = match unsafe { Component::deserialize(&self.engine, precompiled) } {
+        let component = match unsafe { Component::deserialize(&self.main.engine, precompiled) } {
             Ok(component) => component,
             Err(_) => return self.load_compiled(bytes, hash, origin),
         };
@@ -348,11 +347,8 @@ impl Runtime {
     }
 
     fn load_uncached(&self, bytes: &[u8], hash: &str, origin: &str) -> Result<Compiled, Error> {
-        let main = Tier {
-            engine: self.engine.clone(),
-            key: self.engine_key.clone(),
-        };
-        if let Some(component) = self.cached(&main, hash, origin) {
+        let main = &self.main;
+        if let Some(component) = self.cached(main, hash, origin) {
             return Ok(Compiled::optimised(component));
         }
         if bytes.len() >= QUICK_FROM_BYTES
@@ -361,10 +357,10 @@ impl Runtime {
         {
             return Ok(compiled);
         }
-        let component = compile(&self.engine, bytes, origin)?;
-        if let Some(path) = self.cache_path(&main, hash) {
+        let component = compile(&main.engine, bytes, origin)?;
+        if let Some(path) = self.cache_path(main, hash) {
             // The cache is an optimisation: failing to write it is not an error.
-            let _ = self.store_in_cache(&main, &component, &path, hash);
+            let _ = self.store_in_cache(main, &component, &path, hash);
         }
         Ok(Compiled::optimised(component))
     }
@@ -386,13 +382,10 @@ impl Runtime {
         };
         let upgrade = Arc::new(OnceLock::new());
         let job = Upgrade {
-            main: Tier {
-                engine: self.engine.clone(),
-                key: self.engine_key.clone(),
-            },
+            main: self.main.clone(),
             bytes: bytes.to_vec(),
             hash: hash.to_string(),
-            cache: self.cache_path_for(&self.engine_key, hash),
+            cache: self.cache_path(&self.main, hash),
             quick_entry: self.cache_path(quick, hash),
             cache_key: self.cache_key(),
             wait: self.options.wait_for_other_compiles,
@@ -453,13 +446,9 @@ impl Runtime {
     }
 
     fn cache_path(&self, tier: &Tier, hash: &str) -> Option<PathBuf> {
-        self.cache_path_for(&tier.key, hash)
-    }
-
-    fn cache_path_for(&self, engine_key: &str, hash: &str) -> Option<PathBuf> {
         let dir = self.options.cache_dir.as_ref()?;
         self.cache_key()?;
-        Some(dir.join(engine_key).join(format!("{hash}.cwasm")))
+        Some(dir.join(&tier.key).join(format!("{hash}.cwasm")))
     }
 
     /// The MAC key, read from the cache directory or created there.
