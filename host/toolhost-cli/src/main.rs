@@ -1133,11 +1133,10 @@ impl Lines {
                     stdout_failed(e);
                 }
                 spare.clear();
+                // `finish` comes after the last line, and the swap took
+                // everything sent before it.
                 if ended {
-                    let pending = theirs.pending.lock().expect("lines lock");
-                    if pending.bytes.is_empty() {
-                        return;
-                    }
+                    return;
                 }
             }
         });

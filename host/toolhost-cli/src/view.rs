@@ -88,7 +88,8 @@ impl View {
                 ..
             } => {
                 if let Some(call) = state.running(tool_call_id) {
-                    let last = text_of(&partial_result.content)
+                    let last = partial_result
+                        .text()
                         .lines()
                         .rev()
                         .find(|l| !l.trim().is_empty())
@@ -187,7 +188,7 @@ fn finished(call: &Call, result: &ToolResult, is_error: bool) -> String {
     }
     let took = format!("({})", elapsed(call.started.elapsed()));
     out.push_str(&format!("  {}", style(took).dim()));
-    let text = text_of(&result.content);
+    let text = result.text();
     let lines: Vec<&str> = text.lines().collect();
     // Pi's truncation notice is the result's last line, in brackets.
     let notice = lines
@@ -226,18 +227,6 @@ fn finished(call: &Call, result: &ToolResult, is_error: bool) -> String {
         out.push_str(&format!("\n    {}", style(clip(notice, WIDTH)).yellow()));
     }
     out
-}
-
-/// The text blocks of a result, joined.
-fn text_of(content: &[ContentBlock]) -> String {
-    content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// The arguments on one line: the value of `command`, `path` or `pattern`

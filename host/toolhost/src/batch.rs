@@ -66,7 +66,7 @@ pub(crate) async fn run(ctx: Arc<BatchContext>) -> BatchOutcome {
             parallel(&ctx).await
         }
     };
-    let terminate = terminates(&settled);
+    let terminate = terminates(settled.iter().map(|s| s.terminate));
     BatchOutcome {
         results: settled.into_iter().map(|s| ctx.append(s)).collect(),
         terminate,
@@ -100,7 +100,7 @@ async fn sequential(ctx: &Arc<BatchContext>) -> BatchOutcome {
         results.push(ctx.append(settled));
     }
     BatchOutcome {
-        terminate: !votes.is_empty() && votes.iter().all(|t| *t),
+        terminate: terminates(votes),
         results,
     }
 }
@@ -276,7 +276,7 @@ async fn together_worker(ctx: &Arc<BatchContext>, shared: &Together) -> Vec<(usi
     let mut open = true;
     loop {
         if running.is_empty() {
-            match shared.take(n).filter(|_| open) {
+            match shared.take(n) {
                 Some(i) => running.push(prepare_and_run(ctx, shared, i)),
                 None => return done,
             }
@@ -318,11 +318,12 @@ async fn prepare_and_run(ctx: &Arc<BatchContext>, shared: &Together, i: usize) -
     .catch_unwind()
     .await;
     let finished = outcome.unwrap_or_else(|_| {
-        let text = format!(
-            "Tool {} failed: the host task running it panicked",
-            call.name
+        let f = failed(
+            call,
+            panicked(call),
+            false,
+            Trace::begin().ended(Outcome::Crashed),
         );
-        let f = failed(call, text, false, Trace::begin().ended(Outcome::Crashed));
         let end = BatchContext::end_event(&f);
         if !shared.announce(ctx, i, Some(end.clone())) {
             ctx.emit_executing(end);
@@ -379,15 +380,22 @@ async fn run_one(ctx: &Arc<BatchContext>, i: usize, ready: Box<ReadyCall>) -> (u
         .await;
     let finished = outcome.unwrap_or_else(|_| {
         let call = &ctx.message.tool_calls[i];
-        let text = format!(
-            "Tool {} failed: the host task running it panicked",
-            call.name
-        );
-        ctx.fail(call, text, false, Trace::begin().ended(Outcome::Crashed))
+        let trace = Trace::begin().ended(Outcome::Crashed);
+        ctx.fail(call, panicked(call), false, trace)
     });
     (i, ctx.settle(finished))
 }
 
-fn terminates(settled: &[Settled]) -> bool {
-    !settled.is_empty() && settled.iter().all(|s| s.terminate)
+/// The error text of a call whose host task panicked.
+fn panicked(call: &crate::message::ToolCall) -> String {
+    format!(
+        "Tool {} failed: the host task running it panicked",
+        call.name
+    )
+}
+
+/// True when at least one call finished and every one asked to stop.
+fn terminates(votes: impl IntoIterator<Item = bool>) -> bool {
+    let mut votes = votes.into_iter().peekable();
+    votes.peek().is_some() && votes.all(|stop| stop)
 }

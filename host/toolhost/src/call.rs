@@ -212,13 +212,9 @@ impl BatchContext {
             return;
         };
         let trace = &finished.trace;
-        let error = finished.is_error.then(|| {
-            let text = finished.result.content.iter().find_map(|b| match b {
-                crate::message::ContentBlock::Text { text } => Some(text.as_str()),
-                _ => None,
-            });
-            crate::audit::error_summary(text.unwrap_or(""))
-        });
+        let error = finished
+            .is_error
+            .then(|| crate::audit::error_summary(&finished.result.text()));
         log.record(&crate::audit::Entry {
             time: crate::audit::timestamp(trace.started),
             session: self.session.settings.session_id.clone(),
@@ -293,6 +289,12 @@ impl BatchContext {
         Preflight::Done(Box::new(failed(call, text, terminate, trace)))
     }
 
+    /// A call whose instance failed while it was prepared.
+    fn broke(&self, call: &ToolCall, failure: &CallFailure, trace: Trace) -> Preflight {
+        let text = failure.message(&format!("Tool {}", call.name));
+        self.done(call, text, false, trace.ended(failure_outcome(failure)))
+    }
+
     /// A call that noticed the abort before it ran (§7.6).
     fn aborted(&self, call: &ToolCall, trace: Trace) -> Preflight {
         self.done(
@@ -353,11 +355,7 @@ impl BatchContext {
         // arguments, so sharing the instance shares nothing between calls.
         let mut instance = match tool.sandbox.instantiate(signals.clone()).await {
             Ok(instance) => instance,
-            Err(failure) => {
-                let outcome = failure_outcome(&failure);
-                let text = failure.message(&format!("Tool {name}"));
-                return self.done(call, text, false, trace.ended(outcome));
-            }
+            Err(failure) => return self.broke(call, &failure, trace),
         };
         let prepared = instance
             .prepare_arguments(name, &call.arguments.to_string())
@@ -369,11 +367,7 @@ impl BatchContext {
         // §7.4: the prepared arguments are validated and executed; the stored
         // call (events, messages) keeps what the model sent.
         let prepared = match prepared {
-            Err(failure) => {
-                let outcome = failure_outcome(&failure);
-                let text = failure.message(&format!("Tool {name}"));
-                return self.done(call, text, false, trace.ended(outcome));
-            }
+            Err(failure) => return self.broke(call, &failure, trace),
             Ok(Err(thrown)) => {
                 return self.done(call, thrown, false, trace.ended(Outcome::Invalid));
             }

@@ -132,7 +132,9 @@ pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Res
     if definitions.is_empty() {
         return Err(fail("defines no tools".into()));
     }
-    let digest: std::sync::Arc<str> = format!("blake3:{}", spec.hash).into();
+    let digest: std::sync::Arc<str> = crate::extensions::trust::Digest::from_hex(&spec.hash)
+        .as_str()
+        .into();
     let mut tools: Vec<RegisteredTool> = Vec::new();
     for def in definitions {
         let name = def.name.clone();

@@ -129,6 +129,11 @@ pub struct ToolResult {
 }
 
 impl ToolResult {
+    /// The text blocks joined by newlines (what a terminal shows).
+    pub fn text(&self) -> String {
+        text_of(&self.content)
+    }
+
     /// The result the loop makes of a failure: one text block, details `{}`.
     pub fn error(message: impl Into<String>) -> ToolResult {
         ToolResult {
@@ -146,6 +151,13 @@ pub struct PartialResult {
     pub content: Vec<ContentBlock>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
+}
+
+impl PartialResult {
+    /// The text blocks joined by newlines (what a terminal shows).
+    pub fn text(&self) -> String {
+        text_of(&self.content)
+    }
 }
 
 /// The message appended to the conversation for one call (spec §2.8).
@@ -170,17 +182,7 @@ pub struct ToolResultMessage {
 
 impl ToolResultMessage {
     pub fn new(call: &ToolCall, result: &ToolResult, is_error: bool) -> ToolResultMessage {
-        ToolResultMessage {
-            role: "toolResult".to_string(),
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            content: result.content.clone(),
-            details: result.details.clone(),
-            usage: result.usage.clone(),
-            added_tool_names: result.added_tool_names.clone(),
-            is_error,
-            timestamp: now_ms(),
-        }
+        Self::from_result(call, result.clone(), is_error)
     }
 
     /// The message of a result the caller gives up (nothing is copied).

@@ -36,7 +36,12 @@ pub struct Digest(String);
 
 impl Digest {
     pub fn of(bytes: &[u8]) -> Digest {
-        Digest(format!("blake3:{}", blake3::hash(bytes).to_hex()))
+        Self::from_hex(blake3::hash(bytes).to_hex().as_str())
+    }
+
+    /// The digest whose BLAKE3 hash is `hex` (already computed).
+    pub fn from_hex(hex: &str) -> Digest {
+        Digest(format!("blake3:{hex}"))
     }
 
     pub fn as_str(&self) -> &str {
