@@ -171,6 +171,22 @@ async def session(server, workspace, extension, planted, mode):
         check(result.is_error is True and text_of(result).startswith('Validation failed for tool "read":'),
               f"read without path: {result}")
 
+        # toolhost:tool@0.2.0: an output schema is the tool's outputSchema; a
+        # result that matches it arrives as structuredContent (the SDK itself
+        # validates it against the schema), one that breaks it is an error
+        # result naming the violation, with no structured content.
+        typed = tools["typed"]
+        check(typed.output_schema is not None and typed.output_schema.get("required") == ["count"],
+              f"typed's output schema {typed.output_schema}")
+        check(read.output_schema is None, f"read has an output schema {read.output_schema}")
+        result = await client.call_tool("typed", {"structured": {"count": 3, "word": "three"}})
+        check(not result.is_error and result.structured_content == {"count": 3, "word": "three"},
+              f"typed with a matching result: {result}")
+        summary["structured"] = result.structured_content
+        result = await client.call_tool("typed", {"structured": {"count": "three"}})
+        check(result.is_error is True and result.structured_content is None, f"typed breaking its schema: {result}")
+        summary["schemaViolation"] = text_of(result)
+
         # Progress: each tool update is a notifications/progress before the result.
         progress = []
 

@@ -111,7 +111,7 @@ fn rust_wordcount_counts_files_in_its_granted_directory_only() {
     assert_eq!(ext[0]["name"], "wordcount");
     assert_eq!(
         ext[0]["refused"],
-        "imports toolhost:tool/fs-read@0.1.0 (read files), which is not granted to it; \
+        "imports toolhost:tool/fs-read@0.2.0 (read files), which is not granted to it; \
          grant it in toolhost.toml: [extensions.wordcount] fs-read = [\"<directory>\"]"
     );
     assert_eq!(
@@ -138,6 +138,13 @@ fn rust_wordcount_counts_files_in_its_granted_directory_only() {
     assert_eq!(
         msg["details"]["total"],
         json!({"lines": 3, "words": 5, "chars": 26, "bytes": 28})
+    );
+    // toolhost:tool@0.2.0: the same counts as structured content, which the
+    // host checked against the output schema the listing shows.
+    assert_eq!(msg["structuredContent"], msg["details"]);
+    assert_eq!(
+        wc["outputSchema"]["required"],
+        json!(["files", "total", "complete"])
     );
 
     let outside = format!(
@@ -396,6 +403,65 @@ fn examples_are_inspected_without_grants() {
             json!(["path"]),
             "{name}"
         );
+    }
+}
+
+#[test]
+fn components_of_both_package_versions_load_and_run_side_by_side() {
+    // jsonquery stays on toolhost:tool@0.1.0 (its wit/deps point at the
+    // frozen wit/v0.1); wordcount and the built-ins are on 0.2.0. One host
+    // loads them all, serves each its own version of the same Operations,
+    // and only the 0.2.0 tool has an output schema and structured content.
+    let ws = Workspace::new();
+    ws.write("data/pkg.json", r#"{"name":"demo"}"#);
+    let grant = || toolhost::GrantSpec {
+        fs_read: vec!["data".into()],
+        ..Default::default()
+    };
+    let host = block(
+        toolhost::Host::builder()
+            .workspace(&ws.path)
+            .user_config_dir(None)
+            .extensions(|e| {
+                e.load(example("jsonquery"))
+                    .grant("jsonquery", grant())
+                    .load(example("wordcount"))
+                    .grant("wordcount", grant())
+            })
+            .all_tools_active()
+            .build(),
+    )
+    .expect("building the host");
+    let old = call(
+        &host,
+        "json_query",
+        json!({"path": "data/pkg.json", "query": ".name"}),
+    );
+    assert!(!old.is_error, "{:?}", old.content);
+    assert_eq!(old.text(), "\"demo\"");
+    assert_eq!(old.structured_content, None);
+    let new = call(&host, "wc", json!({"path": "data/pkg.json"}));
+    assert!(!new.is_error, "{:?}", new.content);
+    assert_eq!(new.structured_content.unwrap()["total"]["bytes"], 15);
+    let read = call(&host, "read", json!({"path": "data/pkg.json"}));
+    assert_eq!(read.text(), r#"{"name":"demo"}"#);
+    let listed = host.tools();
+    let schema_of = |name: &str| {
+        let info = listed.iter().find(|t| t.definition.name == name).unwrap();
+        info.definition.output_schema.is_some()
+    };
+    assert!(!schema_of("json_query") && schema_of("wc"));
+
+    // Each says which version it is built for.
+    for (name, version) in [("jsonquery", "0.1.0"), ("wordcount", "0.2.0")] {
+        let path = example(name);
+        let out = toolhost(
+            &ws,
+            &["ext", "inspect", path.to_str().unwrap(), "--json"],
+            None,
+        );
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
+        assert_eq!(json_out(&out)["packageVersion"], version, "{name}");
     }
 }
 

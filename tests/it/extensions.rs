@@ -58,7 +58,7 @@ fn a_component_dropped_into_the_workspace_loads_once_trusted() {
     let ext = json_out(&toolhost(&ws, &["ext", "list", "--json"], None));
     assert_eq!(ext[0]["name"], "kit");
     assert_eq!(ext[0]["origin"], "workspace");
-    assert_eq!(ext[0]["tools"].as_array().unwrap().len(), 16);
+    assert_eq!(ext[0]["tools"].as_array().unwrap().len(), 17);
 }
 
 /// The fs-read probe with a manifest, in the extensions directory `dir`.
@@ -84,7 +84,7 @@ fn fs_read_is_refused_until_granted_then_confined_to_the_grant() {
     assert_eq!(ext[0]["requested"]["fs-read"], json!(["docs"]));
     assert_eq!(
         ext[0]["refused"],
-        "imports toolhost:tool/fs-read@0.1.0 (read files), which is not granted to it; grant it in toolhost.toml: [extensions.probe] fs-read = [\"<directory>\"]"
+        "imports toolhost:tool/fs-read@0.2.0 (read files), which is not granted to it; grant it in toolhost.toml: [extensions.probe] fs-read = [\"<directory>\"]"
     );
     assert_eq!(probe(&ws, "x"), probe_not_loaded());
 

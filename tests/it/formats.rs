@@ -157,6 +157,7 @@ fn definitions(tools: &Value) -> Vec<ToolDefinition> {
                 .map(|g| g.iter().map(|s| s.as_str().unwrap().to_string()).collect())
                 .unwrap_or_default(),
             execution_mode: ExecutionMode::Parallel,
+            output_schema: None,
         })
         .collect()
 }

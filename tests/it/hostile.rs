@@ -510,6 +510,12 @@ fn hostile_results_larger_than_the_output_limit_are_refused() {
         // The 12 bytes of "details sent", and the 1 MiB string with its quotes.
         "Tool hostile returned 1048590 bytes of content and details, more than its limit of 65536",
     );
+    // Structured content counts too: 23 bytes of text and 70,000 of JSON.
+    let big = format!("{{\"s\":\"{}\"}}", "x".repeat(69_992));
+    assert_error(
+        &hostile(&host, json!({"mode": "structured", "text": big})),
+        "Tool hostile returned 70023 bytes of content and details, more than its limit of 65536",
+    );
     assert_hostile_serves(&host);
 }
 
@@ -835,6 +841,20 @@ fn hostile_ungranted_imports_are_refused_at_load_naming_the_grant() {
         ..wat("wants_foreign")
     }
     .file(&ws, "wants-foreign");
+    // The WAT components export toolhost:tool/tool@0.1.0: importing 0.2.0
+    // mixes versions, and 0.9.0 is no version the host loads.
+    let mixed = imports("toolhost:tool/fs-read@0.2.0");
+    let mixed = Wat {
+        imports: &mixed,
+        ..wat("mixed")
+    }
+    .file(&ws, "mixed");
+    let future = imports("toolhost:tool/fs-read@0.9.0");
+    let future = Wat {
+        imports: &future,
+        ..wat("future")
+    }
+    .file(&ws, "future");
     // The hostile guest imports fs-read and fs-write; only fs-read is granted.
     let host = block(
         granted(&ws, "[extensions.hostile]\nfs-read = [\"granted\"]\n")
@@ -842,6 +862,8 @@ fn hostile_ungranted_imports_are_refused_at_load_naming_the_grant() {
                 e.load(&wants_process)
                     .load(&wants_unknown)
                     .load(&wants_foreign)
+                    .load(&mixed)
+                    .load(&future)
                     .load(toolhost_tests::HOSTILE)
             })
             .build(),
@@ -865,7 +887,17 @@ fn hostile_ungranted_imports_are_refused_at_load_naming_the_grant() {
                 wants_foreign.display()
             ),
             format!(
-                "{}: imports toolhost:tool/fs-write@0.1.0 (write files), which is not granted \
+                "{}: imports toolhost:tool/fs-read@0.2.0 but exports toolhost:tool@0.1.0: a \
+                 component is built for one version of the package",
+                mixed.display()
+            ),
+            format!(
+                "{}: imports toolhost:tool/fs-read@0.9.0: built for toolhost:tool@0.9.0, but \
+                 this host loads toolhost:tool@0.1.0 and @0.2.0",
+                future.display()
+            ),
+            format!(
+                "{}: imports toolhost:tool/fs-write@0.2.0 (write files), which is not granted \
                  to it; grant it in toolhost.toml: [extensions.hostile] fs-write = \
                  [\"<directory>\"]",
                 toolhost_tests::HOSTILE
@@ -1322,6 +1354,20 @@ fn hostile_invalid_or_deep_json_from_a_tool_is_an_error_result() {
         "The tool returned details that are not valid JSON: key must be a string at line 1 \
          column 2",
     );
+    // toolhost:tool@0.2.0's structured content: JSON, and an object.
+    let structured = |raw: &str| hostile(&host, json!({"mode": "structured", "text": raw}));
+    assert_error(
+        &structured(&deep),
+        "The tool returned structured content that is not valid JSON: recursion limit exceeded \
+         at line 1 column 128",
+    );
+    assert_error(
+        &structured("[1, 2]"),
+        "The tool returned structured content that is not a JSON object",
+    );
+    let fine = structured(r#"{"a": 1}"#);
+    assert!(!fine.is_error, "{:?}", fine.content);
+    assert_eq!(fine.structured_content, Some(json!({"a": 1})));
     assert_hostile_serves(&host);
 }
 

@@ -2,7 +2,7 @@
 //! and the change signal behind `notifications/tools/list_changed`.
 
 use crate::support::*;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::process::Command;
 
 /// A 1×1 PNG, so `read` returns an image block.
@@ -57,6 +57,12 @@ fn python_sdk_drives_toolhost_mcp(transport: &str, mode: &str) -> Value {
     assert_eq!(summary["serverInfo"], "toolhost");
     assert_eq!(summary["listChanged"], 2);
     assert_eq!(summary["plantedRefused"], true);
+    assert_eq!(summary["structured"], json!({"count": 3, "word": "three"}));
+    assert_eq!(
+        summary["schemaViolation"],
+        "Tool typed returned structured content that does not match its output schema: \
+         /count: \"three\" is not of type \"integer\""
+    );
     assert_eq!(summary["progress"].as_array().map(Vec::len), Some(3));
     assert_eq!(
         summary["bashProgress"].as_array().unwrap().last().unwrap(),

@@ -652,3 +652,55 @@ fn calls_that_run_while_later_ones_are_prepared_emit_nothing_before_every_start(
     assert_eq!(recorder.count("update "), 67 * 2);
     assert_eq!(lines[last_start + 1], "end missing error");
 }
+
+#[test]
+fn structured_content_is_checked_against_the_tools_output_schema() {
+    // The testkit's `typed` tool (toolhost:tool@0.2.0) declares an output
+    // schema and returns whatever structured content it is given.
+    let ws = Workspace::new();
+    let host = host(&ws);
+    let typed = |args: Value| call(&host, "typed", args);
+    let ok = typed(json!({"structured": {"count": 2, "word": "two"}}));
+    assert!(!ok.is_error, "{:?}", ok.content);
+    assert_eq!(
+        ok.structured_content,
+        Some(json!({"count": 2, "word": "two"}))
+    );
+
+    let wrong = typed(json!({"structured": {"count": 2.5, "word": 1}}));
+    assert!(wrong.is_error);
+    assert_eq!(wrong.structured_content, None);
+    let text = wrong.text();
+    assert!(
+        text.starts_with(
+            "Tool typed returned structured content that does not match its output schema: "
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"/count: 2.5 is not of type "integer""#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"/word: 1 is not of type "string""#),
+        "{text}"
+    );
+
+    let missing = typed(json!({}));
+    assert!(missing.is_error);
+    assert_eq!(
+        missing.text(),
+        "Tool typed returned no structured content, but its output schema requires it"
+    );
+    // The definition carries the schema, as `toolhost list` shows it.
+    let listed = host.tools();
+    let def = &listed
+        .iter()
+        .find(|t| t.definition.name == "typed")
+        .unwrap()
+        .definition;
+    assert_eq!(
+        def.output_schema.as_ref().unwrap()["required"],
+        json!(["count"])
+    );
+}

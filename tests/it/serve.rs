@@ -346,3 +346,36 @@ fn tools_can_be_listed_in_each_format_and_the_active_set_replaced() {
     assert_eq!(results[1]["content"][0]["text"], "alpha\n");
     server.finish();
 }
+
+#[test]
+fn output_schemas_and_structured_content_reach_the_client() {
+    // toolhost:tool@0.2.0 over JSON-RPC: the definition's outputSchema in
+    // toolhost's and MCP's formats, the result message's structuredContent.
+    let ws = Workspace::new();
+    let mut server = Server::start(&ws, &["--tools", "typed"]);
+    for format in ["json", "mcp"] {
+        server.request(json!(format), "tools/list", json!({"format": format}));
+        let tools = server.response()["result"]["tools"].clone();
+        assert_eq!(
+            tools[0]["outputSchema"]["required"],
+            json!(["count"]),
+            "{format}"
+        );
+    }
+    let message = batch(json!([
+        {"type": "toolCall", "id": "a", "name": "typed", "arguments": {"structured": {"count": 1}}},
+        {"type": "toolCall", "id": "b", "name": "typed", "arguments": {"structured": {"word": "x"}}},
+    ]));
+    server.request(json!(1), "batch/run", json!({"message": message}));
+    let results = server.response()["result"]["toolResults"].clone();
+    assert_eq!(results[0]["structuredContent"], json!({"count": 1}));
+    assert_eq!(results[0]["isError"], false);
+    assert_eq!(results[1].get("structuredContent"), None);
+    assert_eq!(results[1]["isError"], true);
+    assert_eq!(
+        results[1]["content"][0]["text"],
+        "Tool typed returned structured content that does not match its output schema: /: \
+         \"count\" is a required property"
+    );
+    server.finish();
+}

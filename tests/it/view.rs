@@ -74,11 +74,12 @@ const DEMO_SCREEN: &str = "\
 ✓ ls wit  (N ms)
     README.md
     tool.wit
+    v0.1/
 ✓ read wit/tool.wit limit=3  (N ms)
-    package toolhost:tool@0.1.0;
+    package toolhost:tool@0.2.0;
 
     /// Data types shared by every interface of the contract.
-    [446 more lines in file. Use offset=4 to continue.]
+    [457 more lines in file. Use offset=4 to continue.]
 ✗ read /etc/passwd  (N ms)
     Path is outside the workspace: /etc/passwd
 ✗ read  (N ms)

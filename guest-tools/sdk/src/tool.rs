@@ -35,7 +35,17 @@ impl Definition {
             prompt_snippet: None,
             prompt_guidelines: Vec::new(),
             execution_mode: wit::ExecutionMode::Parallel,
+            output_schema: None,
         })
+    }
+
+    /// The JSON Schema of the tool's structured results, as JSON text (an
+    /// object schema). With one, every result that is not an error must
+    /// carry [`ToolOutput::structured`] content that matches it: the host
+    /// checks, and turns a result that breaks it into an error.
+    pub fn output_schema(mut self, schema: impl Into<String>) -> Self {
+        self.0.output_schema = Some(schema.into());
+        self
     }
 
     pub fn prompt_snippet(mut self, snippet: impl Into<String>) -> Self {
@@ -71,6 +81,10 @@ impl Definition {
 
     pub fn guidelines(&self) -> &[String] {
         &self.0.prompt_guidelines
+    }
+
+    pub fn output(&self) -> Option<&str> {
+        self.0.output_schema.as_deref()
     }
 
     pub fn execution_mode(&self) -> ExecutionMode {
@@ -117,6 +131,10 @@ pub struct ToolOutput {
     pub terminate: bool,
     /// Tools this call made available.
     pub added_tool_names: Vec<String>,
+    /// The result as a JSON object, for clients that read structured
+    /// results (MCP's `structuredContent`); checked by the host against the
+    /// definition's output schema. `content` should say the same in text.
+    pub structured: Option<Value>,
 }
 
 impl ToolOutput {
@@ -133,6 +151,12 @@ impl ToolOutput {
         self
     }
 
+    /// The result's structured content (a JSON object).
+    pub fn with_structured(mut self, structured: Value) -> Self {
+        self.structured = Some(structured);
+        self
+    }
+
     pub fn terminate(mut self) -> Self {
         self.terminate = true;
         self
@@ -144,6 +168,7 @@ impl ToolOutput {
             details: self.details.map(|d| d.to_string()),
             terminate: self.terminate,
             added_tool_names: self.added_tool_names,
+            structured_content: self.structured.map(|s| s.to_string()),
         }
     }
 }

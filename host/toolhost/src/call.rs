@@ -485,6 +485,9 @@ impl BatchContext {
         let added = newly_active(&active_before, &self.active_tools());
         drop(instance); // Free the pool slot before the hooks run.
         let (mut result, mut is_error) = match outcome {
+            Ok(Ok(result)) if let Err(text) = check_structured(&tool, &call.name, &result) => {
+                (ToolResult::error(text), true)
+            }
             Ok(Ok(mut result)) => {
                 for name in added {
                     if !result.added_tool_names.contains(&name) {
@@ -568,6 +571,25 @@ fn newly_active(before: &[String], after: &[String]) -> Vec<String> {
         .filter(|name| !before.contains(name))
         .cloned()
         .collect()
+}
+
+/// A result's structured content against its tool's output schema: a tool
+/// that declares one must return structured content that matches it.
+fn check_structured(tool: &RegisteredTool, name: &str, result: &ToolResult) -> Result<(), String> {
+    let Some(schema) = &tool.output else {
+        return Ok(());
+    };
+    match &result.structured_content {
+        None => Err(format!(
+            "Tool {name} returned no structured content, but its output schema requires it"
+        )),
+        Some(value) => schema.check(value).map_err(|violations| {
+            format!(
+                "Tool {name} returned structured content that does not match its output \
+                 schema: {violations}"
+            )
+        }),
+    }
 }
 
 #[cfg(test)]

@@ -22,35 +22,23 @@
 use crate::engine::{Compiled, Runtime};
 use crate::error::Error;
 use crate::extensions::policy::grant_line;
-use crate::message::{PartialResult, ToolResult};
-use crate::ops::usage::Usage;
+use crate::message::{ContentBlock, ToolResult};
 pub use crate::ops::{Capabilities, WasiCapabilities};
-use crate::wit::v0_1::hook_world::{HookComponent, HookComponentIndices, hook};
-use crate::wit::v0_1::interfaces::{self, Import};
-use crate::wit::v0_1::{
-    HOOK_EXPORT, OpsCtx, OpsView, TOOL_EXPORT, ToolComponent, ToolComponentIndices, WIT_PACKAGE,
-    cancellation, content_from_wit, progress, result_from_wit, types,
+pub(crate) use crate::store::{CallSignals, CallState};
+pub use crate::store::{MAX_CONTENT_BLOCKS, MAX_PROGRESS_BYTES, MAX_PROGRESS_UPDATES};
+use crate::store::{MemoryLimiter, Stop, guest_bytes};
+use crate::wit::interfaces::{self, Import};
+use crate::wit::{
+    self, CallContext, Contract, GuestResult, HookGuest, StoreFuture, ToolDecl, ToolGuest,
 };
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio_util::sync::CancellationToken;
 use wasmtime::component::types::ComponentItem;
-use wasmtime::component::{Component, HasSelf, InstancePre, Linker, ResourceTable, ResourceType};
-use wasmtime::{ResourceLimiter, Store, UpdateDeadline};
+use wasmtime::component::{Component, InstancePre, Linker, ResourceTable, ResourceType};
+use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi::{FsPerms, WasiCtx};
 
-/// Most progress updates forwarded for one call; later ones are dropped.
-pub const MAX_PROGRESS_UPDATES: u32 = 10_000;
-/// Largest progress update forwarded (bytes of its text and image data and
-/// its details).
-pub const MAX_PROGRESS_BYTES: usize = 1 << 20;
-/// Most content blocks in one result, progress update or hook patch. Real
-/// tools return one or two; without a bound, a flood of empty blocks would
-/// pass every byte limit and still cost the host, and every consumer of its
-/// events, memory and work per block.
-pub const MAX_CONTENT_BLOCKS: usize = 1000;
 /// Guest stderr kept to explain a crash.
 const STDERR_CAPTURE: usize = 64 << 10;
 
@@ -117,199 +105,12 @@ impl CallFailure {
     }
 }
 
-/// Markers raised from inside the store, recognised when the call fails.
-#[derive(Debug, thiserror::Error)]
-enum Stop {
-    #[error("deadline exceeded")]
-    Deadline,
-    #[error("memory limit exceeded")]
-    Memory,
-}
-
-/// Where a call's progress updates go.
-type ProgressFn = Box<dyn Fn(PartialResult) + Send + Sync>;
-
-/// The signals shared between the pipeline and one running call.
-pub(crate) struct CallSignals {
-    /// Cooperative cancellation: the tool sees it and should stop.
-    pub cancel: CancellationToken,
-    /// How long a cancelled call may run on before it is stopped.
-    grace: Duration,
-    progress: Mutex<Option<ProgressFn>>,
-    updates: AtomicU32,
-    settled: AtomicBool,
-    /// What the call did with its capabilities (kept for the audit log).
-    pub usage: Usage,
-}
-
-impl CallSignals {
-    pub(crate) fn new(cancel: CancellationToken, grace: Duration) -> Arc<CallSignals> {
-        Self::with_usage(cancel, grace, Usage::default())
-    }
-
-    /// Signals whose call records what it uses in `usage`.
-    pub(crate) fn with_usage(
-        cancel: CancellationToken,
-        grace: Duration,
-        usage: Usage,
-    ) -> Arc<CallSignals> {
-        Arc::new(CallSignals {
-            cancel,
-            grace,
-            progress: Mutex::new(None),
-            updates: AtomicU32::new(0),
-            settled: AtomicBool::new(false),
-            usage,
-        })
-    }
-
-    /// Route progress updates of the call to `f` until [`Self::settle`].
-    pub(crate) fn on_progress(&self, f: impl Fn(PartialResult) + Send + Sync + 'static) {
-        *self.progress.lock().expect("progress lock") = Some(Box::new(f));
-    }
-
-    /// The call has settled: later updates are ignored.
-    pub(crate) fn settle(&self) {
-        self.settled.store(true, Ordering::SeqCst);
-        self.progress.lock().expect("progress lock").take();
-    }
-
-    /// Deliver an update (already weighed, see `progress::Host::update`),
-    /// unless the call has settled or sent its share.
-    fn forward(&self, partial: PartialResult) {
-        if self.settled.load(Ordering::SeqCst) {
-            return;
-        }
-        if self.updates.fetch_add(1, Ordering::Relaxed) >= MAX_PROGRESS_UPDATES {
-            return;
-        }
-        if let Some(f) = self.progress.lock().expect("progress lock").as_ref() {
-            f(partial);
-        }
-    }
-}
-
-/// The per-call store state: WASI, limits, signals and granted backends.
-/// Each Operations interface is implemented on it in its `ops` module.
-pub(crate) struct CallState {
-    wasi: WasiCtx,
-    /// When the guest is stopped (checked at every epoch tick); see
-    /// [`CallInstance::restart_clock`].
-    deadline: Instant,
-    pub(crate) table: ResourceTable,
-    limiter: MemoryLimiter,
-    pub(crate) signals: Arc<CallSignals>,
-    pub(crate) caps: Capabilities,
-}
-
-impl OpsView for CallState {
-    fn ops(&mut self) -> OpsCtx<'_> {
-        OpsCtx {
-            caps: &self.caps,
-            cancel: &self.signals.cancel,
-            usage: &self.signals.usage,
-            table: &mut self.table,
-        }
-    }
-}
-
-impl WasiView for CallState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
-}
-
-struct MemoryLimiter {
-    max_bytes: usize,
-}
-
-impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        if desired > self.max_bytes {
-            // Trap now rather than fail the allocation: the call's result
-            // then names the limit instead of a guest-specific abort.
-            return Err(Stop::Memory.into());
-        }
-        Ok(true)
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        Ok(desired <= 1_000_000)
-    }
-}
-
-impl types::Host for CallState {}
-
-impl progress::Host for CallState {
-    fn update(&mut self, partial: types::PartialResult) -> wasmtime::Result<()> {
-        // Weighed before its details are parsed: an update too big to
-        // forward costs the host nothing beyond its copy (a guest can send
-        // thousands, each as large as its memory).
-        if partial.content.len() > MAX_CONTENT_BLOCKS
-            || guest_bytes(&partial.content, partial.details.as_deref(), &[]) > MAX_PROGRESS_BYTES
-        {
-            return Ok(());
-        }
-        let Ok(details) = partial
-            .details
-            .as_deref()
-            .map(serde_json::from_str)
-            .transpose()
-        else {
-            return Ok(()); // Unparseable details: not a valid update.
-        };
-        self.signals.forward(PartialResult {
-            content: partial.content.into_iter().map(content_from_wit).collect(),
-            details,
-        });
-        Ok(())
-    }
-}
-
-impl cancellation::Host for CallState {
-    fn is_cancelled(&mut self) -> wasmtime::Result<bool> {
-        Ok(self.signals.cancel.is_cancelled())
-    }
-}
-
-/// What a guest's result, update or patch weighs against the output limits:
-/// the bytes of its texts, images (data and type), details and added tool
-/// names. The guest chooses every one of them, so each counts, and they are
-/// counted before the host parses or copies any of it.
-pub(crate) fn guest_bytes(
-    content: &[types::ContentBlock],
-    details: Option<&str>,
-    names: &[String],
-) -> usize {
-    let content: usize = content
-        .iter()
-        .map(|block| match block {
-            types::ContentBlock::Text(text) => text.len(),
-            types::ContentBlock::Image(image) => image.data.len() + image.mime_type.len(),
-        })
-        .sum();
-    content + details.map_or(0, str::len) + names.iter().map(String::len).sum::<usize>()
-}
-
 /// Refuse a guest's result or patch that exceeds the block bound or `limit`
 /// bytes, in the words of `subject` (`Tool read`, `Hook audit`).
 fn check_output(
     subject: &str,
-    content: &[types::ContentBlock],
-    details: Option<&str>,
+    content: &[ContentBlock],
+    json: &[Option<&str>],
     names: &[String],
     limit: Option<usize>,
 ) -> Result<(), String> {
@@ -319,7 +120,7 @@ fn check_output(
             content.len()
         ));
     }
-    let size = guest_bytes(content, details, names);
+    let size = guest_bytes(content, json, names);
     match limit {
         Some(max) if size > max => Err(format!(
             "{subject} returned {size} bytes of content and details, more than its limit of {max}"
@@ -328,7 +129,8 @@ fn check_output(
     }
 }
 
-/// Refuse a component whose imports exceed its grants, naming the capability.
+/// Refuse a component whose imports exceed its grants, naming the
+/// capability, or that mixes versions of the package.
 pub(crate) fn check_imports(
     component: &Component,
     caps: &Capabilities,
@@ -336,6 +138,7 @@ pub(crate) fn check_imports(
     grant_name: Option<&str>,
 ) -> Result<(), Error> {
     let refuse = |reason: String| Error::load(origin, reason);
+    let contract = wit::contract_of(component).map_err(refuse)?;
     let ty = component.component_type();
     for (name, _) in ty.imports(component.engine()) {
         let interface = match interfaces::classify(name) {
@@ -348,7 +151,15 @@ pub(crate) fn check_imports(
             }
             Import::OtherVersion { version } => {
                 return Err(refuse(format!(
-                    "imports {name}: built for toolhost:tool@{version}, but this host provides {WIT_PACKAGE}"
+                    "imports {name}: built for toolhost:tool@{version}, but this host loads {}",
+                    wit::versions_text()
+                )));
+            }
+            Import::Known { version, .. } if version != contract.version => {
+                return Err(refuse(format!(
+                    "imports {name} but exports toolhost:tool@{}: a component is built for one \
+                     version of the package",
+                    contract.version
                 )));
             }
             Import::Unknown => {
@@ -356,7 +167,7 @@ pub(crate) fn check_imports(
                     "imports {name}, which this host does not provide"
                 )));
             }
-            Import::Known(interface) => interface,
+            Import::Known { interface, .. } => interface,
         };
         if !interface.granted(caps) {
             let hint = grant_name
@@ -395,7 +206,7 @@ fn stub_ungranted_operations(
     struct Ungranted;
     for (name, item) in component.component_type().imports(engine) {
         // Always linked, granted, or refused by the linker as unknown.
-        let Import::Known(interface) = interfaces::classify(name) else {
+        let Import::Known { interface, .. } = interfaces::classify(name) else {
             continue;
         };
         let ComponentItem::ComponentInstance(instance) = item.ty else {
@@ -441,8 +252,9 @@ pub(crate) struct Sandbox {
 /// A component linked to the host interfaces its capabilities allow.
 struct Linked {
     pre: InstancePre<CallState>,
-    tool: Option<ToolComponentIndices>,
-    hook: Option<HookComponentIndices>,
+    /// The version of the package it is built for.
+    contract: &'static Contract,
+    exports: Arc<dyn wit::Exports>,
 }
 
 impl Sandbox {
@@ -516,11 +328,33 @@ impl Sandbox {
     }
 
     pub(crate) fn provides_tools(&self) -> bool {
-        self.linked.read().expect("linked lock").tool.is_some()
+        self.linked
+            .read()
+            .expect("linked lock")
+            .exports
+            .provides_tools()
+    }
+
+    /// The version of the package it is built for (`0.2.0`).
+    pub(crate) fn package_version(&self) -> &'static str {
+        self.linked.read().expect("linked lock").contract.version
+    }
+
+    /// The name of its hook export (`toolhost:tool/hook@0.2.0`).
+    pub(crate) fn hook_export(&self) -> &'static str {
+        self.linked
+            .read()
+            .expect("linked lock")
+            .contract
+            .hook_export
     }
 
     pub(crate) fn provides_hooks(&self) -> bool {
-        self.linked.read().expect("linked lock").hook.is_some()
+        self.linked
+            .read()
+            .expect("linked lock")
+            .exports
+            .provides_hooks()
     }
 
     /// The filesystem roots this component was granted (read roots, or the
@@ -610,14 +444,11 @@ impl Sandbox {
             .guard(|store| Box::pin(async move { pre.instantiate_async(store).await }))
             .await?;
         let start = |e: wasmtime::Error| CallFailure::Start(e.to_string());
-        if let Some(indices) = &linked.tool {
-            let tool = indices.load(&mut instance.store, &raw).map_err(start)?;
-            instance.tool = Some(Arc::new(tool));
-        }
-        if let Some(indices) = &linked.hook {
-            let hook = indices.load(&mut instance.store, &raw).map_err(start)?;
-            instance.hook = Some(Arc::new(hook));
-        }
+        let (tool, hook) = linked
+            .exports
+            .load(&mut instance.store, &raw)
+            .map_err(start)?;
+        (instance.tool, instance.hook) = (tool, hook);
         Ok(instance)
     }
 }
@@ -631,14 +462,11 @@ fn link(
     origin: &str,
     trap_ungranted: bool,
 ) -> Result<Linked, Error> {
-    let load_error = |reason: String| Error::load(origin, reason);
+    let contract = wit::contract_of(component).map_err(|e| Error::load(origin, e))?;
     let mut linker = Linker::<CallState>::new(component.engine());
     let linked = (|| -> wasmtime::Result<()> {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-        types::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
-        progress::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
-        cancellation::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
-        interfaces::link_operations(&mut linker, caps)?;
+        (contract.link)(&mut linker, caps)?;
         if trap_ungranted {
             stub_ungranted_operations(&mut linker, component, caps, component.engine())?;
         }
@@ -649,44 +477,34 @@ fn link(
         .instantiate_pre(component)
         .map_err(|e| Error::load_because(origin, "cannot be linked", e))?;
     let ty = component.component_type();
-    let exports: Vec<String> = ty
-        .exports(component.engine())
-        .map(|(name, _)| name.to_string())
-        .collect();
-    let exported = |name: &str| exports.iter().any(|e| e == name);
-    let wrong_shape = |export: &str| {
-        let what = format!("exports {export} with the wrong shape");
-        move |e| Error::load_because(origin, what, e)
-    };
-    let tool = exported(TOOL_EXPORT)
-        .then(|| ToolComponentIndices::new(&pre))
-        .transpose()
-        .map_err(wrong_shape(TOOL_EXPORT))?;
-    let hook = exported(HOOK_EXPORT)
-        .then(|| HookComponentIndices::new(&pre))
-        .transpose()
-        .map_err(wrong_shape(HOOK_EXPORT))?;
-    if tool.is_none() && hook.is_none() {
-        let other = exports
-            .iter()
-            .find(|e| e.starts_with("toolhost:tool/"))
-            .map(|e| format!(" (it exports {e}: built for another version of the package?)"))
-            .unwrap_or_default();
-        return Err(load_error(format!(
-            "exports neither {TOOL_EXPORT} nor {HOOK_EXPORT}{other}"
-        )));
-    }
-    Ok(Linked { pre, tool, hook })
+    let exported = |name: &str| ty.exports(component.engine()).any(|(e, _)| e == name);
+    let (tool, hook) = (
+        exported(contract.tool_export),
+        exported(contract.hook_export),
+    );
+    let exports = (contract.exports)(&pre, tool, hook).map_err(|e| {
+        let what = format!(
+            "exports {} with the wrong shape",
+            if tool {
+                contract.tool_export
+            } else {
+                contract.hook_export
+            }
+        );
+        Error::load_because(origin, what, e)
+    })?;
+    Ok(Linked {
+        pre,
+        contract,
+        exports,
+    })
 }
-
-type StoreFuture<'a, T> =
-    std::pin::Pin<Box<dyn std::future::Future<Output = wasmtime::Result<T>> + Send + 'a>>;
 
 /// One call's instance. Dropping it frees the store and its pool slot.
 pub(crate) struct CallInstance {
     store: Store<CallState>,
-    tool: Option<Arc<ToolComponent>>,
-    hook: Option<Arc<HookComponent>>,
+    tool: Option<Arc<dyn ToolGuest>>,
+    hook: Option<Arc<dyn HookGuest>>,
     deadline: Instant,
     signals: Arc<CallSignals>,
     stderr: MemoryOutputPipe,
@@ -763,13 +581,13 @@ impl CallInstance {
         }
     }
 
-    fn tool(&self) -> Result<Arc<ToolComponent>, CallFailure> {
+    fn tool(&self) -> Result<Arc<dyn ToolGuest>, CallFailure> {
         self.tool
             .clone()
             .ok_or_else(|| CallFailure::Start("the component exports no tools".into()))
     }
 
-    fn hook(&self) -> Result<Arc<HookComponent>, CallFailure> {
+    fn hook(&self) -> Result<Arc<dyn HookGuest>, CallFailure> {
         self.hook
             .clone()
             .ok_or_else(|| CallFailure::Start("the component exports no hooks".into()))
@@ -777,52 +595,38 @@ impl CallInstance {
 
     pub(crate) async fn on_tool_call(
         &mut self,
-        event: hook::ToolCallEvent,
-    ) -> Result<Result<Option<hook::ToolCallVerdict>, String>, CallFailure> {
+        event: wit::ToolCallEvent,
+    ) -> Result<Result<Option<wit::ToolCallVerdict>, String>, CallFailure> {
         let hook = self.hook()?;
-        self.guard(|store| {
-            Box::pin(async move {
-                hook.toolhost_tool_hook()
-                    .call_on_tool_call(store, &event)
-                    .await
-            })
-        })
-        .await
+        self.guard(|store| hook.on_tool_call(store, event)).await
     }
 
     /// The hook's patch, refused (as if the hook had failed, in the words of
     /// `subject`) when it is larger than a tool's result could be.
     pub(crate) async fn on_tool_result(
         &mut self,
-        event: hook::ToolResultEvent,
+        event: wit::ToolResultEvent,
         subject: &str,
-    ) -> Result<Result<Option<hook::ToolResultPatch>, String>, CallFailure> {
+    ) -> Result<Result<Option<wit::ToolResultPatch>, String>, CallFailure> {
         let hook = self.hook()?;
         let patch = self
-            .guard(|store| {
-                Box::pin(async move {
-                    hook.toolhost_tool_hook()
-                        .call_on_tool_result(store, &event)
-                        .await
-                })
-            })
+            .guard(|store| hook.on_tool_result(store, event))
             .await?;
         if let Ok(Some(p)) = &patch {
             let content = p.content.as_deref().unwrap_or_default();
             let limit = self.limits.output_bytes;
-            if let Err(refused) = check_output(subject, content, p.details.as_deref(), &[], limit) {
+            if let Err(refused) =
+                check_output(subject, content, &[p.details.as_deref()], &[], limit)
+            {
                 return Ok(Err(refused));
             }
         }
         Ok(patch)
     }
 
-    pub(crate) async fn definitions(&mut self) -> Result<Vec<types::ToolDefinition>, CallFailure> {
+    pub(crate) async fn definitions(&mut self) -> Result<Vec<ToolDecl>, CallFailure> {
         let tool = self.tool()?;
-        self.guard(|store| {
-            Box::pin(async move { tool.toolhost_tool_tool().call_definitions(store).await })
-        })
-        .await
+        self.guard(|store| tool.definitions(store)).await
     }
 
     pub(crate) async fn prepare_arguments(
@@ -832,42 +636,65 @@ impl CallInstance {
     ) -> Result<Result<Option<String>, String>, CallFailure> {
         let tool = self.tool()?;
         let (name, arguments) = (name.to_string(), arguments.to_string());
-        self.guard(|store| {
-            Box::pin(async move {
-                tool.toolhost_tool_tool()
-                    .call_prepare_arguments(store, &name, &arguments)
-                    .await
-            })
-        })
-        .await
+        self.guard(|store| tool.prepare_arguments(store, name, arguments))
+            .await
     }
 
     pub(crate) async fn execute(
         &mut self,
         name: &str,
-        context: types::CallContext,
+        context: CallContext,
         arguments: &str,
     ) -> Result<Result<ToolResult, String>, CallFailure> {
         let tool = self.tool()?;
-        let tool_name = name.to_string();
+        let subject = format!("Tool {name}");
         let (name, arguments) = (name.to_string(), arguments.to_string());
         let out = self
-            .guard(|store| {
-                Box::pin(async move {
-                    tool.toolhost_tool_tool()
-                        .call_execute(store, &name, &context, &arguments)
-                        .await
-                })
-            })
+            .guard(|store| tool.execute(store, name, context, arguments))
             .await?;
         let limit = self.limits.output_bytes;
         Ok(out.and_then(|r| {
             // Checked on the guest's own values, before the host parses the
-            // details or converts the content.
-            let subject = format!("Tool {tool_name}");
-            let (content, details) = (&r.content, r.details.as_deref());
-            check_output(&subject, content, details, &r.added_tool_names, limit)?;
-            result_from_wit(r)
+            // details or the structured content.
+            let json = [r.details.as_deref(), r.structured_content.as_deref()];
+            check_output(&subject, &r.content, &json, &r.added_tool_names, limit)?;
+            result_from_guest(r)
         }))
     }
+}
+
+/// A guest's result in host form; details or structured content that are
+/// not JSON fail the call, as does structured content that is not an object.
+fn result_from_guest(r: GuestResult) -> Result<ToolResult, String> {
+    let details = match r.details.as_deref() {
+        None => None,
+        Some(text) => Some(
+            serde_json::from_str(text)
+                .map_err(|e| format!("The tool returned details that are not valid JSON: {e}"))?,
+        ),
+    };
+    let structured_content = match r.structured_content.as_deref() {
+        None => None,
+        Some(text) => match serde_json::from_str(text) {
+            Ok(value @ serde_json::Value::Object(_)) => Some(value),
+            Ok(_) => {
+                return Err(
+                    "The tool returned structured content that is not a JSON object".into(),
+                );
+            }
+            Err(e) => {
+                return Err(format!(
+                    "The tool returned structured content that is not valid JSON: {e}"
+                ));
+            }
+        },
+    };
+    Ok(ToolResult {
+        content: r.content,
+        details,
+        usage: None,
+        added_tool_names: r.added_tool_names,
+        terminate: r.terminate,
+        structured_content,
+    })
 }

@@ -21,7 +21,7 @@ pub enum ToolFormat {
     Openai,
     /// Anthropic messages: `{name, description, input_schema}`.
     Anthropic,
-    /// The result of MCP `tools/list`: `{"tools":[{name, title, description, inputSchema, annotations?}]}`.
+    /// The result of MCP `tools/list`: `{"tools":[{name, title, description, inputSchema, outputSchema?, annotations?}]}`.
     Mcp,
 }
 
@@ -115,6 +115,9 @@ pub fn mcp_tool(tool: &ToolInfo) -> Value {
     object.insert("title".into(), json!(d.label));
     object.insert("description".into(), json!(d.description));
     object.insert("inputSchema".into(), d.parameters.clone());
+    if let Some(output) = &d.output_schema {
+        object.insert("outputSchema".into(), output.clone());
+    }
     if let Some(annotations) = mcp_annotations(tool) {
         object.insert("annotations".into(), annotations);
     }
@@ -247,6 +250,7 @@ mod tests {
             prompt_snippet: snippet.map(Into::into),
             prompt_guidelines: guidelines.iter().map(|g| g.to_string()).collect(),
             execution_mode: ExecutionMode::Parallel,
+            output_schema: None,
         }
     }
 
@@ -347,6 +351,23 @@ mod tests {
             mcp_annotations(&replaced),
             None,
             "an extension's read is not vouched for"
+        );
+        // An output schema is MCP's outputSchema and toolhost's own
+        // outputSchema; the providers' formats have no place for it.
+        let mut typed = replaced.clone();
+        typed.definition.output_schema = Some(json!({"type": "object"}));
+        let typed = [typed];
+        assert_eq!(
+            tools_as(&typed, ToolFormat::Mcp)["tools"][0]["outputSchema"],
+            json!({"type": "object"})
+        );
+        assert_eq!(
+            tools_as(&typed, ToolFormat::Json)[0]["outputSchema"],
+            json!({"type": "object"})
+        );
+        assert_eq!(
+            tools_as(&typed, ToolFormat::Openai),
+            tools_as(std::slice::from_ref(&replaced), ToolFormat::Openai)
         );
         assert_eq!("anthropic".parse(), Ok(ToolFormat::Anthropic));
         assert!(

@@ -11,8 +11,7 @@
 
 use crate::component::{CallSignals, Sandbox};
 use crate::message::{AssistantMessage, ContentBlock, ToolCall, ToolResult};
-use crate::wit::v0_1::hook_world::hook;
-use crate::wit::v0_1::{content_from_wit, content_to_wit};
+use crate::wit;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use std::sync::Arc;
@@ -185,7 +184,7 @@ impl ComponentHook {
             Ok(instance) => instance,
             Err(failure) => return block(failure.message(&self.subject())),
         };
-        let event = hook::ToolCallEvent {
+        let event = wit::ToolCallEvent {
             tool_name: call.name.clone(),
             tool_call_id: call.id.clone(),
             input: args.to_string(),
@@ -227,11 +226,11 @@ impl ComponentHook {
             .instantiate(signals)
             .await
             .map_err(|f| f.message(&self.subject()))?;
-        let event = hook::ToolResultEvent {
+        let event = wit::ToolResultEvent {
             tool_name: call.name.clone(),
             tool_call_id: call.id.clone(),
             input: args.to_string(),
-            content: result.content.iter().map(content_to_wit).collect(),
+            content: result.content.clone(),
             details: result.details.as_ref().map(Value::to_string),
             is_error: ctx.is_error,
         };
@@ -253,9 +252,7 @@ impl ComponentHook {
                 )
             })?;
         Ok(Some(AfterToolCallResult {
-            content: patch
-                .content
-                .map(|content| content.into_iter().map(content_from_wit).collect()),
+            content: patch.content,
             details,
             is_error: patch.is_error,
             usage: None,

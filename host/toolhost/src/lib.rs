@@ -72,6 +72,7 @@ mod registry;
 #[cfg(feature = "serve")]
 pub mod serve;
 mod session;
+mod store;
 mod validate;
 #[cfg(feature = "mcp")]
 pub mod watch;

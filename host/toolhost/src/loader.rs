@@ -7,8 +7,8 @@ use crate::engine::Runtime;
 use crate::error::Error;
 use crate::registry::{ExecutionMode, RegisteredTool, ToolDefinition, ToolSource};
 use crate::validate::ArgumentSchema;
-use crate::wit::v0_1::HOOK_EXPORT;
-use crate::wit::v0_1::types;
+use crate::validate::OutputSchema;
+use crate::wit::ToolDecl;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -29,7 +29,7 @@ pub const MAX_DEFINITIONS_BYTES: usize = 1 << 20;
 
 /// Refuse a definitions list too long or too large to be honest, before
 /// anything in it is parsed.
-fn check_definitions_size(definitions: &[types::ToolDefinition]) -> Result<(), String> {
+fn check_definitions_size(definitions: &[ToolDecl]) -> Result<(), String> {
     if definitions.len() > MAX_TOOLS_PER_COMPONENT {
         return Err(format!(
             "defines {} tools, more than the {MAX_TOOLS_PER_COMPONENT} a component may define",
@@ -45,6 +45,7 @@ fn check_definitions_size(definitions: &[types::ToolDefinition]) -> Result<(), S
                 + d.parameters.len()
                 + d.prompt_snippet.as_ref().map_or(0, String::len)
                 + d.prompt_guidelines.iter().map(String::len).sum::<usize>()
+                + d.output_schema.as_ref().map_or(0, String::len)
         })
         .sum();
     if bytes > MAX_DEFINITIONS_BYTES {
@@ -115,8 +116,9 @@ pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Res
             })
             .unwrap_or_default();
         return Err(fail(format!(
-            "exports {HOOK_EXPORT} (sees and may rewrite every call of every tool), which is \
-             not granted to it{hint}"
+            "exports {} (sees and may rewrite every call of every tool), which is \
+             not granted to it{hint}",
+            sandbox.hook_export()
         )));
     }
     let hooks = sandbox.provides_hooks().then(|| sandbox.clone());
@@ -138,7 +140,7 @@ pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Res
     let mut tools: Vec<RegisteredTool> = Vec::new();
     for def in definitions {
         let name = def.name.clone();
-        let (definition, schema) = check_definition(def)
+        let (definition, schema, output) = check_definition(def)
             .map_err(|reason| fail(format!("tool {name:?} has an invalid definition: {reason}")))?;
         if tools.iter().any(|t| t.definition.name == definition.name) {
             return Err(fail(format!("defines tool {name} twice")));
@@ -146,6 +148,7 @@ pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Res
         tools.push(RegisteredTool {
             definition,
             schema,
+            output,
             sandbox: sandbox.clone(),
             source: spec.source.clone(),
             digest: digest.clone(),
@@ -164,6 +167,8 @@ pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Res
 #[serde(rename_all = "camelCase")]
 pub struct Inspection {
     pub path: String,
+    /// The version of the `toolhost:tool` package it is built for (`0.2.0`).
+    pub package_version: String,
     /// The `toolhost:tool` Operations it imports (its capability request).
     pub capabilities: Vec<String>,
     /// Other interfaces it imports (WASI is linked deny-by-default).
@@ -198,10 +203,10 @@ pub async fn inspect_bytes(
     let mut capabilities = Vec::new();
     let mut other_imports = Vec::new();
     for (name, _) in component.component_type().imports(component.engine()) {
-        use crate::wit::v0_1::interfaces::{Import, classify};
+        use crate::wit::interfaces::{Import, classify};
         match classify(name) {
-            Import::Known(i) if !i.is_capability() => {}
-            Import::Known(i) => capabilities.push(i.name.to_string()),
+            Import::Known { interface, .. } if !interface.is_capability() => {}
+            Import::Known { interface, .. } => capabilities.push(interface.name.to_string()),
             // Listed as asked for: loading it names what is wrong with it.
             Import::OtherVersion { .. } | Import::Unknown => {
                 let rest = &name["toolhost:tool/".len()..];
@@ -214,6 +219,7 @@ pub async fn inspect_bytes(
     if !sandbox.provides_tools() {
         return Ok(Inspection {
             path: origin,
+            package_version: sandbox.package_version().to_string(),
             capabilities,
             other_imports,
             tools: Vec::new(),
@@ -227,12 +233,13 @@ pub async fn inspect_bytes(
     for def in definitions {
         let name = def.name.clone();
         match check_definition(def) {
-            Ok((definition, _)) => tools.push(definition),
+            Ok((definition, ..)) => tools.push(definition),
             Err(reason) => problems.push(format!("tool {name:?}: {reason}")),
         }
     }
     Ok(Inspection {
         path: origin,
+        package_version: sandbox.package_version().to_string(),
         capabilities,
         other_imports,
         tools,
@@ -243,7 +250,7 @@ pub async fn inspect_bytes(
 
 /// Instantiate the component once and ask it for its tools, refusing a list
 /// too long or too large before anything in it is parsed.
-async fn read_definitions(sandbox: &Sandbox) -> Result<Vec<types::ToolDefinition>, String> {
+async fn read_definitions(sandbox: &Sandbox) -> Result<Vec<ToolDecl>, String> {
     // Never cancelled: reading ends by result, trap or deadline.
     let signals = CallSignals::new(CancellationToken::new(), Duration::ZERO);
     let mut instance = sandbox
@@ -268,9 +275,11 @@ fn valid_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
+/// A declared tool checked: its definition, its argument schema and its
+/// output schema (when it declares one), compiled.
 fn check_definition(
-    def: types::ToolDefinition,
-) -> Result<(ToolDefinition, ArgumentSchema), String> {
+    def: ToolDecl,
+) -> Result<(ToolDefinition, ArgumentSchema, Option<OutputSchema>), String> {
     if !valid_name(&def.name) {
         return Err("the name must be 1 to 64 characters of letters, digits, '_' or '-'".into());
     }
@@ -281,6 +290,14 @@ fn check_definition(
         .map_err(|e| format!("parameters are not valid JSON: {e}"))?;
     let schema = ArgumentSchema::compile(&parameters)
         .map_err(|e| format!("parameters are not a usable JSON Schema: {e}"))?;
+    let output = match def.output_schema.as_deref() {
+        None => None,
+        Some(text) => {
+            let schema: serde_json::Value = serde_json::from_str(text)
+                .map_err(|e| format!("the output schema is not valid JSON: {e}"))?;
+            Some(OutputSchema::compile(&schema)?)
+        }
+    };
     let label = if def.label.trim().is_empty() {
         def.name.clone()
     } else {
@@ -294,12 +311,15 @@ fn check_definition(
             parameters,
             prompt_snippet: def.prompt_snippet.filter(|s| !s.trim().is_empty()),
             prompt_guidelines: def.prompt_guidelines,
-            execution_mode: match def.execution_mode {
-                types::ExecutionMode::Parallel => ExecutionMode::Parallel,
-                types::ExecutionMode::Sequential => ExecutionMode::Sequential,
+            execution_mode: if def.sequential {
+                ExecutionMode::Sequential
+            } else {
+                ExecutionMode::Parallel
             },
+            output_schema: output.as_ref().map(|o| o.schema().clone()),
         },
         schema,
+        output,
     ))
 }
 

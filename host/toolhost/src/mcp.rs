@@ -454,12 +454,20 @@ impl ServerHandler for McpServer {
                 result.text()
             ));
         }
-        let result: CallToolResult = serde_json::from_value(json!({
+        let mut result = json!({
             "content": result.content,
             "isError": result.is_error,
             "resultType": "complete",
-        }))
-        .map_err(|e| internal("converting the result", e))?;
+            // Checked against the tool's output schema by the call.
+            "structuredContent": result.structured_content,
+        });
+        if result["structuredContent"].is_null() {
+            result
+                .as_object_mut()
+                .map(|r| r.remove("structuredContent"));
+        }
+        let result: CallToolResult =
+            serde_json::from_value(result).map_err(|e| internal("converting the result", e))?;
         Ok(result.into())
     }
 }

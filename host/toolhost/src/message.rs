@@ -126,6 +126,10 @@ pub struct ToolResult {
     pub added_tool_names: Vec<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub terminate: bool,
+    /// The result as a JSON object, checked against the tool's output
+    /// schema (MCP's `structuredContent`; since `toolhost:tool@0.2.0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
 }
 
 impl ToolResult {
@@ -175,6 +179,10 @@ pub struct ToolResultMessage {
     pub usage: Option<Value>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub added_tool_names: Vec<String>,
+    /// The result as a JSON object, matching the tool's output schema
+    /// (MCP's `structuredContent`; not part of Pi's message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
     pub is_error: bool,
     /// Milliseconds since the Unix epoch.
     pub timestamp: u64,
@@ -195,6 +203,7 @@ impl ToolResultMessage {
             details: result.details,
             usage: result.usage,
             added_tool_names: result.added_tool_names,
+            structured_content: result.structured_content,
             is_error,
             timestamp: now_ms(),
         }

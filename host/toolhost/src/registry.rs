@@ -6,7 +6,7 @@
 //! wins. Every collision is reported as a [`Diagnostic`], never silent.
 
 use crate::component::Sandbox;
-use crate::validate::ArgumentSchema;
+use crate::validate::{ArgumentSchema, OutputSchema};
 use serde::Serialize;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -35,6 +35,9 @@ pub struct ToolDefinition {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub prompt_guidelines: Vec<String>,
     pub execution_mode: ExecutionMode,
+    /// JSON Schema of its structured results (since `toolhost:tool@0.2.0`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
 }
 
 /// Where a tool comes from.
@@ -58,6 +61,8 @@ impl std::fmt::Display for ToolSource {
 pub(crate) struct RegisteredTool {
     pub definition: ToolDefinition,
     pub schema: ArgumentSchema,
+    /// Its output schema, compiled, when it declares one.
+    pub output: Option<OutputSchema>,
     pub sandbox: Arc<Sandbox>,
     pub source: ToolSource,
     /// The digest of its component (`blake3:…`), for the audit log.

@@ -10,7 +10,7 @@
 use crate::audit::AuditLog;
 use crate::hooks::Hook;
 use crate::registry::{RegisteredTool, Registry};
-use crate::wit::v0_1::types;
+use crate::wit::CallContext;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -42,13 +42,9 @@ pub(crate) struct CallSettings {
 
 impl Session {
     /// What a tool learns about the call it runs.
-    pub(crate) fn call_context(
-        &self,
-        tool_call_id: &str,
-        tool: &RegisteredTool,
-    ) -> types::CallContext {
+    pub(crate) fn call_context(&self, tool_call_id: &str, tool: &RegisteredTool) -> CallContext {
         let settings = &self.settings;
-        types::CallContext {
+        CallContext {
             tool_call_id: tool_call_id.to_string(),
             cwd: settings.workspace.to_string_lossy().into_owned(),
             home: settings.home.clone(),

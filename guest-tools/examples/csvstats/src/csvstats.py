@@ -68,6 +68,7 @@ class Tool(exports.Tool):
                 prompt_snippet="Summarise the columns of a CSV file",
                 prompt_guidelines=[],
                 execution_mode=types.ExecutionMode.PARALLEL,
+                output_schema=None,
             )
         ]
 
@@ -108,6 +109,7 @@ class Tool(exports.Tool):
             details=json.dumps(summary),
             terminate=False,
             added_tool_names=[],
+            structured_content=None,
         )
 
 

@@ -21,6 +21,11 @@ use toolhost_sdk::{Content, Context, Definition, Tool, ToolError, ToolOutput};
 
 const SCHEMA: &str = r#"{"type":"object","required":["path"],"properties":{"path":{"type":"string","description":"A file, or a directory whose files are all counted (recursively, skipping names that start with a dot). Relative paths are relative to the workspace."}}}"#;
 
+/// The JSON Schema of its structured results: the counts of each file, their
+/// total, and whether every file was counted. The host checks every result
+/// against it, and MCP clients read it as the tool's `outputSchema`.
+const OUTPUT_SCHEMA: &str = r##"{"type":"object","required":["files","total","complete"],"properties":{"files":{"type":"array","items":{"$ref":"#/$defs/counts","required":["path"]}},"total":{"$ref":"#/$defs/counts"},"complete":{"type":"boolean"}},"$defs":{"counts":{"type":"object","required":["lines","words","chars","bytes"],"properties":{"path":{"type":"string"},"lines":{"type":"integer","minimum":0},"words":{"type":"integer","minimum":0},"chars":{"type":"integer","minimum":0},"bytes":{"type":"integer","minimum":0}}}}}"##;
+
 const DESCRIPTION: &str = "Count the lines, words, characters and bytes of a file, or of every file in a directory (recursively), like `wc`. Lines are newline characters; words are runs of characters between ASCII whitespace; characters are UTF-8 characters. Counts at most 1000 files.";
 
 /// Files counted per call; a larger tree is cut there and says so.
@@ -36,6 +41,7 @@ impl Tool for WordCount {
     fn definition(&self) -> Definition {
         Definition::new("wc", "Word count", DESCRIPTION, SCHEMA)
             .prompt_snippet("Count lines, words, characters and bytes of files")
+            .output_schema(OUTPUT_SCHEMA)
     }
 
     fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
@@ -74,7 +80,7 @@ impl Tool for WordCount {
                 "\n\n[Stopped after {MAX_FILES} files. Count a subdirectory for the rest.]"
             ));
         }
-        let details = json!({
+        let counted = json!({
             "files": rows.iter().map(|(path, c)| {
                 let mut v = c.to_json();
                 v["path"] = json!(path);
@@ -83,7 +89,11 @@ impl Tool for WordCount {
             "total": total.to_json(),
             "complete": complete,
         });
-        Ok(ToolOutput::text(text).with_details(details))
+        // The same counts as details (for Pi's loops) and as structured
+        // content (for MCP clients).
+        Ok(ToolOutput::text(text)
+            .with_details(counted.clone())
+            .with_structured(counted))
     }
 }
 

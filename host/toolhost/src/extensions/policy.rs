@@ -363,7 +363,7 @@ pub fn resolve_path(p: &str, base: &Path) -> PathBuf {
 /// The `toolhost.toml` line that grants the extension `ext` the capability
 /// `capability` (an Operations interface, or `hooks`).
 pub fn grant_line(ext: &str, capability: &str) -> String {
-    let value = crate::wit::v0_1::interfaces::INTERFACES
+    let value = crate::wit::interfaces::INTERFACES
         .iter()
         .find(|i| i.name == capability)
         .and_then(|i| i.grant_value())

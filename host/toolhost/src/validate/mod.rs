@@ -45,6 +45,7 @@ mod coerce;
 mod convert;
 mod js;
 mod nulls;
+mod output;
 mod schema;
 #[cfg(test)]
 mod tests;
@@ -55,6 +56,7 @@ use convert::*;
 use js::*;
 use schema::*;
 
+pub use output::OutputSchema;
 pub use text::failure_text;
 
 /// TypeBox's default `maxErrors`: Pi's failure text lists at most this many issues.

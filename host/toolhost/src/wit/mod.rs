@@ -2,15 +2,282 @@
 //!
 //! Everything generated from the WIT package, and every conversion between
 //! its types and the host's own, lives here, one module per released
-//! version of the package (`v0_1` for `toolhost:tool@0.1.0`; a later version
-//! gets a module beside it, as Zed's `since_v*` modules do). The Operations
-//! (`crate::ops`) have plain Rust types and backend traits; each interface's
-//! glue here serves them to a component through a narrow view of the call's
-//! state, as wasmtime's WASI crate does.
+//! version of the package (`v0_1` for `toolhost:tool@0.1.0`, `v0_2` for
+//! `0.2.0`), as Zed's `since_v*` modules do. The host loads both: a
+//! component is served the version it exports ([`Contract`]).
 //!
-//! [`v0_1::interfaces`] is the one table of the granted interfaces: name,
+//! The Operations (`crate::ops`) have plain Rust types and backend traits;
+//! the glue in `glue/` serves them to a component through a narrow view of
+//! the call's state ([`OpsCtx`]), as wasmtime's WASI crate does. Each version
+//! module compiles that glue against its own bindings (the interfaces the
+//! versions share have the same shape), and adds the conversions of the
+//! records that differ. What a component exports is called through the
+//! version-neutral [`ToolGuest`] and [`HookGuest`], in the host's own types
+//! (below), so nothing above this layer knows which version it runs.
+//!
+//! [`interfaces`] is the one table of the granted interfaces: name,
 //! wording, whether a set of capabilities grants it, the `toolhost.toml`
 //! line that would, and how it is linked. Import checking, stubbing for
 //! inspection and linking all read it.
 
+/// The bindings of one version of the package, at `$path` (relative to the
+/// crate): both worlds, the interfaces under their usual names, and the
+/// hook world's imports mapped onto the tool world's, so that one host
+/// implementation serves both.
+///
+/// Imports are synchronous where they are short, bounded operations (a
+/// stat, a capped read, a channel send) and asynchronous where they wait:
+/// for a file's mutation lock, a child's output, or a search running on the
+/// blocking pool. Exports are called asynchronously so that epoch
+/// interruption can yield to the scheduler and a call can be dropped.
+macro_rules! bindings {
+    ($path:literal) => {
+        wasmtime::component::bindgen!({
+            path: $path,
+            world: "tool-component",
+            imports: {
+                "toolhost:tool/fs-write.lock": async | trappable,
+                "toolhost:tool/process.[method]child.next": async | trappable,
+                "toolhost:tool/process.[method]child.next-within": async | trappable,
+                "toolhost:tool/search.grep": async | trappable,
+                "toolhost:tool/search.glob": async | trappable,
+                default: trappable,
+            },
+            exports: { default: async },
+            with: {
+                "toolhost:tool/fs-write.mutation-lock": crate::ops::fs::MutationLock,
+                "toolhost:tool/process.child": crate::ops::process::Child,
+            },
+        });
+
+        pub(crate) use self::toolhost::tool::{
+            cancellation, fs_read, fs_types, fs_write, process, progress, search, tools, types,
+        };
+
+        /// Bindings of the `hook-component` world. Its imports are the same
+        /// interfaces as a tool's, served by the same host code.
+        pub mod hook_world {
+            wasmtime::component::bindgen!({
+                path: $path,
+                world: "hook-component",
+                exports: { default: async },
+                with: {
+                    "toolhost:tool/types": super::toolhost::tool::types,
+                    "toolhost:tool/fs-types": super::toolhost::tool::fs_types,
+                    "toolhost:tool/progress": super::toolhost::tool::progress,
+                    "toolhost:tool/cancellation": super::toolhost::tool::cancellation,
+                    "toolhost:tool/fs-read": super::toolhost::tool::fs_read,
+                    "toolhost:tool/fs-write": super::toolhost::tool::fs_write,
+                    "toolhost:tool/process": super::toolhost::tool::process,
+                    "toolhost:tool/search": super::toolhost::tool::search,
+                    "toolhost:tool/tools": super::toolhost::tool::tools,
+                },
+            });
+
+            pub(crate) use exports::toolhost::tool::hook;
+        }
+    };
+}
+
+mod ctx;
+pub mod interfaces;
 pub mod v0_1;
+pub mod v0_2;
+
+pub(crate) use ctx::HasOps;
+pub use ctx::{OpsCtx, OpsView};
+
+use crate::message::ContentBlock;
+use crate::ops::Capabilities;
+use crate::store::CallState;
+use std::sync::Arc;
+use wasmtime::Store;
+use wasmtime::component::{Component, Instance, InstancePre, Linker};
+
+/// One version of the package, as the host serves it.
+pub(crate) struct Contract {
+    /// `0.2.0`.
+    pub version: &'static str,
+    /// `toolhost:tool/tool@0.2.0`.
+    pub tool_export: &'static str,
+    /// `toolhost:tool/hook@0.2.0`.
+    pub hook_export: &'static str,
+    /// Link the interfaces every component of this version may import
+    /// (types, progress, cancellation) and the Operations `caps` grants.
+    pub link: fn(&mut Linker<CallState>, &Capabilities) -> wasmtime::Result<()>,
+    /// Find the exports of an instantiable component.
+    pub exports: FindExports,
+}
+
+/// How a version finds a linked component's exports: its tools when `tool`,
+/// its hooks when `hook`.
+pub(crate) type FindExports =
+    fn(&InstancePre<CallState>, tool: bool, hook: bool) -> wasmtime::Result<Arc<dyn Exports>>;
+
+/// One instance's exports: its tools, its hooks.
+pub(crate) type Guests = (Option<Arc<dyn ToolGuest>>, Option<Arc<dyn HookGuest>>);
+
+/// Every version of the package the host loads, oldest first.
+pub(crate) const CONTRACTS: &[&Contract] = &[&v0_1::CONTRACT, &v0_2::CONTRACT];
+
+/// The newest version: what the SDK builds and messages name.
+pub const CURRENT: &str = v0_2::VERSION;
+
+/// The versions the host loads, for messages: `toolhost:tool@0.1.0 and @0.2.0`.
+pub fn versions_text() -> String {
+    let versions: Vec<String> = CONTRACTS
+        .iter()
+        .map(|c| format!("@{}", c.version))
+        .collect();
+    format!("toolhost:tool{}", versions.join(" and "))
+}
+
+/// The version a component is built for, read from what it exports.
+pub(crate) fn contract_of(component: &Component) -> Result<&'static Contract, String> {
+    let ty = component.component_type();
+    let exports: Vec<String> = ty
+        .exports(component.engine())
+        .map(|(name, _)| name.to_string())
+        .collect();
+    let exported = |name: &str| exports.iter().any(|e| e == name);
+    if let Some(contract) = CONTRACTS
+        .iter()
+        .rev()
+        .find(|c| exported(c.tool_export) || exported(c.hook_export))
+    {
+        return Ok(contract);
+    }
+    let other = exports
+        .iter()
+        .find(|e| e.starts_with("toolhost:tool/"))
+        .map(|e| format!(" (it exports {e}: built for another version of the package?)"))
+        .unwrap_or_default();
+    let current = CONTRACTS[CONTRACTS.len() - 1];
+    Err(format!(
+        "exports neither {} nor {}{other}; this host loads {}",
+        current.tool_export,
+        current.hook_export,
+        versions_text()
+    ))
+}
+
+/// A linked component's exports, ready to be found in each instance.
+pub(crate) trait Exports: Send + Sync {
+    fn provides_tools(&self) -> bool;
+    fn provides_hooks(&self) -> bool;
+    /// The exports of one instance.
+    fn load(&self, store: &mut Store<CallState>, instance: &Instance) -> wasmtime::Result<Guests>;
+}
+
+/// A future running on a call's store.
+pub(crate) type StoreFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = wasmtime::Result<T>> + Send + 'a>>;
+
+/// The `tool` export of one instance, in the host's types.
+pub(crate) trait ToolGuest: Send + Sync {
+    fn definitions<'a>(&self, store: &'a mut Store<CallState>) -> StoreFuture<'a, Vec<ToolDecl>>;
+    fn prepare_arguments<'a>(
+        &self,
+        store: &'a mut Store<CallState>,
+        name: String,
+        arguments: String,
+    ) -> StoreFuture<'a, Result<Option<String>, String>>;
+    fn execute<'a>(
+        &self,
+        store: &'a mut Store<CallState>,
+        name: String,
+        context: CallContext,
+        arguments: String,
+    ) -> StoreFuture<'a, Result<GuestResult, String>>;
+}
+
+/// The `hook` export of one instance, in the host's types.
+pub(crate) trait HookGuest: Send + Sync {
+    fn on_tool_call<'a>(
+        &self,
+        store: &'a mut Store<CallState>,
+        event: ToolCallEvent,
+    ) -> StoreFuture<'a, Result<Option<ToolCallVerdict>, String>>;
+    fn on_tool_result<'a>(
+        &self,
+        store: &'a mut Store<CallState>,
+        event: ToolResultEvent,
+    ) -> StoreFuture<'a, Result<Option<ToolResultPatch>, String>>;
+}
+
+// ---------------------------------------------------------------------------
+// The records a component exchanges, in the host's types. JSON arrives and
+// leaves as text: the host weighs a guest's text before it parses any.
+// ---------------------------------------------------------------------------
+
+/// A tool as a component declares it, before the loader checks it.
+#[derive(Clone, Debug)]
+pub(crate) struct ToolDecl {
+    pub name: String,
+    pub label: String,
+    pub description: String,
+    pub parameters: String,
+    pub prompt_snippet: Option<String>,
+    pub prompt_guidelines: Vec<String>,
+    /// Its calls make their batch run in order (`execution-mode`).
+    pub sequential: bool,
+    /// Since 0.2.0.
+    pub output_schema: Option<String>,
+}
+
+/// Facts about the call being executed.
+#[derive(Clone, Debug)]
+pub(crate) struct CallContext {
+    pub tool_call_id: String,
+    pub cwd: String,
+    pub home: Option<String>,
+    pub roots: Vec<String>,
+    pub session_id: Option<String>,
+}
+
+/// A tool's result as the component returned it.
+#[derive(Clone, Debug)]
+pub(crate) struct GuestResult {
+    pub content: Vec<ContentBlock>,
+    pub details: Option<String>,
+    pub terminate: bool,
+    pub added_tool_names: Vec<String>,
+    /// Since 0.2.0.
+    pub structured_content: Option<String>,
+}
+
+/// What a hook sees before a call.
+#[derive(Clone, Debug)]
+pub(crate) struct ToolCallEvent {
+    pub tool_name: String,
+    pub tool_call_id: String,
+    pub input: String,
+}
+
+/// What a hook decides before a call.
+#[derive(Clone, Debug)]
+pub(crate) struct ToolCallVerdict {
+    pub block: bool,
+    pub reason: Option<String>,
+    pub terminate: bool,
+    pub input: Option<String>,
+}
+
+/// What a hook sees after a call.
+#[derive(Clone, Debug)]
+pub(crate) struct ToolResultEvent {
+    pub tool_name: String,
+    pub tool_call_id: String,
+    pub input: String,
+    pub content: Vec<ContentBlock>,
+    pub details: Option<String>,
+    pub is_error: bool,
+}
+
+/// What a hook changes after a call.
+#[derive(Clone, Debug)]
+pub(crate) struct ToolResultPatch {
+    pub content: Option<Vec<ContentBlock>>,
+    pub details: Option<String>,
+    pub is_error: Option<bool>,
+}

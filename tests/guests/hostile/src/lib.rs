@@ -40,6 +40,7 @@ fn definition(name: &str, parameters: &str) -> wit::ToolDefinition {
         prompt_snippet: None,
         prompt_guidelines: Vec::new(),
         execution_mode: wit::ExecutionMode::Parallel,
+        output_schema: None,
     }
 }
 
@@ -142,6 +143,7 @@ fn text(text: impl Into<String>) -> wit::ToolResult {
         details: None,
         terminate: false,
         added_tool_names: Vec::new(),
+        structured_content: None,
     }
 }
 
@@ -274,6 +276,10 @@ fn run(_ctx: &wit::CallContext, args: &Value) -> Result<wit::ToolResult, String>
         "details" => Ok(wit::ToolResult {
             details: Some(str_arg(args, "text").to_string()),
             ..text("details sent")
+        }),
+        "structured" => Ok(wit::ToolResult {
+            structured_content: Some(str_arg(args, "text").to_string()),
+            ..text("structured content sent")
         }),
         "big-details" => Ok(wit::ToolResult {
             details: Some(format!("\"{}\"", "x".repeat(num_arg(args, "bytes")))),

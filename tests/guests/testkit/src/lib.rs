@@ -147,6 +147,33 @@ impl Tool for Terminate {
     }
 }
 
+/// A tool with an output schema (`toolhost:tool@0.2.0`): returns the
+/// structured content it is given (`structured`), which may or may not
+/// match the schema, with its text.
+struct Typed;
+const TYPED_SCHEMA: &str = r#"{"type":"object","properties":{"structured":{}}}"#;
+const TYPED_OUTPUT: &str = r#"{"type":"object","properties":{"count":{"type":"integer"},"word":{"type":"string"}},"required":["count"]}"#;
+impl Tool for Typed {
+    fn definition(&self) -> Definition {
+        Definition::new(
+            "typed",
+            "Typed",
+            "Returns structured content.",
+            TYPED_SCHEMA,
+        )
+        .output_schema(TYPED_OUTPUT)
+    }
+    fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+        let structured = args.get("structured").cloned().unwrap_or(Value::Null);
+        let out = ToolOutput::text(structured.to_string());
+        Ok(if structured.is_null() {
+            out
+        } else {
+            out.with_structured(structured)
+        })
+    }
+}
+
 /// Allocates `mb` megabytes, touching every page.
 struct Hog;
 const HOG_SCHEMA: &str = r#"{"type":"object","properties":{"mb":{"type":"number"}}}"#;
@@ -299,5 +326,5 @@ impl Tool for WasiFile {
 
 toolhost_sdk::export_tools!(
     Echo, Slow, Fast, Step, Crash, Spin, Sleepy, Progress, Terminate, Hog, Recurse, Legacy,
-    PrepFail, Fail, GetEnv, WasiFile
+    PrepFail, Fail, GetEnv, WasiFile, Typed
 );

@@ -1,8 +1,8 @@
 //! `search`: the search Operations' types at the edge, and their glue.
 
-use super::{OpsCtx, search};
-use crate::ops::search::{self as ops, run_search};
-use crate::ops::usage::Use;
+use super::super::search;
+use crate::ops::search as ops;
+use crate::wit::OpsCtx;
 
 impl From<search::GrepRequest> for ops::GrepRequest {
     fn from(r: search::GrepRequest) -> Self {
@@ -79,33 +79,6 @@ impl From<ops::SearchError> for search::SearchError {
     }
 }
 
-impl OpsCtx<'_> {
-    /// Run a search of `root` on the blocking pool and record it: read, or
-    /// refused.
-    async fn searched<T: Send + 'static, W: From<T>>(
-        &mut self,
-        root: String,
-        run: impl FnOnce(&dyn ops::Search, &ops::StopFlag) -> Result<T, ops::SearchError>
-        + Send
-        + 'static,
-    ) -> wasmtime::Result<Result<W, search::SearchError>> {
-        let Some(backend) = self.caps.search.clone() else {
-            return Ok(Err(search::SearchError::Other(
-                "search is not granted".into(),
-            )));
-        };
-        let found = run_search(backend, self.cancel.clone(), run).await;
-        match &found {
-            Ok(_) => self.usage.note(Use::Read, &root),
-            Err(ops::SearchError::OutsideRoots(_)) => self
-                .usage
-                .note(Use::Denied, &format!("search {root}: outside-roots")),
-            Err(_) => {}
-        }
-        Ok(found.map(Into::into).map_err(Into::into))
-    }
-}
-
 impl search::Host for OpsCtx<'_> {
     async fn grep(
         &mut self,
@@ -113,8 +86,8 @@ impl search::Host for OpsCtx<'_> {
     ) -> wasmtime::Result<Result<search::GrepResult, search::SearchError>> {
         let request = ops::GrepRequest::from(request);
         let root = request.root.clone();
-        self.searched(root, move |backend, stop| backend.grep(&request, stop))
-            .await
+        let found = self.searched(root, move |backend, stop| backend.grep(&request, stop));
+        Ok(found.await.map(Into::into).map_err(Into::into))
     }
 
     async fn glob(
@@ -123,7 +96,7 @@ impl search::Host for OpsCtx<'_> {
     ) -> wasmtime::Result<Result<search::GlobResult, search::SearchError>> {
         let request = ops::GlobRequest::from(request);
         let root = request.root.clone();
-        self.searched(root, move |backend, stop| backend.glob(&request, stop))
-            .await
+        let found = self.searched(root, move |backend, stop| backend.glob(&request, stop));
+        Ok(found.await.map(Into::into).map_err(Into::into))
     }
 }

@@ -1,10 +1,10 @@
 //! `fs-types`, `fs-read` and `fs-write`: the file Operations' types at the
 //! edge, and their glue.
 
-use super::{OpsCtx, fs_read, fs_types, fs_write};
-use crate::ops::fs::{self, FsError, FsRead, FsWrite, MutationLock, lock_file};
+use super::super::{fs_read, fs_types, fs_write};
+use crate::ops::fs::{self, FsError, MutationLock, lock_file};
 use crate::ops::usage::Use;
-use std::sync::Arc;
+use crate::wit::OpsCtx;
 use wasmtime::component::Resource;
 
 impl From<fs::ErrorCode> for fs_types::ErrorCode {
@@ -68,59 +68,6 @@ impl From<fs::DirEntry> for fs_types::DirEntry {
 /// A result of the Operations, in the interface's types.
 fn wit<T, U: From<T>>(r: Result<T, FsError>) -> wasmtime::Result<Result<U, fs_types::FsError>> {
     Ok(r.map(U::from).map_err(Into::into))
-}
-
-impl OpsCtx<'_> {
-    /// The granted backend, unless the call was cancelled.
-    fn granted<T: ?Sized>(&self, backend: &Option<Arc<T>>, what: &str) -> Result<Arc<T>, FsError> {
-        if self.cancel.is_cancelled() {
-            return Err(fs::fs_error(
-                fs::ErrorCode::Cancelled,
-                "the call was cancelled",
-            ));
-        }
-        backend.clone().ok_or_else(|| {
-            fs::fs_error(
-                fs::ErrorCode::PermissionDenied,
-                format!("{what} is not granted"),
-            )
-        })
-    }
-
-    fn reader(&self) -> Result<Arc<dyn FsRead>, FsError> {
-        self.granted(&self.caps.fs_read, "fs-read")
-    }
-
-    fn writer(&self) -> Result<Arc<dyn FsWrite>, FsError> {
-        self.granted(&self.caps.fs_write, "fs-write")
-    }
-
-    /// Record what an operation on `path` did: used as `kind` when it
-    /// succeeded, denied when the host refused it.
-    fn noted<T>(&self, r: Result<T, FsError>, kind: Use, path: &str) -> Result<T, FsError> {
-        if self.usage.is_recording() {
-            match &r {
-                Ok(_) => self.usage.note(kind, path),
-                Err(e) => {
-                    let refused = match e.code {
-                        fs::ErrorCode::OutsideRoots => "outside-roots",
-                        fs::ErrorCode::PermissionDenied => "permission-denied",
-                        fs::ErrorCode::Protected => "protected",
-                        _ => "",
-                    };
-                    if !refused.is_empty() {
-                        let op = match kind {
-                            Use::Read => "fs-read",
-                            _ => "fs-write",
-                        };
-                        self.usage
-                            .note(Use::Denied, &format!("{op} {path}: {refused}"));
-                    }
-                }
-            }
-        }
-        r
-    }
 }
 
 impl fs_types::Host for OpsCtx<'_> {}

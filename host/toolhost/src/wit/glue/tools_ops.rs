@@ -1,17 +1,7 @@
 //! The `tools` interface served from [`crate::ops::tools::ToolSet`].
 
-use super::{OpsCtx, tools};
-use crate::ops::tools::ToolSet;
-
-impl OpsCtx<'_> {
-    fn tool_set(&self) -> wasmtime::Result<&ToolSet> {
-        // Linked only with the grant: reaching this without it is a host bug.
-        self.caps
-            .tools
-            .as_ref()
-            .ok_or_else(|| wasmtime::format_err!("tools is not granted"))
-    }
-}
+use super::super::tools;
+use crate::wit::OpsCtx;
 
 impl tools::Host for OpsCtx<'_> {
     fn active(&mut self) -> wasmtime::Result<Vec<String>> {

@@ -1,8 +1,9 @@
 //! `process`: the process Operations' types at the edge, and their glue.
 
-use super::{OpsCtx, process};
+use super::super::process;
 use crate::ops::process::{self as ops, Child};
 use crate::ops::usage::Use;
+use crate::wit::OpsCtx;
 use std::time::Duration;
 use wasmtime::component::Resource;
 

@@ -1,12 +1,11 @@
-//! The one table of the interfaces a `toolhost:tool@0.1.0` component may
-//! import. Checking a component's imports against its grants, inspecting
-//! it, stubbing what it was not granted, linking what it was, and the
-//! `toolhost.toml` line a refusal suggests all read it; adding an interface
-//! means adding a row here and its glue beside this file.
+//! The one table of the interfaces a `toolhost:tool` component may import
+//! (every version the host loads has the same ones). Checking a component's
+//! imports against its grants, inspecting it, stubbing what it was not
+//! granted, linking what it was (`glue/mod.rs`), and the `toolhost.toml`
+//! line a refusal suggests all read it; adding an interface means adding a
+//! row here and its glue in `glue/`.
 
-use super::{HasOps, OpsCtx, OpsView, fs_read, fs_types, fs_write, process, search, tools};
 use crate::ops::Capabilities;
-use wasmtime::component::Linker;
 
 /// Who serves an interface, and on what grant.
 #[derive(Clone, Copy, Debug)]
@@ -98,32 +97,33 @@ pub const INTERFACES: &[Interface] = &[
     },
 ];
 
-pub use super::VERSION;
-
 /// How a component's import name relates to the package.
 #[derive(Debug)]
 pub enum Import<'a> {
-    /// An interface of this package and version.
-    Known(&'static Interface),
-    /// `toolhost:tool/NAME@VERSION` with another version.
+    /// An interface of the package, at a version the host loads.
+    Known {
+        interface: &'static Interface,
+        version: &'a str,
+    },
+    /// `toolhost:tool/NAME@VERSION` with a version the host does not load.
     OtherVersion { version: &'a str },
-    /// `toolhost:tool/NAME@0.1.0` with a name this package does not have.
+    /// `toolhost:tool/NAME@VERSION` with a name the package does not have.
     Unknown,
     /// Not `toolhost:tool` at all (WASI, or something else).
     Foreign,
 }
 
-/// Classify an import name, such as `toolhost:tool/fs-read@0.1.0`.
+/// Classify an import name, such as `toolhost:tool/fs-read@0.2.0`.
 pub fn classify(import: &str) -> Import<'_> {
     let Some(rest) = import.strip_prefix("toolhost:tool/") else {
         return Import::Foreign;
     };
     let (name, version) = rest.split_once('@').unwrap_or((rest, ""));
-    if version != VERSION {
+    if !super::CONTRACTS.iter().any(|c| c.version == version) {
         return Import::OtherVersion { version };
     }
     match INTERFACES.iter().find(|i| i.name == name) {
-        Some(interface) => Import::Known(interface),
+        Some(interface) => Import::Known { interface, version },
         None => Import::Unknown,
     }
 }
@@ -152,34 +152,6 @@ impl Interface {
     }
 }
 
-fn ops_of<S: OpsView>(state: &mut S) -> OpsCtx<'_> {
-    state.ops()
-}
-
-/// Link every interface the Operations serve that `caps` grants (and the
-/// filesystem types, which every component may import).
-pub(crate) fn link_operations<S: OpsView + 'static>(
-    linker: &mut Linker<S>,
-    caps: &Capabilities,
-) -> wasmtime::Result<()> {
-    for interface in INTERFACES {
-        if matches!(interface.serving, Serving::Call) || !interface.granted(caps) {
-            continue;
-        }
-        let view = ops_of::<S>;
-        match interface.name {
-            "fs-types" => fs_types::add_to_linker::<_, HasOps>(linker, view)?,
-            "fs-read" => fs_read::add_to_linker::<_, HasOps>(linker, view)?,
-            "fs-write" => fs_write::add_to_linker::<_, HasOps>(linker, view)?,
-            "process" => process::add_to_linker::<_, HasOps>(linker, view)?,
-            "search" => search::add_to_linker::<_, HasOps>(linker, view)?,
-            "tools" => tools::add_to_linker::<_, HasOps>(linker, view)?,
-            other => unreachable!("interface {other} has no Operations glue"),
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,33 +160,35 @@ mod tests {
     /// defines has a row, and every row is in the package.
     #[test]
     fn the_table_lists_exactly_the_packages_interfaces() {
-        let wit_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../wit");
-        let mut declared = Vec::new();
-        for entry in std::fs::read_dir(&wit_dir).unwrap() {
-            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-            for line in text.lines() {
-                if let Some(rest) = line.trim().strip_prefix("interface ") {
-                    declared.push(rest.trim_end_matches(" {").trim().to_string());
-                }
-            }
+        let wit = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../wit");
+        for file in [wit.join("tool.wit"), wit.join("v0.1/tool.wit")] {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let mut declared: Vec<String> = text
+                .lines()
+                .filter_map(|line| line.trim().strip_prefix("interface "))
+                .map(|rest| rest.trim_end_matches(" {").trim().to_string())
+                // The exports are not imports.
+                .filter(|n| n != "tool" && n != "hook")
+                .collect();
+            declared.sort();
+            let mut listed: Vec<String> = INTERFACES.iter().map(|i| i.name.to_string()).collect();
+            listed.sort();
+            assert_eq!(declared, listed, "{}", file.display());
         }
-        // The exports are not imports.
-        declared.retain(|n| n != "tool" && n != "hook");
-        declared.sort();
-        let mut listed: Vec<String> = INTERFACES.iter().map(|i| i.name.to_string()).collect();
-        listed.sort();
-        assert_eq!(declared, listed);
     }
 
     #[test]
     fn import_names_are_classified() {
+        for version in ["0.1.0", "0.2.0"] {
+            let name = format!("toolhost:tool/fs-read@{version}");
+            assert!(matches!(
+                classify(&name),
+                Import::Known { interface, version: v } if interface.name == "fs-read" && v == version
+            ));
+        }
         assert!(matches!(
-            classify("toolhost:tool/fs-read@0.1.0"),
-            Import::Known(i) if i.name == "fs-read"
-        ));
-        assert!(matches!(
-            classify("toolhost:tool/fs-read@0.2.0"),
-            Import::OtherVersion { version: "0.2.0" }
+            classify("toolhost:tool/fs-read@0.3.0"),
+            Import::OtherVersion { version: "0.3.0" }
         ));
         assert!(matches!(
             classify("toolhost:tool/net@0.1.0"),

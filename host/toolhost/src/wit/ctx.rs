@@ -1,0 +1,147 @@
+//! The view of a call's state the Operations' glue is served through, and
+//! what the glue of every version of the package shares: each helper here
+//! speaks the Operations' own types, so the per-version glue (`glue/`) only
+//! converts at the edge.
+
+use crate::ops::Capabilities;
+use crate::ops::fs::{self, FsError, FsRead, FsWrite};
+use crate::ops::search::{self, run_search};
+use crate::ops::tools::ToolSet;
+use crate::ops::usage::{Usage, Use};
+use crate::store::CallState;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::{HasData, ResourceTable};
+
+/// What the Operations' glue sees of a call: the capabilities its
+/// component was granted, its cancellation, the record of what it used, and
+/// its resource table. The call's state lends it out ([`OpsView`]); nothing
+/// else of it is reachable from here.
+pub struct OpsCtx<'a> {
+    pub caps: &'a Capabilities,
+    pub cancel: &'a CancellationToken,
+    /// Where the call's use of its capabilities is recorded.
+    pub usage: &'a Usage,
+    pub table: &'a mut ResourceTable,
+}
+
+/// A call's state that can lend its [`OpsCtx`].
+pub trait OpsView: Send {
+    fn ops(&mut self) -> OpsCtx<'_>;
+}
+
+/// The `HasData` of the Operations' interfaces: they are served by an
+/// [`OpsCtx`].
+pub(crate) struct HasOps;
+
+impl HasData for HasOps {
+    type Data<'a> = OpsCtx<'a>;
+}
+
+/// A call's store lends the Operations their view of it.
+impl OpsView for CallState {
+    fn ops(&mut self) -> OpsCtx<'_> {
+        OpsCtx {
+            caps: &self.caps,
+            cancel: &self.signals.cancel,
+            usage: &self.signals.usage,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl OpsCtx<'_> {
+    /// The granted backend, unless the call was cancelled.
+    pub(super) fn granted<T: ?Sized>(
+        &self,
+        backend: &Option<Arc<T>>,
+        what: &str,
+    ) -> Result<Arc<T>, FsError> {
+        if self.cancel.is_cancelled() {
+            return Err(fs::fs_error(
+                fs::ErrorCode::Cancelled,
+                "the call was cancelled",
+            ));
+        }
+        backend.clone().ok_or_else(|| {
+            fs::fs_error(
+                fs::ErrorCode::PermissionDenied,
+                format!("{what} is not granted"),
+            )
+        })
+    }
+
+    pub(super) fn reader(&self) -> Result<Arc<dyn FsRead>, FsError> {
+        self.granted(&self.caps.fs_read, "fs-read")
+    }
+
+    pub(super) fn writer(&self) -> Result<Arc<dyn FsWrite>, FsError> {
+        self.granted(&self.caps.fs_write, "fs-write")
+    }
+
+    /// Record what an operation on `path` did: used as `kind` when it
+    /// succeeded, denied when the host refused it.
+    pub(super) fn noted<T>(
+        &self,
+        r: Result<T, FsError>,
+        kind: Use,
+        path: &str,
+    ) -> Result<T, FsError> {
+        if self.usage.is_recording() {
+            match &r {
+                Ok(_) => self.usage.note(kind, path),
+                Err(e) => {
+                    let refused = match e.code {
+                        fs::ErrorCode::OutsideRoots => "outside-roots",
+                        fs::ErrorCode::PermissionDenied => "permission-denied",
+                        fs::ErrorCode::Protected => "protected",
+                        _ => "",
+                    };
+                    if !refused.is_empty() {
+                        let op = match kind {
+                            Use::Read => "fs-read",
+                            _ => "fs-write",
+                        };
+                        self.usage
+                            .note(Use::Denied, &format!("{op} {path}: {refused}"));
+                    }
+                }
+            }
+        }
+        r
+    }
+}
+
+impl OpsCtx<'_> {
+    /// Run a search of `root` on the blocking pool and record it: read, or
+    /// refused.
+    pub(super) async fn searched<T: Send + 'static>(
+        &mut self,
+        root: String,
+        run: impl FnOnce(&dyn search::Search, &search::StopFlag) -> Result<T, search::SearchError>
+        + Send
+        + 'static,
+    ) -> Result<T, search::SearchError> {
+        let Some(backend) = self.caps.search.clone() else {
+            return Err(search::SearchError::Other("search is not granted".into()));
+        };
+        let found = run_search(backend, self.cancel.clone(), run).await;
+        match &found {
+            Ok(_) => self.usage.note(Use::Read, &root),
+            Err(search::SearchError::OutsideRoots(_)) => self
+                .usage
+                .note(Use::Denied, &format!("search {root}: outside-roots")),
+            Err(_) => {}
+        }
+        found
+    }
+
+    /// The granted tool set.
+    pub(super) fn tool_set(&self) -> wasmtime::Result<&ToolSet> {
+        // Linked only with the grant: reaching this without it is a host bug.
+        self.caps
+            .tools
+            .as_ref()
+            .ok_or_else(|| wasmtime::format_err!("tools is not granted"))
+    }
+}

@@ -1,0 +1,274 @@
+//! The glue between a version's bindings and the host, written once and
+//! compiled in each version module (`v0_1`, `v0_2`, …, through `#[path]`):
+//! `super` here is that version's module, with its bindings. The versions
+//! share these interfaces' shapes, so one text serves every one of them;
+//! the records that differ are converted by the version module itself
+//! (`definition_from_wit`, `result_from_wit`).
+//!
+//! Each Operation's glue is a narrow view of the call's state
+//! ([`OpsCtx`]) that converts arguments, calls the Operation's backend trait
+//! and converts the result back (`fs_ops`, `process_ops`, `search_ops`,
+//! `tools_ops`); this file links them from the table of interfaces, serves
+//! the call's own interfaces (progress, cancellation), and calls the
+//! component's exports in the host's types.
+
+// Compiled once per version, like this module.
+#[allow(clippy::duplicate_mod)]
+mod fs_ops;
+#[allow(clippy::duplicate_mod)]
+mod process_ops;
+#[allow(clippy::duplicate_mod)]
+mod search_ops;
+#[allow(clippy::duplicate_mod)]
+mod tools_ops;
+
+use super::hook_world::{HookComponent, HookComponentIndices, hook};
+use super::{
+    ToolComponent, ToolComponentIndices, cancellation, fs_read, fs_types, fs_write, process,
+    progress, search, tools, types,
+};
+use crate::message::ContentBlock;
+use crate::ops::Capabilities;
+use crate::store::CallState;
+use crate::wit::interfaces::{INTERFACES, Serving};
+use crate::wit::{self, HasOps, OpsCtx, OpsView, StoreFuture};
+use std::sync::Arc;
+use wasmtime::Store;
+use wasmtime::component::{HasSelf, Instance, InstancePre, Linker};
+
+fn ops_of<S: OpsView>(state: &mut S) -> OpsCtx<'_> {
+    state.ops()
+}
+
+/// Link the call's own interfaces and every Operation `caps` grants (and
+/// the filesystem types, which every component may import).
+pub(super) fn link(linker: &mut Linker<CallState>, caps: &Capabilities) -> wasmtime::Result<()> {
+    types::add_to_linker::<_, HasSelf<CallState>>(linker, |s| s)?;
+    progress::add_to_linker::<_, HasSelf<CallState>>(linker, |s| s)?;
+    cancellation::add_to_linker::<_, HasSelf<CallState>>(linker, |s| s)?;
+    for interface in INTERFACES {
+        if matches!(interface.serving, Serving::Call) || !interface.granted(caps) {
+            continue;
+        }
+        let view = ops_of::<CallState>;
+        match interface.name {
+            "fs-types" => fs_types::add_to_linker::<_, HasOps>(linker, view)?,
+            "fs-read" => fs_read::add_to_linker::<_, HasOps>(linker, view)?,
+            "fs-write" => fs_write::add_to_linker::<_, HasOps>(linker, view)?,
+            "process" => process::add_to_linker::<_, HasOps>(linker, view)?,
+            "search" => search::add_to_linker::<_, HasOps>(linker, view)?,
+            "tools" => tools::add_to_linker::<_, HasOps>(linker, view)?,
+            other => unreachable!("interface {other} has no Operations glue"),
+        }
+    }
+    Ok(())
+}
+
+impl types::Host for CallState {}
+
+impl progress::Host for CallState {
+    fn update(&mut self, partial: types::PartialResult) -> wasmtime::Result<()> {
+        let content = partial.content.into_iter().map(content_from_wit).collect();
+        self.signals.update(content, partial.details);
+        Ok(())
+    }
+}
+
+impl cancellation::Host for CallState {
+    fn is_cancelled(&mut self) -> wasmtime::Result<bool> {
+        Ok(self.signals.cancel.is_cancelled())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The exports
+// ---------------------------------------------------------------------------
+
+struct Exports {
+    tool: Option<ToolComponentIndices>,
+    hook: Option<HookComponentIndices>,
+}
+
+/// The exports of `pre`: its tools when `tool`, its hooks when `hook`.
+pub(super) fn exports(
+    pre: &InstancePre<CallState>,
+    tool: bool,
+    hook: bool,
+) -> wasmtime::Result<Arc<dyn wit::Exports>> {
+    Ok(Arc::new(Exports {
+        tool: tool.then(|| ToolComponentIndices::new(pre)).transpose()?,
+        hook: hook.then(|| HookComponentIndices::new(pre)).transpose()?,
+    }))
+}
+
+impl wit::Exports for Exports {
+    fn provides_tools(&self) -> bool {
+        self.tool.is_some()
+    }
+
+    fn provides_hooks(&self) -> bool {
+        self.hook.is_some()
+    }
+
+    fn load(
+        &self,
+        store: &mut Store<CallState>,
+        instance: &Instance,
+    ) -> wasmtime::Result<wit::Guests> {
+        let mut tool: Option<Arc<dyn wit::ToolGuest>> = None;
+        if let Some(indices) = &self.tool {
+            tool = Some(Arc::new(Tool(Arc::new(
+                indices.load(&mut *store, instance)?,
+            ))));
+        }
+        let mut hook: Option<Arc<dyn wit::HookGuest>> = None;
+        if let Some(indices) = &self.hook {
+            hook = Some(Arc::new(Hook(Arc::new(
+                indices.load(&mut *store, instance)?,
+            ))));
+        }
+        Ok((tool, hook))
+    }
+}
+
+struct Tool(Arc<ToolComponent>);
+
+impl wit::ToolGuest for Tool {
+    fn definitions<'a>(
+        &self,
+        store: &'a mut Store<CallState>,
+    ) -> StoreFuture<'a, Vec<wit::ToolDecl>> {
+        let tool = self.0.clone();
+        Box::pin(async move {
+            let defs = tool.toolhost_tool_tool().call_definitions(store).await?;
+            Ok(defs.into_iter().map(super::definition_from_wit).collect())
+        })
+    }
+
+    fn prepare_arguments<'a>(
+        &self,
+        store: &'a mut Store<CallState>,
+        name: String,
+        arguments: String,
+    ) -> StoreFuture<'a, Result<Option<String>, String>> {
+        let tool = self.0.clone();
+        Box::pin(async move {
+            tool.toolhost_tool_tool()
+                .call_prepare_arguments(store, &name, &arguments)
+                .await
+        })
+    }
+
+    fn execute<'a>(
+        &self,
+        store: &'a mut Store<CallState>,
+        name: String,
+        context: wit::CallContext,
+        arguments: String,
+    ) -> StoreFuture<'a, Result<wit::GuestResult, String>> {
+        let tool = self.0.clone();
+        let context = types::CallContext {
+            tool_call_id: context.tool_call_id,
+            cwd: context.cwd,
+            home: context.home,
+            roots: context.roots,
+            session_id: context.session_id,
+        };
+        Box::pin(async move {
+            let out = tool
+                .toolhost_tool_tool()
+                .call_execute(store, &name, &context, &arguments)
+                .await?;
+            Ok(out.map(super::result_from_wit))
+        })
+    }
+}
+
+struct Hook(Arc<HookComponent>);
+
+impl wit::HookGuest for Hook {
+    fn on_tool_call<'a>(
+        &self,
+        store: &'a mut Store<CallState>,
+        event: wit::ToolCallEvent,
+    ) -> StoreFuture<'a, Result<Option<wit::ToolCallVerdict>, String>> {
+        let hook = self.0.clone();
+        let event = hook::ToolCallEvent {
+            tool_name: event.tool_name,
+            tool_call_id: event.tool_call_id,
+            input: event.input,
+        };
+        Box::pin(async move {
+            let verdict = hook
+                .toolhost_tool_hook()
+                .call_on_tool_call(store, &event)
+                .await?;
+            Ok(verdict.map(|v| {
+                v.map(|v| wit::ToolCallVerdict {
+                    block: v.block,
+                    reason: v.reason,
+                    terminate: v.terminate,
+                    input: v.input,
+                })
+            }))
+        })
+    }
+
+    fn on_tool_result<'a>(
+        &self,
+        store: &'a mut Store<CallState>,
+        event: wit::ToolResultEvent,
+    ) -> StoreFuture<'a, Result<Option<wit::ToolResultPatch>, String>> {
+        let hook = self.0.clone();
+        let event = hook::ToolResultEvent {
+            tool_name: event.tool_name,
+            tool_call_id: event.tool_call_id,
+            input: event.input,
+            content: event.content.iter().map(content_to_wit).collect(),
+            details: event.details,
+            is_error: event.is_error,
+        };
+        Box::pin(async move {
+            let patch = hook
+                .toolhost_tool_hook()
+                .call_on_tool_result(store, &event)
+                .await?;
+            Ok(patch.map(|p| {
+                p.map(|p| wit::ToolResultPatch {
+                    content: p
+                        .content
+                        .map(|content| content.into_iter().map(content_from_wit).collect()),
+                    details: p.details,
+                    is_error: p.is_error,
+                })
+            }))
+        })
+    }
+}
+
+/// A content block from a guest.
+pub(super) fn content_from_wit(block: types::ContentBlock) -> ContentBlock {
+    match block {
+        types::ContentBlock::Text(text) => ContentBlock::Text { text },
+        types::ContentBlock::Image(img) => ContentBlock::Image {
+            data: img.data,
+            mime_type: img.mime_type,
+        },
+    }
+}
+
+/// A content block for a guest (a hook sees the result).
+fn content_to_wit(block: &ContentBlock) -> types::ContentBlock {
+    match block {
+        ContentBlock::Text { text } => types::ContentBlock::Text(text.clone()),
+        ContentBlock::Image { data, mime_type } => types::ContentBlock::Image(types::Image {
+            data: data.clone(),
+            mime_type: mime_type.clone(),
+        }),
+    }
+}
+
+/// Whether a declared execution mode is sequential.
+pub(super) fn sequential(mode: types::ExecutionMode) -> bool {
+    matches!(mode, types::ExecutionMode::Sequential)
+}
