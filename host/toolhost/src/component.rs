@@ -200,6 +200,8 @@ pub(crate) struct CallState {
     limiter: MemoryLimiter,
     pub(crate) signals: Arc<CallSignals>,
     pub(crate) caps: Capabilities,
+    /// `wasi:http` (ops/http.rs): every request goes through its policy.
+    pub(crate) http: crate::ops::http::HttpCall,
 }
 
 impl OpsView for CallState {
@@ -339,6 +341,22 @@ pub(crate) fn check_imports(
     let ty = component.component_type();
     for (name, _) in ty.imports(component.engine()) {
         let interface = match interfaces::classify(name) {
+            // `wasi:http` reaches the network: a capability like an Operation.
+            Import::Foreign if crate::ops::http::is_http_import(name) => {
+                if caps.http.is_some() {
+                    continue;
+                }
+                let hint = grant_name
+                    .map(|ext| {
+                        let line = grant_line(ext, crate::ops::http::GRANT);
+                        format!("; grant it in toolhost.toml: {line}")
+                    })
+                    .unwrap_or_default();
+                return Err(refuse(format!(
+                    "imports {name} ({}), which is not granted to it{hint}",
+                    crate::ops::http::WHAT
+                )));
+            }
             // WASI is linked deny-by-default: nothing is reachable unless granted.
             Import::Foreign if name.starts_with("wasi:") => continue,
             Import::Foreign => {
@@ -582,6 +600,7 @@ impl Sandbox {
             limiter: MemoryLimiter {
                 max_bytes: self.limits.memory_bytes,
             },
+            http: crate::ops::http::HttpCall::new(self.caps.http.clone(), signals.clone()),
             signals: signals.clone(),
             caps: self.caps.clone(),
         };
@@ -635,6 +654,7 @@ fn link(
     let mut linker = Linker::<CallState>::new(component.engine());
     let linked = (|| -> wasmtime::Result<()> {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        crate::ops::http::add_to_linker(&mut linker, caps.http.is_some(), trap_ungranted)?;
         types::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
         progress::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
         cancellation::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
