@@ -1136,6 +1136,29 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn a_request_body_over_the_limit_fails_naming_the_limit() {
+        let body = |bytes: usize| {
+            http_body_util::Full::new(Bytes::from(vec![b'x'; bytes]))
+                .map_err(|never| match never {})
+                .boxed_unsync()
+        };
+        let limited = |bytes| Limited {
+            inner: body(bytes),
+            sent: 0,
+            limit: 1024,
+        };
+        assert_eq!(
+            limited(1024).collect().await.unwrap().to_bytes().len(),
+            1024
+        );
+        let err = limited(1025).collect().await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "HTTP request body size exceeds limit: 1024 bytes"
+        );
+    }
+
     #[test]
     fn wasi_http_imports_are_recognised() {
         assert!(is_http_import("wasi:http/outgoing-handler@0.2.0"));
