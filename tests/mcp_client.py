@@ -224,6 +224,11 @@ async def session(server, workspace, extension, planted, mode):
                     raise AssertionError("the slow call was not cancelled")
 
             group.start_soon(slow)
+            # The slow request must be on the wire before the scope is
+            # cancelled (a request cancelled before it is sent sends no
+            # notifications/cancelled); on a loaded machine the fast call
+            # could otherwise be answered first.
+            await anyio.sleep(0.5)
             result = await client.call_tool("fast", {})
             check(text_of(result) == "fast done", f"fast: {result}")
             slow_scope.cancel()

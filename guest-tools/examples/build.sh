@@ -2,6 +2,7 @@
 # Build the example extensions into one directory (default: <repository>/target/examples):
 #
 #   wordcount.wasm   Rust, on the toolhost SDK          (cargo, target wasm32-wasip2)
+#   httpget.wasm     Rust, the SDK and wasi:http        (cargo, target wasm32-wasip2)
 #   jsonquery.wasm   JavaScript, with componentize-qjs  (npm, pinned in jsonquery/package-lock.json)
 #   csvstats.wasm    Python, with componentize-py       (pip, pinned in csvstats/requirements.txt)
 #   cksum.wasm       C, with clang and wasi-libc        (bindings from wit-bindgen c 0.63.0)
@@ -23,14 +24,22 @@ out=$(cd "$out" && pwd)
 
 step() { printf '\n== %s\n' "$*" >&2; }
 
-step "wordcount (Rust)"
 # cargo prints the component's path among its JSON messages; that finds it
 # wherever CARGO_TARGET_DIR points.
-wasm=$(cd "$here/wordcount" &&
-    cargo build --release --locked --target wasm32-wasip2 --message-format=json-render-diagnostics |
-    sed -n 's/.*"filenames":\["\([^"]*\/wordcount\.wasm\)".*/\1/p' | tail -n 1)
-[ -n "$wasm" ] || { echo "build.sh: cargo did not report wordcount.wasm" >&2; exit 1; }
-cp "$wasm" "$out/wordcount.wasm"
+rust_example() {
+    local name=$1 wasm
+    wasm=$(cd "$here/$name" &&
+        cargo build --release --locked --target wasm32-wasip2 --message-format=json-render-diagnostics |
+        sed -n "s/.*\"filenames\":\\[\"\\([^\"]*\\/$name\\.wasm\\)\".*/\\1/p" | tail -n 1)
+    [ -n "$wasm" ] || { echo "build.sh: cargo did not report $name.wasm" >&2; exit 1; }
+    cp "$wasm" "$out/$name.wasm"
+}
+
+step "wordcount (Rust)"
+rust_example wordcount
+
+step "httpget (Rust, wasi:http)"
+rust_example httpget
 
 step "jsonquery (JavaScript)"
 (

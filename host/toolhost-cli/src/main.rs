@@ -327,6 +327,10 @@ struct GrantArgs {
     /// Native search over its fs-read directories.
     #[arg(long)]
     search: bool,
+    /// A host its wasi:http requests may reach (repeatable;
+    /// `[http://|https://]host[:port]`, https only without a scheme).
+    #[arg(long = "http", value_name = "HOST")]
+    http: Vec<String>,
     /// It may read and change the active tools (`tools = true`).
     #[arg(long)]
     change_tools: bool,
@@ -347,6 +351,7 @@ impl GrantArgs {
             network: self.network,
             env: self.env,
             search: self.search,
+            http: self.http,
             tools: self.change_tools,
             hooks: self.hooks,
             replace_builtin: self.replace_builtin,

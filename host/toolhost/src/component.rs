@@ -142,6 +142,22 @@ pub(crate) fn check_imports(
     let ty = component.component_type();
     for (name, _) in ty.imports(component.engine()) {
         let interface = match interfaces::classify(name) {
+            // `wasi:http` reaches the network: a capability like an Operation.
+            Import::Foreign if crate::ops::http::is_http_import(name) => {
+                if caps.http.is_some() {
+                    continue;
+                }
+                let hint = grant_name
+                    .map(|ext| {
+                        let line = grant_line(ext, crate::ops::http::GRANT);
+                        format!("; grant it in toolhost.toml: {line}")
+                    })
+                    .unwrap_or_default();
+                return Err(refuse(format!(
+                    "imports {name} ({}), which is not granted to it{hint}",
+                    crate::ops::http::WHAT
+                )));
+            }
             // WASI is linked deny-by-default: nothing is reachable unless granted.
             Import::Foreign if name.starts_with("wasi:") => continue,
             Import::Foreign => {
@@ -416,6 +432,7 @@ impl Sandbox {
             limiter: MemoryLimiter {
                 max_bytes: self.limits.memory_bytes,
             },
+            http: crate::ops::http::HttpCall::new(self.caps.http.clone(), signals.clone()),
             signals: signals.clone(),
             caps: self.caps.clone(),
         };
@@ -466,6 +483,7 @@ fn link(
     let mut linker = Linker::<CallState>::new(component.engine());
     let linked = (|| -> wasmtime::Result<()> {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        crate::ops::http::add_to_linker(&mut linker, caps.http.is_some(), trap_ungranted)?;
         (contract.link)(&mut linker, caps)?;
         if trap_ungranted {
             stub_ungranted_operations(&mut linker, component, caps, component.engine())?;

@@ -212,6 +212,13 @@ pub async fn inspect_bytes(
                 let rest = &name["toolhost:tool/".len()..];
                 capabilities.push(rest.split('@').next().unwrap_or(rest).to_string())
             }
+            // `wasi:http` reaches the network: a capability, granted by `http`.
+            Import::Foreign if crate::ops::http::is_http_import(name) => {
+                let http = crate::ops::http::GRANT.to_string();
+                if !capabilities.contains(&http) {
+                    capabilities.push(http);
+                }
+            }
             Import::Foreign => other_imports.push(name.to_string()),
         }
     }

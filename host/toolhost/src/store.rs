@@ -126,6 +126,25 @@ pub(crate) struct CallState {
     pub(crate) limiter: MemoryLimiter,
     pub(crate) signals: Arc<CallSignals>,
     pub(crate) caps: Capabilities,
+    /// `wasi:http` (ops/http.rs): every request goes through its policy.
+    pub(crate) http: crate::ops::http::HttpCall,
+}
+
+impl wasmtime_wasi_http::WasiHttpView for CallState {
+    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+        self.http.view(&mut self.table)
+    }
+}
+
+/// What an HTTP request sees of its call.
+impl crate::ops::http::CallWatch for CallSignals {
+    fn cancel(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    fn usage(&self) -> &Usage {
+        &self.usage
+    }
 }
 
 impl WasiView for CallState {

@@ -29,6 +29,7 @@ use crate::extensions::trust::{Digest, TrustStore, Verdict};
 use crate::files::MAX_COMPONENT_BYTES;
 use crate::loader::{self, ComponentSpec, Loaded};
 use crate::ops::fs::{LocalFs, ProtectedPaths};
+use crate::ops::http::HttpPolicy;
 use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy, View};
 use crate::ops::search::LocalSearch;
 use crate::ops::tools::ToolSet;
@@ -314,6 +315,19 @@ fn capabilities(
     }
     if grant.tools {
         caps.tools = Some(tool_set.clone());
+    }
+    if !grant.http.is_empty() {
+        // Each request may wait at most the call's own time limit.
+        match HttpPolicy::new(&grant.http, call_limits.time) {
+            Ok(policy) => {
+                let policy = match grant.http_response_kb {
+                    Some(kb) => policy.response_bytes(kb.saturating_mul(1024)),
+                    None => policy,
+                };
+                caps.http = Some(Arc::new(policy));
+            }
+            Err(reason) => warnings.push(format!("{reason}; http not granted")),
+        }
     }
     let mut preopens: Vec<(PathBuf, bool)> =
         read_roots.iter().map(|d| (d.clone(), false)).collect();

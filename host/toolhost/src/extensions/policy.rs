@@ -35,6 +35,8 @@
 //! env = ["LANG"]                                 # environment variables it may see
 //! search = true                                  # search within its fs-read roots
 //! tools = true                                   # read and set the active tools
+//! http = ["api.example.com", "http://localhost:8080"]  # wasi:http to these hosts only
+//! http-response-kb = 1024                        # largest response body (default 16 MiB)
 //! hooks = true                                   # see and rewrite every call (hook components)
 //! replace-builtin = true                         # its tools may take a built-in's name
 //! memory-mb = 128
@@ -90,6 +92,11 @@ pub struct GrantSpec {
     pub env: Vec<String>,
     pub search: bool,
     pub tools: bool,
+    /// Hosts its `wasi:http` requests may reach: `[http://|https://]host[:port]`
+    /// (`crate::ops::http::HttpGrant`).
+    pub http: Vec<String>,
+    /// Largest HTTP response body passed to it (default 16 MiB).
+    pub http_response_kb: Option<u64>,
     /// Its hooks may run: they see and may rewrite every call of every tool.
     pub hooks: bool,
     /// Its tools may take the name of a built-in tool, replacing it.
@@ -113,6 +120,7 @@ impl GrantSpec {
             "process" => !self.process.is_empty(),
             "search" => self.search,
             "tools" => self.tools,
+            "http" => !self.http.is_empty(),
             "hooks" => self.hooks,
             _ => false,
         }
@@ -125,6 +133,7 @@ impl GrantSpec {
             (&mut self.fs_write, &other.fs_write),
             (&mut self.process, &other.process),
             (&mut self.env, &other.env),
+            (&mut self.http, &other.http),
         ] {
             for item in theirs {
                 if !mine.contains(item) {
@@ -143,6 +152,7 @@ impl GrantSpec {
         self.process_memory_mb = other.process_memory_mb.or(self.process_memory_mb);
         self.time_limit_s = other.time_limit_s.or(self.time_limit_s);
         self.output_kb = other.output_kb.or(self.output_kb);
+        self.http_response_kb = other.http_response_kb.or(self.http_response_kb);
     }
 }
 
@@ -348,7 +358,20 @@ fn policy_error(path: &Path, reason: String) -> Error {
 }
 
 fn parse(text: &str, path: &Path) -> Result<PolicyFile, Error> {
-    toml::from_str(text).map_err(|e| policy_error(path, e.to_string().trim().to_string()))
+    let file: PolicyFile =
+        toml::from_str(text).map_err(|e| policy_error(path, e.to_string().trim().to_string()))?;
+    // A malformed host must not silently grant less (or more) than meant.
+    for (name, grant) in &file.extensions {
+        for entry in &grant.http {
+            if let Err(reason) = crate::ops::http::HttpGrant::parse(entry) {
+                return Err(policy_error(
+                    path,
+                    format!("[extensions.{name}] http entry {entry:?} {reason}"),
+                ));
+            }
+        }
+    }
+    Ok(file)
 }
 
 /// A path from a policy file: `~/…` is the user's home, a relative path is
@@ -367,7 +390,11 @@ pub fn grant_line(ext: &str, capability: &str) -> String {
         .iter()
         .find(|i| i.name == capability)
         .and_then(|i| i.grant_value())
-        .unwrap_or("true");
+        .unwrap_or(match capability {
+            // `wasi:http`, not a `toolhost:tool` interface.
+            crate::ops::http::GRANT => crate::ops::http::GRANT_VALUE,
+            _ => "true",
+        });
     format!("[extensions.{ext}] {capability} = {value}")
 }
 
@@ -475,6 +502,49 @@ mod tests {
             .to_string();
         assert!(err.contains("toolhost.toml"), "{err}");
         assert!(err.contains("fs-reed"), "{err}");
+    }
+
+    #[test]
+    fn http_grants_merge_and_a_malformed_entry_names_file_extension_and_entry() {
+        let (_tmp, ws, user) = dirs();
+        std::fs::write(
+            user.join(POLICY_FILE),
+            "[extensions.web]\nhttp = [\"api.example.com\"]\n",
+        )
+        .unwrap();
+        let mut p = Policy::load(&ws, Some(&user), &TrustStore::empty()).unwrap();
+        p.grant(
+            "web",
+            &GrantSpec {
+                http: vec!["http://localhost:8080".into(), "api.example.com".into()],
+                ..Default::default()
+            },
+        );
+        let web = p.grants_for("web", Origin::User);
+        assert_eq!(web.http, ["api.example.com", "http://localhost:8080"]);
+        assert!(web.grants("http"));
+        assert!(!GrantSpec::default().grants("http"));
+        assert_eq!(
+            grant_line("web", "http"),
+            "[extensions.web] http = [\"<host[:port]>\"]"
+        );
+
+        std::fs::write(
+            user.join(POLICY_FILE),
+            "[extensions.web]\nhttp = [\"api.example.com/v1\"]\n",
+        )
+        .unwrap();
+        let err = Policy::load(&ws, Some(&user), &TrustStore::empty())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&user.join(POLICY_FILE).display().to_string()),
+            "{err}"
+        );
+        assert!(
+            err.contains("[extensions.web] http entry \"api.example.com/v1\" grants a host"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! [`crate::wit`]. [`usage`] is what one call did with them.
 
 pub mod fs;
+pub mod http;
 pub mod process;
 pub mod protected;
 pub mod search;
@@ -21,6 +22,8 @@ pub struct Capabilities {
     pub process: Option<Arc<process::ProcessPolicy>>,
     pub search: Option<Arc<dyn search::Search>>,
     pub tools: Option<tools::ToolSet>,
+    /// `wasi:http` outgoing requests to the granted hosts.
+    pub http: Option<Arc<http::HttpPolicy>>,
     /// The same directories and variables through WASI, for guests whose
     /// standard library reads files (Python's `open`, JavaScript's fs).
     pub wasi: WasiCapabilities,

@@ -1,0 +1,369 @@
+//! `wasi:http` for extensions granted `http`: the httpget example against a
+//! real HTTP server on loopback. The host checks every request (scheme, host
+//! and port against the grant, the addresses the name resolves to), bounds
+//! the response, records the hosts contacted, and refuses the component at
+//! load when nothing is granted.
+//!
+//! The example is built by `guest-tools/examples/build.sh`, like the others.
+
+use crate::support::*;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A test HTTP/1.1 server on a port of its own, serving each connection in a
+/// thread until the test process ends, and counting the connections it saw.
+struct Server {
+    port: u16,
+    connections: Arc<AtomicUsize>,
+}
+
+impl Server {
+    /// Listen on `addr` (`127.0.0.1:0`, or `0.0.0.0:0` to be reachable
+    /// through the machine's own name); `other` is the port `/redirect`
+    /// sends clients to.
+    fn start(addr: &str, other: u16) -> Server {
+        let listener = TcpListener::bind(addr).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let seen = connections.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                seen.fetch_add(1, Ordering::SeqCst);
+                std::thread::spawn(move || serve(stream, other));
+            }
+        });
+        Server { port, connections }
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+/// Answer one request: `/hello` a text, `/redirect` a 302 to `other`'s
+/// `/hello`, `/big` 200 KiB without a Content-Length (read to the end).
+fn serve(stream: TcpStream, other: u16) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).is_err() {
+        return;
+    }
+    loop {
+        let mut line = String::new();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) if line == "\r\n" => break,
+            Ok(_) => {}
+        }
+    }
+    let path = request_line.split(' ').nth(1).unwrap_or("/").to_string();
+    let mut out = stream;
+    let response = match path.as_str() {
+        "/hello" => {
+            let body = "hello from the test server\n";
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\
+                 connection: close\r\n\r\n{body}",
+                body.len()
+            )
+        }
+        "/redirect" => format!(
+            "HTTP/1.1 302 Found\r\nlocation: http://localhost:{other}/hello\r\n\
+             content-length: 0\r\nconnection: close\r\n\r\n"
+        ),
+        "/big" => {
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n";
+            let _ = out.write_all(head.as_bytes());
+            let chunk = vec![b'x'; 1024];
+            for _ in 0..200 {
+                if out.write_all(&chunk).is_err() {
+                    return;
+                }
+            }
+            return;
+        }
+        _ => "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".into(),
+    };
+    let _ = out.write_all(response.as_bytes());
+}
+
+/// The built httpget example; panics with the build command when missing.
+#[track_caller]
+fn httpget() -> PathBuf {
+    let path = PathBuf::from(toolhost_tests::EXAMPLES).join("httpget.wasm");
+    assert!(
+        path.is_file(),
+        "the example extension {} is missing: build the examples with \
+         `guest-tools/examples/build.sh` (.ci/run does)",
+        path.display()
+    );
+    path
+}
+
+/// A workspace with httpget in the user's extensions and `policy` as the
+/// user's toolhost.toml.
+fn installed(policy: &str) -> Workspace {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.user_extensions()).unwrap();
+    std::fs::copy(httpget(), ws.user_extensions().join("httpget.wasm")).unwrap();
+    user_policy(&ws, policy);
+    ws
+}
+
+fn grant(entries: &[String]) -> String {
+    let list: Vec<String> = entries.iter().map(|e| format!("{e:?}")).collect();
+    format!("[extensions.httpget]\nhttp = [{}]\n", list.join(", "))
+}
+
+/// `toolhost call http_get ARGS --json`: the result's text, whether it is an
+/// error, and its details.
+#[track_caller]
+fn get(ws: &Workspace, args: Value) -> (String, bool, Value) {
+    let msg = json_out(&toolhost(
+        ws,
+        &["call", "http_get", &args.to_string(), "--json"],
+        None,
+    ));
+    (
+        msg["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        msg["isError"].as_bool().unwrap(),
+        msg["details"].clone(),
+    )
+}
+
+#[test]
+fn a_granted_host_is_reached_and_its_body_returned() {
+    let server = Server::start("127.0.0.1:0", 1);
+    let ws = installed(&grant(&[format!("http://localhost:{}", server.port)]));
+    let url = format!("http://localhost:{}/hello", server.port);
+    let (text, is_error, details) = get(&ws, json!({"url": url}));
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        text,
+        "HTTP 200\ncontent-type: text/plain\n\nhello from the test server\n"
+    );
+    assert_eq!(details["status"], 200);
+    assert_eq!(details["url"], url);
+}
+
+#[test]
+fn an_ungranted_port_host_or_scheme_is_refused_before_any_connection() {
+    let granted = Server::start("127.0.0.1:0", 1);
+    let other = Server::start("127.0.0.1:0", 1);
+    let ws = installed(&grant(&[format!("http://localhost:{}", granted.port)]));
+    let (text, is_error, _) = get(
+        &ws,
+        json!({"url": format!("http://localhost:{}/hello", other.port)}),
+    );
+    assert!(is_error);
+    assert_eq!(
+        text,
+        format!(
+            "HTTP request to http://localhost:{port}/hello refused: http://localhost:{port} is not \
+             granted (granted: http://localhost:{granted})",
+            port = other.port,
+            granted = granted.port
+        )
+    );
+    // The same port by address, or over https, is another destination.
+    for (url, entry) in [
+        (
+            format!("http://127.0.0.1:{}/hello", granted.port),
+            format!("http://127.0.0.1:{}", granted.port),
+        ),
+        (
+            format!("https://localhost:{}/hello", granted.port),
+            format!("localhost:{}", granted.port),
+        ),
+    ] {
+        let (text, is_error, _) = get(&ws, json!({"url": url}));
+        assert!(is_error);
+        assert!(
+            text.contains(&format!("refused: {entry} is not granted")),
+            "{text}"
+        );
+    }
+    assert_eq!(other.connections(), 0, "refused before connecting");
+    assert_eq!(granted.connections(), 0, "refused before connecting");
+}
+
+#[test]
+fn a_redirect_to_an_ungranted_port_is_refused_on_the_second_request() {
+    let elsewhere = Server::start("127.0.0.1:0", 1);
+    let server = Server::start("127.0.0.1:0", elsewhere.port);
+    let ws = installed(&grant(&[format!("http://localhost:{}", server.port)]));
+    let start = format!("http://localhost:{}/redirect", server.port);
+    let (text, is_error, _) = get(&ws, json!({"url": start}));
+    assert!(is_error, "{text}");
+    let next = format!("http://localhost:{}/hello", elsewhere.port);
+    assert_eq!(
+        text,
+        format!(
+            "Redirected from {start} to {next}; HTTP request to {next} refused: \
+             http://localhost:{port} is not granted (granted: http://localhost:{granted})",
+            port = elsewhere.port,
+            granted = server.port
+        )
+    );
+    assert_eq!(server.connections(), 1, "the first request was sent");
+    assert_eq!(elsewhere.connections(), 0, "the redirect was not followed");
+}
+
+#[test]
+fn a_granted_name_resolving_to_a_loopback_or_private_address_is_refused() {
+    // The machine's own name: Debian's /etc/hosts maps it to 127.0.1.1, a
+    // container's to its private address.
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_lowercase();
+    let server = Server::start("0.0.0.0:0", 1);
+    let ws = installed(&grant(&[format!("http://{name}:{}", server.port)]));
+    let (text, is_error, _) = get(
+        &ws,
+        json!({"url": format!("http://{name}:{}/hello", server.port)}),
+    );
+    assert!(is_error, "{text}");
+    let prefix = format!(
+        "HTTP request to http://{name}:{}/hello refused: {name} resolves to ",
+        server.port
+    );
+    assert!(text.starts_with(&prefix), "{text}");
+    assert!(
+        text.contains(", a loopback address;") || text.contains(", a private address;"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("; grant the address itself to allow it"),
+        "{text}"
+    );
+    assert_eq!(server.connections(), 0, "refused before connecting");
+}
+
+#[test]
+fn a_response_over_the_limit_fails_naming_the_limit() {
+    let server = Server::start("127.0.0.1:0", 1);
+    let policy = format!(
+        "{}http-response-kb = 64\n",
+        grant(&[format!("http://localhost:{}", server.port)])
+    );
+    let ws = installed(&policy);
+    let url = format!("http://localhost:{}/big", server.port);
+    let (text, is_error, _) = get(&ws, json!({"url": url, "max_bytes": 1 << 20}));
+    assert!(is_error, "{text}");
+    assert_eq!(
+        text,
+        format!(
+            "reading the body of {url} failed: HTTP response body size exceeds limit: 65536 bytes"
+        )
+    );
+    // Under the limit, the same response is read whole.
+    let ws = installed(&grant(&[format!("http://localhost:{}", server.port)]));
+    let (text, is_error, details) = get(&ws, json!({"url": url, "max_bytes": 1 << 20}));
+    assert!(!is_error, "{text}");
+    assert_eq!(details["bytes"], 200 * 1024);
+}
+
+#[test]
+fn without_an_http_grant_the_component_is_refused_at_load() {
+    let ws = installed("");
+    let ext = json_out(&toolhost(&ws, &["ext", "list", "--json"], None));
+    assert_eq!(ext[0]["name"], "httpget");
+    let refused = ext[0]["refused"].as_str().unwrap();
+    assert!(
+        refused.starts_with("imports wasi:http/"),
+        "names the import: {refused}"
+    );
+    assert!(
+        refused.ends_with(
+            "(make HTTP requests), which is not granted to it; grant it in toolhost.toml: \
+             [extensions.httpget] http = [\"<host[:port]>\"]"
+        ),
+        "{refused}"
+    );
+    let (text, is_error, _) = get(&ws, json!({"url": "http://localhost:1/"}));
+    assert_eq!((text.as_str(), is_error), ("Tool http_get not found", true));
+
+    // What it asks for, as `toolhost ext inspect` (and `toolhost trust`) show it.
+    let out = toolhost(&ws, &["ext", "inspect", httpget().to_str().unwrap()], None);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(printed.contains("requests: http"), "{printed}");
+}
+
+#[test]
+fn the_audit_line_of_an_http_call_lists_the_host_contacted() {
+    let server = Server::start("127.0.0.1:0", 1);
+    let ws = installed(&grant(&[format!("http://localhost:{}", server.port)]));
+    let log = ws.config_home().join("audit.jsonl");
+    let batch = json!({"role": "assistant", "stopReason": "toolUse", "content": [
+        {"type": "toolCall", "id": "ok", "name": "http_get",
+         "arguments": {"url": format!("http://localhost:{}/hello", server.port)}},
+        {"type": "toolCall", "id": "no", "name": "http_get",
+         "arguments": {"url": "http://evil.test/"}},
+    ]});
+    let file = ws.write("batch.json", batch.to_string());
+    let out = toolhost(
+        &ws,
+        &[
+            "--audit",
+            log.to_str().unwrap(),
+            "run",
+            file.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let entries: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let entry = |id: &str| {
+        entries
+            .iter()
+            .find(|e| e["toolCallId"] == id)
+            .unwrap_or_else(|| panic!("no entry for {id} in {entries:#?}"))
+    };
+    assert_eq!(
+        entry("ok")["used"]["hosts"],
+        json!([format!("http://localhost:{}", server.port)])
+    );
+    assert_eq!(
+        entry("no")["used"]["denied"],
+        json!(["http http://evil.test:80/: not-granted"])
+    );
+    assert!(entry("no")["used"].get("hosts").is_none());
+}
+
+#[test]
+fn https_goes_through_tls_even_to_a_granted_address() {
+    // A plain-HTTP server granted for https: the host speaks TLS to it (the
+    // certificate would be checked against the Mozilla roots), so the
+    // handshake fails instead of the request going out in clear text.
+    let server = Server::start("127.0.0.1:0", 1);
+    let ws = installed(&grant(&[format!("127.0.0.1:{}", server.port)]));
+    let url = format!("https://127.0.0.1:{}/hello", server.port);
+    let (text, is_error, _) = get(&ws, json!({"url": url}));
+    assert!(is_error, "{text}");
+    assert_eq!(
+        text,
+        format!("GET {url} failed: ErrorCode::TlsProtocolError")
+    );
+    assert_eq!(
+        server.connections(),
+        1,
+        "the address granted is the one reached"
+    );
+}
