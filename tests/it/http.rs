@@ -76,6 +76,12 @@ fn serve(stream: TcpStream, other: u16) {
             "HTTP/1.1 302 Found\r\nlocation: http://localhost:{other}/hello\r\n\
              content-length: 0\r\nconnection: close\r\n\r\n"
         ),
+        "/hang" => {
+            // Never answer: hold the connection until the client leaves.
+            let mut rest = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut reader, &mut rest);
+            return;
+        }
         "/big" => {
             let head = "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n";
             let _ = out.write_all(head.as_bytes());
@@ -366,4 +372,49 @@ fn https_goes_through_tls_even_to_a_granted_address() {
         1,
         "the address granted is the one reached"
     );
+}
+
+#[test]
+fn cancelling_the_call_aborts_a_request_in_flight() {
+    // A server that never answers, and a grace period longer than the test
+    // would wait: only the host's own abort of the request ends the call
+    // with the request's words (the grace period's kill would say
+    // `Operation aborted`, a minute later).
+    let server = Server::start("127.0.0.1:0", 0);
+    let ws = Workspace::new();
+    let grant = toolhost::GrantSpec {
+        http: vec![format!("http://localhost:{}", server.port)],
+        ..Default::default()
+    };
+    let host = block(
+        toolhost::Host::builder()
+            .workspace(&ws.path)
+            .user_config_dir(None)
+            .extensions(|e| e.load(httpget()).grant("httpget", grant))
+            .all_tools_active()
+            .cancel_grace(std::time::Duration::from_secs(600))
+            .build(),
+    )
+    .expect("building the host");
+    let url = format!("http://localhost:{}/hang", server.port);
+    let message = toolhost::AssistantMessage::from_calls(vec![tool_call(
+        "h",
+        "http_get",
+        json!({ "url": url }),
+    )]);
+    let (outcome, _) = run(
+        &host,
+        &message,
+        cancel_after(std::time::Duration::from_millis(500)),
+    );
+    let result = &outcome.results[0];
+    assert!(result.is_error);
+    assert!(
+        result.text().contains(&format!(
+            "HTTP request to {url} aborted: the call was cancelled"
+        )),
+        "{}",
+        result.text()
+    );
+    assert_eq!(server.connections(), 1);
 }
