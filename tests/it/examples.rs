@@ -20,7 +20,7 @@ use std::sync::Mutex;
 
 /// The built example `name`.wasm; panics with the build command when missing.
 #[track_caller]
-fn example(name: &str) -> PathBuf {
+pub(crate) fn example(name: &str) -> PathBuf {
     let path = PathBuf::from(toolhost_tests::EXAMPLES).join(format!("{name}.wasm"));
     assert!(
         path.is_file(),
@@ -29,6 +29,25 @@ fn example(name: &str) -> PathBuf {
         path.display()
     );
     path
+}
+
+/// A host on `ws` (none of the user's configuration) with the examples
+/// `names` loaded, each granted the workspace's `data` directory.
+fn reading_data(ws: &Workspace, names: &[&str]) -> toolhost::HostBuilder {
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    toolhost::Host::builder()
+        .workspace(&ws.path)
+        .user_config_dir(None)
+        .extensions(move |mut e| {
+            for name in &names {
+                let grant = toolhost::GrantSpec {
+                    fs_read: vec!["data".into()],
+                    ..Default::default()
+                };
+                e = e.load(example(name)).grant(name, grant);
+            }
+            e
+        })
 }
 
 /// Drop example `name` into the extensions directory `dir` (the user's, or a
@@ -382,10 +401,18 @@ fn crc32(bytes: &[u8]) -> u32 {
 #[test]
 fn examples_are_inspected_without_grants() {
     let ws = Workspace::new();
-    for (name, tool, capabilities) in [
-        ("wordcount", "wc", json!(["fs-read"])),
-        ("jsonquery", "json_query", json!(["fs-read"])),
-        ("csvstats", "csv_stats", json!([])),
+    // jsonquery is built for toolhost:tool@0.1.0, the others for 0.2.0.
+    for (name, tool, capabilities, version, required) in [
+        ("wordcount", "wc", json!(["fs-read"]), "0.2.0", "path"),
+        (
+            "jsonquery",
+            "json_query",
+            json!(["fs-read"]),
+            "0.1.0",
+            "path",
+        ),
+        ("csvstats", "csv_stats", json!([]), "0.2.0", "path"),
+        ("httpget", "http_get", json!(["http"]), "0.2.0", "url"),
     ] {
         drop_in(&ws.user_extensions(), name);
         let path = example(name);
@@ -397,10 +424,11 @@ fn examples_are_inspected_without_grants() {
         assert!(out.status.success(), "{name}: {}", stderr(&out));
         let inspection = json_out(&out);
         assert_eq!(inspection["capabilities"], capabilities, "{name}");
+        assert_eq!(inspection["packageVersion"], version, "{name}");
         assert_eq!(inspection["tools"][0]["name"], tool, "{name}");
         assert_eq!(
             inspection["tools"][0]["parameters"]["required"],
-            json!(["path"]),
+            json!([required]),
             "{name}"
         );
     }
@@ -414,20 +442,8 @@ fn components_of_both_package_versions_load_and_run_side_by_side() {
     // and only the 0.2.0 tool has an output schema and structured content.
     let ws = Workspace::new();
     ws.write("data/pkg.json", r#"{"name":"demo"}"#);
-    let grant = || toolhost::GrantSpec {
-        fs_read: vec!["data".into()],
-        ..Default::default()
-    };
     let host = block(
-        toolhost::Host::builder()
-            .workspace(&ws.path)
-            .user_config_dir(None)
-            .extensions(|e| {
-                e.load(example("jsonquery"))
-                    .grant("jsonquery", grant())
-                    .load(example("wordcount"))
-                    .grant("wordcount", grant())
-            })
+        reading_data(&ws, &["jsonquery", "wordcount"])
             .all_tools_active()
             .build(),
     )
@@ -452,17 +468,7 @@ fn components_of_both_package_versions_load_and_run_side_by_side() {
     };
     assert!(!schema_of("json_query") && schema_of("wc"));
 
-    // Each says which version it is built for.
-    for (name, version) in [("jsonquery", "0.1.0"), ("wordcount", "0.2.0")] {
-        let path = example(name);
-        let out = toolhost(
-            &ws,
-            &["ext", "inspect", path.to_str().unwrap(), "--json"],
-            None,
-        );
-        assert!(out.status.success(), "{name}: {}", stderr(&out));
-        assert_eq!(json_out(&out)["packageVersion"], version, "{name}");
-    }
+    // Which version each is built for: examples_are_inspected_without_grants.
 }
 
 #[test]
@@ -513,16 +519,9 @@ fn a_large_extension_runs_at_once_on_quick_code_then_on_cranelifts() {
         ..Default::default()
     })
     .unwrap();
-    let grant = toolhost::GrantSpec {
-        fs_read: vec!["data".into()],
-        ..Default::default()
-    };
     let host = block(
-        toolhost::Host::builder()
-            .workspace(&ws.path)
-            .user_config_dir(None)
+        reading_data(&ws, &["jsonquery"])
             .runtime(runtime.clone())
-            .extensions(|e| e.load(example("jsonquery")).grant("jsonquery", grant))
             .all_tools_active()
             .build(),
     )

@@ -822,39 +822,23 @@ fn hostile_writes_racing_a_symlink_swapped_in_never_land_outside() {
 fn hostile_ungranted_imports_are_refused_at_load_naming_the_grant() {
     let ws = Workspace::new();
     std::fs::create_dir(ws.path.join("granted")).unwrap();
-    let imports = |interface: &str| format!(r#"(import "{interface}" (instance))"#);
-    let process = imports("toolhost:tool/process@0.1.0");
-    let wants_process = Wat {
-        imports: &process,
-        ..wat("wants_process")
-    }
-    .file(&ws, "wants-process");
-    let unknown = imports("toolhost:tool/secrets@0.1.0");
-    let wants_unknown = Wat {
-        imports: &unknown,
-        ..wat("wants_unknown")
-    }
-    .file(&ws, "wants-unknown");
-    let foreign = imports("acme:keys/vault");
-    let wants_foreign = Wat {
-        imports: &foreign,
-        ..wat("wants_foreign")
-    }
-    .file(&ws, "wants-foreign");
+    // A WAT tool `file` (its tool named alike) importing `interface`.
+    let importing = |file: &str, interface: &str| {
+        let imports = format!(r#"(import "{interface}" (instance))"#);
+        let tool = file.replace('-', "_");
+        Wat {
+            imports: &imports,
+            ..wat(&tool)
+        }
+        .file(&ws, file)
+    };
+    let wants_process = importing("wants-process", "toolhost:tool/process@0.1.0");
+    let wants_unknown = importing("wants-unknown", "toolhost:tool/secrets@0.1.0");
+    let wants_foreign = importing("wants-foreign", "acme:keys/vault");
     // The WAT components export toolhost:tool/tool@0.1.0: importing 0.2.0
     // mixes versions, and 0.9.0 is no version the host loads.
-    let mixed = imports("toolhost:tool/fs-read@0.2.0");
-    let mixed = Wat {
-        imports: &mixed,
-        ..wat("mixed")
-    }
-    .file(&ws, "mixed");
-    let future = imports("toolhost:tool/fs-read@0.9.0");
-    let future = Wat {
-        imports: &future,
-        ..wat("future")
-    }
-    .file(&ws, "future");
+    let mixed = importing("mixed", "toolhost:tool/fs-read@0.2.0");
+    let future = importing("future", "toolhost:tool/fs-read@0.9.0");
     // The hostile guest imports fs-read and fs-write; only fs-read is granted.
     let host = block(
         granted(&ws, "[extensions.hostile]\nfs-read = [\"granted\"]\n")

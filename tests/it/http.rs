@@ -101,14 +101,7 @@ fn serve(stream: TcpStream, other: u16) {
 /// The built httpget example; panics with the build command when missing.
 #[track_caller]
 fn httpget() -> PathBuf {
-    let path = PathBuf::from(toolhost_tests::EXAMPLES).join("httpget.wasm");
-    assert!(
-        path.is_file(),
-        "the example extension {} is missing: build the examples with \
-         `guest-tools/examples/build.sh` (.ci/run does)",
-        path.display()
-    );
-    path
+    crate::examples::example("httpget")
 }
 
 /// A workspace with httpget in the user's extensions and `policy` as the

@@ -253,11 +253,9 @@ mod tests {
 
     #[test]
     fn names_are_file_stems_and_toml_keys() {
-        assert!(valid_name("wordcount"));
-        assert!(valid_name("my-tool_2.v1"));
-        assert!(!valid_name(""));
-        assert!(!valid_name(".hidden"));
-        assert!(!valid_name("a/b"));
-        assert!(!valid_name("a b"));
+        let valid = ["wordcount", "my-tool_2.v1"];
+        let invalid = ["", ".hidden", "a/b", "a b"];
+        assert!(valid.iter().all(|n| valid_name(n)));
+        assert!(!invalid.iter().any(|n| valid_name(n)));
     }
 }

@@ -218,24 +218,36 @@ impl RawIssue {
     }
 }
 
+/// Refuse a tool's `what` schema (`parameter`, `output`) that is not a valid JSON Schema
+/// (meta-schema check via jsonschema), or not an object schema (`"type":"object"` at the top
+/// level), naming where and why.
+pub(crate) fn check_object_schema(what: &str, schema: &Value) -> Result<(), String> {
+    if let Err(error) = jsonschema::meta::validate(schema) {
+        let at = instance_path(&error);
+        return Err(format!(
+            "{what} schema is not a valid JSON Schema (at {at}): {error}"
+        ));
+    }
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return Err(format!(
+            "{what} schema must be an object schema (\"type\": \"object\" at the top level)"
+        ));
+    }
+    Ok(())
+}
+
+/// Where in its instance a jsonschema error is, `/` for the root.
+pub(crate) fn instance_path(error: &jsonschema::ValidationError<'_>) -> String {
+    let at = error.instance_path().as_str();
+    if at.is_empty() { "/" } else { at }.to_string()
+}
+
 impl ArgumentSchema {
     /// Errors (a readable message naming the cause) if `schema` is not a valid JSON Schema
     /// (meta-schema check via jsonschema) or is not an object schema (`"type":"object"` at top
     /// level).
     pub fn compile(schema: &Value) -> Result<ArgumentSchema, String> {
-        if let Err(error) = jsonschema::meta::validate(schema) {
-            let at = error.instance_path().as_str();
-            let at = if at.is_empty() { "/" } else { at };
-            return Err(format!(
-                "parameter schema is not a valid JSON Schema (at {at}): {error}"
-            ));
-        }
-        if schema.get("type").and_then(Value::as_str) != Some("object") {
-            return Err(
-                "parameter schema must be an object schema (\"type\": \"object\" at the top level)"
-                    .to_owned(),
-            );
-        }
+        check_object_schema("parameter", schema)?;
         // The backstop must not reject what TypeBox accepts: formats are asserted by the walk
         // (so the backstop only annotates them), and the keywords whose TypeBox meaning differs
         // from JSON Schema's are removed from its copy of the schema.

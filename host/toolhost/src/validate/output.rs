@@ -31,19 +31,7 @@ impl OutputSchema {
     /// Errors (naming the cause) if `schema` is not a valid JSON Schema, or
     /// not an object schema (MCP requires `"type": "object"` at the top).
     pub fn compile(schema: &Value) -> Result<OutputSchema, String> {
-        if let Err(error) = jsonschema::meta::validate(schema) {
-            let at = error.instance_path().as_str();
-            let at = if at.is_empty() { "/" } else { at };
-            return Err(format!(
-                "output schema is not a valid JSON Schema (at {at}): {error}"
-            ));
-        }
-        if schema.get("type").and_then(Value::as_str) != Some("object") {
-            return Err(
-                "output schema must be an object schema (\"type\": \"object\" at the top level)"
-                    .to_owned(),
-            );
-        }
+        super::check_object_schema("output", schema)?;
         let validator = jsonschema::options()
             .build(schema)
             .map_err(|e| format!("output schema cannot be compiled: {e}"))?;
@@ -64,11 +52,7 @@ impl OutputSchema {
             .validator
             .iter_errors(value)
             .take(MAX_VIOLATIONS + 1)
-            .map(|error| {
-                let at = error.instance_path().as_str();
-                let at = if at.is_empty() { "/" } else { at };
-                format!("{at}: {error}")
-            })
+            .map(|error| format!("{}: {error}", super::instance_path(&error)))
             .collect();
         if violations.is_empty() {
             return Ok(());

@@ -21,7 +21,7 @@
 //! inspection and linking all read it.
 
 /// The bindings of one version of the package, at `$path` (relative to the
-/// crate): both worlds, the interfaces under their usual names, and the
+/// crate), and its [`Contract`]: both worlds, the interfaces under their usual names, and the
 /// hook world's imports mapped onto the tool world's, so that one host
 /// implementation serves both.
 ///
@@ -31,7 +31,19 @@
 /// blocking pool. Exports are called asynchronously so that epoch
 /// interruption can yield to the scheduler and a call can be dropped.
 macro_rules! bindings {
-    ($path:literal) => {
+    ($path:literal, $version:literal) => {
+        /// The package's version, as it appears in an import's name.
+        pub const VERSION: &str = $version;
+
+        /// How the host serves this version.
+        pub(crate) const CONTRACT: crate::wit::Contract = crate::wit::Contract {
+            version: VERSION,
+            tool_export: concat!("toolhost:tool/tool@", $version),
+            hook_export: concat!("toolhost:tool/hook@", $version),
+            link: glue::link,
+            exports: glue::exports,
+        };
+
         wasmtime::component::bindgen!({
             path: $path,
             world: "tool-component",

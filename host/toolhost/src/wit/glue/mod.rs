@@ -2,8 +2,8 @@
 //! compiled in each version module (`v0_1`, `v0_2`, …, through `#[path]`):
 //! `super` here is that version's module, with its bindings. The versions
 //! share these interfaces' shapes, so one text serves every one of them;
-//! the records that differ are converted by the version module itself
-//! (`definition_from_wit`, `result_from_wit`).
+//! the fields a version adds are taken by the version module itself
+//! (`output_schema`, `structured_content`).
 //!
 //! Each Operation's glue is a narrow view of the call's state
 //! ([`OpsCtx`]) that converts arguments, calls the Operation's backend trait
@@ -141,7 +141,7 @@ impl wit::ToolGuest for Tool {
         let tool = self.0.clone();
         Box::pin(async move {
             let defs = tool.toolhost_tool_tool().call_definitions(store).await?;
-            Ok(defs.into_iter().map(super::definition_from_wit).collect())
+            Ok(defs.into_iter().map(definition_from_wit).collect())
         })
     }
 
@@ -179,7 +179,7 @@ impl wit::ToolGuest for Tool {
                 .toolhost_tool_tool()
                 .call_execute(store, &name, &context, &arguments)
                 .await?;
-            Ok(out.map(super::result_from_wit))
+            Ok(out.map(result_from_wit))
         })
     }
 }
@@ -246,8 +246,33 @@ impl wit::HookGuest for Hook {
     }
 }
 
+/// A declared tool in the host's types.
+fn definition_from_wit(mut d: types::ToolDefinition) -> wit::ToolDecl {
+    wit::ToolDecl {
+        output_schema: super::output_schema(&mut d),
+        name: d.name,
+        label: d.label,
+        description: d.description,
+        parameters: d.parameters,
+        prompt_snippet: d.prompt_snippet,
+        prompt_guidelines: d.prompt_guidelines,
+        sequential: matches!(d.execution_mode, types::ExecutionMode::Sequential),
+    }
+}
+
+/// A tool's result in the host's types.
+fn result_from_wit(mut r: types::ToolResult) -> wit::GuestResult {
+    wit::GuestResult {
+        structured_content: super::structured_content(&mut r),
+        content: r.content.into_iter().map(content_from_wit).collect(),
+        details: r.details,
+        terminate: r.terminate,
+        added_tool_names: r.added_tool_names,
+    }
+}
+
 /// A content block from a guest.
-pub(super) fn content_from_wit(block: types::ContentBlock) -> ContentBlock {
+fn content_from_wit(block: types::ContentBlock) -> ContentBlock {
     match block {
         types::ContentBlock::Text(text) => ContentBlock::Text { text },
         types::ContentBlock::Image(img) => ContentBlock::Image {
@@ -266,9 +291,4 @@ fn content_to_wit(block: &ContentBlock) -> types::ContentBlock {
             mime_type: mime_type.clone(),
         }),
     }
-}
-
-/// Whether a declared execution mode is sequential.
-pub(super) fn sequential(mode: types::ExecutionMode) -> bool {
-    matches!(mode, types::ExecutionMode::Sequential)
 }
