@@ -143,21 +143,7 @@ pub(crate) fn check_imports(
     for (name, _) in ty.imports(component.engine()) {
         let interface = match interfaces::classify(name) {
             // `wasi:http` reaches the network: a capability like an Operation.
-            Import::Foreign if crate::ops::http::is_http_import(name) => {
-                if caps.http.is_some() {
-                    continue;
-                }
-                let hint = grant_name
-                    .map(|ext| {
-                        let line = grant_line(ext, crate::ops::http::GRANT);
-                        format!("; grant it in toolhost.toml: {line}")
-                    })
-                    .unwrap_or_default();
-                return Err(refuse(format!(
-                    "imports {name} ({}), which is not granted to it{hint}",
-                    crate::ops::http::WHAT
-                )));
-            }
+            Import::Wasi(interface) => interface,
             // WASI is linked deny-by-default: nothing is reachable unless granted.
             Import::Foreign if name.starts_with("wasi:") => continue,
             Import::Foreign => {

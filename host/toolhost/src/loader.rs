@@ -206,18 +206,17 @@ pub async fn inspect_bytes(
         use crate::wit::interfaces::{Import, classify};
         match classify(name) {
             Import::Known { interface, .. } if !interface.is_capability() => {}
-            Import::Known { interface, .. } => capabilities.push(interface.name.to_string()),
+            // `wasi:http` is one capability however many of its interfaces
+            // a component imports.
+            Import::Known { interface, .. } | Import::Wasi(interface) => {
+                if !capabilities.iter().any(|c| c == interface.name) {
+                    capabilities.push(interface.name.to_string());
+                }
+            }
             // Listed as asked for: loading it names what is wrong with it.
             Import::OtherVersion { .. } | Import::Unknown => {
                 let rest = &name["toolhost:tool/".len()..];
                 capabilities.push(rest.split('@').next().unwrap_or(rest).to_string())
-            }
-            // `wasi:http` reaches the network: a capability, granted by `http`.
-            Import::Foreign if crate::ops::http::is_http_import(name) => {
-                let http = crate::ops::http::GRANT.to_string();
-                if !capabilities.contains(&http) {
-                    capabilities.push(http);
-                }
             }
             Import::Foreign => other_imports.push(name.to_string()),
         }

@@ -384,17 +384,11 @@ pub fn resolve_path(p: &str, base: &Path) -> PathBuf {
 }
 
 /// The `toolhost.toml` line that grants the extension `ext` the capability
-/// `capability` (an Operations interface, or `hooks`).
+/// `capability` (an Operations interface, `http`, or `hooks`).
 pub fn grant_line(ext: &str, capability: &str) -> String {
-    let value = crate::wit::interfaces::INTERFACES
-        .iter()
-        .find(|i| i.name == capability)
+    let value = crate::wit::interfaces::capability(capability)
         .and_then(|i| i.grant_value())
-        .unwrap_or(match capability {
-            // `wasi:http`, not a `toolhost:tool` interface.
-            crate::ops::http::GRANT => crate::ops::http::GRANT_VALUE,
-            _ => "true",
-        });
+        .unwrap_or("true");
     format!("[extensions.{ext}] {capability} = {value}")
 }
 

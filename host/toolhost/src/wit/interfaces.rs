@@ -97,6 +97,29 @@ pub const INTERFACES: &[Interface] = &[
     },
 ];
 
+/// The capabilities a component imports through WASI rather than the
+/// package, by the prefix of their imports: `wasi:http` (`ops/http.rs`),
+/// granted by `http`. Refused at load like an Operation; linked by their own
+/// crate when granted.
+pub const WASI_CAPABILITIES: &[(&str, Interface)] = &[(
+    "wasi:http/",
+    Interface {
+        name: "http",
+        what: "make HTTP requests",
+        serving: Serving::Granted {
+            granted: |c| c.http.is_some(),
+            grant_value: "[\"<host[:port]>\"]",
+        },
+    },
+)];
+
+/// A capability by its key in `toolhost.toml`: an Operation's interface, or
+/// one of [`WASI_CAPABILITIES`].
+pub fn capability(name: &str) -> Option<&'static Interface> {
+    let wasi = WASI_CAPABILITIES.iter().map(|(_, interface)| interface);
+    INTERFACES.iter().chain(wasi).find(|i| i.name == name)
+}
+
 /// How a component's import name relates to the package.
 #[derive(Debug)]
 pub enum Import<'a> {
@@ -109,6 +132,8 @@ pub enum Import<'a> {
     OtherVersion { version: &'a str },
     /// `toolhost:tool/NAME@VERSION` with a name the package does not have.
     Unknown,
+    /// One of the [`WASI_CAPABILITIES`] (`wasi:http/outgoing-handler@…`).
+    Wasi(&'static Interface),
     /// Not `toolhost:tool` at all (WASI, or something else).
     Foreign,
 }
@@ -116,7 +141,13 @@ pub enum Import<'a> {
 /// Classify an import name, such as `toolhost:tool/fs-read@0.2.0`.
 pub fn classify(import: &str) -> Import<'_> {
     let Some(rest) = import.strip_prefix("toolhost:tool/") else {
-        return Import::Foreign;
+        return match WASI_CAPABILITIES
+            .iter()
+            .find(|(p, _)| import.starts_with(p))
+        {
+            Some((_, interface)) => Import::Wasi(interface),
+            None => Import::Foreign,
+        };
     };
     let (name, version) = rest.split_once('@').unwrap_or((rest, ""));
     if !super::CONTRACTS.iter().any(|c| c.version == version) {
@@ -195,12 +226,25 @@ mod tests {
             Import::Unknown
         ));
         assert!(matches!(classify("wasi:cli/stdin@0.2.0"), Import::Foreign));
+        for http in ["wasi:http/outgoing-handler@0.2.0", "wasi:http/types@0.2.12"] {
+            assert!(
+                matches!(classify(http), Import::Wasi(i) if i.name == "http"),
+                "{http}"
+            );
+        }
+        assert!(matches!(
+            classify("wasi:httpx/types@0.2.0"),
+            Import::Foreign
+        ));
     }
 
     #[test]
     fn only_operations_are_capabilities() {
         let none = Capabilities::default();
-        for i in INTERFACES {
+        for i in INTERFACES
+            .iter()
+            .chain(WASI_CAPABILITIES.iter().map(|(_, i)| i))
+        {
             assert_eq!(i.is_capability(), !i.granted(&none), "{}", i.name);
             assert_eq!(i.is_capability(), i.grant_value().is_some(), "{}", i.name);
         }

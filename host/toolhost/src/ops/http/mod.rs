@@ -1,0 +1,395 @@
+//! The `http` Operation: `wasi:http` outgoing requests of a component granted
+//! `http = ["api.example.com", "*.example.org:8443", "http://localhost:8080"]`,
+//! sent by the host itself so that it sees, and checks, every request.
+//!
+//! `wasmtime-wasi-http` serves the `wasi:http` interfaces (types,
+//! outgoing-handler); its `send_request` hook is this module's [`send`],
+//! which on every request, in this order:
+//!
+//! 1. matches the request's scheme, host and port against the grant entries
+//!    ([`HttpGrant`]); no match, no request;
+//! 2. resolves the host itself and refuses the request if any address it
+//!    resolves to is not a public unicast address ([`special`]: loopback,
+//!    private, link-local, unspecified, shared CGNAT, multicast, broadcast,
+//!    reserved, or an IPv4-mapped, -compatible or NAT64 form of those),
+//!    unless the matching entry names the destination explicitly: an IP
+//!    literal (which is the address connected to) or `localhost` (whose
+//!    addresses must then all be loopback);
+//! 3. connects to the checked address, never resolving the name again (a
+//!    second resolution is what DNS rebinding exploits);
+//! 4. speaks HTTP/1.1 over that connection (TLS with the Mozilla roots for
+//!    `https`, the request's host as the server name), with the request body,
+//!    the response body and every wait bounded ([`HttpPolicy`]), and aborts
+//!    at once when the call is cancelled.
+//!
+//! Redirects are the guest's to follow: each one is a new request, checked
+//! again. Every host connected to is recorded in the call's usage, every
+//! refusal as denied.
+//!
+//! # What the guest sees
+//!
+//! `wasi:http`'s `http-request-denied` carries no text, so a host refusal
+//! reaches the guest as `internal-error(some(reason))`, the reason being the
+//! whole sentence (`HTTP request to http://evil.test:80/ refused: …`), which a
+//! tool can pass to the model. A response body over the limit fails the body
+//! stream with `HTTP response body size exceeds limit: N bytes` (its
+//! `to-debug-string`).
+
+use crate::ops::usage::{Usage, Use};
+use http_body_util::BodyExt;
+use std::future::Future;
+use std::net::IpAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::{Linker, ResourceTable};
+use wasmtime_wasi_http::io::TokioIo;
+use wasmtime_wasi_http::{
+    Error as WasiHttpError, RequestOptions, WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks,
+    WasiHttpView,
+};
+
+mod address;
+mod body;
+mod grant;
+#[cfg(test)]
+mod tests;
+
+pub use address::special;
+use body::{Incoming, Limited};
+use grant::*;
+pub use grant::{HttpGrant, HttpPolicy, Scheme};
+
+/// Largest response body passed to the guest, unless the grant sets
+/// `http-response-kb`.
+pub const DEFAULT_RESPONSE_BYTES: u64 = 16 << 20;
+/// Largest request body sent for the guest.
+pub const MAX_REQUEST_BYTES: u64 = 4 << 20;
+
+/// A request the host refuses: a short reason for the audit log's denied
+/// list and the sentence the guest sees.
+#[derive(Debug)]
+struct Refusal {
+    code: &'static str,
+    text: String,
+}
+
+impl Refusal {
+    fn new(code: &'static str, text: String) -> Refusal {
+        Refusal { code, text }
+    }
+}
+
+/// What a request sees of the call it belongs to: its cancellation, and
+/// the record of what it used. The call's signals provide it.
+pub trait CallWatch: Send + Sync {
+    fn cancel(&self) -> &CancellationToken;
+    fn usage(&self) -> &Usage;
+}
+
+/// The per-call `wasi:http` state of a call's store: the context
+/// `wasmtime-wasi-http` keeps, and the hooks that send through the policy.
+pub(crate) struct HttpCall {
+    ctx: WasiHttpCtx,
+    hooks: Hooks,
+}
+
+impl HttpCall {
+    /// `policy` is `None` for a component not granted `http` (linked only
+    /// to be inspected): then every request is refused.
+    pub(crate) fn new(policy: Option<Arc<HttpPolicy>>, signals: Arc<dyn CallWatch>) -> HttpCall {
+        HttpCall {
+            ctx: WasiHttpCtx::new(),
+            hooks: Hooks { policy, signals },
+        }
+    }
+}
+
+impl HttpCall {
+    /// The view `wasmtime-wasi-http` serves a call through, with the
+    /// call's resource table.
+    pub(crate) fn view<'a>(&'a mut self, table: &'a mut ResourceTable) -> WasiHttpCtxView<'a> {
+        WasiHttpCtxView {
+            ctx: &mut self.ctx,
+            table,
+            hooks: &mut self.hooks,
+        }
+    }
+}
+
+/// Link `wasi:http` (types and outgoing-handler) for a component granted
+/// `http`, or one only inspected (whose requests are all refused).
+pub(crate) fn add_to_linker<T: WasiHttpView + wasmtime_wasi::WasiView + 'static>(
+    linker: &mut Linker<T>,
+    granted: bool,
+    inspecting: bool,
+) -> wasmtime::Result<()> {
+    if granted || inspecting {
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
+    }
+    Ok(())
+}
+
+struct Hooks {
+    policy: Option<Arc<HttpPolicy>>,
+    signals: Arc<dyn CallWatch>,
+}
+
+type IoFuture = Box<dyn Future<Output = Result<(), WasiHttpError>> + Send>;
+type SendFuture =
+    Box<dyn Future<Output = Result<(http::Response<WasiBody>, IoFuture), WasiHttpError>> + Send>;
+
+impl WasiHttpHooks for Hooks {
+    fn send_request(
+        &mut self,
+        request: http::Request<WasiBody>,
+        options: Option<RequestOptions>,
+        _fut: IoFuture,
+    ) -> SendFuture {
+        let policy = self.policy.clone();
+        let signals = self.signals.clone();
+        Box::new(async move {
+            let cancel = signals.cancel().clone();
+            let uri = request.uri().clone();
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => Err(aborted(&uri.to_string())),
+                sent = send(policy, &signals, request, options) => sent,
+            }
+        })
+    }
+}
+
+fn internal(text: String) -> WasiHttpError {
+    WasiHttpError::InternalError(Some(text))
+}
+
+fn aborted(url: &str) -> WasiHttpError {
+    internal(format!(
+        "HTTP request to {url} aborted: the call was cancelled"
+    ))
+}
+
+/// A stream a request runs over: TCP, or TLS over TCP.
+trait Stream: AsyncRead + AsyncWrite + Send + Sync + Unpin + 'static {}
+impl<T: AsyncRead + AsyncWrite + Send + Sync + Unpin + 'static> Stream for T {}
+
+/// Send one request under `policy`, following the steps of the module docs.
+async fn send(
+    policy: Option<Arc<HttpPolicy>>,
+    signals: &Arc<dyn CallWatch>,
+    mut request: http::Request<WasiBody>,
+    options: Option<RequestOptions>,
+) -> Result<(http::Response<WasiBody>, IoFuture), WasiHttpError> {
+    let usage = signals.usage();
+    let refuse = |refusal: Refusal, url: &str| {
+        usage.note(Use::Denied, &format!("http {url}: {}", refusal.code));
+        internal(refusal.text)
+    };
+    let target = match Target::of(request.uri()) {
+        Ok(target) => target,
+        Err(refusal) => {
+            let url = request.uri().to_string();
+            return Err(refuse(refusal, &url));
+        }
+    };
+    let refused = |reason: String, code| {
+        refuse(
+            Refusal::new(
+                code,
+                format!("HTTP request to {} refused: {reason}", target.url),
+            ),
+            &target.url,
+        )
+    };
+    let Some(policy) = policy else {
+        return Err(refused(
+            "this component is not granted http".into(),
+            "not-granted",
+        ));
+    };
+    let Some(grant) = policy.grant_for(&target) else {
+        return Err(refused(
+            format!(
+                "{} is not granted (granted: {})",
+                target.as_entry(),
+                policy.granted_list()
+            ),
+            "not-granted",
+        ));
+    };
+    let bound = |asked: Option<Duration>| asked.map_or(policy.time, |t| t.min(policy.time));
+    let connect_timeout = bound(options.and_then(|o| o.connect_timeout));
+    let first_byte_timeout = bound(options.and_then(|o| o.first_byte_timeout));
+    let between_bytes_timeout = bound(options.and_then(|o| o.between_bytes_timeout));
+
+    let resolved = match (&grant.host, &target.host) {
+        (HostPattern::Ip(_), _) | (_, RequestHost::Ip(_)) => Vec::new(),
+        (_, RequestHost::Name(name)) => {
+            let lookup = tokio::net::lookup_host((name.as_str(), target.port));
+            match tokio::time::timeout(connect_timeout, lookup).await {
+                Err(_) => return Err(WasiHttpError::DnsTimeout),
+                Ok(Err(e)) => {
+                    return Err(WasiHttpError::DnsError {
+                        rcode: Some(format!("{name} does not resolve: {e}")),
+                        info_code: None,
+                    });
+                }
+                Ok(Ok(addrs)) => {
+                    let mut ips: Vec<IpAddr> = Vec::new();
+                    for addr in addrs {
+                        if !ips.contains(&addr.ip()) {
+                            ips.push(addr.ip());
+                        }
+                    }
+                    ips
+                }
+            }
+        }
+    };
+    let addrs = policy
+        .route(grant, &target, &resolved)
+        .map_err(|r| refused(r.text, r.code))?;
+
+    usage.note(Use::Host, &target.as_entry());
+    let mut last_error = None;
+    let mut tcp = None;
+    for addr in &addrs {
+        match tokio::time::timeout(connect_timeout, TcpStream::connect(addr)).await {
+            Ok(Ok(stream)) => {
+                tcp = Some(stream);
+                break;
+            }
+            Ok(Err(e)) => last_error = Some(WasiHttpError::Connect(e)),
+            Err(_) => last_error = Some(WasiHttpError::ConnectionTimeout),
+        }
+    }
+    let Some(tcp) = tcp else {
+        return Err(last_error.unwrap_or(WasiHttpError::ConnectionRefused));
+    };
+    let stream: Box<dyn Stream> = match target.scheme {
+        Scheme::Http => Box::new(tcp),
+        Scheme::Https => {
+            let name = match &target.host {
+                RequestHost::Ip(ip) => rustls::pki_types::ServerName::IpAddress((*ip).into()),
+                RequestHost::Name(name) => rustls::pki_types::ServerName::try_from(name.clone())
+                    .map_err(|e| internal(format!("{name} is not a TLS server name: {e}")))?,
+            };
+            let connector = tokio_rustls::TlsConnector::from(tls_config());
+            let tls = tokio::time::timeout(connect_timeout, connector.connect(name, tcp))
+                .await
+                .map_err(|_| WasiHttpError::ConnectionTimeout)?
+                .map_err(WasiHttpError::Tls)?;
+            Box::new(tls)
+        }
+    };
+    let (mut sender, conn) = tokio::time::timeout(
+        connect_timeout,
+        hyper::client::conn::http1::Builder::new().handshake(TokioIo::new(stream)),
+    )
+    .await
+    .map_err(|_| WasiHttpError::ConnectionTimeout)??;
+
+    // The request line carries the path only: the scheme and authority are
+    // for proxies, and the Host header (set from the authority) names the
+    // host.
+    let path = request
+        .uri()
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_string();
+    *request.uri_mut() = http::Uri::builder()
+        .path_and_query(path)
+        .build()
+        .map_err(|e| internal(format!("HTTP request to {}: {e}", target.url)))?;
+    let request = request.map(|body| {
+        Limited {
+            inner: body,
+            sent: 0,
+            limit: policy.request_bytes,
+        }
+        .boxed_unsync()
+    });
+
+    let cancelled = signals.cancel().clone();
+    let mut conn = Box::pin(conn);
+    let mut conn_done = false;
+    let response = {
+        let sent = tokio::time::timeout(first_byte_timeout, sender.send_request(request));
+        tokio::pin!(sent);
+        // Drive the connection while waiting for the response head; it may
+        // end first (a response with `connection: close` is read whole).
+        loop {
+            tokio::select! {
+                res = &mut sent => break res,
+                done = &mut conn, if !conn_done => {
+                    done.map_err(|e| from_hyper(e, policy.request_bytes))?;
+                    conn_done = true;
+                }
+            }
+        }
+    };
+    let response = response
+        .map_err(|_| WasiHttpError::ConnectionReadTimeout)?
+        .map_err(|e| from_hyper(e, policy.request_bytes))?;
+    let url = target.url.clone();
+    let response = response.map(|incoming| {
+        Incoming {
+            inner: incoming,
+            read: 0,
+            limit: policy.response_bytes,
+            idle: between_bytes_timeout,
+            timer: Box::pin(tokio::time::sleep(between_bytes_timeout)),
+            cancelled: Box::pin(signals.cancel().clone().cancelled_owned()),
+            url: url.clone(),
+            signals: signals.clone(),
+            done: false,
+        }
+        .boxed_unsync()
+    });
+    let io: IoFuture = Box::new(async move {
+        if conn_done {
+            return Ok(());
+        }
+        tokio::select! {
+            _ = cancelled.cancelled() => Err(aborted(&url)),
+            done = conn => done.map_err(WasiHttpError::from),
+        }
+    });
+    Ok((response, io))
+}
+
+/// A hyper error of a request, as the guest should see it: the request
+/// body's limit, named, when that is what failed.
+fn from_hyper(e: hyper::Error, limit: u64) -> WasiHttpError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(&e);
+    while let Some(cause) = source {
+        if let Some(WasiHttpError::HttpRequestBodySize(_)) = cause.downcast_ref::<WasiHttpError>() {
+            return WasiHttpError::HttpRequestBodySize(Some(limit));
+        }
+        source = cause.source();
+    }
+    WasiHttpError::Hyper(e)
+}
+
+/// The TLS settings of every request: the Mozilla roots, HTTP/1.1.
+fn tls_config() -> Arc<rustls::ClientConfig> {
+    static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let roots = rustls::RootCertStore {
+                roots: webpki_roots::TLS_SERVER_ROOTS.into(),
+            };
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let mut config = rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .expect("ring supports rustls's default protocol versions")
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            config.alpn_protocols = vec![b"http/1.1".to_vec()];
+            Arc::new(config)
+        })
+        .clone()
+}
