@@ -129,14 +129,14 @@ fn check_output(
     }
 }
 
-/// Refuse a component whose imports exceed its grants, naming the
-/// capability, or that mixes versions of the package.
+/// The version of the package `component` is built for; refused when its
+/// imports exceed its grants, naming the capability, or mix versions.
 pub(crate) fn check_imports(
     component: &Component,
     caps: &Capabilities,
     origin: &str,
     grant_name: Option<&str>,
-) -> Result<(), Error> {
+) -> Result<&'static Contract, Error> {
     let refuse = |reason: String| Error::load(origin, reason);
     let contract = wit::contract_of(component).map_err(refuse)?;
     let ty = component.component_type();
@@ -186,7 +186,7 @@ pub(crate) fn check_imports(
             )));
         }
     }
-    Ok(())
+    Ok(contract)
 }
 
 /// Link each `toolhost:tool` Operation that `component` imports but `caps`
@@ -274,8 +274,8 @@ impl Sandbox {
         origin: &str,
         grant_name: Option<&str>,
     ) -> Result<Sandbox, Error> {
-        check_imports(&compiled.component, &caps, origin, grant_name)?;
-        let linked = link(&compiled.component, &caps, origin, false)?;
+        let contract = check_imports(&compiled.component, &caps, origin, grant_name)?;
+        let linked = link(&compiled.component, contract, &caps, origin, false)?;
         Ok(Sandbox {
             runtime,
             linked: std::sync::RwLock::new(Arc::new(linked)),
@@ -299,7 +299,8 @@ impl Sandbox {
             ..Limits::default()
         };
         let caps = Capabilities::default();
-        let linked = link(component, &caps, origin, true)?;
+        let contract = wit::contract_of(component).map_err(|e| Error::load(origin, e))?;
+        let linked = link(component, contract, &caps, origin, true)?;
         Ok(Sandbox {
             runtime,
             linked: std::sync::RwLock::new(Arc::new(linked)),
@@ -316,7 +317,9 @@ impl Sandbox {
         let mut upgrade = self.upgrade.lock().expect("upgrade lock");
         if let Some(component) = upgrade.as_ref().and_then(|u| u.get()).cloned() {
             *upgrade = None;
-            if let Ok(linked) = link(&component, &self.caps, &self.origin, false) {
+            // The same component, compiled again: the same version.
+            let contract = self.linked.read().expect("linked lock").contract;
+            if let Ok(linked) = link(&component, contract, &self.caps, &self.origin, false) {
                 *self.linked.write().expect("linked lock") = Arc::new(linked);
             }
         }
@@ -456,16 +459,16 @@ impl Sandbox {
     }
 }
 
-/// Link `component` to the host interfaces `caps` allows (with
-/// `trap_ungranted`, every other Operation it imports to a trap) and find its
-/// exports.
+/// Link `component`, built for `contract`'s version, to the host interfaces
+/// `caps` allows (with `trap_ungranted`, every other Operation it imports to
+/// a trap) and find its exports.
 fn link(
     component: &Component,
+    contract: &'static Contract,
     caps: &Capabilities,
     origin: &str,
     trap_ungranted: bool,
 ) -> Result<Linked, Error> {
-    let contract = wit::contract_of(component).map_err(|e| Error::load(origin, e))?;
     let mut linker = Linker::<CallState>::new(component.engine());
     let linked = (|| -> wasmtime::Result<()> {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
@@ -486,16 +489,8 @@ fn link(
         exported(contract.tool_export),
         exported(contract.hook_export),
     );
-    let exports = (contract.exports)(&pre, tool, hook).map_err(|e| {
-        let what = format!(
-            "exports {} with the wrong shape",
-            if tool {
-                contract.tool_export
-            } else {
-                contract.hook_export
-            }
-        );
-        Error::load_because(origin, what, e)
+    let exports = (contract.exports)(&pre, tool, hook).map_err(|(export, e)| {
+        Error::load_because(origin, format!("exports {export} with the wrong shape"), e)
     })?;
     Ok(Linked {
         pre,

@@ -296,12 +296,13 @@ fn check_definition(
         .map_err(|e| format!("parameters are not valid JSON: {e}"))?;
     let schema = ArgumentSchema::compile(&parameters)
         .map_err(|e| format!("parameters are not a usable JSON Schema: {e}"))?;
-    let output = match def.output_schema.as_deref() {
-        None => None,
+    let (output_schema, output) = match def.output_schema.as_deref() {
+        None => (None, None),
         Some(text) => {
             let schema: serde_json::Value = serde_json::from_str(text)
                 .map_err(|e| format!("the output schema is not valid JSON: {e}"))?;
-            Some(OutputSchema::compile(&schema)?)
+            let compiled = OutputSchema::compile(&schema)?;
+            (Some(schema), Some(compiled))
         }
     };
     let label = if def.label.trim().is_empty() {
@@ -322,7 +323,7 @@ fn check_definition(
             } else {
                 ExecutionMode::Parallel
             },
-            output_schema: output.as_ref().map(|o| o.schema().clone()),
+            output_schema,
         },
         schema,
         output,

@@ -454,20 +454,17 @@ impl ServerHandler for McpServer {
                 result.text()
             ));
         }
-        let mut result = json!({
+        let mut reply = json!({
             "content": result.content,
             "isError": result.is_error,
             "resultType": "complete",
-            // Checked against the tool's output schema by the call.
-            "structuredContent": result.structured_content,
         });
-        if result["structuredContent"].is_null() {
-            result
-                .as_object_mut()
-                .map(|r| r.remove("structuredContent"));
+        // Checked against the tool's output schema by the call.
+        if let Some(structured) = result.structured_content {
+            reply["structuredContent"] = structured;
         }
         let result: CallToolResult =
-            serde_json::from_value(result).map_err(|e| internal("converting the result", e))?;
+            serde_json::from_value(reply).map_err(|e| internal("converting the result", e))?;
         Ok(result.into())
     }
 }

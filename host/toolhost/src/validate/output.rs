@@ -13,17 +13,15 @@ use std::fmt;
 /// How many violations an error result names.
 const MAX_VIOLATIONS: usize = 3;
 
-/// A tool's output schema, compiled.
+/// A tool's output schema, compiled (its text stays in the tool's
+/// definition).
 pub struct OutputSchema {
-    schema: Value,
     validator: jsonschema::Validator,
 }
 
 impl fmt::Debug for OutputSchema {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OutputSchema")
-            .field("schema", &self.schema)
-            .finish_non_exhaustive()
+        f.debug_struct("OutputSchema").finish_non_exhaustive()
     }
 }
 
@@ -35,14 +33,7 @@ impl OutputSchema {
         let validator = jsonschema::options()
             .build(schema)
             .map_err(|e| format!("output schema cannot be compiled: {e}"))?;
-        Ok(OutputSchema {
-            schema: schema.clone(),
-            validator,
-        })
-    }
-
-    pub fn schema(&self) -> &Value {
-        &self.schema
+        Ok(OutputSchema { validator })
     }
 
     /// Whether `value` matches: `Err` names the first violations, each with

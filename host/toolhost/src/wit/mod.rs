@@ -122,18 +122,18 @@ pub(crate) struct Contract {
 }
 
 /// How a version finds a linked component's exports: its tools when `tool`,
-/// its hooks when `hook`.
-pub(crate) type FindExports =
-    fn(&InstancePre<CallState>, tool: bool, hook: bool) -> wasmtime::Result<Arc<dyn Exports>>;
+/// its hooks when `hook`; an error names the export that has the wrong shape.
+pub(crate) type FindExports = fn(
+    &InstancePre<CallState>,
+    tool: bool,
+    hook: bool,
+) -> Result<Arc<dyn Exports>, (&'static str, wasmtime::Error)>;
 
 /// One instance's exports: its tools, its hooks.
 pub(crate) type Guests = (Option<Arc<dyn ToolGuest>>, Option<Arc<dyn HookGuest>>);
 
 /// Every version of the package the host loads, oldest first.
 pub(crate) const CONTRACTS: &[&Contract] = &[&v0_1::CONTRACT, &v0_2::CONTRACT];
-
-/// The newest version: what the SDK builds and messages name.
-pub const CURRENT: &str = v0_2::VERSION;
 
 /// The versions the host loads, for messages: `toolhost:tool@0.1.0 and @0.2.0`.
 pub fn versions_text() -> String {
@@ -164,11 +164,12 @@ pub(crate) fn contract_of(component: &Component) -> Result<&'static Contract, St
         .find(|e| e.starts_with("toolhost:tool/"))
         .map(|e| format!(" (it exports {e}: built for another version of the package?)"))
         .unwrap_or_default();
-    let current = CONTRACTS[CONTRACTS.len() - 1];
+    // The newest version: what the SDK builds.
+    let newest = CONTRACTS[CONTRACTS.len() - 1];
     Err(format!(
         "exports neither {} nor {}{other}; this host loads {}",
-        current.tool_export,
-        current.hook_export,
+        newest.tool_export,
+        newest.hook_export,
         versions_text()
     ))
 }
@@ -185,17 +186,21 @@ pub(crate) trait Exports: Send + Sync {
 pub(crate) type StoreFuture<'a, T> =
     std::pin::Pin<Box<dyn std::future::Future<Output = wasmtime::Result<T>> + Send + 'a>>;
 
-/// The `tool` export of one instance, in the host's types.
+/// The `tool` export of one instance, in the host's types. Each call takes
+/// the instance's handle into the future it returns.
 pub(crate) trait ToolGuest: Send + Sync {
-    fn definitions<'a>(&self, store: &'a mut Store<CallState>) -> StoreFuture<'a, Vec<ToolDecl>>;
+    fn definitions<'a>(
+        self: Arc<Self>,
+        store: &'a mut Store<CallState>,
+    ) -> StoreFuture<'a, Vec<ToolDecl>>;
     fn prepare_arguments<'a>(
-        &self,
+        self: Arc<Self>,
         store: &'a mut Store<CallState>,
         name: String,
         arguments: String,
     ) -> StoreFuture<'a, Result<Option<String>, String>>;
     fn execute<'a>(
-        &self,
+        self: Arc<Self>,
         store: &'a mut Store<CallState>,
         name: String,
         context: CallContext,
@@ -206,12 +211,12 @@ pub(crate) trait ToolGuest: Send + Sync {
 /// The `hook` export of one instance, in the host's types.
 pub(crate) trait HookGuest: Send + Sync {
     fn on_tool_call<'a>(
-        &self,
+        self: Arc<Self>,
         store: &'a mut Store<CallState>,
         event: ToolCallEvent,
     ) -> StoreFuture<'a, Result<Option<ToolCallVerdict>, String>>;
     fn on_tool_result<'a>(
-        &self,
+        self: Arc<Self>,
         store: &'a mut Store<CallState>,
         event: ToolResultEvent,
     ) -> StoreFuture<'a, Result<Option<ToolResultPatch>, String>>;

@@ -94,10 +94,13 @@ pub(super) fn exports(
     pre: &InstancePre<CallState>,
     tool: bool,
     hook: bool,
-) -> wasmtime::Result<Arc<dyn wit::Exports>> {
+) -> Result<Arc<dyn wit::Exports>, (&'static str, wasmtime::Error)> {
+    let contract = &super::CONTRACT;
+    let tool = tool.then(|| ToolComponentIndices::new(pre)).transpose();
+    let hook = hook.then(|| HookComponentIndices::new(pre)).transpose();
     Ok(Arc::new(Exports {
-        tool: tool.then(|| ToolComponentIndices::new(pre)).transpose()?,
-        hook: hook.then(|| HookComponentIndices::new(pre)).transpose()?,
+        tool: tool.map_err(|e| (contract.tool_export, e))?,
+        hook: hook.map_err(|e| (contract.hook_export, e))?,
     }))
 }
 
@@ -117,56 +120,50 @@ impl wit::Exports for Exports {
     ) -> wasmtime::Result<wit::Guests> {
         let mut tool: Option<Arc<dyn wit::ToolGuest>> = None;
         if let Some(indices) = &self.tool {
-            tool = Some(Arc::new(Tool(Arc::new(
-                indices.load(&mut *store, instance)?,
-            ))));
+            tool = Some(Arc::new(Tool(indices.load(&mut *store, instance)?)));
         }
         let mut hook: Option<Arc<dyn wit::HookGuest>> = None;
         if let Some(indices) = &self.hook {
-            hook = Some(Arc::new(Hook(Arc::new(
-                indices.load(&mut *store, instance)?,
-            ))));
+            hook = Some(Arc::new(Hook(indices.load(&mut *store, instance)?)));
         }
         Ok((tool, hook))
     }
 }
 
-struct Tool(Arc<ToolComponent>);
+struct Tool(ToolComponent);
 
 impl wit::ToolGuest for Tool {
     fn definitions<'a>(
-        &self,
+        self: Arc<Self>,
         store: &'a mut Store<CallState>,
     ) -> StoreFuture<'a, Vec<wit::ToolDecl>> {
-        let tool = self.0.clone();
         Box::pin(async move {
-            let defs = tool.toolhost_tool_tool().call_definitions(store).await?;
+            let defs = self.0.toolhost_tool_tool().call_definitions(store).await?;
             Ok(defs.into_iter().map(definition_from_wit).collect())
         })
     }
 
     fn prepare_arguments<'a>(
-        &self,
+        self: Arc<Self>,
         store: &'a mut Store<CallState>,
         name: String,
         arguments: String,
     ) -> StoreFuture<'a, Result<Option<String>, String>> {
-        let tool = self.0.clone();
         Box::pin(async move {
-            tool.toolhost_tool_tool()
+            self.0
+                .toolhost_tool_tool()
                 .call_prepare_arguments(store, &name, &arguments)
                 .await
         })
     }
 
     fn execute<'a>(
-        &self,
+        self: Arc<Self>,
         store: &'a mut Store<CallState>,
         name: String,
         context: wit::CallContext,
         arguments: String,
     ) -> StoreFuture<'a, Result<wit::GuestResult, String>> {
-        let tool = self.0.clone();
         let context = types::CallContext {
             tool_call_id: context.tool_call_id,
             cwd: context.cwd,
@@ -175,7 +172,8 @@ impl wit::ToolGuest for Tool {
             session_id: context.session_id,
         };
         Box::pin(async move {
-            let out = tool
+            let out = self
+                .0
                 .toolhost_tool_tool()
                 .call_execute(store, &name, &context, &arguments)
                 .await?;
@@ -184,22 +182,22 @@ impl wit::ToolGuest for Tool {
     }
 }
 
-struct Hook(Arc<HookComponent>);
+struct Hook(HookComponent);
 
 impl wit::HookGuest for Hook {
     fn on_tool_call<'a>(
-        &self,
+        self: Arc<Self>,
         store: &'a mut Store<CallState>,
         event: wit::ToolCallEvent,
     ) -> StoreFuture<'a, Result<Option<wit::ToolCallVerdict>, String>> {
-        let hook = self.0.clone();
         let event = hook::ToolCallEvent {
             tool_name: event.tool_name,
             tool_call_id: event.tool_call_id,
             input: event.input,
         };
         Box::pin(async move {
-            let verdict = hook
+            let verdict = self
+                .0
                 .toolhost_tool_hook()
                 .call_on_tool_call(store, &event)
                 .await?;
@@ -215,21 +213,21 @@ impl wit::HookGuest for Hook {
     }
 
     fn on_tool_result<'a>(
-        &self,
+        self: Arc<Self>,
         store: &'a mut Store<CallState>,
         event: wit::ToolResultEvent,
     ) -> StoreFuture<'a, Result<Option<wit::ToolResultPatch>, String>> {
-        let hook = self.0.clone();
         let event = hook::ToolResultEvent {
             tool_name: event.tool_name,
             tool_call_id: event.tool_call_id,
             input: event.input,
-            content: event.content.iter().map(content_to_wit).collect(),
+            content: event.content.into_iter().map(content_to_wit).collect(),
             details: event.details,
             is_error: event.is_error,
         };
         Box::pin(async move {
-            let patch = hook
+            let patch = self
+                .0
                 .toolhost_tool_hook()
                 .call_on_tool_result(store, &event)
                 .await?;
@@ -283,12 +281,11 @@ fn content_from_wit(block: types::ContentBlock) -> ContentBlock {
 }
 
 /// A content block for a guest (a hook sees the result).
-fn content_to_wit(block: &ContentBlock) -> types::ContentBlock {
+fn content_to_wit(block: ContentBlock) -> types::ContentBlock {
     match block {
-        ContentBlock::Text { text } => types::ContentBlock::Text(text.clone()),
-        ContentBlock::Image { data, mime_type } => types::ContentBlock::Image(types::Image {
-            data: data.clone(),
-            mime_type: mime_type.clone(),
-        }),
+        ContentBlock::Text { text } => types::ContentBlock::Text(text),
+        ContentBlock::Image { data, mime_type } => {
+            types::ContentBlock::Image(types::Image { data, mime_type })
+        }
     }
 }
