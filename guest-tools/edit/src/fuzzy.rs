@@ -70,25 +70,28 @@ impl Folded {
         folded
     }
 
+    /// Text copied from `src` on; a run of copied text is one piece.
     fn identity(&mut self, src: usize, text: &str) {
         if text.is_empty() {
             return;
         }
-        if !self.pieces.last().is_some_and(|p| p.identity) {
-            self.pieces.push(Piece {
-                src,
-                dst: self.text.len(),
-                identity: true,
-            });
+        if self.pieces.last().is_some_and(|p| p.identity) {
+            self.text.push_str(text);
+        } else {
+            self.push_piece(src, text, true);
         }
-        self.text.push_str(text);
     }
 
+    /// Text that stands, folded, for the source from `src` on.
     fn changed(&mut self, src: usize, text: &str) {
+        self.push_piece(src, text, false);
+    }
+
+    fn push_piece(&mut self, src: usize, text: &str, identity: bool) {
         self.pieces.push(Piece {
             src,
             dst: self.text.len(),
-            identity: false,
+            identity,
         });
         self.text.push_str(text);
     }

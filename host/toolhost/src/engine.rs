@@ -643,8 +643,6 @@ enum CacheMiss {
 /// by the user only; created exclusively, so two hosts starting at once
 /// agree on one key).
 fn read_or_create_key(path: &Path) -> std::io::Result<[u8; 32]> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     let read = |path: &Path| -> std::io::Result<[u8; 32]> {
         let bytes = crate::files::read_regular(path, 32)
             .map_err(std::io::Error::other)?
@@ -659,24 +657,8 @@ fn read_or_create_key(path: &Path) -> std::io::Result<[u8; 32]> {
     }
     let mut key = [0u8; 32];
     crate::files::getrandom(&mut key)?;
-    let dir = path.parent().expect("key path has a parent");
-    std::fs::create_dir_all(dir)?;
-    // Written whole under a temporary name, then linked into place: the key
-    // file never exists half-written, and of two hosts starting at once the
-    // second finds the first one's key.
-    let tmp = dir.join(format!(".key.{}.tmp", crate::files::unique_suffix()));
-    let linked = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        file.write_all(&key)?;
-        file.sync_data()?;
-        std::fs::hard_link(&tmp, path)
-    })();
-    let _ = std::fs::remove_file(&tmp);
-    match linked {
+    // Of two hosts starting at once, the second finds the first one's key.
+    match crate::files::create_private(path, &key) {
         Ok(()) => Ok(key),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read(path),
         Err(e) => Err(e),

@@ -109,17 +109,30 @@ fn describe(kind: FileType) -> &'static str {
 /// Replace `path` with `bytes` atomically (a private temporary file renamed
 /// over it, on the disk before the rename), creating its directory.
 pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    replace_private(path, bytes, true)
+    place_private(path, bytes, Place::Replace { sync: true })
 }
 
 /// [`write_private`] without waiting for the disk: for what is checked
 /// when it is read back (a compile-cache entry carries a MAC, so one torn
 /// by a crash is compiled again, never used).
 pub(crate) fn write_private_unsynced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    replace_private(path, bytes, false)
+    place_private(path, bytes, Place::Replace { sync: false })
 }
 
-fn replace_private(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
+/// Create `path` with `bytes` unless it exists (`AlreadyExists` then): the
+/// file never exists half-written, and of two writers at once exactly one
+/// wins (a private temporary file, on the disk, hard-linked into place).
+pub(crate) fn create_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    place_private(path, bytes, Place::Create)
+}
+
+#[derive(Clone, Copy)]
+enum Place {
+    Replace { sync: bool },
+    Create,
+}
+
+fn place_private(path: &Path, bytes: &[u8], place: Place) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let dir = path.parent().expect("a file path has a parent");
@@ -136,12 +149,21 @@ fn replace_private(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()>
             .mode(0o600)
             .open(&tmp)?;
         file.write_all(bytes)?;
-        if sync {
-            file.sync_data()?;
+        match place {
+            Place::Replace { sync } => {
+                if sync {
+                    file.sync_data()?;
+                }
+                std::fs::rename(&tmp, path)
+            }
+            Place::Create => {
+                file.sync_data()?;
+                std::fs::hard_link(&tmp, path)
+            }
         }
-        std::fs::rename(&tmp, path)
     })();
-    if written.is_err() {
+    // A rename consumed the temporary name; a link (or a failure) left it.
+    if written.is_err() || matches!(place, Place::Create) {
         let _ = std::fs::remove_file(&tmp);
     }
     written

@@ -305,11 +305,14 @@ mod tests {
             FsSearch::new(Arc::new(fs))
         }
 
-        /// `grep` on both backends; they must agree.
-        fn grep(&self, request: GrepRequest) -> Result<GrepResult, SearchError> {
+        /// `search` on both backends; they must agree.
+        fn both<T: std::fmt::Debug>(
+            &self,
+            search: impl Fn(&dyn Search, &StopFlag) -> Result<T, SearchError>,
+        ) -> Result<T, SearchError> {
             let stop = StopFlag::new();
-            let local = self.local().grep(&request, &stop);
-            let memory = self.memory().grep(&request, &stop);
+            let local = search(&self.local(), &stop);
+            let memory = search(&self.memory(), &stop);
             assert_eq!(
                 format!("{local:?}"),
                 format!("{memory:?}"),
@@ -318,21 +321,17 @@ mod tests {
             local
         }
 
+        fn grep(&self, request: GrepRequest) -> Result<GrepResult, SearchError> {
+            self.both(|backend, stop| backend.grep(&request, stop))
+        }
+
         fn glob(&self, pattern: &str, max: u32) -> Result<GlobResult, SearchError> {
             let request = GlobRequest {
                 pattern: pattern.into(),
                 root: self.root(""),
                 max_results: max,
             };
-            let stop = StopFlag::new();
-            let local = self.local().glob(&request, &stop);
-            let memory = self.memory().glob(&request, &stop);
-            assert_eq!(
-                format!("{local:?}"),
-                format!("{memory:?}"),
-                "backends differ"
-            );
-            local
+            self.both(|backend, stop| backend.glob(&request, stop))
         }
 
         fn request(&self, pattern: &str) -> GrepRequest {

@@ -41,22 +41,9 @@ impl ArgumentSchema {
         if types.contains(&"object")
             && let Value::Object(object) = &mut next
         {
-            let properties = keywords.get("properties").and_then(Value::as_object);
-            if let Some(properties) = properties {
-                for (key, property_schema) in properties {
-                    if let Some(slot) = object.get_mut(key) {
-                        *slot = self.coerce_json(property_schema, slot.take());
-                    }
-                }
-            }
-            if let Some(additional @ Value::Object(_)) = keywords.get("additionalProperties") {
-                for (key, slot) in object.iter_mut() {
-                    if properties.is_some_and(|properties| properties.contains_key(key)) {
-                        continue;
-                    }
-                    *slot = self.coerce_json(additional, slot.take());
-                }
-            }
+            each_property(keywords, object, |schema, slot| {
+                *slot = self.coerce_json(schema, slot.take());
+            });
         }
         if types.contains(&"array")
             && let Value::Array(items) = &mut next

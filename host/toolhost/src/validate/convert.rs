@@ -133,21 +133,10 @@ impl ArgumentSchema {
     /// `FromObject`: each present property is converted in schema order, then the
     /// `additionalProperties` schema (when it is an object) converts the other keys.
     pub(super) fn convert_object_in_place(&self, schema: &Value, object: &mut Map<String, Value>) {
-        let properties = schema.get("properties").and_then(Value::as_object);
-        if let Some(properties) = properties {
-            for (key, property_schema) in properties {
-                if let Some(slot) = object.get_mut(key) {
-                    *slot = self.convert(property_schema, slot.take());
-                }
-            }
-        }
-        if let Some(additional @ Value::Object(_)) = schema.get("additionalProperties") {
-            for (key, slot) in object.iter_mut() {
-                if properties.is_some_and(|properties| properties.contains_key(key)) {
-                    continue;
-                }
-                *slot = self.convert(additional, slot.take());
-            }
+        if let Some(keywords) = schema.as_object() {
+            each_property(keywords, object, |schema, slot| {
+                *slot = self.convert(schema, slot.take());
+            });
         }
     }
 }

@@ -29,17 +29,7 @@ pub(super) fn js_strict_equal(left: &Value, right: &Value) -> bool {
 /// TypeBox's `IsDeepEqual` (used by `const` and `enum`): `===` on primitives, same length and
 /// element-wise for arrays, same key count and every key of `left` equal in `right` for objects.
 pub(super) fn js_deep_equal(left: &Value, right: &Value) -> bool {
-    match (left, right) {
-        (Value::Array(a), Value::Array(b)) => {
-            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| js_deep_equal(x, y))
-        }
-        (Value::Object(a), Value::Object(b)) => {
-            a.len() == b.len()
-                && a.iter()
-                    .all(|(key, x)| b.get(key).is_some_and(|y| js_deep_equal(x, y)))
-        }
-        _ => js_strict_equal(left, right),
-    }
+    equal_by(left, right, js_strict_equal)
 }
 
 /// `uniqueItems` as TypeBox hashes values: key order does not matter, numbers compare by their
@@ -50,21 +40,30 @@ pub(super) fn has_duplicates(items: &[Value]) -> bool {
             (Value::Number(a), Value::Number(b)) => {
                 js_number(a).to_bits() == js_number(b).to_bits()
             }
-            (Value::Array(a), Value::Array(b)) => {
-                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same(x, y))
-            }
-            (Value::Object(a), Value::Object(b)) => {
-                a.len() == b.len()
-                    && a.iter()
-                        .all(|(key, x)| b.get(key).is_some_and(|y| same(x, y)))
-            }
             _ => left == right,
         }
     }
-    items
-        .iter()
-        .enumerate()
-        .any(|(index, item)| items[..index].iter().any(|earlier| same(earlier, item)))
+    items.iter().enumerate().any(|(index, item)| {
+        items[..index]
+            .iter()
+            .any(|earlier| equal_by(earlier, item, same))
+    })
+}
+
+/// Arrays element-wise, objects key by key whatever their order, and
+/// everything else by `leaf`.
+fn equal_by(left: &Value, right: &Value, leaf: fn(&Value, &Value) -> bool) -> bool {
+    match (left, right) {
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| equal_by(x, y, leaf))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .all(|(key, x)| b.get(key).is_some_and(|y| equal_by(x, y, leaf)))
+        }
+        _ => leaf(left, right),
+    }
 }
 
 /// TypeBox's simplified grapheme count (`guard/string.mjs`), which `minLength`/`maxLength`

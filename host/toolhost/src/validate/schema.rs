@@ -66,6 +66,31 @@ pub(super) fn string_list(keyword: Option<&Value>) -> Vec<&str> {
     }
 }
 
+/// Each value of `object` with the schema `keywords` give it: the described
+/// properties in schema order, then (when `additionalProperties` is a
+/// schema) every other key.
+pub(super) fn each_property(
+    keywords: &Map<String, Value>,
+    object: &mut Map<String, Value>,
+    mut visit: impl FnMut(&Value, &mut Value),
+) {
+    let properties = keywords.get("properties").and_then(Value::as_object);
+    if let Some(properties) = properties {
+        for (key, property_schema) in properties {
+            if let Some(slot) = object.get_mut(key) {
+                visit(property_schema, slot);
+            }
+        }
+    }
+    if let Some(additional @ Value::Object(_)) = keywords.get("additionalProperties") {
+        for (key, slot) in object.iter_mut() {
+            if !properties.is_some_and(|properties| properties.contains_key(key)) {
+                visit(additional, slot);
+            }
+        }
+    }
+}
+
 pub(super) fn number_keyword(keywords: &Map<String, Value>, name: &str) -> Option<f64> {
     keywords.get(name).and_then(Value::as_f64)
 }

@@ -521,7 +521,7 @@ pub(super) fn ranked_grep(
 /// The grep result from files in path order: the first `max_matches` matches,
 /// the lines of the file where the limit falls cut after its last kept
 /// match's context (later matching lines inside that window become context).
-pub(super) fn assemble_grep(
+fn assemble_grep(
     files: Vec<(String, FileHits)>,
     request: &GrepRequest,
     mut warnings: Vec<String>,
@@ -569,12 +569,30 @@ pub(super) fn assemble_grep(
     }
 }
 
-/// A short cause for an I/O error: `permission denied`, not `Permission
-/// denied (os error 13)`.
+/// The grep result for an explicit file (not a directory): its hits, or
+/// why it could not be read, under the path the call named.
+pub(super) fn grep_one_file(
+    hits: Result<FileHits, String>,
+    request: &GrepRequest,
+    stop: &StopFlag,
+) -> Result<GrepResult, SearchError> {
+    if stop.is_raised() {
+        return Err(SearchError::Cancelled);
+    }
+    let hits = hits.map_err(|e| SearchError::Other(format!("{}: {e}", request.root)))?;
+    let name = Path::new(&request.root)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(assemble_grep(vec![(name, hits)], request, Vec::new()))
+}
+
 /// Most memory one search buffers for a line (with its context): a file
 /// whose single line is gigabytes long is reported, not read into memory.
 pub(super) const MAX_LINE_BUFFER: usize = 64 << 20;
 
+/// A short cause for an I/O error: `permission denied`, not `Permission
+/// denied (os error 13)`.
 pub(super) fn io_cause(e: &io::Error) -> String {
     // grep-searcher's words for its heap limit.
     if e.to_string().starts_with("configured allocation limit") {

@@ -24,7 +24,7 @@
 
 use super::core::{
     Cancellable, FileHits, FileSink, FindGlob, IgnoreLevel, IgnoreRules, MAX_LINE_BUFFER, Ranked,
-    assemble_grep, grep_override, io_cause, overflow_warning, ranked_grep, regex_matcher, shown,
+    grep_one_file, grep_override, io_cause, overflow_warning, ranked_grep, regex_matcher, shown,
 };
 use super::{GlobRequest, GlobResult, GrepRequest, GrepResult, SearchError};
 use super::{Search, StopFlag};
@@ -447,17 +447,9 @@ impl Search for LocalSearch {
                 request,
                 stop,
             )
-            .map(|(hits, _)| hits);
-            if stop.is_raised() {
-                return Err(SearchError::Cancelled);
-            }
-            let hits = hits
-                .map_err(|e| SearchError::Other(format!("{}: {}", request.root, io_cause(&e))))?;
-            let name = Path::new(&request.root)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            return Ok(assemble_grep(vec![(name, hits)], request, Vec::new()));
+            .map(|(hits, _)| hits)
+            .map_err(|e| io_cause(&e));
+            return grep_one_file(hits, request, stop);
         }
 
         let mut warnings = Vec::new();

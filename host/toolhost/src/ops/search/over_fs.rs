@@ -10,7 +10,7 @@
 
 use super::core::{
     FileHits, FileSink, FindGlob, IgnoreLevel, IgnoreRules, MAX_LINE_BUFFER, MAX_RESULT_BYTES,
-    Ranked, assemble_grep, grep_override, overflow_warning, ranked_grep, regex_matcher, shown,
+    Ranked, grep_one_file, grep_override, overflow_warning, ranked_grep, regex_matcher, shown,
 };
 use super::{GlobRequest, GlobResult, GrepRequest, GrepResult, SearchError};
 use super::{Search, StopFlag};
@@ -226,16 +226,7 @@ impl Search for FsSearch {
             Ok(sink.finish())
         };
         if !is_dir {
-            let hits = search(&root);
-            if stop.is_raised() {
-                return Err(SearchError::Cancelled);
-            }
-            let hits = hits.map_err(|e| SearchError::Other(format!("{}: {e}", request.root)))?;
-            let name = root
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            return Ok(assemble_grep(vec![(name, hits)], request, Vec::new()));
+            return grep_one_file(search(&root), request, stop);
         }
         let mut warnings = Vec::new();
         let outer = self.outer_rules(&root, &mut warnings);
