@@ -3,7 +3,7 @@
 //! default) against the same batch on a host that runs batches sequentially.
 //! The ratio is the speed-up (sequential / parallel); on 2 cores at most 2.
 
-use crate::table::{Row, median, ms, ratio};
+use crate::table::{Row, alternating_medians, ms, ratio};
 use crate::{Config, runtime};
 use std::sync::Arc;
 use std::time::Instant;
@@ -50,12 +50,7 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
         time(&parallel);
         time(&sequential);
     }
-    let (mut par, mut seq) = (Vec::new(), Vec::new());
-    for _ in 0..cfg.scaled(30) {
-        par.push(time(&parallel));
-        seq.push(time(&sequential));
-    }
-    let (par, seq) = (median(&par), median(&seq));
+    let (par, seq) = alternating_medians(cfg.scaled(30), || time(&parallel), || time(&sequential));
     let speedup = ratio(seq, par);
     rows.push(
         Row::new("64 × read in one batch, parallel", ms(par))
@@ -88,12 +83,11 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
         });
         start.elapsed()
     };
-    let (mut together, mut apart) = (Vec::new(), Vec::new());
-    for _ in 0..cfg.scaled(30) {
-        together.push(both(&shared));
-        apart.push(time(&shared) + time(&shared));
-    }
-    let (together, apart) = (median(&together), median(&apart));
+    let (together, apart) = alternating_medians(
+        cfg.scaled(30),
+        || both(&shared),
+        || time(&shared) + time(&shared),
+    );
     rows.push(
         Row::new(
             "two sequential 64-read batches at once (the machine's scaling)",

@@ -3,7 +3,7 @@
 //! may make one) against the same call without it (Landlock and seccomp
 //! alone), interleaved. Skipped, and said so, where the jail cannot run.
 
-use crate::table::{Row, median, ms, ratio};
+use crate::table::{Row, alternating_medians, ms};
 use crate::{Config, runtime};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -49,20 +49,19 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
     // Warm both (the jail's probe, compiled components).
     time(&jailed);
     time(&bare);
-    let (mut with, mut without) = (Vec::new(), Vec::new());
-    for _ in 0..cfg.scaled(60) {
-        with.push(time(&jailed));
-        without.push(time(&bare));
-    }
-    let (with, without) = (median(&with), median(&without));
+    let (with, without) = alternating_medians(cfg.scaled(60), || time(&jailed), || time(&bare));
     let cost = with.saturating_sub(without);
     rows.push(
-        Row::new("bash `true`, whole call, in the jail", ms(with))
-            .baseline(format!("without the jail {}", ms(without)))
-            .ratio(ratio(with, without))
-            .target(
-                "jail ≤ 15 ms per command",
-                cost <= Duration::from_millis(15),
-            ),
+        Row::timed(
+            "bash `true`, whole call, in the jail",
+            with,
+            "without the jail",
+            without,
+            ms,
+        )
+        .target(
+            "jail ≤ 15 ms per command",
+            cost <= Duration::from_millis(15),
+        ),
     );
 }

@@ -7,7 +7,7 @@
 //! the epoch tick, the interval at which a running guest is checked: no
 //! kill can be faster than that on average.
 
-use crate::table::{Row, median, ms, quantile, ratio};
+use crate::table::{Row, median, ms, quantile};
 use crate::{Config, runtime, testkit_host};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -54,17 +54,14 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
     let (p50, max) = (median(&late), quantile(&late, 1.0));
     let tick = toolhost::EPOCH_TICK;
     rows.push(
-        Row::new(
+        Row::timed(
             "kill latency p50: spinning guest, deadline → error result",
-            ms(p50),
+            p50,
+            "epoch tick",
+            tick,
+            ms,
         )
-        .baseline(format!("epoch tick {}", ms(tick)))
-        .ratio(ratio(p50, tick))
         .target("≤ 15 ms", p50 <= Duration::from_millis(15)),
     );
-    rows.push(
-        Row::new("kill latency max", ms(max))
-            .baseline(format!("epoch tick {}", ms(tick)))
-            .ratio(ratio(max, tick)),
-    );
+    rows.push(Row::timed("kill latency max", max, "epoch tick", tick, ms));
 }

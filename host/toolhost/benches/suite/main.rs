@@ -39,7 +39,8 @@ mod startup;
 mod table;
 
 use std::path::Path;
-use std::time::Duration;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 use toolhost::HostBuilder;
 
 const SECTIONS: &[&str] = &[
@@ -75,6 +76,23 @@ pub fn testkit_host(workspace: &Path) -> HostBuilder {
         .extensions(|e| e.load(toolhost_tests::TESTKIT))
         .all_tools_active()
         .cancel_grace(Duration::from_millis(300))
+}
+
+/// Run `command` (stdin closed) to its end: its output and wall time. It
+/// must succeed; `what` names it if it does not.
+pub fn timed_output(command: &mut Command, what: &str) -> (Output, Duration) {
+    let start = Instant::now();
+    let out = command
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("running {what}: {e}"));
+    let elapsed = start.elapsed();
+    assert!(
+        out.status.success(),
+        "{what} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out, elapsed)
 }
 
 fn main() {

@@ -69,20 +69,23 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
     let (p50, base50) = (p(&ours, 0.5), p(&theirs, 0.5));
     let (p99, base99) = (p(&ours, 0.99), p(&theirs, 0.99));
     rows.push(
-        Row::new(
+        Row::timed(
             "call overhead p50: `fast` via run_batch, fresh sandbox",
-            us(p50),
+            p50,
+            "plain wasmtime instantiate + call",
+            base50,
+            us,
         )
-        .baseline(format!("plain wasmtime instantiate + call {}", us(base50)))
-        .ratio(ratio(p50, base50))
         .target(
             "≤ 50 µs and ≤ 2×",
             p50 <= Duration::from_micros(50) && ratio(p50, base50) <= 2.0,
         ),
     );
-    rows.push(
-        Row::new("call overhead p99", us(p99))
-            .baseline(format!("plain wasmtime p99 {}", us(base99)))
-            .ratio(ratio(p99, base99)),
-    );
+    rows.push(Row::timed(
+        "call overhead p99",
+        p99,
+        "plain wasmtime p99",
+        base99,
+        us,
+    ));
 }

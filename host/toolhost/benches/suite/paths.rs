@@ -20,9 +20,9 @@
 //! `target/pi`, installed by `scripts/bench`); without it the Pi rows are
 //! skipped, and the bench says so.
 
-use crate::Config;
 use crate::startup::toolhost_bin;
 use crate::table::{Row, mb, median, ms, ratio};
+use crate::{Config, timed_output};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -54,20 +54,13 @@ impl Pi {
     /// Run a baseline script; its JSON line (stdout, or the last line of
     /// stderr for `batch.mjs`) and its wall time as a process.
     fn run(&self, script: &str, args: &[&str], cwd: &Path) -> (Value, Duration) {
-        let start = Instant::now();
-        let out = Command::new(&self.node)
-            .arg(self.scripts.join(script))
-            .args(args)
-            .current_dir(cwd)
-            .env("PI_BASELINE_DIR", &self.dir)
-            .stdin(Stdio::null())
-            .output()
-            .expect("running node");
-        let elapsed = start.elapsed();
-        assert!(
-            out.status.success(),
-            "{script} {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
+        let (out, elapsed) = timed_output(
+            Command::new(&self.node)
+                .arg(self.scripts.join(script))
+                .args(args)
+                .current_dir(cwd)
+                .env("PI_BASELINE_DIR", &self.dir),
+            &format!("node {script} {args:?}"),
         );
         let text = if script == "batch.mjs" {
             String::from_utf8_lossy(&out.stderr).into_owned()

@@ -14,11 +14,11 @@
 //! The binary is `$TOOLHOST_BIN`, else `toolhost` beside this benchmark's
 //! directory (`target/release/toolhost`); `scripts/bench` builds it first.
 
-use crate::Config;
-use crate::table::{Row, median, ms, ratio};
+use crate::table::{Row, median, ms};
+use crate::{Config, timed_output};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 const EXTENSIONS: usize = 20;
 const MARKER: &[u8] = b"benchtool_00";
@@ -58,21 +58,14 @@ impl Setup {
     /// One run of `toolhost ARGS` in `workspace` with its own config and
     /// cache; returns its wall time and stdout.
     fn time(&self, workspace: &Path, cache: &Path, args: &[&str]) -> (Duration, String) {
-        let start = Instant::now();
-        let out = Command::new(&self.bin)
-            .arg("--workspace")
-            .arg(workspace)
-            .args(args)
-            .env("XDG_CONFIG_HOME", &self.config_home)
-            .env("TOOLHOST_CACHE_DIR", cache)
-            .stdin(Stdio::null())
-            .output()
-            .expect("running toolhost");
-        let elapsed = start.elapsed();
-        assert!(
-            out.status.success(),
-            "toolhost {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
+        let (out, elapsed) = timed_output(
+            Command::new(&self.bin)
+                .arg("--workspace")
+                .arg(workspace)
+                .args(args)
+                .env("XDG_CONFIG_HOME", &self.config_home)
+                .env("TOOLHOST_CACHE_DIR", cache),
+            &format!("toolhost {args:?}"),
         );
         (elapsed, String::from_utf8_lossy(&out.stdout).into_owned())
     }
@@ -131,18 +124,23 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
     let per_ext = extended.saturating_sub(builtins) / EXTENSIONS as u32;
     let budget = Duration::from_millis(20) + Duration::from_micros(500) * EXTENSIONS as u32;
     rows.push(
-        Row::new("warm start: `toolhost list`, built-ins only", ms(builtins))
-            .baseline(format!("process floor (`--version`) {}", ms(floor)))
-            .ratio(ratio(builtins, floor))
-            .target("≤ 20 ms", builtins <= Duration::from_millis(20)),
+        Row::timed(
+            "warm start: `toolhost list`, built-ins only",
+            builtins,
+            "process floor (`--version`)",
+            floor,
+            ms,
+        )
+        .target("≤ 20 ms", builtins <= Duration::from_millis(20)),
     );
     rows.push(
-        Row::new(
+        Row::timed(
             format!("warm start: `toolhost list`, built-ins + {EXTENSIONS} extensions"),
-            ms(extended),
+            extended,
+            "built-ins only",
+            builtins,
+            ms,
         )
-        .baseline(format!("built-ins only {}", ms(builtins)))
-        .ratio(ratio(extended, builtins))
         .target(
             format!("≤ {} (20 ms + 0.5 ms each)", ms(budget)),
             extended <= budget,
@@ -159,12 +157,11 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
         cold.push(setup.time(&with_ext, &fresh, &["list"]).0);
     }
     let cold = median(&cold);
-    rows.push(
-        Row::new(
-            format!("cold start: built-ins + {EXTENSIONS} extensions, empty cache"),
-            ms(cold),
-        )
-        .baseline(format!("warm cache {}", ms(extended)))
-        .ratio(ratio(cold, extended)),
-    );
+    rows.push(Row::timed(
+        format!("cold start: built-ins + {EXTENSIONS} extensions, empty cache"),
+        cold,
+        "warm cache",
+        extended,
+        ms,
+    ));
 }

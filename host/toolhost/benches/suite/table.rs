@@ -31,6 +31,20 @@ impl Row {
         }
     }
 
+    /// A time against a baseline time, both shown by `show`, with their
+    /// ratio.
+    pub fn timed(
+        figure: impl Into<String>,
+        ours: Duration,
+        against: &str,
+        theirs: Duration,
+        show: fn(Duration) -> String,
+    ) -> Row {
+        Row::new(figure, show(ours))
+            .baseline(format!("{against} {}", show(theirs)))
+            .ratio(ratio(ours, theirs))
+    }
+
     pub fn baseline(mut self, baseline: impl Into<String>) -> Row {
         self.baseline = baseline.into();
         self
@@ -120,4 +134,19 @@ pub fn quantile(samples: &[Duration], q: f64) -> Duration {
 
 pub fn median(samples: &[Duration]) -> Duration {
     quantile(samples, 0.5)
+}
+
+/// The medians of `a` and `b`, each timed `rounds` times in turn, so that a
+/// change in the machine's load meets both alike.
+pub fn alternating_medians(
+    rounds: usize,
+    mut a: impl FnMut() -> Duration,
+    mut b: impl FnMut() -> Duration,
+) -> (Duration, Duration) {
+    let (mut first, mut second) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
+    for _ in 0..rounds {
+        first.push(a());
+        second.push(b());
+    }
+    (median(&first), median(&second))
 }
