@@ -84,12 +84,8 @@ fn a_timeout_stops_the_whole_process_group() {
 #[test]
 fn the_default_timeout_applies_when_the_call_gives_none() {
     let ws = Workspace::new();
-    let host = block(
-        builder(&ws)
-            .commands(|p| p.default_timeout(Some(Duration::from_millis(500))))
-            .build(),
-    )
-    .unwrap();
+    let host =
+        built(builder(&ws).commands(|p| p.default_timeout(Some(Duration::from_millis(500)))));
     let result = bash(&host, json!({"command": "echo $$; sleep 100"}));
     let pgid = first_number(&result.text());
     assert_error(
@@ -140,13 +136,11 @@ fn cancelling_the_batch_stops_the_process_group() {
 #[test]
 fn the_call_deadline_stops_the_process_group() {
     let ws = Workspace::new();
-    let host = block(
+    let host = built(
         builder(&ws)
             .builtins(|b| b.limits(limits(1, 256)))
-            .commands(|p| p.default_timeout(None))
-            .build(),
-    )
-    .unwrap();
+            .commands(|p| p.default_timeout(None)),
+    );
     // The sandbox stops the call, so the output never comes back: the
     // command leaves its group id in the workspace.
     let result = bash(&host, json!({"command": "echo $$ > pgid.txt; sleep 100"}));
@@ -180,7 +174,7 @@ fn writes_outside_the_write_roots_fail_where_landlock_exists() {
 
     let outside_cmd = format!("echo x > '{}'", target.display());
     for mode in jail_modes() {
-        let host = block(builder(&ws).jail(mode).build()).unwrap();
+        let host = built(builder(&ws).jail(mode));
         let result = bash(&host, json!({ "command": outside_cmd }));
         let confinement = host.command_confinement();
         match (confinement, toolhost::ops::process::landlock()) {
@@ -320,7 +314,7 @@ fn progress_streams_as_update_events_in_pis_shapes() {
 fn truncation_keeps_the_raw_output_in_the_full_output_file() {
     let ws = Workspace::new();
     let temp = tempfile::tempdir().unwrap();
-    let host = block(builder(&ws).temp_dir(temp.path()).build()).unwrap();
+    let host = built(builder(&ws).temp_dir(temp.path()));
     let result = bash(
         &host,
         json!({"command": "for i in $(seq 1 2500); do printf '\\033[31m%d\\033[0m\\n' $i; done"}),
@@ -389,14 +383,14 @@ fn the_environment_hides_host_secrets_and_shows_the_session_id() {
     // The CLI prints the result text and a newline.
     assert_eq!(String::from_utf8_lossy(&out.stdout), "unset none\n\n");
 
-    let host = block(builder(&ws).session_id("session-7").build()).unwrap();
+    let host = built(builder(&ws).session_id("session-7"));
     assert_eq!(bash(&host, command).text(), "unset session-7\n");
 }
 
 #[test]
 fn powershell_is_defined_but_not_active_by_default() {
     let ws = Workspace::new();
-    let default = block(Host::builder().workspace(&ws.path).build()).unwrap();
+    let default = built(Host::builder().workspace(&ws.path));
     assert!(default.active_tools().contains(&"bash".to_string()));
     assert!(!default.active_tools().contains(&"powershell".to_string()));
 

@@ -442,12 +442,7 @@ fn components_of_both_package_versions_load_and_run_side_by_side() {
     // and only the 0.2.0 tool has an output schema and structured content.
     let ws = Workspace::new();
     ws.write("data/pkg.json", r#"{"name":"demo"}"#);
-    let host = block(
-        reading_data(&ws, &["jsonquery", "wordcount"])
-            .all_tools_active()
-            .build(),
-    )
-    .expect("building the host");
+    let host = built(reading_data(&ws, &["jsonquery", "wordcount"]).all_tools_active());
     let old = call(
         &host,
         "json_query",
@@ -484,16 +479,14 @@ fn python_calls_fill_every_slot_of_the_instance_pool() {
         ..Default::default()
     })
     .unwrap();
-    let host = block(
+    let host = built(
         toolhost::Host::builder()
             .workspace(&ws.path)
             .user_config_dir(Some(ws.user_config()))
             .extensions(|e| e.load(example("csvstats")))
             .runtime(runtime)
-            .all_tools_active()
-            .build(),
-    )
-    .expect("building the host");
+            .all_tools_active(),
+    );
     let calls = (0..4)
         .map(|i| tool_call(&format!("c{i}"), "csv_stats", json!({"path": "data/a.csv"})))
         .collect();
@@ -519,13 +512,11 @@ fn a_large_extension_runs_at_once_on_quick_code_then_on_cranelifts() {
         ..Default::default()
     })
     .unwrap();
-    let host = block(
+    let host = built(
         reading_data(&ws, &["jsonquery"])
             .runtime(runtime.clone())
-            .all_tools_active()
-            .build(),
-    )
-    .unwrap();
+            .all_tools_active(),
+    );
     let query = || {
         call(
             &host,

@@ -7,16 +7,11 @@ use serde_json::json;
 use toolhost::{AssistantMessage, CancellationToken, Event, Host};
 
 fn hooked(ws: &Workspace) -> Host {
-    block(
-        builder(ws)
-            .extensions(|e| {
-                e.load(toolhost_tests::HOOKKIT)
-                    .grant("hookkit", hooks_granted())
-                    .limits(limits(2, 64))
-            })
-            .build(),
-    )
-    .unwrap()
+    built(builder(ws).extensions(|e| {
+        e.load(toolhost_tests::HOOKKIT)
+            .grant("hookkit", hooks_granted())
+            .limits(limits(2, 64))
+    }))
 }
 
 #[test]

@@ -260,7 +260,7 @@ fn host_with(ws: &Workspace, extensions: &[&Path], limits: Limits) -> Host {
         .iter()
         .fold(builder(ws), |b, path| b.extensions(|e| e.load(path)))
         .extensions(|e| e.limits(limits));
-    block(builder.build()).expect("building the host")
+    built(builder)
 }
 
 /// The diagnostics of `host` as `path: message` lines.
@@ -300,12 +300,10 @@ const GRANT: &str = "[extensions.hostile]\nfs-read = [\"granted\"]\nfs-write = [
 #[track_caller]
 fn hostile_host(ws: &Workspace, extra: &str, limits: Limits) -> Host {
     std::fs::create_dir_all(ws.path.join("granted")).unwrap();
-    let host = block(
+    let host = built(
         granted(ws, &format!("{GRANT}{extra}"))
-            .extensions(|e| e.load(toolhost_tests::HOSTILE).limits(limits))
-            .build(),
-    )
-    .expect("building the host");
+            .extensions(|e| e.load(toolhost_tests::HOSTILE).limits(limits)),
+    );
     assert_eq!(diagnostics(&host), Vec::<String>::new());
     host
 }
@@ -840,19 +838,16 @@ fn hostile_ungranted_imports_are_refused_at_load_naming_the_grant() {
     let mixed = importing("mixed", "toolhost:tool/fs-read@0.2.0");
     let future = importing("future", "toolhost:tool/fs-read@0.9.0");
     // The hostile guest imports fs-read and fs-write; only fs-read is granted.
-    let host = block(
-        granted(&ws, "[extensions.hostile]\nfs-read = [\"granted\"]\n")
-            .extensions(|e| {
-                e.load(&wants_process)
-                    .load(&wants_unknown)
-                    .load(&wants_foreign)
-                    .load(&mixed)
-                    .load(&future)
-                    .load(toolhost_tests::HOSTILE)
-            })
-            .build(),
-    )
-    .unwrap();
+    let host = built(
+        granted(&ws, "[extensions.hostile]\nfs-read = [\"granted\"]\n").extensions(|e| {
+            e.load(&wants_process)
+                .load(&wants_unknown)
+                .load(&wants_foreign)
+                .load(&mixed)
+                .load(&future)
+                .load(toolhost_tests::HOSTILE)
+        }),
+    );
     assert_eq!(
         diagnostics(&host),
         [
@@ -970,7 +965,7 @@ fn hostile_bash_cannot_write_outside_the_workspace_by_any_route() {
         let ws = Workspace::new();
         let outside = Workspace::new();
         ws.symlink("out-link", &outside.path);
-        let host = block(builder(&ws).jail(mode).build()).unwrap();
+        let host = built(builder(&ws).jail(mode));
         let jailed = host.command_confinement().is_jail();
         let o = outside.path.display();
         let attempts = [
@@ -1025,7 +1020,7 @@ fn hostile_bash_cannot_write_outside_the_workspace_by_any_route() {
 fn hostile_bash_cannot_signal_the_host() {
     let ws = Workspace::new();
     for mode in jail_modes() {
-        let host = block(builder(&ws).jail(mode).build()).unwrap();
+        let host = built(builder(&ws).jail(mode));
         // `kill -0` only asks whether a signal could be sent: harmless if it could.
         let command = format!("kill -0 {} && echo could", std::process::id());
         let r = call(&host, "bash", json!({ "command": command }));
@@ -1060,7 +1055,7 @@ fn hostile_bash_network_is_refused_when_the_host_denies_it() {
     assert_eq!(call(&open, "bash", connect.clone()).text(), "connected\n");
     assert!(listener.was_reached());
 
-    let closed = block(builder(&ws).commands(|p| p.network(false)).build()).unwrap();
+    let closed = built(builder(&ws).commands(|p| p.network(false)));
     // Refused by the seccomp filter on inet sockets, and by Landlock's TCP
     // rules where the kernel has them (ABI >= 4).
     let r = call(&closed, "bash", connect.clone());
@@ -1139,13 +1134,11 @@ fn hostile_extension_programs_get_no_network_and_no_writes_unless_granted() {
     let write_outside = format!("echo x > {}/escaped", outside.path.display());
 
     for mode in jail_modes() {
-        let host = block(
+        let host = built(
             granted(&ws, policy)
                 .extensions(|e| e.load(&probe))
-                .jail(mode)
-                .build(),
-        )
-        .unwrap();
+                .jail(mode),
+        );
         let jailed = host.command_confinement().is_jail();
         assert_eq!(
             run(&host, "echo x > out/inside && cat out/inside"),
@@ -1187,12 +1180,8 @@ fn hostile_extension_programs_get_no_network_and_no_writes_unless_granted() {
         drop(host);
     }
 
-    let host = block(
-        granted(&ws, &format!("{policy}network = true\n"))
-            .extensions(|e| e.load(&probe))
-            .build(),
-    )
-    .unwrap();
+    let host =
+        built(granted(&ws, &format!("{policy}network = true\n")).extensions(|e| e.load(&probe)));
     assert_eq!(
         run(&host, &format!("{connect} && echo connected")),
         "exit 0: connected\n"
@@ -1569,16 +1558,11 @@ fn hostile_files_outside_the_preopens_do_not_exist_for_the_guest() {
 #[test]
 fn hostile_hook_rewrites_and_patches_are_checked_like_results() {
     let ws = Workspace::new();
-    let host = block(
-        builder(&ws)
-            .extensions(|e| {
-                e.load(toolhost_tests::HOOKKIT)
-                    .grant("hookkit", hooks_granted())
-                    .limits(limits(30, 64))
-            })
-            .build(),
-    )
-    .unwrap();
+    let host = built(builder(&ws).extensions(|e| {
+        e.load(toolhost_tests::HOOKKIT)
+            .grant("hookkit", hooks_granted())
+            .limits(limits(30, 64))
+    }));
     // A rewrite to arguments that are not JSON (or too deep to parse)
     // blocks the call: hooks fail closed.
     assert_error(

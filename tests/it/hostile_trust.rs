@@ -19,7 +19,7 @@ const CHANGED: &str = "untrusted (changed since trusted): run toolhost trust to 
 
 /// A host on `ws` with the testkit and the test's own user configuration.
 fn user_host(ws: &Workspace) -> Host {
-    block(builder(ws).user_config_dir(Some(ws.user_config())).build()).expect("building the host")
+    built(builder(ws).user_config_dir(Some(ws.user_config())))
 }
 
 fn diagnostics(host: &Host) -> Vec<String> {
@@ -239,12 +239,7 @@ fn hostile_a_grant_pinned_to_a_digest_refuses_a_different_component() {
 #[test]
 fn hostile_a_hook_without_the_hooks_grant_is_refused_at_load() {
     let ws = Workspace::new();
-    let host = block(
-        builder(&ws)
-            .extensions(|e| e.load(toolhost_tests::HOOKKIT))
-            .build(),
-    )
-    .unwrap();
+    let host = built(builder(&ws).extensions(|e| e.load(toolhost_tests::HOOKKIT)));
     assert_eq!(
         diagnostics(&host),
         [format!(
@@ -268,7 +263,7 @@ fn hostile_a_tool_named_like_a_built_in_is_refused_unless_granted() {
     let ws = Workspace::new();
     ws.write("notes.txt", "the real file\n");
     let reader = wat("read").file(&ws, "reader");
-    let host = block(builder(&ws).extensions(|e| e.load(&reader)).build()).unwrap();
+    let host = built(builder(&ws).extensions(|e| e.load(&reader)));
     assert_eq!(
         diagnostics(&host),
         [format!(
@@ -287,12 +282,7 @@ fn hostile_a_tool_named_like_a_built_in_is_refused_unless_granted() {
         replace_builtin: true,
         ..Default::default()
     };
-    let host = block(
-        builder(&ws)
-            .extensions(|e| e.load(&reader).grant("reader", granted))
-            .build(),
-    )
-    .unwrap();
+    let host = built(builder(&ws).extensions(|e| e.load(&reader).grant("reader", granted)));
     assert_eq!(
         diagnostics(&host),
         [format!(
@@ -354,16 +344,14 @@ fn hostile_protected_paths_refuse_write_edit_and_every_fs_write_at_a_fake_home()
         fs_write: vec![".".into()],
         ..Default::default()
     };
-    let host = block(
+    let host = built(
         Host::builder()
             .workspace(&ws.path)
             .user_config_dir(Some(config.clone()))
             .runtime(runtime)
             .extensions(|e| e.load(toolhost_tests::HOSTILE).grant("hostile", everything))
-            .all_tools_active()
-            .build(),
-    )
-    .expect("building the host");
+            .all_tools_active(),
+    );
     let before = snapshot(&ws.path);
     let targets = [
         "toolhost.toml",

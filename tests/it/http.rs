@@ -379,16 +379,14 @@ fn cancelling_the_call_aborts_a_request_in_flight() {
         http: vec![format!("http://localhost:{}", server.port)],
         ..Default::default()
     };
-    let host = block(
+    let host = built(
         toolhost::Host::builder()
             .workspace(&ws.path)
             .user_config_dir(None)
             .extensions(|e| e.load(httpget()).grant("httpget", grant))
             .all_tools_active()
-            .cancel_grace(std::time::Duration::from_secs(600))
-            .build(),
-    )
-    .expect("building the host");
+            .cancel_grace(std::time::Duration::from_secs(600)),
+    );
     let url = format!("http://localhost:{}/hang", server.port);
     let message = toolhost::AssistantMessage::from_calls(vec![tool_call(
         "h",

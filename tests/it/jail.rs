@@ -28,7 +28,7 @@ fn require_jail() {
 /// A jailed host on `ws` (the jail is required: no silent fallback).
 fn jailed(ws: &Workspace) -> Host {
     require_jail();
-    block(builder(ws).jail(toolhost::JailMode::Required).build()).expect("building the host")
+    built(builder(ws).jail(toolhost::JailMode::Required))
 }
 
 fn bash(host: &Host, command: &str) -> toolhost::ToolResultMessage {
@@ -432,13 +432,11 @@ fn jail_unix_and_abstract_sockets_outside_are_never_reached() {
         .collect();
     for network in [true, false] {
         let ws = Workspace::new();
-        let host = block(
+        let host = built(
             builder(&ws)
                 .jail(toolhost::JailMode::Required)
-                .commands(|p| p.network(network))
-                .build(),
-        )
-        .unwrap();
+                .commands(|p| p.network(network)),
+        );
         let r = bash(&host, &script.join("; "));
         assert!(
             !r.text().contains("REACHED"),
@@ -471,16 +469,14 @@ fn jail_a_program_granted_to_an_extension_sees_only_its_grants_and_takes_no_ld_p
     ws.write("docs/a.txt", "granted\n");
     ws.write("secret.txt", "not granted\n");
     let probe = ws.copy_in("runprobe.wasm", toolhost_tests::RUNPROBE);
-    let host = block(
+    let host = built(
         granted(
             &ws,
             "[extensions.runprobe]\nprocess = [\"cat\", \"sh\"]\nfs-read = [\"docs\"]\n",
         )
         .extensions(|e| e.load(&probe))
-        .jail(toolhost::JailMode::Required)
-        .build(),
-    )
-    .unwrap();
+        .jail(toolhost::JailMode::Required),
+    );
     let cwd = format!("{}/docs", ws.str());
     let run = |mut args: Value| {
         args["cwd"] = json!(cwd);
@@ -572,13 +568,11 @@ fn jail_a_command_allocating_past_its_memory_limit_ends_in_the_error() {
         memory_bytes: 256 << 20,
         ..ProcessLimits::default()
     };
-    let host = block(
+    let host = built(
         builder(&ws)
             .jail(toolhost::JailMode::Required)
-            .commands(|p| p.limits(limits))
-            .build(),
-    )
-    .unwrap();
+            .commands(|p| p.limits(limits)),
+    );
     let r = bash(
         &host,
         "python3 -c 'x = bytearray(600 << 20); print(len(x))'; echo after",
@@ -621,7 +615,7 @@ fn full_output_files_are_capped_and_old_ones_removed_at_start() {
             .set_modified(two_days_ago)
             .unwrap();
     }
-    let host = block(builder(&ws).temp_dir(temp.path()).build()).unwrap();
+    let host = built(builder(&ws).temp_dir(temp.path()));
     assert!(
         !old.exists(),
         "a full-output file older than a day is removed"

@@ -112,7 +112,7 @@ fn a_sequential_tool_makes_the_batch_sequential() {
 #[test]
 fn the_host_can_force_sequential_execution() {
     let ws = Workspace::new();
-    let host = block(builder(&ws).sequential(true).build()).unwrap();
+    let host = built(builder(&ws).sequential(true));
     let batch = message(&[
         ("c1", "slow", json!({"ms": 200})),
         ("c2", "fast", json!({})),
@@ -376,7 +376,7 @@ impl ToolHooks for Hooks {
 }
 
 fn hooked(ws: &Workspace, hooks: Arc<Hooks>) -> toolhost::Host {
-    block(builder(ws).hooks(hooks).build()).unwrap()
+    built(builder(ws).hooks(hooks))
 }
 
 #[test]
@@ -508,7 +508,7 @@ fn an_after_hook_patches_fields_wholesale() {
 #[test]
 fn the_active_set_decides_what_the_model_may_call() {
     let ws = Workspace::new();
-    let host = block(builder(&ws).active_tools(["read", "nonexistent"]).build()).unwrap();
+    let host = built(builder(&ws).active_tools(["read", "nonexistent"]));
     assert_eq!(host.active_tools(), ["read"], "unknown names are dropped");
     assert_eq!(call(&host, "fast", json!({})).text(), "Tool fast not found");
     host.set_active_tools(&["fast"]);
@@ -518,13 +518,11 @@ fn the_active_set_decides_what_the_model_may_call() {
 #[test]
 fn default_active_tools_are_pis_plus_extension_tools() {
     let ws = Workspace::new();
-    let host = block(
+    let host = built(
         toolhost::Host::builder()
             .workspace(&ws.path)
-            .extensions(|e| e.load(toolhost_tests::TESTKIT))
-            .build(),
-    )
-    .unwrap();
+            .extensions(|e| e.load(toolhost_tests::TESTKIT)),
+    );
     let active = host.active_tools();
     assert_eq!(active[0], "read");
     assert!(
@@ -545,7 +543,7 @@ fn a_batch_larger_than_the_instance_pool_completes() {
         ..Default::default()
     })
     .unwrap();
-    let host = block(builder(&ws).runtime(runtime).build()).unwrap();
+    let host = built(builder(&ws).runtime(runtime));
     let calls: Vec<(String, &str, Value)> = (0..12)
         .map(|i| (format!("c{i}"), "slow", json!({"ms": 20})))
         .collect();
@@ -594,7 +592,7 @@ fn a_hook_changing_the_active_tools_decides_the_lookup_of_later_calls() {
         host: std::sync::OnceLock::new(),
         switches: vec![("c1", vec!["fast", "echo"]), ("c3", vec!["echo"])],
     });
-    let host = block(builder(&ws).hooks(switcher.clone()).build()).unwrap();
+    let host = built(builder(&ws).hooks(switcher.clone()));
     switcher.host.set(host.clone()).ok().unwrap();
     host.set_active_tools(&["fast"]);
     let batch = toolhost::AssistantMessage::from_calls(vec![

@@ -6,12 +6,7 @@ use serde_json::json;
 use toolhost::Host;
 
 fn limited(ws: &Workspace, secs: u64, mib: usize) -> Host {
-    block(
-        builder(ws)
-            .extensions(|e| e.limits(limits(secs, mib)))
-            .build(),
-    )
-    .unwrap()
+    built(builder(ws).extensions(|e| e.limits(limits(secs, mib))))
 }
 
 #[test]
@@ -167,12 +162,7 @@ fn reads_cannot_leave_the_workspace() {
 #[test]
 fn a_component_importing_an_ungranted_capability_is_refused_at_load() {
     let ws = Workspace::new();
-    let host = block(
-        builder(&ws)
-            .extensions(|e| e.load(toolhost_tests::FSPROBE))
-            .build(),
-    )
-    .unwrap();
+    let host = built(builder(&ws).extensions(|e| e.load(toolhost_tests::FSPROBE)));
     let diagnostics: Vec<String> = host.diagnostics().iter().map(|d| d.to_string()).collect();
     assert_eq!(
         diagnostics,
@@ -195,12 +185,7 @@ fn a_broken_extension_file_is_reported_and_the_rest_loads() {
     let ws = Workspace::new();
     let junk = ws.write("junk.wasm", "not wasm at all");
     let missing = ws.path.join("missing.wasm");
-    let host = block(
-        builder(&ws)
-            .extensions(|e| e.load(&junk).load(&missing))
-            .build(),
-    )
-    .unwrap();
+    let host = built(builder(&ws).extensions(|e| e.load(&junk).load(&missing)));
     let d = host.diagnostics();
     assert_eq!(d.len(), 2, "{d:?}");
     assert_eq!(d[0].path, junk.display().to_string());
@@ -223,7 +208,7 @@ fn name_collisions_are_reported_and_the_first_extension_wins() {
     let ws = Workspace::new();
     // The same component under another name: every tool name collides.
     let copy = ws.write("copy.wasm", std::fs::read(toolhost_tests::TESTKIT).unwrap());
-    let host = block(builder(&ws).extensions(|e| e.load(&copy)).build()).unwrap();
+    let host = built(builder(&ws).extensions(|e| e.load(&copy)));
     let d = host.diagnostics();
     assert!(!d.is_empty());
     assert_eq!(d[0].path, copy.display().to_string());
@@ -264,12 +249,7 @@ fn the_built_ins_run_unchanged_on_an_in_memory_filesystem() {
         &format!("{root}/escape"),
         MemoryNode::Symlink("/etc".into()),
     );
-    let host = block(
-        builder(&ws)
-            .builtins(|b| b.fs_backend(std::sync::Arc::new(memory)))
-            .build(),
-    )
-    .unwrap();
+    let host = built(builder(&ws).builtins(|b| b.fs_backend(std::sync::Arc::new(memory))));
     let r = call(
         &host,
         "read",

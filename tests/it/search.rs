@@ -265,12 +265,7 @@ fn search_works_over_an_in_memory_filesystem() {
     memory.write_file(&format!("{root}/.gitignore"), "*.log\n");
     memory.write_file(&format!("{root}/src/a.txt"), "one\nneedle\n");
     memory.write_file(&format!("{root}/debug.log"), "needle\n");
-    let host = block(
-        builder(&ws)
-            .builtins(|b| b.fs_backend(std::sync::Arc::new(memory)))
-            .build(),
-    )
-    .unwrap();
+    let host = built(builder(&ws).builtins(|b| b.fs_backend(std::sync::Arc::new(memory))));
     assert_eq!(
         text_of(&host, "grep", json!({"pattern": "needle"})),
         "src/a.txt:2: needle"

@@ -136,7 +136,13 @@ pub fn builder(ws: &Workspace) -> HostBuilder {
 
 #[track_caller]
 pub fn host(ws: &Workspace) -> Host {
-    block(builder(ws).build()).expect("building the host")
+    built(builder(ws))
+}
+
+/// The host `builder` builds; it must build.
+#[track_caller]
+pub fn built(builder: HostBuilder) -> Host {
+    block(builder.build()).expect("building the host")
 }
 
 /// Run a future on a fresh multi-threaded runtime (tests stay plain `#[test]`).
