@@ -5,7 +5,7 @@
 
 use crate::support::*;
 use serde_json::{Value, json};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use toolhost::{
@@ -372,9 +372,8 @@ fn ansi_escapes_and_control_characters_are_stripped() {
 fn the_environment_hides_host_secrets_and_shows_the_session_id() {
     let ws = Workspace::new();
     let command = json!({"command": "echo ${SECRET_TOKEN:-unset} ${TOOLHOST_SESSION_ID:-none}"});
-    let out = Command::new(toolhost_bin())
-        .arg("--workspace")
-        .arg(&ws.path)
+    let out = ws
+        .cli()
         .args(["call", "bash", &command.to_string()])
         .env("SECRET_TOKEN", "hunter2")
         .stdin(Stdio::null())

@@ -181,9 +181,8 @@ fn run_rejects_a_malformed_message_with_exit_2() {
 fn a_reader_that_goes_away_ends_the_output_quietly() {
     // `toolhost list --json | head -c 10`: the pipe closes early; no panic.
     let ws = Workspace::new();
-    let mut child = std::process::Command::new(toolhost_bin())
-        .arg("--workspace")
-        .arg(&ws.path)
+    let mut child = ws
+        .cli()
         .args(["list", "--json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -14,22 +14,28 @@ fn hooked(ws: &Workspace) -> Host {
     }))
 }
 
+/// `echo` of `value` through the hooks: its text and whether it is an error.
+fn echo(host: &Host, value: &str) -> (String, bool) {
+    let r = call(host, "echo", json!({ "value": value }));
+    (r.text(), r.is_error)
+}
+
 #[test]
 fn a_hook_component_blocks_rewrites_or_lets_calls_through() {
     let ws = Workspace::new();
     let host = hooked(&ws);
-    let r = call(&host, "echo", json!({"value": "rm -rf /"}));
     assert_eq!(
-        (r.text().as_str(), r.is_error),
-        ("hookkit blocked \"rm -rf /\"", true)
+        echo(&host, "rm -rf /"),
+        ("hookkit blocked \"rm -rf /\"".into(), true)
     );
-    let r = call(&host, "echo", json!({"value": "rewrite"}));
     assert_eq!(
-        (r.text().as_str(), r.is_error),
-        ("echoed: {\"value\":\"rewritten\"}", false)
+        echo(&host, "rewrite"),
+        ("echoed: {\"value\":\"rewritten\"}".into(), false)
     );
-    let r = call(&host, "echo", json!({"value": "harmless"}));
-    assert_eq!(r.text(), "echoed: {\"value\":\"harmless\"}");
+    assert_eq!(
+        echo(&host, "harmless"),
+        ("echoed: {\"value\":\"harmless\"}".into(), false)
+    );
     let ext = &host.extensions()[1];
     assert_eq!(
         (ext.name.as_str(), ext.hooks, ext.tools.len()),
@@ -41,30 +47,26 @@ fn a_hook_component_blocks_rewrites_or_lets_calls_through() {
 fn a_hook_that_fails_crashes_or_hangs_blocks_the_call() {
     let ws = Workspace::new();
     let host = hooked(&ws);
-    let r = call(&host, "echo", json!({"value": "fail"}));
     assert_eq!(
-        (r.text().as_str(), r.is_error),
-        ("hookkit refuses this call", true)
+        echo(&host, "fail"),
+        ("hookkit refuses this call".into(), true)
     );
-    let r = call(&host, "echo", json!({"value": "crash"}));
-    assert!(r.is_error);
+    let (text, is_error) = echo(&host, "crash");
+    assert!(is_error);
     assert!(
-        r.text()
-            .starts_with("Hook hookkit crashed: wasm `unreachable` instruction executed"),
-        "{}",
-        r.text()
+        text.starts_with("Hook hookkit crashed: wasm `unreachable` instruction executed"),
+        "{text}"
     );
-    let r = call(&host, "echo", json!({"value": "spin"}));
     assert_eq!(
-        (r.text().as_str(), r.is_error),
+        echo(&host, "spin"),
         (
-            "Hook hookkit timed out after 2 seconds and was stopped",
+            "Hook hookkit timed out after 2 seconds and was stopped".into(),
             true
         )
     );
     assert_eq!(
-        call(&host, "echo", json!({"value": "ok"})).text(),
-        "echoed: {\"value\":\"ok\"}"
+        echo(&host, "ok"),
+        ("echoed: {\"value\":\"ok\"}".into(), false)
     );
 }
 

@@ -608,6 +608,21 @@ impl Escape {
         }
     }
 
+    /// Run `attempts` on a host with the hostile extension, its calls limited
+    /// to `seconds`; then nothing outside the grant may have changed, and the
+    /// host must still serve.
+    fn attempt(&self, seconds: u64, attempts: impl FnOnce(&Host)) {
+        let before = self.untouched();
+        let host = self.host(seconds);
+        attempts(&host);
+        assert_eq!(
+            self.untouched(),
+            before,
+            "nothing outside the grant changed"
+        );
+        assert_hostile_serves(&host);
+    }
+
     /// Absolute paths that name something outside the grant.
     fn escapes(&self, name: &str) -> Vec<String> {
         let g = self.granted.display();
@@ -660,73 +675,71 @@ fn assert_wasi_refused(path: &str, r: &toolhost::ToolResultMessage) {
 #[test]
 fn hostile_reads_by_dotdot_absolute_path_or_symlink_are_refused() {
     let e = Escape::new();
-    let host = e.host(30);
-    let inside = e.granted.join("inside.txt").display().to_string();
-    assert_eq!(
-        hostile(&host, json!({"mode": "read", "path": inside})).text(),
-        "inside"
-    );
-    assert_eq!(
-        hostile(&host, json!({"mode": "wasi-read", "path": inside})).text(),
-        "inside"
-    );
-    let mut paths = e.escapes("secret.txt");
-    paths.push(format!("{}/link-out", e.granted.display()));
-    paths.push("/etc/passwd".into());
-    for path in &paths {
-        let r = hostile(&host, json!({"mode": "read", "path": path}));
-        assert_error(
-            &r,
-            &format!("OutsideRoots: {path} is outside the granted roots"),
+    e.attempt(30, |host| {
+        let inside = e.granted.join("inside.txt").display().to_string();
+        assert_eq!(
+            hostile(host, json!({"mode": "read", "path": inside})).text(),
+            "inside"
         );
-        // The same through the guest's own file API (WASI preopens).
-        let r = hostile(&host, json!({"mode": "wasi-read", "path": path}));
-        assert_wasi_refused(path, &r);
-    }
-    // Relative paths are not resolved against anything.
-    assert_error(
-        &hostile(&host, json!({"mode": "read", "path": "secret.txt"})),
-        "InvalidInput: secret.txt is not an absolute path",
-    );
-    assert_hostile_serves(&host);
+        assert_eq!(
+            hostile(host, json!({"mode": "wasi-read", "path": inside})).text(),
+            "inside"
+        );
+        let mut paths = e.escapes("secret.txt");
+        paths.push(format!("{}/link-out", e.granted.display()));
+        paths.push("/etc/passwd".into());
+        for path in &paths {
+            let r = hostile(host, json!({"mode": "read", "path": path}));
+            assert_error(
+                &r,
+                &format!("OutsideRoots: {path} is outside the granted roots"),
+            );
+            // The same through the guest's own file API (WASI preopens).
+            let r = hostile(host, json!({"mode": "wasi-read", "path": path}));
+            assert_wasi_refused(path, &r);
+        }
+        // Relative paths are not resolved against anything.
+        assert_error(
+            &hostile(host, json!({"mode": "read", "path": "secret.txt"})),
+            "InvalidInput: secret.txt is not an absolute path",
+        );
+    });
 }
 
 #[test]
 fn hostile_writes_by_dotdot_absolute_path_or_symlink_are_refused() {
     let e = Escape::new();
-    let before = e.untouched();
-    let host = e.host(30);
-    let mut paths = e.escapes("new.txt");
-    paths.extend(e.escapes("secret.txt"));
-    paths.push(format!("{}/link-out", e.granted.display()));
-    for path in &paths {
+    e.attempt(30, |host| {
+        let mut paths = e.escapes("new.txt");
+        paths.extend(e.escapes("secret.txt"));
+        paths.push(format!("{}/link-out", e.granted.display()));
+        for path in &paths {
+            let r = hostile(
+                host,
+                json!({"mode": "write", "path": path, "content": "pwned"}),
+            );
+            assert_error(
+                &r,
+                &format!("OutsideRoots: {path} is outside the granted roots"),
+            );
+            let r = hostile(
+                host,
+                json!({"mode": "wasi-write", "path": path, "content": "pwned"}),
+            );
+            assert_wasi_refused(path, &r);
+        }
+        assert!(!e.outside.path.join("new.txt").exists());
+        // Inside the grant, both ways work.
+        let new = e.granted.join("new.txt").display().to_string();
+        let r = hostile(host, json!({"mode": "write", "path": new, "content": "a"}));
+        assert_eq!(r.text(), "written");
         let r = hostile(
-            &host,
-            json!({"mode": "write", "path": path, "content": "pwned"}),
+            host,
+            json!({"mode": "wasi-write", "path": new, "content": "b"}),
         );
-        assert_error(
-            &r,
-            &format!("OutsideRoots: {path} is outside the granted roots"),
-        );
-        let r = hostile(
-            &host,
-            json!({"mode": "wasi-write", "path": path, "content": "pwned"}),
-        );
-        assert_wasi_refused(path, &r);
-    }
-    assert_eq!(e.untouched(), before, "nothing outside the grant changed");
-    assert!(!e.outside.path.join("new.txt").exists());
-    // Inside the grant, both ways work.
-    let new = e.granted.join("new.txt").display().to_string();
-    let r = hostile(&host, json!({"mode": "write", "path": new, "content": "a"}));
-    assert_eq!(r.text(), "written");
-    let r = hostile(
-        &host,
-        json!({"mode": "wasi-write", "path": new, "content": "b"}),
-    );
-    assert_eq!(r.text(), "written");
-    assert_eq!(std::fs::read_to_string(&new).unwrap(), "b");
-    assert_hostile_serves(&host);
+        assert_eq!(r.text(), "written");
+        assert_eq!(std::fs::read_to_string(&new).unwrap(), "b");
+    });
 }
 
 /// Swap `granted/dir` (a real directory) with a symlink to `outside` and
@@ -768,48 +781,46 @@ fn during_swaps(e: &Escape, host: &Host, args: Value) -> toolhost::ToolResultMes
 #[test]
 fn hostile_reads_racing_a_symlink_swapped_in_never_see_outside_content() {
     let e = Escape::new();
-    let host = e.host(120);
-    let path = e.granted.join("dir/file.txt").display().to_string();
-    for mode in ["race", "race-wasi"] {
-        let r = during_swaps(
-            &e,
-            &host,
-            json!({"mode": mode, "path": path, "count": 200_000}),
-        );
-        let seen: BTreeMap<String, u64> =
-            serde_json::from_value(r.details.clone().unwrap()).unwrap();
-        assert!(
-            !seen.keys().any(|k| k.contains("SECRET")),
-            "{mode} read outside content: {seen:?}"
-        );
-        assert!(seen.contains_key("ok inside"), "{mode}: {seen:?}");
-        let refusals = ["err NotFound", "err OutsideRoots", "err PermissionDenied"];
-        for outcome in seen.keys().filter(|k| *k != "ok inside") {
-            assert!(refusals.contains(&outcome.as_str()), "{mode}: {seen:?}");
+    e.attempt(120, |host| {
+        let path = e.granted.join("dir/file.txt").display().to_string();
+        for mode in ["race", "race-wasi"] {
+            let r = during_swaps(
+                &e,
+                host,
+                json!({"mode": mode, "path": path, "count": 200_000}),
+            );
+            let seen: BTreeMap<String, u64> =
+                serde_json::from_value(r.details.clone().unwrap()).unwrap();
+            assert!(
+                !seen.keys().any(|k| k.contains("SECRET")),
+                "{mode} read outside content: {seen:?}"
+            );
+            assert!(seen.contains_key("ok inside"), "{mode}: {seen:?}");
+            let refusals = ["err NotFound", "err OutsideRoots", "err PermissionDenied"];
+            for outcome in seen.keys().filter(|k| *k != "ok inside") {
+                assert!(refusals.contains(&outcome.as_str()), "{mode}: {seen:?}");
+            }
         }
-    }
-    assert_hostile_serves(&host);
+    });
 }
 
 #[test]
 fn hostile_writes_racing_a_symlink_swapped_in_never_land_outside() {
     let e = Escape::new();
-    let before = e.untouched();
-    let host = e.host(120);
-    let path = e.granted.join("dir/out.txt").display().to_string();
-    let r = during_swaps(
-        &e,
-        &host,
-        json!({"mode": "race-write", "path": path, "count": 20_000}),
-    );
-    let seen: BTreeMap<String, u64> = serde_json::from_str(&r.text()).unwrap();
-    let refusals = ["err InvalidInput", "err NotFound", "err OutsideRoots"];
-    for outcome in seen.keys().filter(|k| *k != "ok") {
-        assert!(refusals.contains(&outcome.as_str()), "{seen:?}");
-    }
-    assert!(!e.outside.path.join("out.txt").exists(), "{}", r.text());
-    assert_eq!(e.untouched(), before);
-    assert_hostile_serves(&host);
+    e.attempt(120, |host| {
+        let path = e.granted.join("dir/out.txt").display().to_string();
+        let r = during_swaps(
+            &e,
+            host,
+            json!({"mode": "race-write", "path": path, "count": 20_000}),
+        );
+        let seen: BTreeMap<String, u64> = serde_json::from_str(&r.text()).unwrap();
+        let refusals = ["err InvalidInput", "err NotFound", "err OutsideRoots"];
+        for outcome in seen.keys().filter(|k| *k != "ok") {
+            assert!(refusals.contains(&outcome.as_str()), "{seen:?}");
+        }
+        assert!(!e.outside.path.join("out.txt").exists(), "{}", r.text());
+    });
 }
 
 // ---------------------------------------------------------------------------
@@ -1231,36 +1242,32 @@ fn hostile_deep_json_inside_arguments_is_a_validation_error() {
 fn hostile_deep_json_from_the_command_line_is_refused_cleanly() {
     let ws = Workspace::new();
     let kit = ["--extension", toolhost_tests::TESTKIT];
-    let deep = deep_json();
+    // The CLI with `args` refuses its input as a usage error, not a crash.
+    let refused = |args: &[&str], stdin: Option<&str>| {
+        let out = toolhost(&ws, &[&kit[..], args].concat(), stdin);
+        assert_eq!(out.status.code(), Some(2), "not a crash: {:?}", out.status);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("recursion limit exceeded"),
+            "{}",
+            &stderr[..300.min(stderr.len())]
+        );
+    };
     // One argument may hold at most 128 KiB: 50,000 levels here.
     let shallower = format!("{}{}", "[".repeat(50_000), "]".repeat(50_000));
-    let out = toolhost(
-        &ws,
-        &[&kit[..], &["call", "echo", &shallower]].concat(),
-        None,
-    );
-    assert_eq!(out.status.code(), Some(2), "not a crash: {:?}", out.status);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("recursion limit exceeded"),
-        "{}",
-        &stderr[..300.min(stderr.len())]
-    );
-
+    refused(&["call", "echo", &shallower], None);
+    let deep = deep_json();
     let message = format!(
         r#"{{"role":"assistant","content":[{{"type":"toolCall","id":"c1","name":"echo","arguments":{{"value":{deep}}}}}]}}"#
     );
-    let out = toolhost(&ws, &[&kit[..], &["run", "-"]].concat(), Some(&message));
-    assert_eq!(out.status.code(), Some(2), "not a crash: {:?}", out.status);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("recursion limit exceeded"),
-        "{}",
-        &stderr[..300.min(stderr.len())]
-    );
+    refused(&["run", "-"], Some(&message));
 
     let out = toolhost(&ws, &[&kit[..], &["call", "fast"]].concat(), None);
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "fast done\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "fast done
+"
+    );
 }
 
 #[test]
@@ -1351,42 +1358,38 @@ fn hostile_invalid_or_deep_json_from_a_tool_is_an_error_result() {
 #[test]
 fn hostile_a_tool_that_lies_in_its_schema_gets_only_valid_arguments_and_its_grants() {
     let e = Escape::new();
-    let host = e.host(30);
-    // Its prepare-arguments adds a property its own schema forbids: the host
-    // validates what execute would get, so execute never runs.
-    let r = call(&host, "liar", json!({"name": "smuggle"}));
-    assert!(r.is_error);
-    assert!(
-        r.text()
-            .starts_with("Validation failed for tool \"liar\":\n"),
-        "{}",
-        r.text()
-    );
-    assert!(
-        r.text()
-            .contains("  - root: must not have additional properties\n"),
-        "{}",
-        r.text()
-    );
-    // Arguments its schema refuses never reach it either.
-    let r = call(&host, "liar", json!({"name": "far too long a name"}));
-    assert!(
-        r.text()
-            .starts_with("Validation failed for tool \"liar\":\n"),
-        "{}",
-        r.text()
-    );
-    // Given valid arguments, it does what its schema never said (reads a file
-    // outside its grant): the grant, not the schema, is the boundary.
-    let r = call(&host, "liar", json!({"name": "x"}));
-    assert_error(
-        &r,
-        &format!(
-            "OutsideRoots: {}/secret.txt is outside the granted roots",
-            e.ws.path.display()
-        ),
-    );
-    assert_hostile_serves(&host);
+    e.attempt(30, |host| {
+        // `liar` with `args` is refused before it runs; the failure's text.
+        let refused = |args: Value| {
+            let r = call(host, "liar", args);
+            let text = r.text();
+            assert!(r.is_error, "{text}");
+            assert!(
+                text.starts_with("Validation failed for tool \"liar\":\n"),
+                "{text}"
+            );
+            text
+        };
+        // Its prepare-arguments adds a property its own schema forbids: the
+        // host validates what execute would get, so execute never runs.
+        let text = refused(json!({"name": "smuggle"}));
+        assert!(
+            text.contains("  - root: must not have additional properties\n"),
+            "{text}"
+        );
+        // Arguments its schema refuses never reach it either.
+        refused(json!({"name": "far too long a name"}));
+        // Given valid arguments, it does what its schema never said (reads a
+        // file outside its grant): the grant, not the schema, is the boundary.
+        let r = call(host, "liar", json!({"name": "x"}));
+        assert_error(
+            &r,
+            &format!(
+                "OutsideRoots: {}/secret.txt is outside the granted roots",
+                e.ws.path.display()
+            ),
+        );
+    });
 }
 
 #[test]
@@ -1443,11 +1446,9 @@ fn hostile_definitions_that_change_later_change_nothing() {
         format!("{GRANT}env = [\"HOSTILE_DEFS\"]\n"),
     )
     .unwrap();
-    let mut serve = std::process::Command::new(toolhost_bin())
-        .arg("--workspace")
-        .arg(&ws.path)
+    let mut serve = ws
+        .cli()
         .args(["--extension", toolhost_tests::HOSTILE, "serve"])
-        .env("XDG_CONFIG_HOME", ws.user_config().parent().unwrap())
         .env("HOSTILE_DEFS", &defs)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

@@ -136,9 +136,9 @@ fn jail_a_host_killed_mid_command_leaves_nothing_behind() {
         let m = marker();
         let batch = json!({"role": "assistant", "content": [{"type": "toolCall", "id": "c1",
             "name": "bash", "arguments": {"command": format!("{}; sleep 100", escapes(&m))}}]});
-        let mut cli = Command::new(toolhost_bin())
-            .args(["--workspace", ws.str(), "--require-jail", "run", "-"])
-            .env("XDG_CONFIG_HOME", ws.config_home())
+        let mut cli = ws
+            .cli()
+            .args(["--require-jail", "run", "-"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -2,11 +2,18 @@
 //! ungranted imports each end in a specific error, and the host keeps serving.
 
 use crate::support::*;
-use serde_json::json;
+use serde_json::{Value, json};
 use toolhost::Host;
 
 fn limited(ws: &Workspace, secs: u64, mib: usize) -> Host {
     built(builder(ws).extensions(|e| e.limits(limits(secs, mib))))
+}
+
+/// Calling `name` with `args` fails with exactly `text`.
+#[track_caller]
+fn assert_fails(host: &Host, name: &str, args: Value, text: &str) {
+    let r = call(host, name, args);
+    assert_eq!((r.text().as_str(), r.is_error), (text, true), "{name}");
 }
 
 #[test]
@@ -38,11 +45,11 @@ fn a_panicking_guest_is_an_error_result_and_the_next_call_works() {
 fn a_spinning_guest_is_stopped_at_its_deadline() {
     let ws = Workspace::new();
     let host = limited(&ws, 1, 64);
-    let r = call(&host, "spin", json!({}));
-    assert!(r.is_error);
-    assert_eq!(
-        r.text(),
-        "Tool spin timed out after 1 seconds and was stopped"
+    assert_fails(
+        &host,
+        "spin",
+        json!({}),
+        "Tool spin timed out after 1 seconds and was stopped",
     );
     assert_eq!(call(&host, "fast", json!({})).text(), "fast done");
 }
@@ -51,10 +58,11 @@ fn a_spinning_guest_is_stopped_at_its_deadline() {
 fn a_guest_blocked_in_a_host_call_is_stopped_at_its_deadline() {
     let ws = Workspace::new();
     let host = limited(&ws, 1, 64);
-    let r = call(&host, "sleepy", json!({"ms": 60000}));
-    assert_eq!(
-        r.text(),
-        "Tool sleepy timed out after 1 seconds and was stopped"
+    assert_fails(
+        &host,
+        "sleepy",
+        json!({"ms": 60000}),
+        "Tool sleepy timed out after 1 seconds and was stopped",
     );
     assert_eq!(call(&host, "fast", json!({})).text(), "fast done");
 }
@@ -63,11 +71,11 @@ fn a_guest_blocked_in_a_host_call_is_stopped_at_its_deadline() {
 fn memory_growth_past_the_limit_is_stopped() {
     let ws = Workspace::new();
     let host = limited(&ws, 30, 32);
-    let r = call(&host, "hog", json!({"mb": 200}));
-    assert!(r.is_error);
-    assert_eq!(
-        r.text(),
-        "Tool hog exceeded its memory limit of 32 MiB and was stopped"
+    assert_fails(
+        &host,
+        "hog",
+        json!({"mb": 200}),
+        "Tool hog exceeded its memory limit of 32 MiB and was stopped",
     );
     assert_eq!(call(&host, "hog", json!({"mb": 4})).text(), "held 4 MiB");
 }
@@ -77,19 +85,18 @@ fn deep_recursion_overflows_the_stack_into_a_trap() {
     let ws = Workspace::new();
     let host = host(&ws);
     // Recursion on the wasm call stack hits wasmtime's stack limit.
-    let r = call(&host, "recurse", json!({"depth": 100000000}));
-    assert!(r.is_error);
-    assert_eq!(r.text(), "Tool recurse crashed: call stack exhausted");
+    assert_fails(
+        &host,
+        "recurse",
+        json!({"depth": 100000000}),
+        "Tool recurse crashed: call stack exhausted",
+    );
     // Recursion with frames in linear memory runs off the guest's own stack.
-    let r = call(
+    assert_fails(
         &host,
         "recurse",
         json!({"depth": 100000000, "frames": true}),
-    );
-    assert!(r.is_error);
-    assert_eq!(
-        r.text(),
-        "Tool recurse crashed: out of bounds memory access"
+        "Tool recurse crashed: out of bounds memory access",
     );
     assert_eq!(
         call(&host, "recurse", json!({"depth": 10})).text(),
@@ -257,8 +264,12 @@ fn the_built_ins_run_unchanged_on_an_in_memory_filesystem() {
     );
     assert_eq!((r.text().as_str(), r.is_error), ("two\nthree", false));
     assert_eq!(call(&host, "ls", json!({})).text(), "B.md\nlink/\nnotes/");
-    let r = call(&host, "ls", json!({"path": "escape"}));
-    assert_eq!(r.text(), "Path is outside the workspace: escape");
+    assert_fails(
+        &host,
+        "ls",
+        json!({"path": "escape"}),
+        "Path is outside the workspace: escape",
+    );
     // Nothing was written to the real directory.
     assert_eq!(std::fs::read_dir(&ws.path).unwrap().count(), 0);
 }

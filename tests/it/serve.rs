@@ -21,9 +21,8 @@ struct Server {
 
 impl Server {
     fn start(ws: &Workspace, args: &[&str]) -> Server {
-        let mut child = Command::new(toolhost_bin())
-            .arg("--workspace")
-            .arg(&ws.path)
+        let mut child = ws
+            .cli()
             .args(["--extension", toolhost_tests::TESTKIT])
             .args(args)
             .arg("serve")

@@ -6,7 +6,7 @@ use crate::support::*;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 const TOKEN: &str = "serve-http-test-token-0123456789";
@@ -27,13 +27,11 @@ impl HttpServer {
         let token_dir = tempfile::tempdir().unwrap();
         let token_file = token_dir.path().join("token");
         std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
-        let mut child = Command::new(toolhost_bin())
-            .arg("--workspace")
-            .arg(&ws.path)
+        let mut child = ws
+            .cli()
             .args(["--extension", toolhost_tests::TESTKIT])
             .args(["serve", "--http", "127.0.0.1:0", "--token-file"])
             .arg(&token_file)
-            .env("XDG_CONFIG_HOME", ws.config_home())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

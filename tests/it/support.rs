@@ -81,6 +81,16 @@ impl Workspace {
         p.to_str().unwrap().to_string()
     }
 
+    /// The CLI on this workspace, with the workspace's own configuration
+    /// home; the caller adds its arguments.
+    pub fn cli(&self) -> Command {
+        let mut cmd = Command::new(toolhost_bin());
+        cmd.arg("--workspace")
+            .arg(&self.path)
+            .env("XDG_CONFIG_HOME", self.config_home());
+        cmd
+    }
+
     #[track_caller]
     pub fn symlink(&self, link: &str, target: impl AsRef<Path>) {
         std::os::unix::fs::symlink(target, self.path.join(link)).unwrap();
@@ -274,10 +284,8 @@ pub fn toolhost_with_env(
     stdin: Option<&str>,
     env: &[(&str, &str)],
 ) -> Output {
-    let mut cmd = Command::new(toolhost_bin());
-    cmd.arg("--workspace").arg(&ws.path).args(args);
-    cmd.env("XDG_CONFIG_HOME", ws.config_home.path());
-    cmd.envs(env.iter().copied());
+    let mut cmd = ws.cli();
+    cmd.args(args).envs(env.iter().copied());
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
