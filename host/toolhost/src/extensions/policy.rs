@@ -405,6 +405,17 @@ mod tests {
         (tmp, ws, user)
     }
 
+    fn write_policy(dir: &Path, text: &str) {
+        std::fs::write(dir.join(POLICY_FILE), text).unwrap();
+    }
+
+    /// Why the policy of `ws` and `user` (trusting nothing) does not load.
+    fn load_error(ws: &Path, user: &Path) -> String {
+        Policy::load(ws, Some(user), &TrustStore::empty())
+            .unwrap_err()
+            .to_string()
+    }
+
     fn trust_policy_of(ws: &Path, user: &Path) {
         let path = ws.join(POLICY_FILE);
         let digest = Digest::of(&std::fs::read(&path).unwrap());
@@ -416,16 +427,14 @@ mod tests {
     #[test]
     fn user_and_trusted_workspace_grants_apply_to_their_own_origin_only() {
         let (_tmp, ws, user) = dirs();
-        std::fs::write(
-            user.join(POLICY_FILE),
+        write_policy(
+            &user,
             "extension-paths = [\"tools/x.wasm\"]\n[extensions.wc]\nfs-read = [\"docs\"]\nmemory-mb = 64\n",
-        )
-        .unwrap();
-        std::fs::write(
-            ws.join(POLICY_FILE),
+        );
+        write_policy(
+            &ws,
             "active-tools = [\"read\"]\nextension-paths = [\"tools/y.wasm\"]\n[extensions.wc]\nfs-read = [\"src\"]\nenv = [\"LANG\"]\n",
-        )
-        .unwrap();
+        );
         // Untrusted: only the user's file applies, and that is reported.
         let p = Policy::load(&ws, Some(&user), &TrustStore::load(&user).unwrap()).unwrap();
         assert_eq!(p.grants_for("wc", Origin::User).fs_read, ["docs"]);
@@ -465,16 +474,12 @@ mod tests {
     #[test]
     fn a_changed_workspace_policy_is_no_longer_trusted() {
         let (_tmp, ws, user) = dirs();
-        std::fs::write(ws.join(POLICY_FILE), "[extensions.wc]\nsearch = true\n").unwrap();
+        write_policy(&ws, "[extensions.wc]\nsearch = true\n");
         trust_policy_of(&ws, &user);
         let load = || Policy::load(&ws, Some(&user), &TrustStore::load(&user).unwrap()).unwrap();
         assert!(load().grants_for("wc", Origin::Workspace).search);
         // The agent edits the file to grant itself more.
-        std::fs::write(
-            ws.join(POLICY_FILE),
-            "[extensions.wc]\nsearch = true\nfs-write = [\"/\"]\n",
-        )
-        .unwrap();
+        write_policy(&ws, "[extensions.wc]\nsearch = true\nfs-write = [\"/\"]\n");
         let p = load();
         assert_eq!(p.grants_for("wc", Origin::Workspace), GrantSpec::default());
         assert_eq!(
@@ -486,14 +491,8 @@ mod tests {
     #[test]
     fn a_malformed_user_file_is_an_error_naming_it() {
         let (_tmp, ws, user) = dirs();
-        std::fs::write(
-            user.join(POLICY_FILE),
-            "[extensions.wc]\nfs-reed = [\"x\"]\n",
-        )
-        .unwrap();
-        let err = Policy::load(&ws, Some(&user), &TrustStore::empty())
-            .unwrap_err()
-            .to_string();
+        write_policy(&user, "[extensions.wc]\nfs-reed = [\"x\"]\n");
+        let err = load_error(&ws, &user);
         assert!(err.contains("toolhost.toml"), "{err}");
         assert!(err.contains("fs-reed"), "{err}");
     }
@@ -501,11 +500,7 @@ mod tests {
     #[test]
     fn http_grants_merge_and_a_malformed_entry_names_file_extension_and_entry() {
         let (_tmp, ws, user) = dirs();
-        std::fs::write(
-            user.join(POLICY_FILE),
-            "[extensions.web]\nhttp = [\"api.example.com\"]\n",
-        )
-        .unwrap();
+        write_policy(&user, "[extensions.web]\nhttp = [\"api.example.com\"]\n");
         let mut p = Policy::load(&ws, Some(&user), &TrustStore::empty()).unwrap();
         p.grant(
             "web",
@@ -523,14 +518,8 @@ mod tests {
             "[extensions.web] http = [\"<host[:port]>\"]"
         );
 
-        std::fs::write(
-            user.join(POLICY_FILE),
-            "[extensions.web]\nhttp = [\"api.example.com/v1\"]\n",
-        )
-        .unwrap();
-        let err = Policy::load(&ws, Some(&user), &TrustStore::empty())
-            .unwrap_err()
-            .to_string();
+        write_policy(&user, "[extensions.web]\nhttp = [\"api.example.com/v1\"]\n");
+        let err = load_error(&ws, &user);
         assert!(
             err.contains(&user.join(POLICY_FILE).display().to_string()),
             "{err}"
