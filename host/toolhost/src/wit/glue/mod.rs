@@ -196,19 +196,9 @@ impl wit::HookGuest for Hook {
             input: event.input,
         };
         Box::pin(async move {
-            let verdict = self
-                .0
-                .toolhost_tool_hook()
-                .call_on_tool_call(store, &event)
-                .await?;
-            Ok(verdict.map(|v| {
-                v.map(|v| wit::ToolCallVerdict {
-                    block: v.block,
-                    reason: v.reason,
-                    terminate: v.terminate,
-                    input: v.input,
-                })
-            }))
+            let hook = self.0.toolhost_tool_hook();
+            let verdict = hook.call_on_tool_call(store, &event).await?;
+            Ok(verdict.map(|v| v.map(verdict_from_wit)))
         })
     }
 
@@ -226,21 +216,31 @@ impl wit::HookGuest for Hook {
             is_error: event.is_error,
         };
         Box::pin(async move {
-            let patch = self
-                .0
-                .toolhost_tool_hook()
-                .call_on_tool_result(store, &event)
-                .await?;
-            Ok(patch.map(|p| {
-                p.map(|p| wit::ToolResultPatch {
-                    content: p
-                        .content
-                        .map(|content| content.into_iter().map(content_from_wit).collect()),
-                    details: p.details,
-                    is_error: p.is_error,
-                })
-            }))
+            let hook = self.0.toolhost_tool_hook();
+            let patch = hook.call_on_tool_result(store, &event).await?;
+            Ok(patch.map(|p| p.map(patch_from_wit)))
         })
+    }
+}
+
+/// A `tool_call` hook's verdict in the host's types.
+fn verdict_from_wit(v: hook::ToolCallVerdict) -> wit::ToolCallVerdict {
+    wit::ToolCallVerdict {
+        block: v.block,
+        reason: v.reason,
+        terminate: v.terminate,
+        input: v.input,
+    }
+}
+
+/// A `tool_result` hook's patch in the host's types.
+fn patch_from_wit(p: hook::ToolResultPatch) -> wit::ToolResultPatch {
+    wit::ToolResultPatch {
+        content: p
+            .content
+            .map(|content| content.into_iter().map(content_from_wit).collect()),
+        details: p.details,
+        is_error: p.is_error,
     }
 }
 
