@@ -42,29 +42,14 @@ fn a_panicking_guest_is_an_error_result_and_the_next_call_works() {
 }
 
 #[test]
-fn a_spinning_guest_is_stopped_at_its_deadline() {
+fn a_guest_spinning_or_blocked_in_a_host_call_is_stopped_at_its_deadline() {
     let ws = Workspace::new();
     let host = limited(&ws, 1, 64);
-    assert_fails(
-        &host,
-        "spin",
-        json!({}),
-        "Tool spin timed out after 1 seconds and was stopped",
-    );
-    assert_eq!(call(&host, "fast", json!({})).text(), "fast done");
-}
-
-#[test]
-fn a_guest_blocked_in_a_host_call_is_stopped_at_its_deadline() {
-    let ws = Workspace::new();
-    let host = limited(&ws, 1, 64);
-    assert_fails(
-        &host,
-        "sleepy",
-        json!({"ms": 60000}),
-        "Tool sleepy timed out after 1 seconds and was stopped",
-    );
-    assert_eq!(call(&host, "fast", json!({})).text(), "fast done");
+    for (tool, args) in [("spin", json!({})), ("sleepy", json!({"ms": 60000}))] {
+        let stopped = format!("Tool {tool} timed out after 1 seconds and was stopped");
+        assert_fails(&host, tool, args, &stopped);
+        assert_eq!(call(&host, "fast", json!({})).text(), "fast done");
+    }
 }
 
 #[test]
