@@ -65,7 +65,7 @@ pub mod bindings {
 pub mod __private {
     pub use crate::bindings::exports::toolhost::tool::tool::Guest;
     use crate::bindings::toolhost::tool::types as wit;
-    use crate::tool::{Context, Tool};
+    use crate::tool::Tool;
 
     pub fn definitions(tools: &[&dyn Tool]) -> Vec<wit::ToolDefinition> {
         tools.iter().map(|t| t.definition().into_wit()).collect()
@@ -103,8 +103,7 @@ pub mod __private {
         let tool = find(tools, name)?;
         let args: serde_json::Value = serde_json::from_str(arguments)
             .map_err(|e| format!("Arguments of {name} are not valid JSON: {e}"))?;
-        let ctx = Context::from_wit(context);
-        tool.execute(&ctx, args)
+        tool.execute(&context, args)
             .map(|out| out.into_wit())
             .map_err(|e| e.into_message())
     }

@@ -217,29 +217,12 @@ impl From<&str> for ToolError {
     }
 }
 
-/// Facts about the running call, and its progress and cancellation channels.
-#[derive(Clone, Debug)]
-pub struct Context {
-    pub tool_call_id: String,
-    /// Absolute real path of the workspace; relative paths resolve against it.
-    pub cwd: String,
-    pub home: Option<String>,
-    /// Filesystem roots granted to this component.
-    pub roots: Vec<String>,
-    pub session_id: Option<String>,
-}
+/// Facts about the running call (the WIT record `call-context`: the call's
+/// id, the workspace `cwd`, the user's `home`, the granted `roots`, the
+/// `session_id`), and its progress and cancellation channels.
+pub type Context = wit::CallContext;
 
 impl Context {
-    pub(crate) fn from_wit(c: wit::CallContext) -> Self {
-        Context {
-            tool_call_id: c.tool_call_id,
-            cwd: c.cwd,
-            home: c.home,
-            roots: c.roots,
-            session_id: c.session_id,
-        }
-    }
-
     /// Whether the call was cancelled (Pi's `signal.aborted`).
     pub fn is_cancelled(&self) -> bool {
         cancellation::is_cancelled()
