@@ -7,7 +7,7 @@
 pub mod fs;
 pub mod http;
 pub mod process;
-pub mod protected;
+pub mod protect;
 pub mod search;
 pub mod tools;
 pub mod usage;

@@ -31,7 +31,7 @@ mod local;
 mod lock;
 mod memory;
 
-pub use crate::ops::protected::ProtectedPaths;
+pub use crate::ops::protect::ProtectedPaths;
 pub use local::LocalFs;
 pub(crate) use local::RealPath;
 pub use lock::{MutationLock, lock_file};

@@ -30,7 +30,7 @@
 //! started in a call outlives it, whatever it did with `setsid`, double forks
 //! or `nohup`.
 
-use crate::ops::protected::ProtectedPaths;
+use crate::ops::protect::ProtectedPaths;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ffi::OsString;
 use std::io::{self, Read};

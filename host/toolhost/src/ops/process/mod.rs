@@ -77,7 +77,7 @@ pub use supervisor::signal_name;
 use supervisor::*;
 use sys::*;
 
-use crate::ops::protected::ProtectedPaths;
+use crate::ops::protect::ProtectedPaths;
 pub use jail::View;
 use limits::CallCgroup;
 pub use limits::ProcessLimits;

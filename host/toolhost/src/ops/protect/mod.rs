@@ -11,6 +11,11 @@
 //! The `fs-write` backends refuse to change these paths (`Path is protected`),
 //! and the process jail mounts them read-only for children.
 
+pub mod git;
+pub mod guard;
+
+pub use guard::{GitGuard, Reverted};
+
 use std::path::{Component, Path, PathBuf};
 
 /// Paths no tool may change, as real (symlink-free) absolute paths.
