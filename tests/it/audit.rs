@@ -180,10 +180,13 @@ fn calls_succeed_when_the_audit_log_cannot_be_written_and_it_is_said_once() {
         {"type": "toolCall", "id": "2", "name": "read", "arguments": {"path": "a.txt"}},
         {"type": "toolCall", "id": "3", "name": "read", "arguments": {"path": "a.txt"}},
     ]);
-    let missing_dir = ws.config_home().join("no/such/dir/audit.jsonl");
+    // A missing directory is made; one that cannot be (a file in the way)
+    // is a log that cannot be opened.
+    std::fs::write(ws.config_home().join("a-file"), "").unwrap();
+    let unopenable = ws.config_home().join("a-file/audit.jsonl");
     for (log, cause) in [
         ("/dev/full", "No space left on device"),
-        (missing_dir.to_str().unwrap(), "No such file or directory"),
+        (unopenable.to_str().unwrap(), "Not a directory"),
     ] {
         let out = run_audited(&ws, log, calls.clone());
         assert!(

@@ -411,8 +411,14 @@ fn hostile_protected_paths_refuse_write_edit_and_every_fs_write_at_a_fake_home()
     }
     assert_eq!(snapshot(&ws.path), before, "nothing protected changed");
 
+    // Nothing in a git directory is written by a tool: git reads it.
+    let r = call(
+        &host,
+        "write",
+        json!({"path": ".git/HEAD", "content": "ref: x\n"}),
+    );
+    assert_eq!(r.text(), "Path is protected: .git/HEAD");
     // Everything else is written as before.
-    write_ok(&host, ".git/HEAD", "ref: x\n");
     write_ok(&host, "notes/a.txt", "a");
     assert_eq!(ws.read("notes/a.txt"), "a");
 }

@@ -17,6 +17,7 @@ mod http;
 mod jail;
 mod mcp;
 mod pipeline;
+mod protect;
 mod read;
 mod sandbox;
 mod search;

@@ -38,6 +38,17 @@ impl Workspace {
         self.config_home.path()
     }
 
+    /// What the CLI gets as `XDG_STATE_HOME` (where the git guard keeps
+    /// what it undid).
+    pub fn state_home(&self) -> PathBuf {
+        self.config_home.path().join("state")
+    }
+
+    /// The toolhost state directory the CLI sees.
+    pub fn state_dir(&self) -> PathBuf {
+        self.state_home().join("toolhost")
+    }
+
     /// The user's toolhost configuration directory the CLI sees.
     pub fn user_config(&self) -> PathBuf {
         self.config_home.path().join("toolhost")
@@ -87,7 +98,8 @@ impl Workspace {
         let mut cmd = Command::new(toolhost_bin());
         cmd.arg("--workspace")
             .arg(&self.path)
-            .env("XDG_CONFIG_HOME", self.config_home());
+            .env("XDG_CONFIG_HOME", self.config_home())
+            .env("XDG_STATE_HOME", self.state_home());
         cmd
     }
 
@@ -137,8 +149,9 @@ pub fn hooks_granted() -> toolhost::GrantSpec {
 pub fn builder(ws: &Workspace) -> HostBuilder {
     Host::builder()
         .workspace(&ws.path)
-        // Never the developer's own configuration.
+        // Never the developer's own configuration or state.
         .user_config_dir(None)
+        .state_dir(Some(ws.state_dir()))
         .extensions(|e| e.load(toolhost_tests::TESTKIT))
         .all_tools_active()
         .cancel_grace(Duration::from_millis(300))

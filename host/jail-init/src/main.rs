@@ -18,6 +18,10 @@
 //!   this program, and with it the jail: bubblewrap kills every process
 //!   left in it.
 //!
+//! Before anything else it makes the jail's protective mounts (`--pin`,
+//! `--ro`, `--hide`; see [`mounts`]) while it holds `CAP_SYS_ADMIN` in the
+//! jail's user namespace, then drops every capability for good.
+//!
 //! Descriptors, set up by the host and named on the command line: 0 and 1
 //! `/dev/null`, 2 the jail's error pipe, `--status` the status pipe,
 //! `--control` the control pipe, `--out` and `--err` the command's stdout
@@ -25,7 +29,10 @@
 //! Landlock ruleset.
 //!
 //! Usage: `toolhost-jail-init --status FD --control FD --out FD --err FD
-//! [--self FD] [--landlock FD] [--nproc N] [--as-bytes N] -- PROGRAM ARG0 [ARG...]`
+//! [--self FD] [--landlock FD] [--nproc N] [--as-bytes N] [--pin PATH]… [--ro PATH]…
+//! [--hide PATH]… -- PROGRAM ARG0 [ARG...]`
+
+mod mounts;
 
 use std::ffi::{CString, OsString};
 use std::os::unix::ffi::OsStringExt;
@@ -91,6 +98,7 @@ fn set_limit(resource: libc::__rlimit_resource_t, value: u64, what: &str) {
 fn main() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let (mut landlock, mut nproc, mut as_bytes, mut self_fd) = (None, None, None, None);
+    let mut protect: Vec<(mounts::Op, CString)> = Vec::new();
     let mut fds = Fds {
         status: -1,
         control: -1,
@@ -109,6 +117,17 @@ fn main() {
             Some("--landlock") => landlock = Some(fd()),
             Some("--nproc") => nproc = Some(number(&args, i + 1)),
             Some("--as-bytes") => as_bytes = Some(number(&args, i + 1)),
+            Some(option @ ("--pin" | "--ro" | "--hide")) => {
+                let op = match option {
+                    "--pin" => mounts::Op::Pin,
+                    "--ro" => mounts::Op::ReadOnly,
+                    _ => mounts::Op::Hide,
+                };
+                let path = args
+                    .get(i + 1)
+                    .unwrap_or_else(|| fail("a path is missing after an option"));
+                protect.push((op, cstring(path)));
+            }
             Some("--") => break,
             _ => fail("usage: toolhost-jail-init [options] -- PROGRAM ARG0 [ARG...]"),
         }
@@ -120,6 +139,14 @@ fn main() {
     let command = &args[i + 1..];
     if command.len() < 2 {
         fail("no command to run");
+    }
+    if let Err(e) = mounts::apply(&protect) {
+        fail(&e);
+    }
+    // Whatever bubblewrap gave this program to mount with, nothing of it
+    // reaches the command.
+    if let Err(e) = mounts::drop_capabilities(None) {
+        fail(&e);
     }
     let program = cstring(&command[0]);
     let argv: Vec<CString> = command[1..].iter().map(cstring).collect();

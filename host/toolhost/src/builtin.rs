@@ -6,7 +6,7 @@
 use crate::component::{Capabilities, Limits};
 use crate::ops::fs::{FsRead, FsWrite};
 use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy, STOP_GRACE, View};
-use crate::ops::protected::ProtectedPaths;
+use crate::ops::protect::{GitGuard, ProtectedPaths};
 use crate::ops::search::Search;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -41,6 +41,8 @@ pub(crate) struct ShellGrants {
     /// Write access to the host's temp directory, for full-output files
     /// (§7.15); it is the component's only filesystem root.
     pub output_dir: Arc<dyn FsWrite>,
+    /// Watches what commands change beneath their write roots.
+    pub guard: Arc<GitGuard>,
 }
 
 /// How the shell tools' commands are confined beyond their roots.
@@ -113,6 +115,7 @@ pub(crate) fn capabilities(
         "bash" => Capabilities {
             fs_write: Some(shell.output_dir.clone()),
             process: Some(shell.process.clone()),
+            guard: Some(shell.guard.clone()),
             ..Default::default()
         },
         "grep" | "find" => Capabilities {

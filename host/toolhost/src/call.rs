@@ -12,14 +12,18 @@ use crate::audit::Outcome;
 use crate::component::{CallFailure, CallInstance, CallSignals};
 use crate::events::{Event, EventSink};
 use crate::hooks::{AfterOutcome, AfterToolCallContext, BeforeToolCallContext};
-use crate::message::{AssistantMessage, PartialResult, ToolCall, ToolResult, ToolResultMessage};
-use crate::ops::usage::{Usage, Used};
+use crate::message::{
+    AssistantMessage, ContentBlock, PartialResult, ToolCall, ToolResult, ToolResultMessage,
+};
+use crate::ops::process::STOP_GRACE;
+use crate::ops::protect::guard::{self as git_guard, GitGuard, Reverted};
+use crate::ops::usage::{Usage, Use, Used};
 use crate::registry::RegisteredTool;
 use crate::session::Session;
 use crate::validate;
 use serde_json::Value;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 use tokio_util::sync::CancellationToken;
 
 /// Pi's text for a call that noticed the abort.
@@ -477,13 +481,19 @@ impl BatchContext {
         });
         let context = self.session.call_context(&call.id, &tool);
         let active_before = self.active_tools();
+        let guard = tool.sandbox.guard();
+        let watch = watch_git(guard.clone()).await;
         let outcome = instance
             .execute(&call.name, context, &args.to_string())
             .await;
         signals.settle();
-        trace.used = signals.usage.used();
         let added = newly_active(&active_before, &self.active_tools());
         drop(instance); // Free the pool slot before the hooks run.
+        let reverted = match (guard, watch) {
+            (Some(guard), Some(watch)) => settle_git(guard, watch, &signals).await,
+            _ => Vec::new(),
+        };
+        trace.used = signals.usage.used();
         let (mut result, mut is_error) = match outcome {
             Ok(Ok(result)) if let Err(text) = check_structured(&tool, &call.name, &result) => {
                 (ToolResult::error(text), true)
@@ -503,6 +513,14 @@ impl BatchContext {
                 (ToolResult::error(text), true)
             }
         };
+        if !reverted.is_empty() {
+            // Said to the model beside the tool's own text, so that it
+            // knows its change did not stay.
+            let text = reverted.iter().map(Reverted::sentence).collect::<Vec<_>>();
+            result.content.push(ContentBlock::Text {
+                text: text.join("\n"),
+            });
+        }
 
         for hook in &self.session.hooks {
             let ctx = AfterToolCallContext {
@@ -541,6 +559,36 @@ impl BatchContext {
         self.emit_executing(Self::end_event(&finished));
         finished
     }
+}
+
+/// Start watching a call under `guard` (off the runtime: the first survey
+/// walks the roots).
+async fn watch_git(guard: Option<Arc<GitGuard>>) -> Option<git_guard::Watch> {
+    let guard = guard?;
+    tokio::task::spawn_blocking(move || guard.watch())
+        .await
+        .ok()
+}
+
+/// After a call under `guard`: wait until every process it started is gone,
+/// then undo what it changed that would make git run code (recorded for the
+/// audit log too).
+async fn settle_git(
+    guard: Arc<GitGuard>,
+    watch: git_guard::Watch,
+    signals: &CallSignals,
+) -> Vec<Reverted> {
+    let limit = STOP_GRACE + Duration::from_secs(5);
+    signals.spawned.all_gone(limit).await;
+    let reverted = tokio::task::spawn_blocking(move || guard.settle(watch))
+        .await
+        .unwrap_or_default();
+    for undone in &reverted {
+        signals
+            .usage
+            .note(Use::Reverted, &undone.path.display().to_string());
+    }
+    reverted
 }
 
 /// A host-decided error result of `call`.

@@ -266,6 +266,12 @@ impl Sandbox {
         self.caps.tools.is_some()
     }
 
+    /// The git guard its calls run under, if they can write where the
+    /// Operations do not check each write.
+    pub(crate) fn guard(&self) -> Option<Arc<crate::ops::protect::GitGuard>> {
+        self.caps.guard.clone()
+    }
+
     pub(crate) fn new(
         runtime: Arc<Runtime>,
         compiled: &Compiled,

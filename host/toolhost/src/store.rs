@@ -49,6 +49,8 @@ pub(crate) struct CallSignals {
     settled: AtomicBool,
     /// What the call did with its capabilities (kept for the audit log).
     pub usage: Usage,
+    /// The processes it started, until they are gone.
+    pub(crate) spawned: crate::ops::process::Spawned,
 }
 
 impl CallSignals {
@@ -69,6 +71,7 @@ impl CallSignals {
             updates: AtomicU32::new(0),
             settled: AtomicBool::new(false),
             usage,
+            spawned: Default::default(),
         })
     }
 

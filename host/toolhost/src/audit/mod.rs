@@ -282,8 +282,19 @@ fn write_lines(shared: &Shared, mut file: Option<File>, rx: &mpsc::Receiver<Vec<
 }
 
 /// Open for appending, never through a symlink at `path` itself.
+/// Open the log for appending, its directory made (private) when missing:
+/// `~/.local/state/toolhost/` need not exist before the first call.
 fn open_append(path: &Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if let Some(dir) = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty() && !d.exists())
+    {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
     OpenOptions::new()
         .append(true)
         .create(true)

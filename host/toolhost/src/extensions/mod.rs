@@ -31,6 +31,7 @@ use crate::loader::{self, ComponentSpec, Loaded};
 use crate::ops::fs::{LocalFs, ProtectedPaths};
 use crate::ops::http::HttpPolicy;
 use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy, View};
+use crate::ops::protect::GitGuard;
 use crate::ops::search::LocalSearch;
 use crate::ops::tools::ToolSet;
 use crate::registry::ToolSource;
@@ -41,7 +42,8 @@ use std::time::Duration;
 
 /// The one list of protected paths (see [`ProtectedPaths`]): the workspace's
 /// `toolhost.toml` and `.toolhost/`, the user configuration directory (its
-/// `toolhost.toml`, trust store and extensions) and the compile cache,
+/// `toolhost.toml`, trust store and extensions), the compile cache, the
+/// audit log and toolhost's state directory (what the git guard keeps),
 /// wherever the workspace is. `.git/hooks/` and `.git/config` are protected
 /// by a rule of their own at any depth.
 pub fn protected_paths(
@@ -49,6 +51,7 @@ pub fn protected_paths(
     user_config: Option<&Path>,
     cache_dir: Option<&Path>,
     audit_log: Option<&Path>,
+    state_dir: Option<&Path>,
 ) -> ProtectedPaths {
     ProtectedPaths::new(
         [
@@ -57,9 +60,15 @@ pub fn protected_paths(
             user_config.map(Path::to_path_buf),
             cache_dir.map(Path::to_path_buf),
             audit_log.map(Path::to_path_buf),
+            state_dir.map(Path::to_path_buf),
         ]
         .into_iter()
         .flatten(),
+    )
+    .for_home(
+        std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from),
     )
 }
 
@@ -98,6 +107,8 @@ pub(crate) struct LoadContext<'a> {
     pub protected: &'a ProtectedPaths,
     /// Whether granted programs run in the namespace jail.
     pub jail: JailMode,
+    /// Where the git guards keep what they neutralize.
+    pub quarantine: Option<&'a Path>,
 }
 
 /// Load `found` with what the policy grants it: read its bytes once
@@ -244,6 +255,10 @@ fn capabilities(
         .collect();
     let read_roots = directories(&grant.fs_read, workspace, "fs-read", &mut warnings);
     let write_roots = directories(&grant.fs_write, workspace, "fs-write", &mut warnings);
+    // Watches what its programs and WASI files change beneath the
+    // directories it may write (see `crate::ops::protect::guard`).
+    let guard = (!write_roots.is_empty())
+        .then(|| Arc::new(GitGuard::of_user(write_roots.clone(), cx.quarantine)));
     let mut caps = Capabilities::default();
     if !read_roots.is_empty() {
         match LocalFs::new(&read_roots) {
@@ -288,6 +303,9 @@ fn capabilities(
             })
             .view(View::SystemOnly)
             .protect(protected.clone());
+        if let Some(guard) = &guard {
+            policy = policy.git_guard(guard.clone());
+        }
         for program in &grant.process {
             policy = policy.program(program);
         }
@@ -357,6 +375,8 @@ fn capabilities(
                 .first()
                 .map(|(d, _)| d.to_string_lossy().into_owned())
         });
+    let writable_wasi = preopens.iter().any(|(_, writable)| *writable);
+    caps.guard = guard.filter(|_| caps.process.is_some() || writable_wasi);
     caps.wasi = WasiCapabilities {
         preopens,
         env: env_names

@@ -66,6 +66,15 @@ pub fn default_user_config_dir() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config/toolhost"))
 }
 
+/// toolhost's own state directory: `$XDG_STATE_HOME/toolhost`, else
+/// `~/.local/state/toolhost` (where what the git guard neutralizes is kept).
+pub fn default_state_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir).join("toolhost"));
+    }
+    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/state/toolhost"))
+}
+
 /// Where an extension was found: what decides which policy file's grants
 /// apply to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -18,6 +18,7 @@ use crate::loader::{self, ComponentSpec};
 use crate::ops::fs::ProtectedPaths;
 use crate::ops::fs::{FsRead, FsWrite, LocalFs};
 use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy};
+use crate::ops::protect::GitGuard;
 use crate::ops::search::{FsSearch, LocalSearch, Search};
 use crate::ops::tools::ToolSet;
 use crate::registry::{Diagnostic, Registry, ToolSource};
@@ -59,6 +60,7 @@ pub struct HostBuilder {
     cancel_grace: Option<Duration>,
     sequential: bool,
     user_config: Option<Option<PathBuf>>,
+    state_dir: Option<Option<PathBuf>>,
     temp_dir: Option<PathBuf>,
     jail: JailMode,
     commands: ProcessPolicy,
@@ -80,6 +82,7 @@ impl Default for HostBuilder {
             cancel_grace: None,
             sequential: false,
             user_config: None,
+            state_dir: None,
             temp_dir: None,
             jail: JailMode::Auto,
             // Pi's bash has the network (package managers and git need it)
@@ -223,6 +226,15 @@ impl HostBuilder {
     /// `$XDG_CONFIG_HOME/toolhost`, else `~/.config/toolhost`.
     pub fn user_config_dir(mut self, dir: Option<PathBuf>) -> Self {
         self.user_config = Some(dir);
+        self
+    }
+
+    /// toolhost's state directory, where what a call changed that would make
+    /// git run code is kept after it was undone; `None` keeps nothing.
+    /// Default: `$XDG_STATE_HOME/toolhost`, else `~/.local/state/toolhost`.
+    /// A protected path.
+    pub fn state_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.state_dir = Some(dir);
         self
     }
 
@@ -373,11 +385,17 @@ impl HostBuilder {
                 .unwrap_or_else(audit::stderr_reporter);
             Arc::new(AuditLog::open(path, report))
         });
+        let state_dir = self
+            .state_dir
+            .clone()
+            .unwrap_or_else(crate::extensions::policy::default_state_dir);
+        let quarantine = state_dir.as_ref().map(|d| d.join("quarantine"));
         let protected = extensions::protected_paths(
             &workspace,
             user_config.as_deref(),
             runtime.options().cache_dir.as_deref(),
             audit_path.as_deref(),
+            state_dir.as_deref(),
         );
         // Search runs natively on the local disk; over another backend it
         // walks through that backend's `FsRead`.
@@ -419,16 +437,29 @@ impl HostBuilder {
             .filter(|(kind, _)| *kind == ShellPath::ReadWrite)
             .map(|(_, p)| p.clone())
             .collect();
+        // Everything the shell tools' commands may write, watched for what
+        // would make git run code.
+        let guard = Arc::new(GitGuard::of_user(
+            [workspace.clone(), temp_dir.clone()]
+                .into_iter()
+                .chain(write_roots.iter().cloned())
+                .collect(),
+            quarantine.as_deref(),
+        ));
         let shell = builtin::ShellGrants {
-            process: Arc::new(builtin::shell_policy(
-                self.commands.clone(),
-                &workspace,
-                &temp_dir,
-                &write_roots,
-                self.session_id.clone(),
-                jail,
-            )),
+            process: Arc::new(
+                builtin::shell_policy(
+                    self.commands.clone(),
+                    &workspace,
+                    &temp_dir,
+                    &write_roots,
+                    self.session_id.clone(),
+                    jail,
+                )
+                .git_guard(guard.clone()),
+            ),
             output_dir,
+            guard,
         };
         // Probed when first asked for (the probe starts two tiny jails):
         // `toolhost list` never needs it.
@@ -498,6 +529,7 @@ impl HostBuilder {
             defaults: self.extensions.limits,
             protected: &protected,
             jail: self.jail,
+            quarantine: quarantine.as_deref(),
         };
         for extension in &found {
             let (report, loaded, warnings) = extensions::load(&load_cx, extension).await;

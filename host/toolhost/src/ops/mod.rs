@@ -27,6 +27,9 @@ pub struct Capabilities {
     /// The same directories and variables through WASI, for guests whose
     /// standard library reads files (Python's `open`, JavaScript's fs).
     pub wasi: WasiCapabilities,
+    /// Watches what its calls change beneath the roots its programs and
+    /// WASI files may write, where the Operations cannot check each write.
+    pub guard: Option<Arc<protect::GitGuard>>,
 }
 
 /// What a component sees through WASI: only what it was granted.

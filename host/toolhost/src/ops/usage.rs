@@ -36,6 +36,10 @@ pub struct Used {
     /// What the Operations refused it: `fs-write /etc/passwd: outside-roots`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub denied: Vec<String>,
+    /// Files that decide what git runs, changed by the call in a way that
+    /// could run code, and put back by the host (`crate::ops::protect`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reverted: Vec<String>,
     /// Distinct entries beyond [`MAX_ENTRIES`] in any list, not listed.
     #[serde(skip_serializing_if = "is_zero")]
     pub more: u32,
@@ -53,6 +57,7 @@ pub enum Use {
     Program,
     Host,
     Denied,
+    Reverted,
 }
 
 impl Usage {
@@ -78,6 +83,7 @@ impl Usage {
             Use::Program => &mut used.programs,
             Use::Host => &mut used.hosts,
             Use::Denied => &mut used.denied,
+            Use::Reverted => &mut used.reverted,
         };
         if list.iter().any(|e| e == entry) {
             return;

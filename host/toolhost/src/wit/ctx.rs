@@ -22,6 +22,8 @@ pub struct OpsCtx<'a> {
     pub cancel: &'a CancellationToken,
     /// Where the call's use of its capabilities is recorded.
     pub usage: &'a Usage,
+    /// The processes the call started (the call's end waits for them).
+    pub spawned: &'a crate::ops::process::Spawned,
     pub table: &'a mut ResourceTable,
 }
 
@@ -45,6 +47,7 @@ impl OpsView for CallState {
             caps: &self.caps,
             cancel: &self.signals.cancel,
             usage: &self.signals.usage,
+            spawned: &self.signals.spawned,
             table: &mut self.table,
         }
     }

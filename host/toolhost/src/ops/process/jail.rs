@@ -30,8 +30,10 @@
 //! started in a call outlives it, whatever it did with `setsid`, double forks
 //! or `nohup`.
 
-use crate::ops::protect::ProtectedPaths;
+use crate::ops::protect::guard::CodeKind;
+use crate::ops::protect::{GitGuard, ProtectedPaths};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -101,6 +103,9 @@ pub struct JailSpec<'a> {
     pub hidden: &'a [PathBuf],
     pub network: bool,
     pub cwd: &'a Path,
+    /// Knows the repositories beneath the write roots: their configuration,
+    /// redirections and hooks stay read-only, their git directories pinned.
+    pub git: Option<&'a GitGuard>,
 }
 
 /// Whether this machine can run the jail; probed once per process.
@@ -111,6 +116,10 @@ pub enum Support {
         bwrap: PathBuf,
         /// It knows `--disable-userns` (0.8 and later).
         disable_userns: bool,
+        /// The init may make the protective mounts itself (bubblewrap lets
+        /// it keep `CAP_SYS_ADMIN` in the jail, the kernel has the new mount
+        /// API): much cheaper than bubblewrap's own.
+        init_mounts: bool,
     },
     Unavailable {
         /// Why not, and how to change it.
@@ -134,13 +143,17 @@ fn probe() -> Support {
                 .into(),
         };
     };
-    let attempt = probe_jail(&bwrap, true)
-        .map(|()| true)
-        .or_else(|_| probe_jail(&bwrap, false).map(|()| false));
+    // The likeliest first: one probe on a current system.
+    let attempt = [(true, true), (true, false), (false, true), (false, false)]
+        .into_iter()
+        .map(|(userns, mounts)| probe_jail(&bwrap, userns, mounts).map(|()| (userns, mounts)))
+        .reduce(|found, next| found.or(next))
+        .expect("four attempts");
     match attempt {
-        Ok(disable_userns) => Support::Available {
+        Ok((disable_userns, init_mounts)) => Support::Available {
             bwrap,
             disable_userns,
+            init_mounts,
         },
         Err(reason) => Support::Unavailable {
             reason: format!(
@@ -162,8 +175,9 @@ fn find_bwrap() -> Option<PathBuf> {
 }
 
 /// Start `/bin/true` in a minimal jail through the init and check it says
-/// `exit 0`; `disable_userns` adds that option (bubblewrap 0.8 and later).
-fn probe_jail(bwrap: &Path, disable_userns: bool) -> Result<(), String> {
+/// `exit 0`; `disable_userns` adds that option (bubblewrap 0.8 and later),
+/// `init_mounts` lets the init make a read-only bind and a hiding mount.
+fn probe_jail(bwrap: &Path, disable_userns: bool, init_mounts: bool) -> Result<(), String> {
     let truth = ["/bin/true", "/usr/bin/true"]
         .into_iter()
         .find(|p| Path::new(p).exists())
@@ -175,13 +189,22 @@ fn probe_jail(bwrap: &Path, disable_userns: bool) -> Result<(), String> {
     let (_err_r, err_w) = pipe().map_err(e)?;
     let (_info_r, info_w) = pipe().map_err(e)?;
     let fds = JailFds::new(status_w, control_r, out_w, err_w, info_w, None).map_err(e)?;
-    let mut args = namespace_args(false, disable_userns);
+    let mut args = namespace_args(false, disable_userns, init_mounts);
     args.extend(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]);
+    let mounts = if init_mounts {
+        vec![
+            (MountOp::ReadOnly, PathBuf::from("/etc")),
+            (MountOp::Hide, PathBuf::from("/tmp")),
+        ]
+    } else {
+        Vec::new()
+    };
     let mut cmd = jail_command(
         bwrap,
         args.into_iter().map(OsString::from).collect(),
         &fds,
         None,
+        &mounts,
         Path::new(truth),
         "true",
         &[],
@@ -334,11 +357,13 @@ impl JailFds {
 
 /// bubblewrap running the init, which runs `program` (named `arg0`) with
 /// `args`; `jail_args` are bubblewrap's own (namespaces, mounts).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn jail_command(
     bwrap: &Path,
     jail_args: Vec<OsString>,
     fds: &JailFds,
     rlimits: Option<super::ProcessLimits>,
+    mounts: &[(MountOp, PathBuf)],
     program: &Path,
     arg0: &str,
     args: &[String],
@@ -347,6 +372,14 @@ pub(crate) fn jail_command(
     cmd.args(jail_args)
         .args(fds.info_arg())
         .args(fds.init_args());
+    for (op, path) in mounts {
+        cmd.arg(match op {
+            MountOp::Pin => "--pin",
+            MountOp::ReadOnly => "--ro",
+            MountOp::Hide => "--hide",
+        })
+        .arg(path);
+    }
     if let Some(limits) = rlimits {
         // Without a cgroup: resource limits, set by the init for the command.
         cmd.arg("--nproc")
@@ -386,8 +419,10 @@ fn make_init_fd() -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
-/// The namespace options every jail gets.
-fn namespace_args(network: bool, disable_userns: bool) -> Vec<&'static str> {
+/// The namespace options every jail gets; with `init_mounts`, the init keeps
+/// what it needs to make the protective mounts (and drops it before the
+/// command starts).
+fn namespace_args(network: bool, disable_userns: bool, init_mounts: bool) -> Vec<&'static str> {
     let mut args = vec![
         "--unshare-user",
         "--unshare-pid",
@@ -399,6 +434,9 @@ fn namespace_args(network: bool, disable_userns: bool) -> Vec<&'static str> {
         "--cap-drop",
         "ALL",
     ];
+    if init_mounts {
+        args.extend(["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]);
+    }
     if disable_userns {
         // No user namespace inside the jail's own (bubblewrap 0.8+).
         args.push("--disable-userns");
@@ -409,13 +447,28 @@ fn namespace_args(network: bool, disable_userns: bool) -> Vec<&'static str> {
     args
 }
 
+/// A protective mount (see `host/jail-init/src/mounts.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum MountOp {
+    /// Bound onto itself: a mount point, which no rename can move.
+    Pin,
+    ReadOnly,
+    /// An empty read-only directory or `/dev/null` on top.
+    Hide,
+}
+
 /// bubblewrap's arguments for `spec`, up to (not including) the init and
-/// its options. Mounts are made in order, later ones over earlier ones:
-/// the view, the emptied directories, the read and write roots, then the
-/// protected paths read-only and the hidden ones last, so that no root
-/// uncovers either.
-pub(crate) fn bwrap_args(spec: &JailSpec<'_>, disable_userns: bool) -> Vec<OsString> {
-    let mut args: Vec<OsString> = namespace_args(spec.network, disable_userns)
+/// its options, and the protective mounts for the init to make
+/// ([`protective_mounts`]; with `init_mounts` false, bubblewrap makes them,
+/// slowly, and the list is empty). Mounts are made in order, later ones over
+/// earlier ones: the view, the emptied directories, the read and write
+/// roots, then the protective ones, so that no root uncovers them.
+pub(crate) fn bwrap_args(
+    spec: &JailSpec<'_>,
+    disable_userns: bool,
+    init_mounts: bool,
+) -> (Vec<OsString>, Vec<(MountOp, PathBuf)>) {
+    let mut args: Vec<OsString> = namespace_args(spec.network, disable_userns, init_mounts)
         .into_iter()
         .map(OsString::from)
         .collect();
@@ -446,8 +499,93 @@ pub(crate) fn bwrap_args(spec: &JailSpec<'_>, disable_userns: bool) -> Vec<OsStr
     for root in spec.write_roots {
         push(&[&os("--bind"), root.as_os_str(), root.as_os_str()]);
     }
-    for path in protected_within(spec.protected, spec.write_roots) {
-        push(&[&os("--ro-bind"), path.as_os_str(), path.as_os_str()]);
+    let mounts = protective_mounts(spec);
+    let mounts = if init_mounts {
+        mounts
+    } else {
+        for (op, path) in &mounts {
+            let p = path.as_os_str();
+            match op {
+                MountOp::Pin => push(&[&os("--bind"), p, p]),
+                MountOp::ReadOnly => push(&[&os("--ro-bind"), p, p]),
+                MountOp::Hide if path.is_dir() => {
+                    push(&[&os("--tmpfs"), p, &os("--remount-ro"), p])
+                }
+                MountOp::Hide => push(&[&os("--ro-bind"), &os("/dev/null"), p]),
+            }
+        }
+        Vec::new()
+    };
+    push(&[&os("--chdir"), spec.cwd.as_os_str()]);
+    (args, mounts)
+}
+
+/// The protective mounts of `spec`, in the order they must be made:
+///
+/// * every directory on the way from a write root to one of toolhost's own
+///   protected paths, and every git directory beneath a write root, pinned
+///   (outermost first), so that no rename of an ancestor frees the name;
+/// * those protected paths, and the configuration files, redirections and
+///   hooks directories of the repositories the git guard knows, read-only;
+/// * the hidden paths (secret stores) last: where they would be seen (in
+///   the system-only view, only within a root).
+pub(crate) fn protective_mounts(spec: &JailSpec<'_>) -> Vec<(MountOp, PathBuf)> {
+    let within = |path: &Path| {
+        spec.write_roots
+            .iter()
+            .find(|root| path.starts_with(root) && path != root.as_path())
+    };
+    let real_dir = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
+    let exists = |path: &Path| std::fs::symlink_metadata(path).is_ok();
+    let mut pins: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut read_only: BTreeSet<PathBuf> = BTreeSet::new();
+    for path in spec.protected.paths() {
+        let Some(root) = within(path) else { continue };
+        for ancestor in path.ancestors().skip(1) {
+            if ancestor == root.as_path() {
+                break;
+            }
+            if real_dir(ancestor) {
+                pins.insert(ancestor.to_path_buf());
+            }
+        }
+        if exists(path) {
+            read_only.insert(path.clone());
+        }
+    }
+    match spec.git {
+        Some(guard) => {
+            let (repositories, code) = guard.known();
+            for repo in &repositories {
+                for dir in [&repo.git_dir, &repo.common_dir] {
+                    if within(dir).is_some() && real_dir(dir) {
+                        pins.insert(dir.clone());
+                    }
+                }
+                if within(&repo.hooks).is_some() && real_dir(&repo.hooks) {
+                    read_only.insert(repo.hooks.clone());
+                }
+            }
+            for file in code.iter().filter(|f| f.kind != CodeKind::Hook) {
+                if within(&file.path).is_some() && exists(&file.path) {
+                    read_only.insert(file.path.clone());
+                }
+            }
+        }
+        None => {
+            // Without a guard: each root's own repository.
+            for root in spec.write_roots {
+                let git = root.join(".git");
+                if real_dir(&git) {
+                    pins.insert(git.clone());
+                    for name in ["config", "hooks"] {
+                        if exists(&git.join(name)) {
+                            read_only.insert(git.join(name));
+                        }
+                    }
+                }
+            }
+        }
     }
     // Hidden where they would be seen: everywhere in the whole view; in the
     // system-only one, within a root (elsewhere a mount point would only
@@ -460,41 +598,16 @@ pub(crate) fn bwrap_args(spec: &JailSpec<'_>, disable_userns: bool) -> Vec<OsStr
             .chain(spec.write_roots)
             .any(|root| path.starts_with(root)),
     };
-    for path in spec.hidden.iter().filter(|p| seen(p)) {
-        match std::fs::symlink_metadata(path) {
-            Ok(meta) if meta.is_dir() => {
-                push(&[
-                    &os("--tmpfs"),
-                    path.as_os_str(),
-                    &os("--remount-ro"),
-                    path.as_os_str(),
-                ]);
-            }
-            Ok(_) => push(&[&os("--ro-bind"), &os("/dev/null"), path.as_os_str()]),
-            Err(_) => {}
-        }
-    }
-    push(&[&os("--chdir"), spec.cwd.as_os_str()]);
-    args
-}
-
-/// The protected paths that exist within `roots` (and so must be mounted
-/// read-only again): the listed ones, and each root's own `.git/hooks` and
-/// `.git/config`.
-fn protected_within(protected: &ProtectedPaths, roots: &[PathBuf]) -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = Vec::new();
-    let candidates = protected.paths().iter().cloned().chain(
-        roots
-            .iter()
-            .flat_map(|r| [r.join(".git/hooks"), r.join(".git/config")]),
-    );
-    for path in candidates {
-        let inside = roots.iter().any(|r| path.starts_with(r));
-        if inside && path.exists() && !paths.contains(&path) {
-            paths.push(path);
-        }
-    }
-    paths
+    let hidden = spec
+        .hidden
+        .iter()
+        .filter(|p| seen(p) && exists(p))
+        .map(|p| (MountOp::Hide, p.clone()));
+    pins.into_iter()
+        .map(|p| (MountOp::Pin, p))
+        .chain(read_only.into_iter().map(|p| (MountOp::ReadOnly, p)))
+        .chain(hidden)
+        .collect()
 }
 
 #[cfg(test)]
@@ -507,20 +620,29 @@ mod tests {
             .collect()
     }
 
+    /// A workspace at a fake home with a repository, toolhost's own files
+    /// and secret stores, and its jail spec.
+    fn home_workspace(tmp: &Path) -> (PathBuf, ProtectedPaths, Vec<PathBuf>) {
+        let ws = tmp.canonicalize().unwrap();
+        std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+        std::fs::write(ws.join(".git/config"), "").unwrap();
+        std::fs::write(ws.join("toolhost.toml"), "").unwrap();
+        std::fs::create_dir_all(ws.join(".config/toolhost")).unwrap();
+        std::fs::create_dir_all(ws.join(".ssh")).unwrap();
+        std::fs::write(ws.join(".netrc"), "").unwrap();
+        let protected = ProtectedPaths::new([
+            ws.join("toolhost.toml"),
+            ws.join(".toolhost"),
+            ws.join(".config/toolhost"),
+        ]);
+        let hidden = vec![ws.join(".ssh"), ws.join(".netrc"), ws.join("missing")];
+        (ws, protected, hidden)
+    }
+
     #[test]
     fn mounts_come_in_an_order_no_root_can_undo() {
         let tmp = tempfile::tempdir().unwrap();
-        let ws = tmp.path().canonicalize().unwrap();
-        std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
-        std::fs::write(ws.join("toolhost.toml"), "").unwrap();
-        std::fs::create_dir_all(ws.join("home/.ssh")).unwrap();
-        std::fs::write(ws.join("home/.netrc"), "").unwrap();
-        let protected = ProtectedPaths::new([ws.join("toolhost.toml"), ws.join(".toolhost")]);
-        let hidden = [
-            ws.join("home/.ssh"),
-            ws.join("home/.netrc"),
-            ws.join("missing"),
-        ];
+        let (ws, protected, hidden) = home_workspace(tmp.path());
         let roots = [ws.clone()];
         let spec = JailSpec {
             view: View::Everything,
@@ -530,8 +652,12 @@ mod tests {
             hidden: &hidden,
             network: false,
             cwd: &ws,
+            git: None,
         };
-        let args = strings(&bwrap_args(&spec, true));
+        // Made by bubblewrap (where the init cannot make them).
+        let (args, mounts) = bwrap_args(&spec, true, false);
+        assert!(mounts.is_empty());
+        let args = strings(&args);
         let w = ws.display().to_string();
         let at = |needle: &[&str]| {
             args.windows(needle.len())
@@ -544,23 +670,49 @@ mod tests {
             at(&["--tmpfs", "/tmp"]) < bind,
             "roots come after the emptied dirs"
         );
-        let toml = format!("{w}/toolhost.toml");
-        let hooks = format!("{w}/.git/hooks");
+        let p = |rel: &str| format!("{w}/{rel}");
+        let (toml, config, hooks) = (p("toolhost.toml"), p(".git/config"), p(".git/hooks"));
+        let (dot_config, user, dot_git) = (p(".config"), p(".config/toolhost"), p(".git"));
+        let pin = at(&["--bind", &dot_config, &dot_config]);
+        assert!(bind < pin, "the way to the user configuration is pinned");
+        assert!(pin < at(&["--ro-bind", &user, &user]));
+        assert!(bind < at(&["--bind", &dot_git, &dot_git]));
+        assert!(at(&["--bind", &dot_git, &dot_git]) < at(&["--ro-bind", &config, &config]));
         assert!(bind < at(&["--ro-bind", &toml, &toml]));
         assert!(bind < at(&["--ro-bind", &hooks, &hooks]));
-        let ssh = format!("{w}/home/.ssh");
-        let netrc = format!("{w}/home/.netrc");
-        assert!(bind < at(&["--tmpfs", &ssh, "--remount-ro", &ssh]));
+        let (ssh, netrc) = (p(".ssh"), p(".netrc"));
+        assert!(at(&["--ro-bind", &toml, &toml]) < at(&["--tmpfs", &ssh, "--remount-ro", &ssh]));
         assert!(bind < at(&["--ro-bind", "/dev/null", &netrc]));
         assert!(
-            !args.iter().any(|a| a.ends_with("missing")),
-            "only what exists"
-        );
-        assert!(
-            !args.iter().any(|a| a.ends_with(".toolhost")),
+            !args
+                .iter()
+                .any(|a| a.ends_with("missing") || a.ends_with(".toolhost")),
             "only what exists"
         );
         assert_eq!(args[args.len() - 2..], ["--chdir".to_string(), w.clone()]);
+
+        // Made by the init: the same mounts, in the same order.
+        let (args, mounts) = bwrap_args(&spec, true, true);
+        let args = strings(&args);
+        assert!(args.windows(2).any(|w| w == ["--cap-add", "CAP_SYS_ADMIN"]));
+        assert!(!args.contains(&toml), "{args:?}");
+        let order: Vec<(MountOp, String)> = mounts
+            .iter()
+            .map(|(op, path)| (*op, path.display().to_string()))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                (MountOp::Pin, dot_config),
+                (MountOp::Pin, dot_git),
+                (MountOp::ReadOnly, user),
+                (MountOp::ReadOnly, config),
+                (MountOp::ReadOnly, hooks),
+                (MountOp::ReadOnly, toml),
+                (MountOp::Hide, ssh),
+                (MountOp::Hide, netrc),
+            ]
+        );
     }
 
     #[test]
@@ -576,8 +728,9 @@ mod tests {
             hidden: &[],
             network: true,
             cwd: &docs,
+            git: None,
         };
-        let args = strings(&bwrap_args(&spec, true));
+        let args = strings(&bwrap_args(&spec, true, true).0);
         let d = docs.display().to_string();
         assert!(args.windows(2).any(|w| w == ["--tmpfs", "/"]));
         assert!(args.windows(3).any(|w| w == ["--ro-bind", "/usr", "/usr"]));

@@ -77,7 +77,7 @@ pub use supervisor::signal_name;
 use supervisor::*;
 use sys::*;
 
-use crate::ops::protect::ProtectedPaths;
+use crate::ops::protect::{GitGuard, ProtectedPaths};
 pub use jail::View;
 use limits::CallCgroup;
 pub use limits::ProcessLimits;
@@ -143,6 +143,48 @@ const ENV_ALLOWLIST_PREFIXES: &[&str] = &["LC_"];
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// The variable carrying the session id (spec §7.16).
 pub const SESSION_ID_VAR: &str = "TOOLHOST_SESSION_ID";
+
+/// The processes one call started. The call's end waits until every one of
+/// them is gone, its jail included, so that what runs after it (the git
+/// guard) sees all they did and nothing of theirs runs on.
+#[derive(Clone, Debug)]
+pub struct Spawned {
+    live: Arc<tokio::sync::watch::Sender<usize>>,
+}
+
+impl Default for Spawned {
+    fn default() -> Self {
+        Spawned {
+            live: Arc::new(tokio::sync::watch::Sender::new(0)),
+        }
+    }
+}
+
+impl Spawned {
+    /// A token held by one child's supervisor until the child is gone.
+    fn token(&self) -> SpawnToken {
+        self.live.send_modify(|n| *n += 1);
+        SpawnToken(self.live.clone())
+    }
+
+    /// Wait until every process started through this tracker is gone, or
+    /// `limit` passed; whether they all are.
+    pub async fn all_gone(&self, limit: Duration) -> bool {
+        let mut live = self.live.subscribe();
+        tokio::time::timeout(limit, live.wait_for(|n| *n == 0))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+}
+
+/// One live child of a [`Spawned`]; dropped when it is gone.
+pub(super) struct SpawnToken(Arc<tokio::sync::watch::Sender<usize>>);
+
+impl Drop for SpawnToken {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
 
 /// A program to run: what a tool asks the process Operations for.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -42,6 +42,9 @@ pub struct ProcessPolicy {
     hidden: Vec<PathBuf>,
     /// `None`: [`ProcessLimits::default`].
     limits: Option<ProcessLimits>,
+    /// Knows the repositories beneath the write roots, whose configuration
+    /// and hooks the jail keeps read-only.
+    git: Option<Arc<GitGuard>>,
 }
 
 impl ProcessPolicy {
@@ -87,6 +90,13 @@ impl ProcessPolicy {
     /// Keep these paths read-only to children even inside a write root.
     pub fn protect(mut self, protected: ProtectedPaths) -> Self {
         self.protected = protected;
+        self
+    }
+
+    /// Keep the configuration and hooks of the repositories `guard` knows
+    /// beneath the write roots read-only to jailed children.
+    pub fn git_guard(mut self, guard: Arc<GitGuard>) -> Self {
+        self.git = Some(guard);
         self
     }
 
@@ -202,9 +212,10 @@ impl ProcessPolicy {
         }
     }
 
-    /// bubblewrap and its `--disable-userns` support, when children run in
-    /// the jail; an error when the jail is required and cannot run.
-    pub(super) fn jail_to_use(&self) -> Result<Option<(&'static Path, bool)>, ProcessError> {
+    /// bubblewrap and what it supports (`--disable-userns`, the init's own
+    /// mounts), when children run in the jail; an error when the jail is
+    /// required and cannot run.
+    pub(super) fn jail_to_use(&self) -> Result<Option<(&'static Path, bool, bool)>, ProcessError> {
         match (self.jail, jail::support()) {
             (JailMode::Off, _) => Ok(None),
             (
@@ -212,8 +223,9 @@ impl ProcessPolicy {
                 jail::Support::Available {
                     bwrap,
                     disable_userns,
+                    init_mounts,
                 },
-            ) => Ok(Some((bwrap.as_path(), *disable_userns))),
+            ) => Ok(Some((bwrap.as_path(), *disable_userns, *init_mounts))),
             (JailMode::Required, jail::Support::Unavailable { reason }) => Err(error(
                 ProcessErrorCode::Other,
                 format!("this host requires the process jail to run programs, but {reason}"),
@@ -230,6 +242,19 @@ impl ProcessPolicy {
         command: Command,
         cancel: CancellationToken,
     ) -> Result<Child, ProcessError> {
+        self.spawn_for(command, cancel, &Spawned::default())
+    }
+
+    /// [`Self::spawn`], counting the child in `spawned` until it is gone.
+    pub fn spawn_for(
+        &self,
+        command: Command,
+        cancel: CancellationToken,
+        spawned: &Spawned,
+    ) -> Result<Child, ProcessError> {
+        // Held by the supervisor until the child is gone (released at once
+        // if it never starts).
+        let token = spawned.token();
         if cancel.is_cancelled() {
             return Err(error(ProcessErrorCode::Cancelled, "the call was cancelled"));
         }
@@ -299,11 +324,11 @@ impl ProcessPolicy {
                     .stderr(std::process::Stdio::from(stderr_w));
                 (cmd, None, None, ruleset)
             }
-            Some((bwrap, disable_userns)) => {
+            Some((bwrap, disable_userns, init_mounts)) => {
                 let (cmd, ends, fds) = self
                     .jailed(
                         bwrap,
-                        disable_userns,
+                        (disable_userns, init_mounts),
                         &program,
                         &command,
                         &cwd,
@@ -353,6 +378,7 @@ impl ProcessPolicy {
             exit: None,
             quiet_until: None,
             last_busy: None,
+            spawned: Some(token),
         };
         if let Some(pidfd) = &supervisor.pidfd
             && let Err(e) = epoll::add(
@@ -380,7 +406,7 @@ impl ProcessPolicy {
     pub(super) fn jailed(
         &self,
         bwrap: &Path,
-        disable_userns: bool,
+        (disable_userns, init_mounts): (bool, bool),
         program: &Path,
         command: &Command,
         cwd: &Path,
@@ -415,12 +441,15 @@ impl ProcessPolicy {
             hidden: &self.hidden,
             network: self.network,
             cwd,
+            git: self.git.as_deref(),
         };
+        let (args, mounts) = jail::bwrap_args(&spec, disable_userns, init_mounts);
         let mut cmd = jail::jail_command(
             bwrap,
-            jail::bwrap_args(&spec, disable_userns),
+            args,
             &fds,
             rlimits,
+            &mounts,
             program,
             &command.program,
             &command.args,

@@ -105,6 +105,10 @@ pub(super) struct Supervisor {
     /// after [`COALESCE`] without any is a burst after quiet, worth waiting
     /// for whole; one sooner is a stream that goes on, read at once.
     pub(super) last_busy: Option<Instant>,
+    /// Released once the child (its jail, every process of its group) is
+    /// gone: when the supervisor ends, or when a still-dying leader is
+    /// reaped.
+    pub(super) spawned: Option<SpawnToken>,
 }
 
 pub(super) const TOKEN_PIDFD: u64 = 2;
@@ -590,7 +594,11 @@ impl Supervisor {
                 Ok(Some(_)) | Err(_) => {}
                 // Still dying (uninterruptible sleep): reap it off the runtime.
                 Ok(None) => {
-                    tokio::task::spawn_blocking(move || leader.wait());
+                    let spawned = self.spawned.take();
+                    tokio::task::spawn_blocking(move || {
+                        let _ = leader.wait();
+                        drop(spawned);
+                    });
                 }
             }
         }

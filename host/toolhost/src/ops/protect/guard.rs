@@ -238,6 +238,15 @@ impl GitGuard {
         }
     }
 
+    /// A guard of `roots` for this user: `$HOME` locates the global
+    /// configuration.
+    pub fn of_user(roots: Vec<PathBuf>, quarantine: Option<&Path>) -> Self {
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        GitGuard::new(roots, home, quarantine.map(Path::to_path_buf))
+    }
+
     pub fn roots(&self) -> &[PathBuf] {
         &self.roots
     }
@@ -433,7 +442,7 @@ impl GitGuard {
                 state.incomplete = true;
                 break;
             }
-            let Some(info) = dir_info(&mut state.dirs, &path, start) else {
+            let Some(info) = dir_info(&mut state.dirs, &path, start, false) else {
                 continue;
             };
             seen.insert(path.clone());
@@ -518,7 +527,8 @@ impl GitGuard {
             let hooks = local_hooks
                 .or_else(|| global_hooks.clone())
                 .unwrap_or_else(|| common_dir.join("hooks"));
-            if let Some(info) = dir_info(&mut state.dirs, &hooks, start) {
+            // Git follows a link to a hooks directory; so does the guard.
+            if let Some(info) = dir_info(&mut state.dirs, &hooks, start, true) {
                 seen.insert(hooks.clone());
                 for name in info.files.iter().chain(&info.subdirs) {
                     if git::is_hook_name(name) {
@@ -657,33 +667,44 @@ fn read_version(path: &Path) -> Option<Version> {
 /// it; a link at `path` is replaced, not followed).
 fn replace_file(path: &Path, bytes: &[u8], mode: u32) {
     use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let Some(dir) = path.parent() else { return };
-    let Ok(mut temp) = tempfile::Builder::new()
-        .prefix(".toolhost-revert-")
-        .tempfile_in(dir)
-    else {
-        let _ = std::fs::remove_file(path);
-        return;
-    };
-    let written = temp.write_all(bytes).is_ok()
-        && temp
-            .as_file()
-            .set_permissions(std::fs::Permissions::from_mode(mode))
-            .is_ok();
-    if !written || temp.persist(path).is_err() {
+    let temp = dir.join(format!(
+        ".toolhost-revert-{}",
+        crate::files::unique_suffix()
+    ));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&temp)
+        .and_then(|mut file| {
+            file.write_all(bytes)?;
+            file.set_permissions(std::fs::Permissions::from_mode(mode))
+        })
+        .and_then(|()| std::fs::rename(&temp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
         // What could run code must not stay.
         let _ = std::fs::remove_file(path);
     }
 }
 
 /// The entries of the directory `path` as git's discovery needs them, from
-/// `cache` when its identity has not changed since it was read.
+/// `cache` when its identity has not changed since it was read. A link is
+/// followed only when `follow` (the walk never leaves the roots by one).
 fn dir_info(
     cache: &mut HashMap<PathBuf, DirInfo>,
     path: &Path,
     start: SystemTime,
+    follow: bool,
 ) -> Option<DirInfo> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
+    let meta = if follow {
+        std::fs::metadata(path)
+    } else {
+        std::fs::symlink_metadata(path)
+    }
+    .ok()?;
     if !meta.is_dir() {
         return None;
     }

@@ -1,31 +1,38 @@
-//! Protected paths: what decides which code runs and what it is granted, so
-//! that no tool may change it.
+//! What decides which code runs and what it is granted, protected by what
+//! it is rather than by the name it had when a call began.
 //!
-//! The list itself is built in one place (`protected_paths` of the
-//! extensions' trust module): the workspace's
-//! `toolhost.toml` and `.toolhost/`, toolhost's user configuration (grants,
-//! trust store, user extensions) and its compile cache. Beside the list, one
-//! rule holds at any depth: a repository's `.git/hooks/` and `.git/config`,
-//! which make git run commands.
-//!
-//! The `fs-write` backends refuse to change these paths (`Path is protected`),
-//! and the process jail mounts them read-only for children.
+//! * [`ProtectedPaths`]: toolhost's own files (the workspace's
+//!   `toolhost.toml` and `.toolhost/`, the user configuration with its grants,
+//!   trust store and extensions, the compile cache, the audit log and the
+//!   state directory), and, at any depth, whatever git would read to decide
+//!   what to run ([`git`]): anything in a git directory (a `.git`, a bare
+//!   repository, a submodule's or worktree's git directory, found by its
+//!   shape), a `.git` file, and the files a repository's or the user's
+//!   configuration names as includes or as its hooks directory. The
+//!   `fs-write` backends refuse to change any of it (`Path is protected`), and
+//!   the process jail keeps what exists of it read-only, with every directory
+//!   on the way to toolhost's own files pinned so that no rename moves them.
+//! * [`GitGuard`]: what a call's programs (and a component's own WASI files)
+//!   can still do beneath their write roots (create a repository where none
+//!   was, rename a directory holding one) is surveyed after the call, and
+//!   what would make git run code is undone.
 
 pub mod git;
 pub mod guard;
 
 pub use guard::{GitGuard, Reverted};
 
-use std::path::{Component, Path, PathBuf};
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 
-/// Paths no tool may change, as real (symlink-free) absolute paths.
+/// Paths no tool may change, as real (symlink-free) absolute paths, and the
+/// rule for git's files at any depth.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProtectedPaths {
     paths: Vec<PathBuf>,
+    /// Locates the user's global git configuration.
+    home: Option<PathBuf>,
 }
-
-/// What a repository holds that makes git run commands.
-const GIT_PROTECTED: &[&str] = &["hooks", "config"];
 
 impl ProtectedPaths {
     /// Protect `paths` (each with everything beneath it). A path that does
@@ -39,37 +46,35 @@ impl ProtectedPaths {
                 resolved.push(real);
             }
         }
-        ProtectedPaths { paths: resolved }
+        ProtectedPaths {
+            paths: resolved,
+            home: None,
+        }
     }
 
-    /// The listed paths (the `.git` rule comes on top of them).
+    /// Judge git files as this user's git reads them (`home` locates the
+    /// global configuration, its includes and hooks path).
+    pub fn for_home(mut self, home: Option<PathBuf>) -> Self {
+        self.home = home;
+        self
+    }
+
+    /// The listed paths (the git rule comes on top of them).
     pub fn paths(&self) -> &[PathBuf] {
         &self.paths
     }
 
-    /// Whether changing the real absolute path `path` would change a
-    /// protected path: it is one, lies beneath one, or lies in a `.git/hooks`
-    /// or is a `.git/config`.
+    /// Whether changing (or creating) the real absolute path `path` would
+    /// change a protected path: it is one or lies beneath one, or git reads
+    /// it to decide what to run ([`git_reads`]).
     pub fn covers(&self, path: &Path) -> bool {
-        if self.paths.iter().any(|p| path.starts_with(p)) {
-            return true;
-        }
-        let names: Vec<&std::ffi::OsStr> = path
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(name) => Some(name),
-                _ => None,
-            })
-            .collect();
-        names
-            .windows(2)
-            .any(|w| w[0] == ".git" && GIT_PROTECTED.iter().any(|p| w[1] == *p))
+        self.paths.iter().any(|p| path.starts_with(p)) || git_reads(path, self.home.as_deref())
     }
 
     /// Whether the directory `dir` holds, or lies inside, a protected path:
     /// a writable view of it (a WASI preopen) could change one. Beyond the
-    /// list, a repository at the top of `dir` counts (its `.git/hooks`);
-    /// repositories nested deeper are found only by [`Self::covers`].
+    /// list, a repository at the top of `dir` counts; repositories deeper
+    /// are the git guard's ([`GitGuard`]).
     pub fn within(&self, dir: &Path) -> bool {
         self.paths
             .iter()
@@ -77,6 +82,87 @@ impl ProtectedPaths {
             || self.covers(dir)
             || dir.join(".git").exists()
     }
+}
+
+/// Whether git reads (or would read, were it created) the absolute path
+/// `path` to decide what to run, judged by what is on the way to it:
+///
+/// * a component named `.git` (a git directory, or a `gitdir:` file);
+/// * an ancestor shaped like a git directory ([`git::looks_like_git_dir`]),
+///   counting what this change would create on the way: writing
+///   `x/HEAD` beside `x/objects` and `x/refs` makes `x` one;
+/// * the hooks directory, or a file included by the configuration, of a
+///   repository that encloses it, or of the user's global configuration.
+pub fn git_reads(path: &Path, home: Option<&Path>) -> bool {
+    if path.components().any(|c| c.as_os_str() == ".git") {
+        return true;
+    }
+    let mut child: Option<&OsStr> = path.file_name();
+    for dir in path.ancestors().skip(1) {
+        let has = |name: &str| child == Some(OsStr::new(name)) || dir.join(name).exists();
+        if git::looks_like_git_dir(has) {
+            return true;
+        }
+        if dir.join(".git").exists() && named_by_repository(dir, path, home) {
+            return true;
+        }
+        child = dir.file_name();
+    }
+    named_by_global(path, home)
+}
+
+/// Whether the repository found from `top` names `path` as its hooks
+/// directory (or lies in it) or as an included configuration file.
+fn named_by_repository(top: &Path, path: &Path, home: Option<&Path>) -> bool {
+    let dot_git = top.join(".git");
+    let git_dir = match std::fs::read_to_string(&dot_git) {
+        Ok(text) => match git::gitdir_target(top, &text) {
+            Some(dir) => dir,
+            None => return false,
+        },
+        Err(_) => dot_git,
+    };
+    let common = match std::fs::read_to_string(git_dir.join("commondir")) {
+        Ok(text) => git::lexical_join(&git_dir, Path::new(text.trim())),
+        Err(_) => git_dir.clone(),
+    };
+    [common.join("config"), git_dir.join("config.worktree")]
+        .iter()
+        .any(|config| names(config, top, path, home, 0))
+}
+
+/// Whether the user's global configuration names `path`.
+fn named_by_global(path: &Path, home: Option<&Path>) -> bool {
+    let Some(home) = home else { return false };
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.join(".config"));
+    [xdg.join("git/config"), home.join(".gitconfig")]
+        .iter()
+        .any(|config| path == config || names(config, home, path, Some(home), 0))
+}
+
+/// Whether the configuration `config` (or what it includes) names `path`
+/// as an include or as the hooks directory (relative to `base`).
+fn names(config: &Path, base: &Path, path: &Path, home: Option<&Path>, depth: usize) -> bool {
+    const MAX_DEPTH: usize = 10;
+    let Ok(Some(text)) = crate::files::read_text(config, git::MAX_CODE_FILE) else {
+        return false;
+    };
+    if let Some(hooks) =
+        git::hooks_path(&text).and_then(|value| git::config_path(&value, base, home))
+        && path.starts_with(&hooks)
+    {
+        return true;
+    }
+    let dir = config.parent().unwrap_or(Path::new("/"));
+    depth < MAX_DEPTH
+        && git::includes(&text).iter().any(|include| {
+            git::config_path(include, dir, home).is_some_and(|included| {
+                included == path || names(&included, base, path, home, depth + 1)
+            })
+        })
 }
 
 /// The real path of `path`, or where it would be: its longest existing
@@ -118,13 +204,45 @@ mod tests {
         assert!(p.covers(&ws.join(".git/config")));
         assert!(p.covers(&ws.join(".git/hooks/pre-commit")));
         assert!(p.covers(&ws.join("vendor/lib/.git/hooks")));
-        assert!(!p.covers(&ws.join(".git/objects/ab")));
+        assert!(p.covers(&ws.join(".git/modules/sub/config")));
+        assert!(p.covers(&ws.join("sub/.git")));
         assert!(!p.covers(&ws.join("toolhost.toml.bak")));
         assert!(!p.covers(&ws.join("src/main.rs")));
         assert!(!p.covers(&ws.join("config")));
         assert!(p.within(&ws), "the workspace holds protected paths");
         assert!(p.within(&ws.join(".toolhost/extensions")));
         assert!(!p.within(&ws.join("src")));
+    }
+
+    #[test]
+    fn git_directories_are_known_by_their_shape_and_what_configuration_names() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().canonicalize().unwrap();
+        let p = ProtectedPaths::default();
+        // A bare repository under any name, and one this write would complete.
+        std::fs::create_dir_all(ws.join("bare/objects")).unwrap();
+        std::fs::create_dir_all(ws.join("bare/refs")).unwrap();
+        assert!(!p.covers(&ws.join("bare/notes.txt")));
+        assert!(p.covers(&ws.join("bare/HEAD")), "completes a git directory");
+        std::fs::write(ws.join("bare/HEAD"), "ref: refs/heads/main\n").unwrap();
+        assert!(p.covers(&ws.join("bare/config")));
+        // A hooks path and an include that a repository's configuration names.
+        std::fs::create_dir_all(ws.join("repo/.git")).unwrap();
+        std::fs::write(
+            ws.join("repo/.git/config"),
+            "[core]\n\thooksPath = .husky\n[include]\n\tpath = ../shared.gitconfig\n",
+        )
+        .unwrap();
+        assert!(p.covers(&ws.join("repo/.husky/pre-commit")));
+        assert!(p.covers(&ws.join("repo/shared.gitconfig")));
+        assert!(!p.covers(&ws.join("repo/src/main.rs")));
+        assert!(!p.covers(&ws.join("repo/.gitignore")));
+        // The user's global configuration, when home is in reach.
+        std::fs::write(ws.join(".gitconfig"), "[core]\n\thooksPath = ~/hooks\n").unwrap();
+        let home = ProtectedPaths::default().for_home(Some(ws.clone()));
+        assert!(home.covers(&ws.join(".gitconfig")));
+        assert!(home.covers(&ws.join("hooks/pre-push")));
+        assert!(!p.covers(&ws.join("hooks/pre-push")));
     }
 
     #[test]

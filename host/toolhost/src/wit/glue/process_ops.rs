@@ -70,7 +70,7 @@ impl process::Host for OpsCtx<'_> {
             }));
         };
         let program = command.program.clone();
-        match policy.spawn(command.into(), self.cancel.clone()) {
+        match policy.spawn_for(command.into(), self.cancel.clone(), self.spawned) {
             Ok(child) => {
                 self.usage.note(Use::Program, &program);
                 Ok(Ok(self.table.push(child)?))
