@@ -29,6 +29,9 @@ use toolhost::{Host, Limits};
 #[derive(Clone, Copy)]
 pub(crate) struct Wat<'a> {
     tool: &'a str,
+    /// Its label and description; empty: the name, and `WAT test tool {tool}.`.
+    label: &'a str,
+    description: &'a str,
     /// Initial linear memory, in 64 KiB pages.
     pages: u32,
     /// Component-level imports beyond `toolhost:tool/types`.
@@ -44,6 +47,8 @@ pub(crate) struct Wat<'a> {
 pub(crate) fn wat(tool: &str) -> Wat<'_> {
     Wat {
         tool,
+        label: "",
+        description: "",
         pages: 1,
         imports: "",
         module: "",
@@ -61,7 +66,16 @@ const EXECUTED_AT: usize = 96; // result<tool-result, string>: ok(...)
 const BLOCK_AT: usize = 136; // one content-block: text(...)
 const STRINGS_AT: usize = 160;
 
-impl Wat<'_> {
+impl<'a> Wat<'a> {
+    /// The same tool declared with this label and description.
+    pub(crate) fn described(self, label: &'a str, description: &'a str) -> Wat<'a> {
+        Wat {
+            label,
+            description,
+            ..self
+        }
+    }
+
     /// The static data: the definition, the return areas, and their strings.
     fn data(&self) -> Vec<u8> {
         let mut data = vec![0u8; STRINGS_AT];
@@ -78,12 +92,18 @@ impl Wat<'_> {
         // 0, 8, 16, 24); prompt-snippet none (32); no guidelines (44);
         // execution-mode parallel (52).
         string(&mut data, DEFINITION_AT, self.tool);
-        string(&mut data, DEFINITION_AT + 8, self.tool);
-        string(
-            &mut data,
-            DEFINITION_AT + 16,
-            &format!("WAT test tool {}.", self.tool),
-        );
+        let label = if self.label.is_empty() {
+            self.tool
+        } else {
+            self.label
+        };
+        string(&mut data, DEFINITION_AT + 8, label);
+        let description = if self.description.is_empty() {
+            format!("WAT test tool {}.", self.tool)
+        } else {
+            self.description.to_string()
+        };
+        string(&mut data, DEFINITION_AT + 16, &description);
         string(&mut data, DEFINITION_AT + 24, r#"{"type":"object"}"#);
         put(&mut data, DEFINITIONS_AT, DEFINITION_AT);
         put(&mut data, DEFINITIONS_AT + 4, 1);

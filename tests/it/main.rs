@@ -13,6 +13,7 @@ mod formats;
 mod hooks;
 mod hostile;
 mod hostile_trust;
+mod hostile_view;
 mod http;
 mod jail;
 mod mcp;

@@ -13,7 +13,7 @@ fn run_on_a_terminal(args: &[&str], env: &[(&str, &str)]) -> Vec<u8> {
 }
 
 /// What a terminal shows after `bytes`, with times made constant.
-fn screen(bytes: &[u8]) -> String {
+pub(crate) fn screen(bytes: &[u8]) -> String {
     let mut parser = vt100::Parser::new(40, 120, 0);
     parser.process(bytes);
     // Row by row: a row written to its last column counts as wrapped in

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::SystemTime;
 use toolhost::audit::{self, Entry, Filter, Outcome};
+use toolhost::display::{escape, escape_path};
 use toolhost::extensions::policy::{Policy, default_user_config_dir};
 use toolhost::extensions::trust::TrustStore;
 
@@ -75,8 +76,9 @@ pub fn run(query: Query, global: Option<&Path>, workspace: Option<&Path>) -> Res
         .with_context(|| format!("reading the audit log {}", path.display()))?;
     for (line, error) in &read.malformed {
         eprintln!(
-            "toolhost: warning: {}:{line}: not an audit entry: {error}",
-            path.display()
+            "toolhost: warning: {}:{line}: not an audit entry: {}",
+            escape_path(&path),
+            escape(error)
         );
     }
     if query.json {
@@ -86,7 +88,11 @@ pub fn run(query: Query, global: Option<&Path>, workspace: Option<&Path>) -> Res
         return Ok(ExitCode::SUCCESS);
     }
     for (time, lost, reason) in &read.lost {
-        println!("{time}  ! {lost} entries were lost before this time: {reason}");
+        println!(
+            "{}  ! {lost} entries were lost before this time: {}",
+            escape(time),
+            escape(reason)
+        );
     }
     for entry in &read.entries {
         print_entry(entry);
@@ -106,7 +112,9 @@ pub fn run(query: Query, global: Option<&Path>, workspace: Option<&Path>) -> Res
 }
 
 /// One call: a line with when, how it ended, the tool, how long it took and
-/// its arguments; then what it used, one kind per line.
+/// its arguments; then what it used, one kind per line. The model chose the
+/// tool's name and arguments, a tool or the workspace the paths and the
+/// error: all escaped, so no entry can hide another.
 fn print_entry(entry: &Entry) {
     let mark = match entry.outcome {
         Outcome::Ok => "✓".to_string(),
@@ -116,8 +124,8 @@ fn print_entry(entry: &Entry) {
     let args = crate::view::clip(&entry.arguments.to_string(), 100);
     println!(
         "{}  {mark:<3} {:<8} {:>9}  {args}",
-        entry.time.replace('T', " ").trim_end_matches('Z'),
-        entry.tool,
+        escape(entry.time.replace('T', " ").trim_end_matches('Z')),
+        escape(&entry.tool),
         format!("{:.1} ms", entry.duration_ms),
     );
     let used = &entry.used;
@@ -129,13 +137,13 @@ fn print_entry(entry: &Entry) {
         ("denied", &used.denied),
     ] {
         if !list.is_empty() {
-            println!("    {what}: {}", list.join(", "));
+            println!("    {what}: {}", escape(&list.join(", ")));
         }
     }
     if used.more > 0 {
         println!("    and {} more", used.more);
     }
     if let Some(error) = &entry.error {
-        println!("    error: {error}");
+        println!("    error: {}", escape(error));
     }
 }

@@ -21,6 +21,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
+use toolhost::display::{escape, escape_lines, escape_path};
 use toolhost::{
     AssistantMessage, CancellationToken, ContentBlock, Event, Host, HostBuilder, ToolCall,
     ToolFormat, ToolInfo, formats,
@@ -382,7 +383,9 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("toolhost: {e:#}");
+            // The chain names paths and reasons a workspace file or a
+            // component chose: one escaped line.
+            eprintln!("toolhost: {}", escape(&format!("{e:#}")));
             ExitCode::from(2)
         }
     }
@@ -468,7 +471,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     }
     let host = builder.build().await.context("loading the tools")?;
     for d in host.diagnostics() {
-        eprintln!("toolhost: warning: {d}");
+        eprintln!("toolhost: warning: {}", escape(&d.to_string()));
     }
     // Said once per run, naming what is not contained.
     let runs_programs = matches!(
@@ -479,7 +482,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         eprintln!(
             "toolhost: warning: programs run without the process jail: {} (toolhost doctor \
              says how to turn it on)",
-            host.command_confinement()
+            escape(&host.command_confinement().to_string())
         );
     }
     let short = !matches!(
@@ -576,21 +579,36 @@ fn doctor(json: bool) -> Result<ExitCode> {
     if json {
         println!("{}", serde_json::to_string_pretty(&layers)?);
     } else {
-        println!("How programs started by tools are confined on this machine:");
-        for layer in &layers {
-            let state = if layer.on { "on " } else { "OFF" };
-            println!("\n{:<9} {state}  {}", layer.name, layer.state);
-            println!("{}", indent(&wrap(&layer.means, 76)));
-            if let Some(fix) = &layer.fix {
-                println!("{}", indent(&wrap(&format!("to turn it on: {fix}"), 76)));
-            }
-        }
+        println!("{}", doctor_text(&layers));
     }
     Ok(if layers.iter().all(|l| l.on) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The layers as a person reads them: each with its state, what it means
+/// and how to turn it on. Their texts name what was found on this machine
+/// (paths of programs and cgroups), shown escaped.
+fn doctor_text(layers: &[toolhost::ops::process::doctor::Layer]) -> String {
+    let mut out = String::from("How programs started by tools are confined on this machine:\n");
+    for layer in layers {
+        let state = if layer.on { "on " } else { "OFF" };
+        out.push_str(&format!(
+            "\n{:<9} {state}  {}\n",
+            escape(layer.name),
+            escape(&layer.state)
+        ));
+        out.push_str(&indent(&wrap(&escape(&layer.means), 76)));
+        out.push('\n');
+        if let Some(fix) = &layer.fix {
+            let fix = escape(fix);
+            out.push_str(&indent(&wrap(&format!("to turn it on: {fix}"), 76)));
+            out.push('\n');
+        }
+    }
+    out.trim_end().to_string()
 }
 
 /// `text` broken into lines of at most `width` characters at spaces.
@@ -630,10 +648,10 @@ async fn trust(
         if review::revoke(&workspace, &config)? {
             println!(
                 "{} is no longer trusted: its toolhost.toml and components are refused",
-                workspace.display()
+                escape_path(&workspace)
             );
         } else {
-            println!("{} was not trusted", workspace.display());
+            println!("{} was not trusted", escape_path(&workspace));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -670,7 +688,7 @@ async fn trust(
         eprint!(
             "\nTrust these {} files of {}? [y/N] ",
             review.files().len(),
-            workspace.display()
+            escape_path(&workspace)
         );
         let mut answer = String::new();
         std::io::stdin().read_line(&mut answer)?;
@@ -684,8 +702,8 @@ async fn trust(
         println!(
             "trusted {} files of {} (recorded in {}); any change needs `toolhost trust` again",
             review.files().len(),
-            workspace.display(),
-            store.display()
+            escape_path(&workspace),
+            escape_path(&store)
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -693,15 +711,11 @@ async fn trust(
 
 /// A review as a person reads it: each file with its digest and state, each
 /// component's tools, hooks, requests and the grants the toml gives it.
+/// Every name, path and text in it comes from the workspace, escaped.
 fn print_review(review: &toolhost::extensions::review::Review) {
     use toolhost::extensions::review::ReviewedFile;
     let shown = |f: &ReviewedFile| {
-        let path = f
-            .path
-            .strip_prefix(&review.workspace)
-            .unwrap_or(&f.path)
-            .display()
-            .to_string();
+        let path = escape_path(f.path.strip_prefix(&review.workspace).unwrap_or(&f.path));
         let state = match f.verdict {
             toolhost::extensions::trust::Verdict::Trusted => "trusted",
             toolhost::extensions::trust::Verdict::Untrusted => "new",
@@ -709,19 +723,19 @@ fn print_review(review: &toolhost::extensions::review::Review) {
         };
         format!("{path}  {}  ({state})", f.digest)
     };
-    println!("workspace {}", review.workspace.display());
+    println!("workspace {}", escape_path(&review.workspace));
     if let Some(policy) = &review.policy {
         println!("\n{}", shown(policy));
     }
     for ext in &review.extensions {
-        println!("\nextension {}", ext.name);
+        println!("\nextension {}", escape(&ext.name));
         println!("  component {}", shown(&ext.component));
         if let Some(manifest) = &ext.manifest {
             println!("  manifest  {}", shown(manifest));
         }
         match &ext.inspection {
             Ok(i) => print_component(i),
-            Err(reason) => println!("  cannot be inspected: {reason}"),
+            Err(reason) => println!("  cannot be inspected: {}", escape(reason)),
         }
         let granted = ext
             .grant
@@ -731,7 +745,10 @@ fn print_review(review: &toolhost::extensions::review::Review) {
         println!("  granted by toolhost.toml: {granted}");
     }
     for problem in &review.problems {
-        println!("\nrefused, cannot be trusted: {problem}");
+        println!(
+            "\nrefused, cannot be trusted: {}",
+            escape(&problem.to_string())
+        );
     }
 }
 
@@ -742,7 +759,7 @@ fn print_component(i: &toolhost::Inspection) {
         if items.is_empty() {
             none.to_string()
         } else {
-            items.join(", ")
+            escape(&items.join(", ")).into_owned()
         }
     };
     println!(
@@ -771,20 +788,20 @@ async fn ext_add(
     let i = &installed.inspection;
     println!(
         "installed {} as {}",
-        file.display(),
-        installed.path.display()
+        escape_path(file),
+        escape_path(&installed.path)
     );
     println!("  digest: {}", installed.digest);
     print_component(i);
     println!(
         "  granted in {}: {}",
-        installed.policy.display(),
+        escape_path(&installed.policy),
         summary(&serde_json::to_value(&installed.grant)?)
     );
     if !installed.ungranted.is_empty() {
         println!("  not granted (it is refused at load until these are):");
         for line in &installed.ungranted {
-            println!("    {line}");
+            println!("    {}", escape(line));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -794,10 +811,10 @@ fn ext_remove(name: &str) -> Result<ExitCode> {
     let config = user_config_dir()?;
     let removed = toolhost::extensions::install::remove(&config, name)?;
     for file in &removed.files {
-        println!("removed {}", file.display());
+        println!("removed {}", escape_path(file));
     }
     if removed.grant {
-        println!("removed the grant [extensions.{name}]");
+        println!("removed the grant [extensions.{}]", escape(name));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -809,20 +826,19 @@ async fn inspect(file: &std::path::Path, json: bool) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&inspection)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{}", inspection.path);
+    // Everything below is the component's own choice but the word `none`.
+    println!("{}", escape(&inspection.path));
     let caps = if inspection.capabilities.is_empty() {
         "none".to_string()
     } else {
-        inspection.capabilities.join(", ")
+        escape(&inspection.capabilities.join(", ")).into_owned()
     };
     println!("  requests: {caps}");
     for tool in &inspection.tools {
-        println!("\n{} ({})", tool.name, tool.label);
-        println!("{}", indent(&tool.description));
-        println!("  parameters: {}", serde_json::to_string(&tool.parameters)?);
+        print_definition(tool)?;
     }
     for problem in &inspection.problems {
-        println!("\nproblem: {problem}");
+        println!("\nproblem: {}", escape(problem));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -837,7 +853,12 @@ fn ext_list(host: &Host, json: bool) -> Result<ExitCode> {
         println!("no extensions found (looked in .toolhost/extensions/ and the user's config)");
     }
     for r in reports {
-        println!("{} ({:?}) {}", r.name, r.origin, r.component.display());
+        println!(
+            "{} ({:?}) {}",
+            escape(&r.name),
+            r.origin,
+            escape_path(&r.component)
+        );
         if let Some(digest) = &r.digest {
             println!("  digest: {digest}");
         }
@@ -850,14 +871,15 @@ fn ext_list(host: &Host, json: bool) -> Result<ExitCode> {
             );
         }
         match &r.refused {
-            Some(reason) => println!("  refused: {reason}"),
-            None => println!("  tools: {}", r.tools.join(", ")),
+            Some(reason) => println!("  refused: {}", escape(reason)),
+            None => println!("  tools: {}", escape(&r.tools.join(", "))),
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The non-empty fields of a grant, `key=value` each, or `nothing`.
+/// The non-empty fields of a grant, `key=value` each, or `nothing`; escaped
+/// (JSON leaves bidi and invisible characters in its strings as they are).
 fn summary(grant: &Value) -> String {
     let parts: Vec<String> = grant
         .as_object()
@@ -875,7 +897,7 @@ fn summary(grant: &Value) -> String {
     if parts.is_empty() {
         "nothing".into()
     } else {
-        parts.join(" ")
+        escape(&parts.join(" ")).into_owned()
     }
 }
 
@@ -898,7 +920,7 @@ async fn mcp(host: Host, options: HostOptions, http: HttpArgs) -> Result<ExitCod
         Box::pin(builder.build())
     });
     let server = toolhost::mcp::McpServer::new(host)
-        .log(Arc::new(|line| eprintln!("toolhost mcp: {line}")))
+        .log(Arc::new(|line| eprintln!("toolhost mcp: {}", escape(line))))
         .reload(toolhost::mcp::Reload {
             factory,
             watch,
@@ -927,36 +949,44 @@ fn list(host: &Host, json: bool, format: Option<ToolFormat>) -> Result<ExitCode>
     }
     println!("{}", table(&tools).trim_end_matches('\n'));
     for tool in &tools {
-        let d = &tool.definition;
-        println!("\n{} ({})", d.name, d.label);
-        println!("{}", indent(&d.description));
-        println!("  parameters: {}", serde_json::to_string(&d.parameters)?);
-        if let Some(snippet) = &d.prompt_snippet {
-            println!("  prompt snippet: {snippet}");
-        }
-        for g in &d.prompt_guidelines {
-            println!("  guideline: {g}");
-        }
+        print_definition(&tool.definition)?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// A tool's definition as `list` and `ext inspect` show it: its name and
+/// label, its description (its own lines, indented), its parameters as JSON,
+/// its prompt lines. An extension chose every text, shown escaped.
+fn print_definition(d: &toolhost::ToolDefinition) -> Result<()> {
+    println!("\n{} ({})", escape(&d.name), escape(&d.label));
+    println!("{}", indent(&escape_lines(&d.description)));
+    let parameters = serde_json::to_string(&d.parameters)?;
+    println!("  parameters: {}", escape(&parameters));
+    if let Some(snippet) = &d.prompt_snippet {
+        println!("  prompt snippet: {}", escape(snippet));
+    }
+    for g in &d.prompt_guidelines {
+        println!("  guideline: {}", escape(g));
+    }
+    Ok(())
+}
+
 /// One line per tool: name, state, mode, source and parameter names
-/// (`*` marks required ones).
+/// (`*` marks required ones), escaped before the columns are measured.
 fn table(tools: &[ToolInfo]) -> String {
     let rows: Vec<[String; 5]> = tools
         .iter()
         .map(|t| {
             let d = &t.definition;
             [
-                d.name.clone(),
+                escape(&d.name).into_owned(),
                 if t.active { "yes" } else { "no" }.to_string(),
                 serde_json::to_value(d.execution_mode)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_string))
                     .unwrap_or_default(),
-                t.source.to_string(),
-                parameter_summary(&d.parameters),
+                escape(&t.source.to_string()).into_owned(),
+                escape(&parameter_summary(&d.parameters)).into_owned(),
             ]
         })
         .collect();
@@ -1196,4 +1226,47 @@ fn cancel_on_ctrl_c() -> CancellationToken {
         }
     });
     token
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost::ops::process::doctor::Layer;
+
+    /// `doctor` shows what it found on this machine (program and cgroup
+    /// paths, a probe's first line) escaped. Nothing a tool can write
+    /// reaches those values, so the layers are forged here.
+    #[test]
+    fn doctor_shows_what_it_found_escaped() {
+        let layers = [
+            Layer {
+                name: "jail",
+                on: true,
+                state: "/opt/x\x1b[1A\x1b[2K/bwrap (bubblewrap 0.8.0)".into(),
+                means: "own user\u{202e}, PID\rnamespaces".into(),
+                fix: None,
+            },
+            Layer {
+                name: "limits",
+                on: false,
+                state: "cgroup v2 under /sys/fs/cgroup/a\u{9b}2Kb".into(),
+                means: "one\ntwo".into(),
+                fix: Some("run it \x1b]0;owned\x07 here".into()),
+            },
+        ];
+        let text = doctor_text(&layers);
+        for shown in [
+            "jail      on   /opt/x\\x1b[1A\\x1b[2K/bwrap (bubblewrap 0.8.0)",
+            "  own user\\u{202e}, PID\\x0dnamespaces",
+            "limits    OFF  cgroup v2 under /sys/fs/cgroup/a\\u{9b}2Kb",
+            "  one\\x0atwo",
+            "  to turn it on: run it \\x1b]0;owned\\x07 here",
+        ] {
+            assert!(text.lines().any(|l| l == shown), "{shown:?} in\n{text}");
+        }
+        assert!(
+            !text.contains(|c| c != '\n' && toolhost::display::needs_escape(c)),
+            "{text:?}"
+        );
+    }
 }

@@ -5,12 +5,17 @@
 //! truncation notice, printed in the message's order; a last line counts
 //! them. Drawn by indicatif, styled by console; `NO_COLOR` turns colour off.
 //! Anything that is not a terminal (or `--json`) gets the JSON lines.
+//!
+//! The model chose every tool name and argument, and a tool every line of
+//! its result: all of it is shown escaped (`toolhost::display`), and only
+//! the view's own colours and spinner reach the terminal as sequences.
 
 use console::style;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use toolhost::display::escape;
 use toolhost::{ContentBlock, Event, ToolResult};
 
 /// Result lines shown under a finished call.
@@ -33,6 +38,7 @@ struct State {
 
 struct Call {
     id: String,
+    /// The tool's name and the arguments' summary, escaped.
     tool: String,
     summary: String,
     bar: ProgressBar,
@@ -63,6 +69,7 @@ impl View {
                 args,
             } => {
                 let summary = summary(args);
+                let tool = escape(tool_name).into_owned();
                 let bar = self.bars.add(ProgressBar::new_spinner());
                 bar.set_style(
                     ProgressStyle::with_template(
@@ -70,12 +77,12 @@ impl View {
                     )
                     .expect("a valid template"),
                 );
-                bar.set_prefix(tool_name.clone());
+                bar.set_prefix(tool.clone());
                 bar.set_message(summary.clone());
                 bar.enable_steady_tick(Duration::from_millis(100));
                 state.calls.push(Call {
                     id: tool_call_id.clone(),
-                    tool: tool_name.clone(),
+                    tool,
                     summary,
                     bar,
                     started: Instant::now(),
@@ -115,7 +122,12 @@ impl View {
             Event::ExtensionError {
                 extension, error, ..
             } => {
-                let line = format!("{} {extension}: {error}", style("!").yellow().bold());
+                let line = format!(
+                    "{} {}: {}",
+                    style("!").yellow().bold(),
+                    escape(extension),
+                    escape(error)
+                );
                 let _ = self.bars.println(line);
             }
             Event::MessageStart { .. } | Event::MessageEnd { .. } => {}
@@ -219,7 +231,7 @@ fn finished(call: &Call, result: &ToolResult, is_error: bool) -> String {
             let kib = data.len() * 3 / 4 / 1024;
             out.push_str(&format!(
                 "\n    {}",
-                style(format!("[image {mime_type}, {kib} KiB]")).dim()
+                style(format!("[image {}, {kib} KiB]", escape(mime_type))).dim()
             ));
         }
     }
@@ -255,15 +267,11 @@ fn summary(args: &Value) -> String {
     clip(&parts.join(" "), WIDTH)
 }
 
-/// `text` on one line, at most `max` characters.
+/// `text` on one line: its first `max` characters (then `…`), escaped.
 pub fn clip(text: &str, max: usize) -> String {
-    let flat: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    match flat.char_indices().nth(max) {
-        Some((end, _)) => format!("{}…", &flat[..end]),
-        None => flat,
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", escape(&text[..end])),
+        None => escape(text).into_owned(),
     }
 }
 
@@ -286,9 +294,10 @@ mod tests {
             summary(&json!({"path": "wit/tool.wit", "limit": 3})),
             "wit/tool.wit limit=3"
         );
+        // A command's own line break and escape sequences are shown, not obeyed.
         assert_eq!(
-            summary(&json!({"command": "ls -la\ncat x"})),
-            "ls -la cat x"
+            summary(&json!({"command": "ls -la\ncat x\u{1b}[2K"})),
+            "ls -la\\x0acat x\\x1b[2K"
         );
         assert_eq!(
             summary(&json!({"pattern": "fn main", "path": "src", "ignoreCase": true})),

@@ -46,12 +46,21 @@
 //! * [`http`] (feature `http`, on by default) is the HTTP listener both
 //!   servers can run on, with the rules every request passes first (Host,
 //!   Origin, bearer token, bounds).
+//!
+//! # Showing it to a person
+//!
+//! [`display`] escapes what a terminal would obey or hide (control
+//! characters, bidi overrides, invisible characters) in the names,
+//! descriptions, arguments and paths a person reads; every view of the
+//! command line and its error lines print through it. Values returned by
+//! the library, JSON and the model's texts stay as they are.
 
 pub mod audit;
 mod batch;
 mod builtin;
 mod call;
 mod component;
+pub mod display;
 mod engine;
 mod engine_config;
 mod error;

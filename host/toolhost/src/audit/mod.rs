@@ -138,9 +138,10 @@ struct Lost<'a> {
 /// Where an audit log's one failure report goes.
 pub type Reporter = Arc<dyn Fn(&str) + Send + Sync>;
 
-/// A reporter that says it on standard error (the host's default).
+/// A reporter that says it on standard error (the host's default), escaped
+/// (`crate::display`): it names the log's path.
 pub fn stderr_reporter() -> Reporter {
-    Arc::new(|text: &str| eprintln!("toolhost: warning: {text}"))
+    Arc::new(|text: &str| eprintln!("toolhost: warning: {}", crate::display::escape(text)))
 }
 
 /// An open audit log. Dropping it writes what is queued, then closes it.
