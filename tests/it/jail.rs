@@ -402,15 +402,23 @@ fn jail_unix_and_abstract_sockets_outside_are_never_reached() {
     use std::os::unix::net::{SocketAddr, UnixListener};
     require_jail();
     // Where sessions keep their sockets: the system temp directory and /run
-    // (bus, container daemon, multiplexer), and the abstract namespace.
+    // (bus, container daemon, multiplexer), the abstract namespace, and the
+    // home directory (a desktop container engine's socket), which the jail
+    // shows read-only: a read-only mount does not stop a connect.
     let tmp = tempfile::tempdir().unwrap();
     let in_tmp = tmp.path().join("s.sock");
+    let home = visible_dir();
+    let in_home = home.path().join(".docker/desktop/docker.sock");
+    std::fs::create_dir_all(in_home.parent().unwrap()).unwrap();
     let run_dir = PathBuf::from(format!("/run/toolhost-test-{}", std::process::id()));
     let in_run = std::fs::create_dir_all(&run_dir)
         .ok()
         .map(|()| run_dir.join("s.sock"));
     let abstract_name = format!("toolhost-test-{}", std::process::id());
-    let mut listeners = vec![UnixListener::bind(&in_tmp).unwrap()];
+    let mut listeners = vec![
+        UnixListener::bind(&in_tmp).unwrap(),
+        UnixListener::bind(&in_home).unwrap(),
+    ];
     if let Some(path) = &in_run {
         listeners.push(UnixListener::bind(path).unwrap());
     }
@@ -419,7 +427,7 @@ fn jail_unix_and_abstract_sockets_outside_are_never_reached() {
     for l in &listeners {
         l.set_nonblocking(true).unwrap();
     }
-    let mut targets = vec![format!("{}", in_tmp.display())];
+    let mut targets = vec![in_tmp.display().to_string(), in_home.display().to_string()];
     targets.extend(in_run.iter().map(|p| p.display().to_string()));
     targets.push(format!("\\0{abstract_name}"));
     let script: Vec<String> = targets
@@ -452,6 +460,29 @@ fn jail_unix_and_abstract_sockets_outside_are_never_reached() {
         for (l, t) in listeners.iter().zip(&targets) {
             assert!(!reached(l), "network {network}: {t} was reached");
         }
+        // Nor through a link to it made where the command may write, nor by
+        // a relative path from its directory.
+        let r = bash(
+            &host,
+            &format!(
+                "ln -s {} via.sock; cd {} && python3 -c 'import socket\ns=socket.socket(socket.AF_UNIX)\n\
+                 for t in (\"{}/via.sock\", \"docker.sock\"):\n try:\n  s.connect(t); print(\"REACHED\")\n \
+                 except OSError as e: print(\"REFUSED:\", e)'",
+                in_home.display(),
+                in_home.parent().unwrap().display(),
+                ws.str()
+            ),
+        );
+        assert_eq!(
+            r.text().matches("REFUSED: [Errno 13]").count(),
+            2,
+            "{}",
+            r.text()
+        );
+        assert!(
+            !reached(&listeners[1]),
+            "network {network}: reached through a link"
+        );
     }
     // The same connections from outside the jail go through: the test
     // would see them.
@@ -459,6 +490,66 @@ fn jail_unix_and_abstract_sockets_outside_are_never_reached() {
     assert!(outside.is_ok() && reached(&listeners[0]));
     if in_run.is_some() {
         let _ = std::fs::remove_dir_all(&run_dir);
+    }
+}
+
+#[test]
+fn jail_a_socket_the_command_makes_in_its_roots_still_works() {
+    require_jail();
+    // A test suite's own server, in the workspace and in the temp
+    // directory, stream and seqpacket, reached by a client of the same
+    // command; network on and off.
+    let serve_and_connect = "python3 - <<'EOF'
+import os, socket, tempfile
+for where in (os.getcwd(), os.environ['TMPDIR']):
+    for kind in (socket.SOCK_STREAM, socket.SOCK_SEQPACKET):
+        path = os.path.join(where, 'own-%d.sock' % kind)
+        server = socket.socket(socket.AF_UNIX, kind)
+        server.bind(path)
+        server.listen(1)
+        client = socket.socket(socket.AF_UNIX, kind)
+        client.connect(path)
+        conn, _ = server.accept()
+        client.send(b'ping')
+        print('OWN', conn.recv(4).decode())
+        os.unlink(path)
+a, b = socket.socketpair()
+a.send(b'pair'); print('OWN', b.recv(4).decode())
+for family, kind, what in ((socket.AF_UNIX, socket.SOCK_DGRAM, 'dgram'),
+                           (socket.AF_VSOCK, socket.SOCK_STREAM, 'vsock')):
+    try:
+        socket.socket(family, kind); print('MADE', what)
+    except OSError as e:
+        print('REFUSED', what, e.errno)
+try:
+    socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); print('MADE dgram pair')
+except OSError as e:
+    print('REFUSED dgram pair', e.errno)
+EOF";
+    for network in [true, false] {
+        let ws = Workspace::new();
+        let host = built(
+            builder(&ws)
+                .jail(toolhost::JailMode::Required)
+                .commands(|p| p.network(network)),
+        );
+        let r = bash(&host, serve_and_connect);
+        let text = r.text();
+        assert_eq!(
+            text.matches("OWN ping").count(),
+            4,
+            "network {network}: {text}"
+        );
+        assert!(text.contains("OWN pair"), "{text}");
+        // A datagram can be addressed to any socket file: never made.
+        assert!(text.contains("REFUSED dgram 13"), "{text}");
+        assert!(text.contains("REFUSED dgram pair 13"), "{text}");
+        if !network {
+            assert!(
+                text.contains("REFUSED vsock 13"),
+                "no network, no vsock: {text}"
+            );
+        }
     }
 }
 

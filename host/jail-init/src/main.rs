@@ -20,7 +20,12 @@
 //!
 //! Before anything else it makes the jail's protective mounts (`--pin`,
 //! `--ro`, `--hide`; see [`mounts`]) while it holds `CAP_SYS_ADMIN` in the
-//! jail's user namespace, then drops every capability for good.
+//! jail's user namespace, then drops every capability for good (but
+//! `CAP_SYS_PTRACE` over the jail's own processes, which the socket broker
+//! needs to take a socket from a program that made itself undumpable, such
+//! as `ssh`). The command itself starts with none, under the socket
+//! broker's seccomp filter ([`broker`]): every `connect` it makes is made by
+//! this program, and a Unix socket outside the jail's own roots is refused.
 //!
 //! Descriptors, set up by the host and named on the command line: 0 and 1
 //! `/dev/null`, 2 the jail's error pipe, `--status` the status pipe,
@@ -32,6 +37,7 @@
 //! [--self FD] [--landlock FD] [--nproc N] [--as-bytes N] [--pin PATH]… [--ro PATH]…
 //! [--hide PATH]… -- PROGRAM ARG0 [ARG...]`
 
+mod broker;
 mod mounts;
 
 use std::ffi::{CString, OsString};
@@ -44,6 +50,9 @@ struct Fds {
     out: i32,
     err: i32,
 }
+
+/// The capability the socket broker keeps (see the module docs).
+const CAP_SYS_PTRACE: u32 = 19;
 
 /// `landlock_restrict_self` (the same number on every architecture).
 const SYS_LANDLOCK_RESTRICT_SELF: libc::c_long = 446;
@@ -144,8 +153,11 @@ fn main() {
         fail(&e);
     }
     // Whatever bubblewrap gave this program to mount with, nothing of it
-    // reaches the command.
-    if let Err(e) = mounts::drop_capabilities(None) {
+    // reaches the command; this program keeps only what the broker needs,
+    // where it was given.
+    if mounts::drop_capabilities(Some(CAP_SYS_PTRACE)).is_err()
+        && let Err(e) = mounts::drop_capabilities(None)
+    {
         fail(&e);
     }
     let program = cstring(&command[0]);
@@ -185,6 +197,22 @@ fn main() {
     if unsafe { libc::pipe2(exec_pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         fail(&format!("cannot create a pipe: errno {}", errno()));
     }
+    // The command sends its seccomp notification descriptor back on this.
+    let mut channel = [0i32; 2];
+    // SAFETY: `channel` has room for two descriptors.
+    if unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            channel.as_mut_ptr(),
+        )
+    } != 0
+    {
+        fail(&format!("cannot create a socket pair: errno {}", errno()));
+    }
+    // Built before the fork: the child may not allocate.
+    let filter = broker::filter();
     // SAFETY: this program is single-threaded, so the child may run
     // anything; it only makes system calls before exec or _exit.
     let pid = unsafe { libc::fork() };
@@ -197,9 +225,37 @@ fn main() {
             libc::setpgid(0, 0);
             libc::dup2(fds.out, 1);
             libc::dup2(fds.err, 2);
+            let child_failed = |e: i32| -> ! {
+                let e = e.to_ne_bytes();
+                libc::write(exec_pipe[1], e.as_ptr().cast(), e.len());
+                libc::_exit(127);
+            };
+            // No capability reaches the command (the broker's stays here).
+            if mounts::drop_capabilities(None).is_err() {
+                child_failed(libc::EPERM);
+            }
+            match broker::install(&filter) {
+                Ok(Some(listener)) => {
+                    if !broker::send_fd(channel[1], listener) {
+                        child_failed(errno());
+                    }
+                    libc::close(listener);
+                }
+                // No seccomp notifications on this kernel: no broker.
+                Ok(None) => {}
+                Err(e) => child_failed(e),
+            }
             // Nothing but stdio reaches the command (the exec pipe is
             // close-on-exec and stays until exec).
-            for fd in [fds.status, fds.control, fds.out, fds.err, exec_pipe[0]] {
+            for fd in [
+                fds.status,
+                fds.control,
+                fds.out,
+                fds.err,
+                exec_pipe[0],
+                channel[0],
+                channel[1],
+            ] {
                 libc::close(fd);
             }
             let first = exec_pipe[1].max(2) + 1;
@@ -223,7 +279,13 @@ fn main() {
         libc::close(fds.out);
         libc::close(fds.err);
         libc::close(exec_pipe[1]);
+        libc::close(channel[1]);
     }
+    // Sent before the command's exec, or never (its exec failed, or the
+    // kernel has no seccomp notifications).
+    let listener = broker::receive_fd(channel[0]);
+    // SAFETY: closing a descriptor this process owns.
+    unsafe { libc::close(channel[0]) };
     let mut exec_errno = [0u8; 4];
     // SAFETY: reading into a live buffer.
     let n = unsafe { libc::read(exec_pipe[0], exec_errno.as_mut_ptr().cast(), 4) };
@@ -240,11 +302,19 @@ fn main() {
             libc::close(fds.status);
         }
     }
-    supervise(&fds, pid, n != 4);
+    supervise(&fds, pid, n != 4, listener);
 }
 
-/// Report the command's end and obey the control pipe until told to end.
-fn supervise(fds: &Fds, pid: libc::pid_t, mut running: bool) -> ! {
+/// Report the command's end, obey the control pipe until told to end, and
+/// answer the broker's notifications while any process is under its filter.
+fn supervise(
+    fds: &Fds,
+    pid: libc::pid_t,
+    mut running: bool,
+    listener: Option<std::os::fd::OwnedFd>,
+) -> ! {
+    use std::os::fd::AsRawFd;
+    let mut listener = listener;
     // SAFETY: pidfd_open takes a pid and flags.
     let pidfd = if running {
         unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) as i32 }
@@ -263,11 +333,25 @@ fn supervise(fds: &Fds, pid: libc::pid_t, mut running: bool) -> ! {
                 events: libc::POLLIN,
                 revents: 0,
             },
+            libc::pollfd {
+                fd: listener.as_ref().map_or(-1, |l| l.as_raw_fd()),
+                events: libc::POLLIN,
+                revents: 0,
+            },
         ];
         // Without pidfds, look for the command's end every 20 ms.
         let timeout = if running && pidfd < 0 { 20 } else { -1 };
-        // SAFETY: `fds` is a live array of two pollfds.
-        let ready = unsafe { libc::poll(polled.as_mut_ptr(), 2, timeout) };
+        // SAFETY: `fds` is a live array of three pollfds.
+        let ready = unsafe { libc::poll(polled.as_mut_ptr(), 3, timeout) };
+        if polled[2].revents & libc::POLLIN != 0
+            && let Some(l) = &listener
+            && !broker::serve_one(l.as_raw_fd())
+        {
+            listener = None;
+        } else if polled[2].revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            // No process is under the filter any more.
+            listener = None;
+        }
         if ready < 0 && errno() != libc::EINTR {
             std::process::exit(0);
         }

@@ -102,7 +102,10 @@ fn clone_tree(from: i32, path: &std::ffi::CStr) -> Result<Fd, String> {
             libc::SYS_open_tree,
             from,
             path.as_ptr(),
-            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | AT_RECURSIVE | libc::AT_EMPTY_PATH as libc::c_uint,
+            OPEN_TREE_CLONE
+                | libc::O_CLOEXEC as libc::c_uint
+                | AT_RECURSIVE
+                | libc::AT_EMPTY_PATH as libc::c_uint,
         )
     } as i32;
     if fd < 0 {
@@ -234,7 +237,13 @@ pub fn drop_capabilities(keep: Option<u32>) -> Result<(), String> {
     const VERSION_3: u32 = 0x2008_0522;
     // SAFETY: prctl and capset with plain integers and live structs.
     unsafe {
-        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        );
         for cap in 0..64 {
             if Some(cap) != keep {
                 // Fails past the last capability this kernel knows; fine.

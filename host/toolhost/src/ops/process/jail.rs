@@ -435,7 +435,16 @@ fn namespace_args(network: bool, disable_userns: bool, init_mounts: bool) -> Vec
         "ALL",
     ];
     if init_mounts {
-        args.extend(["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]);
+        // To mount, to drop the rest for good, and (kept by the init alone)
+        // for the socket broker to take a socket from an undumpable program.
+        args.extend([
+            "--cap-add",
+            "CAP_SYS_ADMIN",
+            "--cap-add",
+            "CAP_SETPCAP",
+            "--cap-add",
+            "CAP_SYS_PTRACE",
+        ]);
     }
     if disable_userns {
         // No user namespace inside the jail's own (bubblewrap 0.8+).

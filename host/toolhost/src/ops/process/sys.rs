@@ -113,12 +113,14 @@ pub(super) fn output_pipes() -> io::Result<([(OwnedFd, OwnedFd); 2], AsyncFd<Own
     Ok((pipes, epoll))
 }
 
-/// A seccomp program refusing `socket(AF_INET | AF_INET6, …)` (and
-/// `io_uring_setup`, whose rings can open sockets too) with `EACCES`: UDP
-/// and raw sockets, which Landlock's network rules (TCP only) leave open, so
-/// a child without the network cannot send what it reads through DNS or any
-/// datagram. Unix sockets stay. `None` on architectures
-/// it does not know (x86_64 and aarch64 are covered).
+/// A seccomp program for a child without the network: `socket` of any
+/// family but Unix and netlink (IPv4, IPv6, `AF_VSOCK` to a hypervisor or
+/// its other guests, packet, Bluetooth, …), and `io_uring_setup` (whose
+/// rings open sockets without the system call), fail with `EACCES`. UDP and
+/// raw sockets, which Landlock's network rules (TCP only) leave open, are
+/// among them, so a child without the network cannot send what it reads
+/// through DNS or any datagram. `None` on architectures it does not know
+/// (x86_64 and aarch64 are covered).
 pub(super) fn inet_socket_filter() -> Option<Vec<libc::sock_filter>> {
     #[cfg(target_arch = "x86_64")]
     const ARCH: u32 = 0xc000_003e; // AUDIT_ARCH_X86_64
@@ -160,8 +162,8 @@ pub(super) fn inet_socket_filter() -> Option<Vec<libc::sock_filter>> {
             op(jeq, libc::SYS_io_uring_setup as u32, 4, 0),
             op(jeq, libc::SYS_socket as u32, 0, 4),
             op(ld, ARG0, 0, 0),
-            op(jeq, libc::AF_INET as u32, 1, 0),
-            op(jeq, libc::AF_INET6 as u32, 0, 1),
+            op(jeq, libc::AF_UNIX as u32, 2, 0),
+            op(jeq, libc::AF_NETLINK as u32, 1, 0),
             op(ret, RET_DENY, 0, 0),
             op(ret, RET_ALLOW, 0, 0),
         ])
