@@ -280,6 +280,26 @@ const SECRET_STORES: &[&str] = &[
     ".npmrc",
     ".pypirc",
     ".cargo/credentials.toml",
+    // Found by the attacker of issue 23 at their other addresses, and the
+    // rest of the stores by kind.
+    ".config/git/credentials",
+    "xdg-config/git/credentials",
+    "xdg-config/gh/hosts.yml",
+    ".config/containers/auth.json",
+    "docker-config/config.json",
+    ".docker/desktop/settings.json",
+    ".vault-token",
+    ".pgpass",
+    ".my.cnf",
+    ".terraform.d/credentials.tfrc.json",
+    ".m2/settings.xml",
+    ".gem/credentials",
+    ".config/sops/age/keys.txt",
+    ".config/rclone/rclone.conf",
+    "xdg-data/keyrings/login.keyring",
+    ".mozilla/firefox/p.default/cookies.sqlite",
+    ".config/google-chrome/Default/Cookies",
+    ".bash_history",
 ];
 
 #[test]
@@ -313,7 +333,13 @@ fn jail_secret_stores_are_hidden_and_other_files_outside_stay_readable() {
             &json!({ "command": command }).to_string(),
         ],
         None,
-        &[("HOME", home_str), ("TOOLHOST_CACHE_DIR", &shared_cache())],
+        &[
+            ("HOME", home_str),
+            ("TOOLHOST_CACHE_DIR", &shared_cache()),
+            ("XDG_CONFIG_HOME", &format!("{home_str}/xdg-config")),
+            ("XDG_DATA_HOME", &format!("{home_str}/xdg-data")),
+            ("DOCKER_CONFIG", &format!("{home_str}/docker-config")),
+        ],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -324,6 +350,60 @@ fn jail_secret_stores_are_hidden_and_other_files_outside_stay_readable() {
         !stdout.contains("SECRET-"),
         "a secret store was readable: {stdout}"
     );
+}
+
+#[test]
+fn jail_home_hidden_shows_only_the_roots_and_the_named_directories() {
+    require_jail();
+    let ws = Workspace::new();
+    let home = visible_dir();
+    std::fs::write(home.path().join("notes.txt"), "private notes\n").unwrap();
+    std::fs::create_dir_all(home.path().join("shown")).unwrap();
+    std::fs::write(home.path().join("shown/a.txt"), "shown\n").unwrap();
+    let config = home.path().join(".config/toolhost");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("toolhost.toml"),
+        format!(
+            "[shell]\nhome = \"hidden\"\nread-only = [\"{}/shown\"]\n",
+            home.path().display()
+        ),
+    )
+    .unwrap();
+    let home_str = home.path().to_str().unwrap();
+    let command = "cat ~/notes.txt; cat ~/shown/a.txt; echo scratch > ~/cache.txt && \
+                   cat ~/cache.txt; echo w > ws.txt && cat ws.txt; ls -A ~";
+    let out = toolhost_with_env(
+        &ws,
+        &[
+            "--require-jail",
+            "call",
+            "bash",
+            &json!({ "command": command }).to_string(),
+        ],
+        None,
+        &[
+            ("HOME", home_str),
+            ("TOOLHOST_CACHE_DIR", &shared_cache()),
+            ("XDG_CONFIG_HOME", &format!("{home_str}/.config")),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("private notes"), "{stdout}");
+    assert!(stdout.contains("No such file or directory"), "{stdout}");
+    assert!(
+        stdout.contains("shown\n"),
+        "a named directory is shown: {stdout}"
+    );
+    assert!(
+        !stdout.contains("scratch"),
+        "a hidden home is not written: {stdout}"
+    );
+    assert!(
+        stdout.contains("w\n"),
+        "the workspace stays writable: {stdout}"
+    );
+    assert!(!home.path().join("cache.txt").exists());
 }
 
 #[test]

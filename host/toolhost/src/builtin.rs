@@ -53,6 +53,9 @@ pub(crate) struct ShellJail {
     pub mode: JailMode,
     /// From `[shell]`, when the embedder set none.
     pub limits: Option<ProcessLimits>,
+    /// `$HOME`, when `[shell] home = "hidden"`, and what is shown of it.
+    pub home_hidden: Option<PathBuf>,
+    pub shown: Vec<PathBuf>,
 }
 
 /// The process policy of the shell tools: `template` (the embedder's: the
@@ -89,6 +92,12 @@ pub(crate) fn shell_policy(
     }
     for path in jail.hidden {
         policy = policy.hide(path);
+    }
+    if let Some(home) = jail.home_hidden {
+        policy = policy.hide_home(home);
+    }
+    for dir in jail.shown {
+        policy = policy.show(dir);
     }
     policy
 }

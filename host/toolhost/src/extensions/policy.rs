@@ -174,6 +174,13 @@ pub struct ShellSettings {
     /// More directories commands may write in, besides the workspace and
     /// the temp directory.
     pub read_write: Vec<String>,
+    /// What commands see of `$HOME`: all of it read-only (`visible`, the
+    /// default, as Pi's bash reads everywhere) or none of it (`hidden`: an
+    /// empty directory of their own, with the write roots and `read-only`
+    /// directories shown in it).
+    pub home: Option<HomeView>,
+    /// Directories shown read-only when `home = "hidden"`.
+    pub read_only: Vec<String>,
     /// Processes one command may have at once (default 1,024).
     pub max_processes: Option<u32>,
     /// Memory one command's processes may take together (default 4,096).
@@ -207,6 +214,8 @@ pub struct Policy {
     /// The shell tools' jail settings, with paths resolved (`~/`, relative
     /// to the workspace).
     pub shell: Vec<(ShellPath, PathBuf)>,
+    /// What commands see of `$HOME`, where a file sets it (hidden wins).
+    pub shell_home: Option<HomeView>,
     /// The shell tools' limits, where a file sets them.
     pub shell_max_processes: Option<u32>,
     pub shell_memory_mb: Option<u64>,
@@ -299,11 +308,17 @@ impl Policy {
             // shell works there.
             Origin::User | Origin::Configured => self.workspace_dir.as_path(),
         };
+        // Either file may hide home; neither can show it again.
+        self.shell_home = match (self.shell_home, file.shell.home) {
+            (Some(HomeView::Hidden), _) => Some(HomeView::Hidden),
+            (current, next) => next.or(current),
+        };
         self.shell_max_processes = file.shell.max_processes.or(self.shell_max_processes);
         self.shell_memory_mb = file.shell.memory_mb.or(self.shell_memory_mb);
         for (kind, list) in [
             (ShellPath::Hide, &file.shell.hide),
             (ShellPath::ReadWrite, &file.shell.read_write),
+            (ShellPath::ReadOnly, &file.shell.read_only),
         ] {
             for p in list {
                 self.shell.push((kind, resolve_path(p, workspace_base)));
@@ -336,6 +351,17 @@ pub enum ShellPath {
     Hide,
     /// Writable for commands.
     ReadWrite,
+    /// Shown read-only where `$HOME` is hidden.
+    ReadOnly,
+}
+
+/// `[shell] home`: what commands see of `$HOME`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HomeView {
+    #[default]
+    Visible,
+    Hidden,
 }
 
 /// What a workspace's policy file writes, as `toolhost trust` shows it.

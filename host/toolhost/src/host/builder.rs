@@ -9,7 +9,7 @@ use crate::engine::Runtime;
 use crate::error::Error;
 use crate::extensions::discovery;
 use crate::extensions::policy::GrantSpec;
-use crate::extensions::policy::{Policy, ShellPath};
+use crate::extensions::policy::{HomeView, Policy, ShellPath};
 use crate::extensions::trust::TrustStore;
 use crate::extensions::{self, LoadContext};
 use crate::hooks::{ComponentHook, Hook, ToolHooks};
@@ -326,9 +326,20 @@ impl HostBuilder {
                 .filter(|(kind, _)| *kind == ShellPath::Hide)
                 .map(|(_, p)| p.clone()),
         );
+        let home_hidden = (policy.shell_home == Some(HomeView::Hidden))
+            .then(|| std::env::var_os("HOME").filter(|h| !h.is_empty()))
+            .flatten()
+            .map(PathBuf::from);
         builtin::ShellJail {
             protected: protected.clone(),
             hidden,
+            home_hidden,
+            shown: policy
+                .shell
+                .iter()
+                .filter(|(kind, _)| *kind == ShellPath::ReadOnly)
+                .map(|(_, p)| p.clone())
+                .collect(),
             mode: self.jail,
             // Limits set on the policy win over `[shell]`.
             limits: (!self.commands.has_limits()).then(|| {

@@ -65,29 +65,7 @@ const SYSTEM_DIRS: &[&str] = &[
 /// and other programs' temporary files live.
 const EMPTIED_DIRS: &[&str] = &["/tmp", "/var/tmp", "/run", "/dev/shm"];
 
-/// The user's secret stores under `home`, hidden from every jailed child:
-/// keys, cloud and cluster credentials, registry and forge tokens.
-pub fn secret_stores(home: &Path) -> Vec<PathBuf> {
-    [
-        ".ssh",
-        ".gnupg",
-        ".aws",
-        ".azure",
-        ".config/gcloud",
-        ".kube",
-        ".docker/config.json",
-        ".netrc",
-        ".git-credentials",
-        ".config/gh",
-        ".npmrc",
-        ".pypirc",
-        ".cargo/credentials",
-        ".cargo/credentials.toml",
-    ]
-    .iter()
-    .map(|p| home.join(p))
-    .collect()
-}
+pub use super::secrets::secret_stores;
 
 /// One jailed spawn's view of the filesystem and the network.
 #[derive(Clone, Debug)]
@@ -106,6 +84,10 @@ pub struct JailSpec<'a> {
     /// Knows the repositories beneath the write roots: their configuration,
     /// redirections and hooks stay read-only, their git directories pinned.
     pub git: Option<&'a GitGuard>,
+    /// `$HOME`, replaced by an empty directory of the jail's own.
+    pub home_hidden: Option<&'a Path>,
+    /// Shown read-only within the hidden home.
+    pub shown: &'a [PathBuf],
 }
 
 /// Whether this machine can run the jail; probed once per process.
@@ -500,6 +482,14 @@ pub(crate) fn bwrap_args(
             push(&[&os("--tmpfs"), &os(dir)]);
         }
     }
+    if let Some(home) = spec.home_hidden {
+        // Empty, and (by Landlock, which knows only the write roots) not
+        // writable: the roots and the temp directory are where commands write.
+        push(&[&os("--tmpfs"), home.as_os_str()]);
+        for dir in spec.shown.iter().filter(|d| d.is_dir()) {
+            push(&[&os("--ro-bind"), dir.as_os_str(), dir.as_os_str()]);
+        }
+    }
     if spec.view == View::SystemOnly {
         for root in spec.read_roots {
             push(&[&os("--ro-bind"), root.as_os_str(), root.as_os_str()]);
@@ -662,6 +652,8 @@ mod tests {
             network: false,
             cwd: &ws,
             git: None,
+            home_hidden: None,
+            shown: &[],
         };
         // Made by bubblewrap (where the init cannot make them).
         let (args, mounts) = bwrap_args(&spec, true, false);
@@ -738,6 +730,8 @@ mod tests {
             network: true,
             cwd: &docs,
             git: None,
+            home_hidden: None,
+            shown: &[],
         };
         let args = strings(&bwrap_args(&spec, true, true).0);
         let d = docs.display().to_string();

@@ -40,6 +40,10 @@ pub struct ProcessPolicy {
     view: Option<View>,
     protected: ProtectedPaths,
     hidden: Vec<PathBuf>,
+    /// `$HOME`, when jailed children see none of it but what is shown.
+    home_hidden: Option<PathBuf>,
+    /// Shown read-only within a hidden home.
+    shown: Vec<PathBuf>,
     /// `None`: [`ProcessLimits::default`].
     limits: Option<ProcessLimits>,
     /// Knows the repositories beneath the write roots, whose configuration
@@ -97,6 +101,19 @@ impl ProcessPolicy {
     /// beneath the write roots read-only to jailed children.
     pub fn git_guard(mut self, guard: Arc<GitGuard>) -> Self {
         self.git = Some(guard);
+        self
+    }
+
+    /// Show jailed children none of `home` (an empty directory of their
+    /// own) but the write roots and the directories [`Self::show`]n.
+    pub fn hide_home(mut self, home: impl AsRef<Path>) -> Self {
+        self.home_hidden = Some(real_path(home.as_ref()));
+        self
+    }
+
+    /// Show `dir` read-only within a hidden home.
+    pub fn show(mut self, dir: impl AsRef<Path>) -> Self {
+        self.shown.push(real_path(dir.as_ref()));
         self
     }
 
@@ -442,6 +459,8 @@ impl ProcessPolicy {
             network: self.network,
             cwd,
             git: self.git.as_deref(),
+            home_hidden: self.home_hidden.as_deref(),
+            shown: &self.shown,
         };
         let (args, mounts) = jail::bwrap_args(&spec, disable_userns, init_mounts);
         let mut cmd = jail::jail_command(
