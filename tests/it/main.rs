@@ -15,6 +15,7 @@ mod hostile;
 mod hostile_trust;
 mod http;
 mod jail;
+mod loopback;
 mod mcp;
 mod pipeline;
 mod read;
