@@ -17,6 +17,7 @@ mod http;
 mod jail;
 mod loopback;
 mod mcp;
+mod mcp_sessions;
 mod pipeline;
 mod read;
 mod sandbox;

@@ -179,7 +179,36 @@ enum Command {
     Mcp {
         #[command(flatten)]
         http: HttpArgs,
+        #[command(flatten)]
+        sessions: SessionArgs,
     },
+}
+
+/// The bounds of `mcp --http`'s sessions (clients on the handshake
+/// revisions; 2026-07-28 clients have none).
+#[derive(clap::Args, Clone)]
+struct SessionArgs {
+    /// Most MCP sessions kept at once; past it, an `initialize` gets 503
+    /// and the open sessions keep working.
+    #[arg(long, value_name = "N", requires = "http",
+          default_value_t = toolhost::mcp::SessionBounds::DEFAULT_MAX as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    max_sessions: u64,
+    /// Seconds a session may go without a request, a running call or an
+    /// open stream before it is closed.
+    #[arg(long, value_name = "SECONDS", requires = "http",
+          default_value_t = toolhost::mcp::SessionBounds::DEFAULT_IDLE.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
+    session_idle: u64,
+}
+
+impl SessionArgs {
+    fn bounds(&self) -> toolhost::mcp::SessionBounds {
+        toolhost::mcp::SessionBounds {
+            max: usize::try_from(self.max_sessions).unwrap_or(usize::MAX),
+            idle: Duration::from_secs(self.session_idle),
+        }
+    }
 }
 
 /// Serving over HTTP instead of stdio (`serve`, `mcp`).
@@ -528,7 +557,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 .context("serving JSON-RPC on stdio")?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Mcp { http } => mcp(host, options.clone(), http).await,
+        Command::Mcp { http, sessions } => mcp(host, options.clone(), http, sessions).await,
         Command::Ext {
             command: ExtCommand::List { json },
         } => ext_list(&host, json),
@@ -893,7 +922,12 @@ fn summary(grant: &Value) -> String {
     }
 }
 
-async fn mcp(host: Host, options: HostOptions, http: HttpArgs) -> Result<ExitCode> {
+async fn mcp(
+    host: Host,
+    options: HostOptions,
+    http: HttpArgs,
+    sessions: SessionArgs,
+) -> Result<ExitCode> {
     // Everything that decides what loads: a reload applies the same trust
     // rules as the first load.
     let mut watch = vec![
@@ -920,7 +954,7 @@ async fn mcp(host: Host, options: HostOptions, http: HttpArgs) -> Result<ExitCod
         });
     if let Some(addr) = http.http {
         return serve_http("mcp", &http, addr, |max_body, shutdown| {
-            server.http_route(max_body, shutdown)
+            server.http_route(max_body, sessions.bounds(), shutdown)
         })
         .await;
     }
