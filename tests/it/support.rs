@@ -540,3 +540,57 @@ pub fn result_texts(results: &Value) -> Vec<&str> {
         .map(|m| m["content"][0]["text"].as_str().expect("a text block"))
         .collect()
 }
+
+/// A running `toolhost … --http 127.0.0.1:0` server of a workspace: where it
+/// listens, and the token it generated and printed, if it did.
+pub struct Listening {
+    child: std::process::Child,
+    /// `http://127.0.0.1:PORT/mcp` or `…/rpc`.
+    pub url: String,
+    pub token: Option<String>,
+}
+
+impl Listening {
+    /// Start the CLI on `ws` with `args` (which must listen on port 0) and
+    /// the testkit, and read its stderr until it says where it listens.
+    #[track_caller]
+    pub fn start(ws: &Workspace, args: &[&str]) -> Listening {
+        use std::io::BufRead;
+        let mut child = ws
+            .cli()
+            .args(["--extension", toolhost_tests::TESTKIT])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut token = None;
+        let mut seen = String::new();
+        let url = loop {
+            let mut line = String::new();
+            if stderr.read_line(&mut line).unwrap() == 0 {
+                let _ = child.wait();
+                panic!("toolhost {args:?} exited before listening:\n{seen}");
+            }
+            seen.push_str(&line);
+            if let Some((_, rest)) = line.split_once("requests need `Authorization: Bearer ") {
+                token = rest.split('`').next().map(str::to_string);
+            }
+            if let Some((_, url)) = line.trim().split_once(": listening on ") {
+                break url.to_string();
+            }
+        };
+        // Keep reading stderr so the server never blocks on it.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        Listening { child, url, token }
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

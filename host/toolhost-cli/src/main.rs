@@ -180,20 +180,55 @@ enum Command {
     Mcp {
         #[command(flatten)]
         http: HttpArgs,
+        #[command(flatten)]
+        sessions: SessionArgs,
     },
+}
+
+/// The bounds of `mcp --http`'s sessions (clients on the handshake
+/// revisions; 2026-07-28 clients have none).
+#[derive(clap::Args, Clone)]
+struct SessionArgs {
+    /// Most MCP sessions kept at once; past it, an `initialize` gets 503
+    /// and the open sessions keep working.
+    #[arg(long, value_name = "N", requires = "http",
+          default_value_t = toolhost::mcp::SessionBounds::DEFAULT_MAX as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    max_sessions: u64,
+    /// Seconds a session may go without a request, a running call or an
+    /// open stream before it is closed.
+    #[arg(long, value_name = "SECONDS", requires = "http",
+          default_value_t = toolhost::mcp::SessionBounds::DEFAULT_IDLE.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
+    session_idle: u64,
+}
+
+impl SessionArgs {
+    fn bounds(&self) -> toolhost::mcp::SessionBounds {
+        toolhost::mcp::SessionBounds {
+            max: usize::try_from(self.max_sessions).unwrap_or(usize::MAX),
+            idle: Duration::from_secs(self.session_idle),
+        }
+    }
 }
 
 /// Serving over HTTP instead of stdio (`serve`, `mcp`).
 #[derive(clap::Args, Clone)]
 struct HttpArgs {
     /// Listen for HTTP on this address (e.g. 127.0.0.1:8765; port 0 picks
-    /// one). Anything but loopback needs a bearer token.
+    /// one). Every request needs a bearer token, on loopback too.
     #[arg(long, value_name = "ADDR")]
     http: Option<std::net::SocketAddr>,
-    /// Require `Authorization: Bearer <token>` with the token in this file.
-    /// Off loopback without it, a token is generated and printed once.
+    /// Require `Authorization: Bearer <token>` with the token in this file
+    /// (keep it where tools' commands cannot read it). Without it, a token
+    /// is generated and printed once on stderr.
     #[arg(long, value_name = "FILE", requires = "http")]
     token_file: Option<PathBuf>,
+    /// Serve without a token, on loopback only: every local process can
+    /// then use the tools, among them the commands an agent runs in another
+    /// workspace.
+    #[arg(long, requires = "http", conflicts_with = "token_file")]
+    no_auth: bool,
     /// Also accept this Host name (DNS-rebinding check; `name` for any port,
     /// `name:port`, or `*`). Repeatable.
     #[arg(long = "allow-host", value_name = "NAME", requires = "http")]
@@ -209,20 +244,28 @@ struct HttpArgs {
 
 impl HttpArgs {
     /// The listener's options, reading or generating the token.
-    fn options(&self, addr: std::net::SocketAddr) -> Result<toolhost::http::HttpOptions> {
+    fn options(
+        &self,
+        what: &str,
+        addr: std::net::SocketAddr,
+    ) -> Result<toolhost::http::HttpOptions> {
         let mut options = toolhost::http::HttpOptions::new(addr);
         options.max_requests = self.max_requests;
         options.allowed_hosts = self.allow_hosts.clone();
         options.allowed_origins = self.allow_origins.clone();
+        options.no_auth = self.no_auth;
         if let Some(file) = &self.token_file {
             let token = std::fs::read_to_string(file)
                 .with_context(|| format!("reading the token file {}", file.display()))?;
             options.token = Some(token.trim().to_string());
-        } else if !addr.ip().is_loopback() {
+        } else if !self.no_auth {
+            // Only in this process and on the person's stderr: never in a
+            // file a tool's command could read.
             let token = toolhost::http::generate_token().context("generating a token")?;
             eprintln!(
-                "toolhost: listening off loopback: requests need \
-                 `Authorization: Bearer {token}` (shown once; use --token-file to choose it)"
+                "toolhost {what}: requests need `Authorization: Bearer {token}` (generated for \
+                 this run and shown once: give it to your client; --token-file FILE to choose \
+                 one, --no-auth to serve loopback without)"
             );
             options.token = Some(token);
         }
@@ -238,7 +281,7 @@ async fn serve_http(
     addr: std::net::SocketAddr,
     route: impl FnOnce(usize, CancellationToken) -> toolhost::http::Route,
 ) -> Result<ExitCode> {
-    let options = args.options(addr)?;
+    let options = args.options(what, addr)?;
     let shutdown = CancellationToken::new();
     let route = route(options.max_body_bytes, shutdown.clone());
     let path = route.path;
@@ -517,7 +560,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 .context("serving JSON-RPC on stdio")?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Mcp { http } => mcp(host, options.clone(), http).await,
+        Command::Mcp { http, sessions } => mcp(host, options.clone(), http, sessions).await,
         Command::Ext {
             command: ExtCommand::List { json },
         } => ext_list(&host, json),
@@ -901,7 +944,12 @@ fn summary(grant: &Value) -> String {
     }
 }
 
-async fn mcp(host: Host, options: HostOptions, http: HttpArgs) -> Result<ExitCode> {
+async fn mcp(
+    host: Host,
+    options: HostOptions,
+    http: HttpArgs,
+    sessions: SessionArgs,
+) -> Result<ExitCode> {
     // Everything that decides what loads: a reload applies the same trust
     // rules as the first load.
     let mut watch = vec![
@@ -928,7 +976,7 @@ async fn mcp(host: Host, options: HostOptions, http: HttpArgs) -> Result<ExitCod
         });
     if let Some(addr) = http.http {
         return serve_http("mcp", &http, addr, |max_body, shutdown| {
-            server.http_route(max_body, shutdown)
+            server.http_route(max_body, sessions.bounds(), shutdown)
         })
         .await;
     }

@@ -6,8 +6,15 @@
 //! Safe by default, because a tool host on a port is a shell on a port:
 //!
 //! * **Where it listens.** The address is the caller's; the CLI defaults to
-//!   loopback. Anything but a loopback address needs a bearer token
-//!   ([`HttpOptions::check`] refuses to start without one).
+//!   loopback.
+//! * **The token, loopback included.** Every request must carry
+//!   `Authorization: Bearer <token>` ([`HttpOptions::check`] refuses to start
+//!   without a token). Loopback is no boundary between a user's programs:
+//!   any local process can connect to it, among them the commands an agent's
+//!   `bash` runs for another workspace (it has the network by default, as in
+//!   Pi), which would otherwise read and write this workspace through the
+//!   server. Serving without a token takes an explicit
+//!   [`HttpOptions::no_auth`], and only on loopback.
 //! * **DNS rebinding.** The `Host` header must name loopback
 //!   (`localhost`, `127.0.0.1`, `[::1]`), the address listened on, or a
 //!   name allowed with [`HttpOptions::allow_host`]; otherwise 403. A web page
@@ -15,8 +22,8 @@
 //! * **Browsers.** A request carrying an `Origin` is refused (403) unless
 //!   that origin is allowed ([`HttpOptions::allow_origin`]); programs do not
 //!   send one.
-//! * **The token.** With a token set, a request without
-//!   `Authorization: Bearer <token>` gets 401 and runs nothing.
+//! * **The token.** A request without `Authorization: Bearer <token>`
+//!   gets 401 and runs nothing.
 //! * **Bounds.** At most [`HttpOptions::max_connections`] connections are
 //!   served at once (more wait in the kernel's accept queue), headers must
 //!   arrive within [`HEADER_TIMEOUT`], request bodies are capped
@@ -70,9 +77,12 @@ pub const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Clone, Debug)]
 pub struct HttpOptions {
     pub addr: SocketAddr,
-    /// The bearer token every request must carry; `None`: no token (only
-    /// allowed on loopback).
+    /// The bearer token every request must carry; `None` only with
+    /// `no_auth`.
     pub token: Option<String>,
+    /// Serve without a token: any local process may use the server. Only
+    /// on loopback, and only when asked for (`--no-auth`).
+    pub no_auth: bool,
     /// `Host` names allowed besides loopback and the address listened on;
     /// `*` allows any (only sensible behind a token).
     pub allowed_hosts: Vec<String>,
@@ -84,12 +94,15 @@ pub struct HttpOptions {
 }
 
 impl HttpOptions {
-    /// Listen on `addr` with no token, no host or origin beyond loopback,
-    /// bodies up to 4 MiB, 64 POSTs and 256 connections at once.
+    /// Listen on `addr`, with no host or origin beyond loopback, bodies up
+    /// to 4 MiB, 64 POSTs and 256 connections at once. No token yet:
+    /// [`HttpOptions::check`] refuses to start until one is given with
+    /// [`HttpOptions::token`] or, on loopback, [`HttpOptions::no_auth`].
     pub fn new(addr: SocketAddr) -> HttpOptions {
         HttpOptions {
             addr,
             token: None,
+            no_auth: false,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_body_bytes: 4 << 20,
@@ -100,6 +113,13 @@ impl HttpOptions {
 
     pub fn token(mut self, token: impl Into<String>) -> HttpOptions {
         self.token = Some(token.into());
+        self
+    }
+
+    /// Serve without a token (loopback only): every local process, the
+    /// commands of other workspaces' agents among them, can then use it.
+    pub fn no_auth(mut self) -> HttpOptions {
+        self.no_auth = true;
         self
     }
 
@@ -114,9 +134,12 @@ impl HttpOptions {
     }
 
     /// Refuse settings that would expose the tools: a token is required
-    /// anywhere but loopback, and must not be empty.
+    /// unless `no_auth` is asked for on loopback, and must not be short.
     pub fn check(&self) -> Result<(), String> {
         match &self.token {
+            Some(_) if self.no_auth => {
+                Err("a bearer token and --no-auth were both given: choose one".into())
+            }
             Some(token) if token.trim().is_empty() => {
                 Err("the bearer token is empty: give a token of at least 16 characters".into())
             }
@@ -124,11 +147,18 @@ impl HttpOptions {
                 "the bearer token is {} characters long: give one of at least 16",
                 token.len()
             )),
+            Some(_) => Ok(()),
             None if !self.addr.ip().is_loopback() => Err(format!(
-                "listening on {} (not a loopback address) needs a bearer token (--token-file)",
+                "listening on {} (not a loopback address) needs a bearer token \
+                 (--token-file); --no-auth is for loopback only",
                 self.addr
             )),
-            _ => Ok(()),
+            None if !self.no_auth => Err(format!(
+                "listening on {} without a bearer token: give one (--token-file), or serve \
+                 loopback to every local process with --no-auth",
+                self.addr
+            )),
+            None => Ok(()),
         }
     }
 }
@@ -302,13 +332,19 @@ impl Guard {
                 ));
             }
         }
-        if let Some(token) = &self.options.token {
+        // Fail closed: without a token, only an explicit no_auth admits
+        // (`check` refuses to bind otherwise).
+        if self.options.token.is_some() || !self.options.no_auth {
+            let expected = self.options.token.as_deref();
             let given = request
                 .headers()
                 .get(header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.strip_prefix("Bearer "));
-            if !given.is_some_and(|given| same_secret(given.trim().as_bytes(), token.as_bytes())) {
+            let admitted = given.zip(expected).is_some_and(|(given, token)| {
+                same_secret(given.trim().as_bytes(), token.as_bytes())
+            });
+            if !admitted {
                 let mut response = plain(
                     StatusCode::UNAUTHORIZED,
                     "Unauthorized: this server needs Authorization: Bearer <token>",
@@ -519,8 +555,11 @@ mod tests {
 
     #[test]
     fn the_host_header_must_name_loopback_the_address_or_an_allowed_name() {
-        let g =
-            guard(HttpOptions::new("127.0.0.1:8765".parse().unwrap()).allow_host("tools.internal"));
+        let g = guard(
+            HttpOptions::new("127.0.0.1:8765".parse().unwrap())
+                .no_auth()
+                .allow_host("tools.internal"),
+        );
         assert_eq!(status(&g, &[("host", "localhost:8765")]), None);
         assert_eq!(status(&g, &[("host", "127.0.0.1")]), None);
         assert_eq!(status(&g, &[("host", "[::1]:9")]), None);
@@ -547,7 +586,9 @@ mod tests {
     #[test]
     fn an_origin_is_refused_unless_allowed() {
         let g = guard(
-            HttpOptions::new("127.0.0.1:8765".parse().unwrap()).allow_origin("http://localhost:*"),
+            HttpOptions::new("127.0.0.1:8765".parse().unwrap())
+                .no_auth()
+                .allow_origin("http://localhost:*"),
         );
         let host = ("host", "localhost");
         assert_eq!(
@@ -563,7 +604,7 @@ mod tests {
             status(&g, &[host, ("origin", "https://evil.example")]),
             Some(StatusCode::FORBIDDEN)
         );
-        let g = guard(HttpOptions::new("127.0.0.1:8765".parse().unwrap()));
+        let g = guard(HttpOptions::new("127.0.0.1:8765".parse().unwrap()).no_auth());
         assert_eq!(
             status(&g, &[host, ("origin", "http://localhost:3000")]),
             Some(StatusCode::FORBIDDEN)
@@ -571,9 +612,16 @@ mod tests {
     }
 
     #[test]
-    fn a_token_is_required_off_loopback_and_checked_when_set() {
+    fn a_token_is_required_unless_no_auth_is_asked_for_on_loopback() {
         let open = HttpOptions::new("0.0.0.0:8765".parse().unwrap());
         assert!(open.check().unwrap_err().contains("needs a bearer token"));
+        assert!(
+            open.clone()
+                .no_auth()
+                .check()
+                .unwrap_err()
+                .contains("--no-auth is for loopback only")
+        );
         assert!(
             open.clone()
                 .token("short")
@@ -581,10 +629,28 @@ mod tests {
                 .unwrap_err()
                 .contains("at least 16")
         );
+        let loopback = HttpOptions::new("127.0.0.1:1".parse().unwrap());
         assert!(
-            HttpOptions::new("127.0.0.1:1".parse().unwrap())
+            loopback
+                .check()
+                .unwrap_err()
+                .contains("without a bearer token")
+        );
+        assert!(loopback.clone().no_auth().check().is_ok());
+        assert!(
+            loopback
+                .clone()
+                .token("0123456789abcdef0123")
                 .check()
                 .is_ok()
+        );
+        assert!(
+            loopback
+                .token("0123456789abcdef0123")
+                .no_auth()
+                .check()
+                .unwrap_err()
+                .contains("choose one")
         );
         let g = guard(open.token("0123456789abcdef0123").allow_host("*"));
         let host = ("host", "anything");
@@ -602,6 +668,13 @@ mod tests {
                 &[host, ("authorization", "Bearer 0123456789abcdef0123")]
             ),
             None
+        );
+        // Fail closed: a listener built without check() and without a token
+        // still admits nothing unless no_auth was asked for.
+        let closed = guard(HttpOptions::new("127.0.0.1:1".parse().unwrap()));
+        assert_eq!(
+            status(&closed, &[("host", "localhost")]),
+            Some(StatusCode::UNAUTHORIZED)
         );
         assert_eq!(generate_token().unwrap().len(), 64);
     }

@@ -38,7 +38,8 @@
 //! [`McpServer::serve_stdio`] serves one client on stdio;
 //! [`McpServer::http_route`] serves MCP's Streamable HTTP at `/mcp` on the
 //! [`crate::http`] listener, many clients at once (handshake clients in
-//! sessions, 2026-07-28 clients statelessly).
+//! sessions, bounded in count and idle time by [`sessions`]; 2026-07-28
+//! clients statelessly).
 
 use crate::error::Error;
 use crate::events::Event;
@@ -63,6 +64,11 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+
+#[cfg(feature = "http")]
+pub mod sessions;
+#[cfg(feature = "http")]
+pub use sessions::SessionBounds;
 
 /// The newest MCP revision served (see the module docs).
 pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2026_07_28;
@@ -176,22 +182,22 @@ impl McpServer {
     }
 
     /// Streamable HTTP at `/mcp`, for [`crate::http::HttpListener`]: request
-    /// bodies up to `max_body_bytes`; the listener checks `Host`, `Origin`
-    /// and the token first. Cancelling `shutdown` ends every session.
+    /// bodies up to `max_body_bytes`; handshake sessions within `bounds`
+    /// ([`sessions`]); the listener checks `Host`, `Origin` and the token
+    /// first. Cancelling `shutdown` ends every session.
     #[cfg(feature = "http")]
     pub fn http_route(
         &self,
         max_body_bytes: usize,
+        bounds: SessionBounds,
         shutdown: CancellationToken,
     ) -> crate::http::Route {
         use rmcp::transport::streamable_http_server::{
-            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+            StreamableHttpServerConfig, StreamableHttpService,
         };
         self.start_watching();
-        let mut sessions = LocalSessionManager::default();
-        // A session whose client vanished without closing it goes after
-        // this long without a request; a running call keeps it alive.
-        sessions.session_config.keep_alive = Some(SESSION_IDLE);
+        let bounded = Arc::new(sessions::BoundedSessions::local(bounds));
+        sessions::BoundedSessions::reap_idle(&bounded, shutdown.clone());
         let config = StreamableHttpServerConfig::default()
             // The listener has checked Host and Origin by its own rules.
             .disable_allowed_hosts()
@@ -199,8 +205,7 @@ impl McpServer {
             .with_max_request_body_bytes(max_body_bytes)
             .with_cancellation_token(shutdown);
         let server = self.clone();
-        let service =
-            StreamableHttpService::new(move || Ok(server.clone()), Arc::new(sessions), config);
+        let service = StreamableHttpService::new(move || Ok(server.clone()), bounded, config);
         crate::http::Route {
             path: "/mcp",
             handler: Arc::new(move |mut request| {
@@ -211,7 +216,15 @@ impl McpServer {
                     // stream's client goes away; this token does.
                     let gone = ClientGone(CancellationToken::new());
                     request.extensions_mut().insert(gone.clone());
-                    let response = service.handle(request).await;
+                    let (response, refused) = sessions::REFUSED
+                        .scope(std::cell::Cell::new(false), async move {
+                            let response = service.handle(request).await;
+                            (response, sessions::REFUSED.with(|r| r.get()))
+                        })
+                        .await;
+                    if refused {
+                        return too_many_sessions(bounds);
+                    }
                     response.map(|body| crate::http::hold(body, gone.0.drop_guard()))
                 })
             }),
@@ -268,8 +281,22 @@ fn call_token(context: &RequestContext<RoleServer>) -> CancellationToken {
     context.ct.clone()
 }
 
-/// How long an HTTP session may go without a request before it is dropped.
-const SESSION_IDLE: Duration = Duration::from_secs(600);
+/// 503 for an `initialize` past the session bound: what the bound is, what
+/// frees a place, and how to raise it. Nothing was created.
+#[cfg(feature = "http")]
+fn too_many_sessions(bounds: SessionBounds) -> http::Response<crate::http::HttpBody> {
+    crate::http::plain(
+        http::StatusCode::SERVICE_UNAVAILABLE,
+        format!(
+            "Service unavailable: this server already keeps {} MCP sessions, its limit \
+             (--max-sessions); a session ends when its client closes it (DELETE /mcp) or after \
+             {} s without a request (--session-idle). Start the server with a higher \
+             --max-sessions to allow more.",
+            bounds.max,
+            bounds.idle.as_secs()
+        ),
+    )
+}
 
 /// The watcher's handle on the server: it must not keep it alive.
 struct WeakServer(std::sync::Weak<Shared>);

@@ -24,6 +24,8 @@ use tokio::sync::oneshot;
 
 const TIME_CAP: Duration = Duration::from_secs(20);
 
+const TOKEN: &str = "bench-token-0123456789abcdef";
+
 fn call(id: u64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
         "name": "read", "arguments": {"path": "notes.txt"},
@@ -70,6 +72,9 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
     let ws = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("notes.txt"), "a line of notes\n".repeat(64)).unwrap();
     let config = tempfile::tempdir().unwrap();
+    // Measured as it is served: every request carries the bearer token.
+    let token_file = config.path().join("token");
+    std::fs::write(&token_file, TOKEN).unwrap();
     let rt = crate::runtime();
     let command = |args: &[&str]| {
         let mut command = tokio::process::Command::new(&bin);
@@ -84,7 +89,9 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
     let calls = cfg.scaled(400);
     for clients in [1usize, 8, 32] {
         let (http, stdio) = rt.block_on(async {
-            let http = over_http(command(&["mcp", "--http", "127.0.0.1:0"]), clients, calls).await;
+            let mut server = command(&["mcp", "--http", "127.0.0.1:0", "--token-file"]);
+            server.arg(&token_file);
+            let http = over_http(server, clients, calls).await;
             let stdio = over_stdio(command(&["mcp"]), clients, calls).await;
             (http, stdio)
         });
@@ -168,6 +175,7 @@ async fn http_client(addr: &str, calls: usize, deadline: Instant) -> Vec<Duratio
         let body = call(id).to_string();
         let request = http::Request::post("/mcp")
             .header("host", addr)
+            .header("authorization", format!("Bearer {TOKEN}"))
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", "2026-07-28")

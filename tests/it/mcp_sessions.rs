@@ -1,0 +1,90 @@
+//! `toolhost mcp --http` keeps a bounded number of sessions, each only while
+//! it is active: 4,000 sessions opened in a row were once all kept, about
+//! 80 KiB each, for ten minutes. Driven by the official MCP Python SDK and
+//! plain requests (tests/mcp_sessions.py) against the real server.
+
+use crate::support::*;
+use serde_json::Value;
+use std::process::Command;
+
+/// Run tests/mcp_sessions.py in `mode` against `server`; its summary.
+#[track_caller]
+fn sessions_script(server: &Listening, mode: &str, n: u64) -> Value {
+    let token = server
+        .token
+        .as_deref()
+        .expect("the server printed the token it generated");
+    let out = Command::new(python_with_mcp())
+        .arg(repo_root().join("tests/mcp_sessions.py"))
+        .args([&server.url, token, mode, &n.to_string()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "mcp_sessions.py {mode} {n} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("no summary line ({e}):\n{stdout}"))
+}
+
+#[test]
+fn an_initialize_past_the_session_bound_is_refused_and_the_open_sessions_are_still_served() {
+    let ws = Workspace::new();
+    let server = Listening::start(
+        &ws,
+        &["mcp", "--http", "127.0.0.1:0", "--max-sessions", "3"],
+    );
+    let summary = sessions_script(&server, "bound", 3);
+    assert_eq!(summary["refused"]["status"], 503);
+    assert_eq!(
+        summary["refused"]["text"],
+        "Service unavailable: this server already keeps 3 MCP sessions, its limit \
+         (--max-sessions); a session ends when its client closes it (DELETE /mcp) or after \
+         600 s without a request (--session-idle). Start the server with a higher \
+         --max-sessions to allow more."
+    );
+    assert_eq!(summary["stillServed"], 3);
+    assert_eq!(summary["afterClose"], "fast done");
+}
+
+#[test]
+fn an_idle_session_is_closed_and_its_place_freed_but_a_running_call_is_not_idle() {
+    let ws = Workspace::new();
+    let server = Listening::start(
+        &ws,
+        &[
+            "mcp",
+            "--http",
+            "127.0.0.1:0",
+            "--max-sessions",
+            "1",
+            "--session-idle",
+            "3",
+        ],
+    );
+    let summary = sessions_script(&server, "idle", 3);
+    assert_eq!(summary["longCall"], "slow done after 6000 ms");
+    assert_eq!(summary["newSession"], true);
+    assert_eq!(summary["oldSession"], 404);
+    assert_eq!(summary["newSessionServed"], true);
+}
+
+#[test]
+fn the_session_bounds_must_be_positive() {
+    let ws = Workspace::new();
+    for (flag, value) in [("--max-sessions", "0"), ("--session-idle", "0")] {
+        let out = ws
+            .cli()
+            .args(["mcp", "--http", "127.0.0.1:0", flag, value])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("invalid value '0' for '{flag}")),
+            "{stderr}"
+        );
+    }
+}
