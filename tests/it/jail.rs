@@ -833,3 +833,83 @@ fn doctor_reports_each_confinement_layer() {
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("\njail      on   "), "{text}");
 }
+
+#[test]
+fn jail_nothing_a_command_does_to_its_temp_directory_stops_the_next_call_or_start() {
+    require_jail();
+    let ws = Workspace::new();
+    // The CLI's system temp directory is this test's own.
+    let system = tempfile::tempdir().unwrap();
+    let uid = std::fs::metadata(system.path()).unwrap().uid();
+    let root = system.path().join(format!("toolhost-{uid}"));
+    let run = |command: &str| {
+        toolhost_with_env(
+            &ws,
+            &[
+                "--require-jail",
+                "call",
+                "bash",
+                &json!({ "command": command }).to_string(),
+            ],
+            None,
+            &[("TMPDIR", system.path().to_str().unwrap())],
+        )
+    };
+    let stdout = |out: &std::process::Output| String::from_utf8_lossy(&out.stdout).into_owned();
+
+    // Its mode changed, its parent's too, and filled: the next call starts
+    // in a fresh one, and nothing of the old is left.
+    let out = run(
+        "echo x > $TMPDIR/kept; head -c 20000000 /dev/zero > $TMPDIR/fill; \
+         mkdir $TMPDIR/closed && chmod 0 $TMPDIR/closed; chmod 755 $TMPDIR $TMPDIR/..; \
+         echo $TMPDIR",
+    );
+    // (The host's own directory is read-only to it: `..` stays as it was.)
+    let first = stdout(&out).trim().lines().last().unwrap_or("").to_string();
+    assert!(first.starts_with(root.to_str().unwrap()), "{first}");
+    assert!(
+        !Path::new(&first).exists(),
+        "the call's temp directory is gone"
+    );
+    let out = run("ls -A $TMPDIR; echo ok > $TMPDIR/f && cat $TMPDIR/f");
+    assert_eq!(stdout(&out).trim(), "ok", "a fresh, empty, writable one");
+    let mode = std::fs::metadata(&root).unwrap().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    let left: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("tmp-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    // Whatever else changed the host's own directory (a program outside the
+    // jail): repaired at the next start, and said once.
+    let elsewhere = tempfile::tempdir().unwrap();
+    for (damage, said) in [
+        ("mode", "had mode 755; set back to 700"),
+        ("link", "was a symbolic link"),
+        ("file", "was not a directory"),
+    ] {
+        match damage {
+            "mode" => std::fs::set_permissions(&root, PermissionsExt::from_mode(0o755)).unwrap(),
+            "link" => {
+                std::fs::remove_dir_all(&root).unwrap();
+                std::os::unix::fs::symlink(elsewhere.path(), &root).unwrap();
+            }
+            _ => {
+                std::fs::remove_dir_all(&root).unwrap();
+                std::fs::write(&root, "not a directory").unwrap();
+            }
+        }
+        let out = run("echo ok");
+        assert_eq!(stdout(&out).trim(), "ok", "{damage}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.matches(said).count(), 1, "{damage}: {stderr}");
+        assert!(std::fs::symlink_metadata(&root).unwrap().is_dir());
+        assert_eq!(std::fs::metadata(&root).unwrap().mode() & 0o777, 0o700);
+        if damage == "link" {
+            // Nothing was written where the link pointed.
+            assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+        }
+    }
+}

@@ -719,3 +719,54 @@ own_matrix! {
     protect_own_audit_symlink: Own::AuditDir, OwnAttack::Symlink;
     protect_own_audit_hardlink: Own::AuditDir, OwnAttack::Hardlink;
 }
+
+/// What a call's result says when the guard undid something.
+fn reverted(result: &toolhost::ToolResultMessage) -> bool {
+    result.text().contains("toolhost reverted")
+}
+
+#[test]
+fn protect_an_ordinary_git_workflow_in_the_jail_keeps_working() {
+    for mode in jail_modes() {
+        let ws = Workspace::new();
+        let host = built(builder(&ws).jail(mode));
+        let identity = "export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@example.invalid \
+                        GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@example.invalid; set -e; ";
+        // The first call makes the repositories; the second works in them
+        // as they exist (their configuration read-only, their git
+        // directories pinned).
+        let first = format!(
+            "{identity}git init -q --bare -b main remote.git && git init -q -b main proj && cd proj && \
+             git remote add origin ../remote.git && echo one > a.txt && git add a.txt && \
+             git commit -qm one && git push -q origin main && echo FIRST-OK"
+        );
+        let second = format!(
+            "{identity}cd proj && git checkout -q -b feature && echo two >> a.txt && \
+             git commit -qam two && git checkout -q main && echo three > b.txt && git add b.txt && \
+             git commit -qm three && git merge -q --no-edit feature && git checkout -q feature && \
+             git rebase -q main && echo wip >> a.txt && git stash -q && git stash pop -q && \
+             git checkout -q -- a.txt && git branch -q topic && git checkout -q main && \
+             git push -q origin main feature && git fetch -q origin && \
+             cd .. && git clone -q remote.git copy && cd copy && git log --oneline | wc -l && \
+             git pull -q origin main && echo SECOND-OK"
+        );
+        for (command, done) in [(first, "FIRST-OK"), (second, "SECOND-OK")] {
+            let r = bash(&host, &command);
+            assert!(
+                !r.is_error && r.text().contains(done) && !reverted(&r),
+                "{mode:?}: {}",
+                r.text()
+            );
+        }
+        let log = Command::new("git")
+            .args(["-C", "proj", "log", "--format=%s", "main"])
+            .current_dir(&ws.path)
+            .output()
+            .unwrap();
+        let subjects = String::from_utf8_lossy(&log.stdout);
+        assert!(
+            subjects.contains("two") && subjects.contains("three") && subjects.contains("one"),
+            "{mode:?}: {subjects}"
+        );
+    }
+}

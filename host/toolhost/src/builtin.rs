@@ -77,9 +77,10 @@ pub(crate) fn shell_policy(
         .fold(template, |p, shell| p.program(*shell))
         .cwd_root(workspace)
         .write_root(workspace)
-        .write_root(temp_dir)
+        .scratch_in(temp_dir)
+        // Full-output files, read back by commands (read-only).
+        .show(temp_dir)
         .host_env()
-        .env("TMPDIR", temp_dir.to_string_lossy())
         .session_id(session_id)
         .jail(jail.mode)
         .view(View::Everything)

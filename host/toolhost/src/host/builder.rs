@@ -427,9 +427,11 @@ impl HostBuilder {
                 }
             };
 
-        let temp_dir = match &self.temp_dir {
-            Some(dir) => std::fs::create_dir_all(dir).and_then(|()| dir.canonicalize()),
-            None => private_temp_dir(),
+        let (temp_dir, temp_repaired) = match &self.temp_dir {
+            Some(dir) => std::fs::create_dir_all(dir)
+                .and_then(|()| dir.canonicalize())
+                .map(|dir| (dir, None)),
+            None => crate::ops::process::scratch::temp_root(),
         }
         .map_err(|e| Error::runtime_because("cannot use the temp directory", e))?;
         remove_stale_outputs(&temp_dir);
@@ -441,6 +443,12 @@ impl HostBuilder {
                 )
             })?);
         let mut diagnostics = policy.diagnostics.clone();
+        if let Some(repaired) = temp_repaired {
+            diagnostics.push(Diagnostic {
+                path: temp_dir.display().to_string(),
+                message: format!("the temp directory was repaired: {repaired}"),
+            });
+        }
         let jail = self.shell_jail(&policy, &protected, user_config.as_deref(), &runtime);
         let write_roots: Vec<PathBuf> = policy
             .shell
@@ -672,26 +680,4 @@ fn remove_stale_outputs(temp_dir: &Path) {
             let _ = std::fs::remove_file(entry.path());
         }
     }
-}
-
-/// `<system temp>/toolhost-<uid>`, created private (0700). An existing one
-/// must be a directory owned by this user and closed to others, so another
-/// user cannot plant links or read full outputs there.
-fn private_temp_dir() -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    let uid = rustix::process::getuid().as_raw();
-    let dir = std::env::temp_dir().join(format!("toolhost-{uid}"));
-    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
-    }
-    let meta = std::fs::symlink_metadata(&dir)?;
-    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
-        return Err(std::io::Error::other(format!(
-            "{} must be a directory owned by uid {uid} with mode 0700",
-            dir.display()
-        )));
-    }
-    dir.canonicalize()
 }

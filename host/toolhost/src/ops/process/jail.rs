@@ -86,7 +86,7 @@ pub struct JailSpec<'a> {
     pub git: Option<&'a GitGuard>,
     /// `$HOME`, replaced by an empty directory of the jail's own.
     pub home_hidden: Option<&'a Path>,
-    /// Shown read-only within the hidden home.
+    /// Shown read-only, within the emptied directories or the hidden home.
     pub shown: &'a [PathBuf],
 }
 
@@ -486,9 +486,11 @@ pub(crate) fn bwrap_args(
         // Empty, and (by Landlock, which knows only the write roots) not
         // writable: the roots and the temp directory are where commands write.
         push(&[&os("--tmpfs"), home.as_os_str()]);
-        for dir in spec.shown.iter().filter(|d| d.is_dir()) {
-            push(&[&os("--ro-bind"), dir.as_os_str(), dir.as_os_str()]);
-        }
+    }
+    // Shown within what was emptied or hidden (the host's temp directory,
+    // where full-output files are; what a hidden home shows).
+    for dir in spec.shown.iter().filter(|d| d.is_dir()) {
+        push(&[&os("--ro-bind"), dir.as_os_str(), dir.as_os_str()]);
     }
     if spec.view == View::SystemOnly {
         for root in spec.read_roots {

@@ -67,6 +67,7 @@ pub mod doctor;
 pub mod jail;
 pub mod limits;
 mod policy;
+pub mod scratch;
 pub mod secrets;
 mod supervisor;
 mod sys;

@@ -42,13 +42,15 @@ pub struct ProcessPolicy {
     hidden: Vec<PathBuf>,
     /// `$HOME`, when jailed children see none of it but what is shown.
     home_hidden: Option<PathBuf>,
-    /// Shown read-only within a hidden home.
+    /// Shown read-only within the emptied directories or a hidden home.
     shown: Vec<PathBuf>,
     /// `None`: [`ProcessLimits::default`].
     limits: Option<ProcessLimits>,
     /// Knows the repositories beneath the write roots, whose configuration
     /// and hooks the jail keeps read-only.
     git: Option<Arc<GitGuard>>,
+    /// Where each child gets a temp directory of its own.
+    scratch_parent: Option<PathBuf>,
 }
 
 impl ProcessPolicy {
@@ -111,9 +113,18 @@ impl ProcessPolicy {
         self
     }
 
-    /// Show `dir` read-only within a hidden home.
+    /// Show `dir` read-only to jailed children even where it lies in what
+    /// the jail empties (`/tmp`) or hides (a hidden home).
     pub fn show(mut self, dir: impl AsRef<Path>) -> Self {
         self.shown.push(real_path(dir.as_ref()));
+        self
+    }
+
+    /// Give each child a temp directory of its own in `dir`: its `TMPDIR`,
+    /// writable, removed with everything in it once the child and every
+    /// process it started are gone ([`super::scratch`]).
+    pub fn scratch_in(mut self, dir: impl AsRef<Path>) -> Self {
+        self.scratch_parent = Some(real_path(dir.as_ref()));
         self
     }
 
@@ -269,6 +280,35 @@ impl ProcessPolicy {
         cancel: CancellationToken,
         spawned: &Spawned,
     ) -> Result<Child, ProcessError> {
+        let Some(parent) = &self.scratch_parent else {
+            return self.spawn_with(command, cancel, spawned, None);
+        };
+        let scratch = super::scratch::Scratch::create(parent).map_err(|e| {
+            error(
+                ProcessErrorCode::Other,
+                format!("cannot make a temp directory in {}: {e}", parent.display()),
+            )
+        })?;
+        let own = scratch.path().to_path_buf();
+        let policy = ProcessPolicy {
+            scratch_parent: None,
+            ..self.clone()
+        }
+        .write_root(&own)
+        .cwd_root(&own)
+        .env("TMPDIR", own.to_string_lossy());
+        policy.spawn_with(command, cancel, spawned, Some(scratch))
+    }
+
+    /// [`Self::spawn_for`] with the child's own temp directory, if it has one
+    /// (removed when the child is gone).
+    fn spawn_with(
+        &self,
+        command: Command,
+        cancel: CancellationToken,
+        spawned: &Spawned,
+        scratch: Option<super::scratch::Scratch>,
+    ) -> Result<Child, ProcessError> {
         // Held by the supervisor until the child is gone (released at once
         // if it never starts).
         let token = spawned.token();
@@ -396,6 +436,7 @@ impl ProcessPolicy {
             quiet_until: None,
             last_busy: None,
             spawned: Some(token),
+            scratch,
         };
         if let Some(pidfd) = &supervisor.pidfd
             && let Err(e) = epoll::add(

@@ -109,6 +109,8 @@ pub(super) struct Supervisor {
     /// gone: when the supervisor ends, or when a still-dying leader is
     /// reaped.
     pub(super) spawned: Option<SpawnToken>,
+    /// The child's own temp directory, removed once it is gone.
+    pub(super) scratch: Option<super::scratch::Scratch>,
 }
 
 pub(super) const TOKEN_PIDFD: u64 = 2;
@@ -585,6 +587,11 @@ impl Supervisor {
     /// ours), then reap the leader.
     pub(super) async fn finish(&mut self) {
         let _ = rustix::process::kill_process_group(self.pgid, Signal::KILL);
+        if let Some(scratch) = self.scratch.take() {
+            // Whatever the child left in it (gigabytes, closed directories)
+            // goes off the runtime.
+            tokio::task::spawn_blocking(move || drop(scratch));
+        }
         if let Some(cgroup) = self.cgroup.take() {
             // Removing it may wait for the last process to be gone.
             tokio::task::spawn_blocking(move || drop(cgroup));
