@@ -770,3 +770,37 @@ fn protect_an_ordinary_git_workflow_in_the_jail_keeps_working() {
         );
     }
 }
+
+#[test]
+fn protect_an_extensions_wasi_files_cannot_plant_what_git_runs() {
+    // A directory an extension may write through WASI holds a repository
+    // deeper down (its top has none, so the preopen is writable): the
+    // git guard watches the call.
+    let scene = GitScene::new(Repo::New);
+    let ws = &scene.ws;
+    scene.init(&ws.path.join("out/r"));
+    let before = ws.read("out/r/.git/config");
+    let host = built(
+        granted(
+            ws,
+            "[extensions.hostile]\nfs-read = [\"out\"]\nfs-write = [\"out\"]\n",
+        )
+        .extensions(|e| e.load(toolhost_tests::HOSTILE)),
+    );
+    let config = ws.path.join("out/r/.git/config");
+    let planted = format!("{before}[core]\n\tfsmonitor = {}\n", scene.marker());
+    let r = call(
+        &host,
+        "hostile",
+        json!({"mode": "wasi-write", "path": config.display().to_string(), "content": planted}),
+    );
+    assert!(reverted(&r), "{}", r.text());
+    assert_eq!(ws.read("out/r/.git/config"), before);
+    let out = scene
+        .git_command(&ws.path.join("out/r"))
+        .args(["status"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(!scene.outside.path().join("ran").exists());
+}
