@@ -302,6 +302,29 @@ const SECRET_STORES: &[&str] = &[
     ".bash_history",
 ];
 
+/// What bash prints, run in the jail by the CLI with `home` as `$HOME` (and
+/// the shared compile cache), `env` on top.
+fn bash_at_home(ws: &Workspace, home: &Path, command: &str, env: &[(&str, &str)]) -> String {
+    let cache = shared_cache();
+    let mut vars = vec![
+        ("HOME", home.to_str().unwrap()),
+        ("TOOLHOST_CACHE_DIR", cache.as_str()),
+    ];
+    vars.extend_from_slice(env);
+    let out = toolhost_with_env(
+        ws,
+        &[
+            "--require-jail",
+            "call",
+            "bash",
+            &json!({ "command": command }).to_string(),
+        ],
+        None,
+        &vars,
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[test]
 fn jail_secret_stores_are_hidden_and_other_files_outside_stay_readable() {
     require_jail();
@@ -324,24 +347,16 @@ fn jail_secret_stores_are_hidden_and_other_files_outside_stay_readable() {
         .collect();
     let command = format!("{}; cat ~/notes.txt; true", reads.join("; "));
     let home_str = home.path().to_str().unwrap();
-    let out = toolhost_with_env(
+    let stdout = bash_at_home(
         &ws,
+        home.path(),
+        &command,
         &[
-            "--require-jail",
-            "call",
-            "bash",
-            &json!({ "command": command }).to_string(),
-        ],
-        None,
-        &[
-            ("HOME", home_str),
-            ("TOOLHOST_CACHE_DIR", &shared_cache()),
             ("XDG_CONFIG_HOME", &format!("{home_str}/xdg-config")),
             ("XDG_DATA_HOME", &format!("{home_str}/xdg-data")),
             ("DOCKER_CONFIG", &format!("{home_str}/docker-config")),
         ],
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("just notes\n"),
         "a file outside stays readable: {stdout}"
@@ -373,22 +388,12 @@ fn jail_home_hidden_shows_only_the_roots_and_the_named_directories() {
     let home_str = home.path().to_str().unwrap();
     let command = "cat ~/notes.txt; cat ~/shown/a.txt; echo scratch > ~/cache.txt && \
                    cat ~/cache.txt; echo w > ws.txt && cat ws.txt; ls -A ~";
-    let out = toolhost_with_env(
+    let stdout = bash_at_home(
         &ws,
-        &[
-            "--require-jail",
-            "call",
-            "bash",
-            &json!({ "command": command }).to_string(),
-        ],
-        None,
-        &[
-            ("HOME", home_str),
-            ("TOOLHOST_CACHE_DIR", &shared_cache()),
-            ("XDG_CONFIG_HOME", &format!("{home_str}/.config")),
-        ],
+        home.path(),
+        command,
+        &[("XDG_CONFIG_HOME", &format!("{home_str}/.config"))],
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!stdout.contains("private notes"), "{stdout}");
     assert!(stdout.contains("No such file or directory"), "{stdout}");
     assert!(

@@ -30,24 +30,17 @@ fn python_sdk_drives_toolhost_mcp(transport: &str, mode: &str) -> Value {
     let kit = tempfile::tempdir().unwrap();
     let extension = kit.path().join("testkit.wasm");
     std::fs::copy(toolhost_tests::TESTKIT, &extension).unwrap();
-    let out = Command::new(python_with_mcp())
-        .arg(repo_root().join("tests/mcp_client.py"))
-        .arg(toolhost_bin())
-        .arg(&ws.path)
-        .arg(&extension)
-        .arg(toolhost_tests::FSPROBE)
-        .args([transport, mode])
-        .env("XDG_CONFIG_HOME", ws.config_home())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "mcp_client.py {transport} {mode} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    let summary = script_summary(
+        Command::new(python_with_mcp())
+            .arg(repo_root().join("tests/mcp_client.py"))
+            .arg(toolhost_bin())
+            .arg(&ws.path)
+            .arg(&extension)
+            .arg(toolhost_tests::FSPROBE)
+            .args([transport, mode])
+            .env("XDG_CONFIG_HOME", ws.config_home()),
+        &format!("mcp_client.py {transport} {mode}"),
     );
-    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("no summary line ({e}):\n{stdout}"));
     let version = if mode == "legacy" {
         "2025-11-25"
     } else {

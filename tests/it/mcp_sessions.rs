@@ -14,19 +14,12 @@ fn sessions_script(server: &Listening, mode: &str, n: u64) -> Value {
         .token
         .as_deref()
         .expect("the server printed the token it generated");
-    let out = Command::new(python_with_mcp())
-        .arg(repo_root().join("tests/mcp_sessions.py"))
-        .args([&server.url, token, mode, &n.to_string()])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "mcp_sessions.py {mode} {n} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("no summary line ({e}):\n{stdout}"))
+    script_summary(
+        Command::new(python_with_mcp())
+            .arg(repo_root().join("tests/mcp_sessions.py"))
+            .args([&server.url, token, mode, &n.to_string()]),
+        &format!("mcp_sessions.py {mode} {n}"),
+    )
 }
 
 #[test]

@@ -378,20 +378,21 @@ fn run_git_case(repo: Repo, attack: GitAttack) {
     }
 }
 
-/// One test per repository and attack (every ancestor on the way to its
-/// configuration renamed in a test of its own).
-macro_rules! git_matrix {
-    ($($name:ident: $repo:expr, $attack:expr;)*) => {
+/// One test per item and attack, each running `$run(item, attack)` (every
+/// ancestor on the way to an item renamed in a test of its own).
+macro_rules! matrix {
+    ($run:ident; $($name:ident: $item:expr, $attack:expr;)*) => {
         $(
             #[test]
             fn $name() {
-                run_git_case($repo, $attack);
+                $run($item, $attack);
             }
         )*
     };
 }
 
-git_matrix! {
+matrix! {
+    run_git_case;
     protect_git_top_write: Repo::Top, GitAttack::Write;
     protect_git_top_edit: Repo::Top, GitAttack::Edit;
     protect_git_top_bash_config: Repo::Top, GitAttack::BashConfig;
@@ -676,18 +677,8 @@ fn run_own_case(item: Own, attack: OwnAttack) {
     scene.assert_toolhost_grants_nothing_planted(cache);
 }
 
-macro_rules! own_matrix {
-    ($($name:ident: $item:expr, $attack:expr;)*) => {
-        $(
-            #[test]
-            fn $name() {
-                run_own_case($item, $attack);
-            }
-        )*
-    };
-}
-
-own_matrix! {
+matrix! {
+    run_own_case;
     protect_own_workspace_toml_write: Own::WorkspaceToml, OwnAttack::Write;
     protect_own_workspace_toml_edit: Own::WorkspaceToml, OwnAttack::Edit;
     protect_own_workspace_toml_bash: Own::WorkspaceToml, OwnAttack::Bash;

@@ -367,6 +367,21 @@ pub fn python_with_mcp() -> PathBuf {
     python
 }
 
+/// Run a Python client script (`what` names it in a failure) that must
+/// succeed and print a JSON summary as its last line; that summary.
+#[track_caller]
+pub fn script_summary(cmd: &mut Command, what: &str) -> Value {
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{what} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{what}: no summary line ({e}):\n{stdout}"))
+}
+
 /// Encode component WAT text into `{name}.wasm` in `ws`: the host loads
 /// extensions from files, and the file stem is the name grants use.
 #[track_caller]

@@ -150,7 +150,7 @@ mod tests {
         let path = scratch.path().to_path_buf();
         std::fs::create_dir_all(path.join("a/b")).unwrap();
         std::fs::write(path.join("a/b/f"), "x").unwrap();
-        std::fs::set_permissions(path.join("a"), std::fs::Permissions::from_mode(0)).unwrap();
+        std::fs::set_permissions(path.join("a"), std::fs::Permissions::from_mode(0o0)).unwrap();
         drop(scratch);
         assert!(!path.exists());
         // A root closed meanwhile is opened again for the next one.

@@ -101,7 +101,7 @@ pub fn parse_config(text: &str) -> Result<Vec<Entry>, String> {
 fn parse_header(line: &str) -> Option<((String, Option<String>), &str)> {
     let inner = &line[1..];
     let close_plain = inner.find(']')?;
-    let name_end = inner.find(|c: char| c == ' ' || c == '\t' || c == '"' || c == ']')?;
+    let name_end = inner.find([' ', '\t', '"', ']'])?;
     let name = &inner[..name_end];
     if name.is_empty()
         || !name

@@ -92,6 +92,8 @@ struct DirInfo {
     /// Its entries can be trusted until its identity changes.
     settled: bool,
     subdirs: Vec<OsString>,
+    /// Its other entries' names, kept only for a hooks directory (the
+    /// survey of a large tree keeps no file names).
     files: Vec<OsString>,
     /// What its `.git` entry is, if it has one.
     dot_git: Option<DotGit>,
@@ -514,11 +516,11 @@ impl GitGuard {
             let configs = [common_dir.join("config"), git_dir.join("config.worktree")];
             let mut local_hooks = None;
             for config in &configs {
-                if let Some(text) = self.text(state, config) {
-                    if let Some(value) = git::hooks_path(&text) {
-                        let base = if dot_git.is_some() { &top } else { &git_dir };
-                        local_hooks = git::config_path(&value, base, self.home.as_deref());
-                    }
+                if let Some(text) = self.text(state, config)
+                    && let Some(value) = git::hooks_path(&text)
+                {
+                    let base = if dot_git.is_some() { &top } else { &git_dir };
+                    local_hooks = git::config_path(&value, base, self.home.as_deref());
                 }
                 self.add_config(state, config, 0, &mut |p| {
                     add(&mut code, p, CodeKind::Config)
@@ -715,7 +717,7 @@ fn dir_info(
     {
         return Some(info.clone());
     }
-    let info = read_dir_info(path, id, &meta, start)?;
+    let info = read_dir_info(path, id, &meta, start, follow)?;
     cache.insert(path.to_path_buf(), info.clone());
     Some(info)
 }
@@ -725,6 +727,7 @@ fn read_dir_info(
     id: FileId,
     meta: &std::fs::Metadata,
     start: SystemTime,
+    keep_files: bool,
 ) -> Option<DirInfo> {
     let entries = match std::fs::read_dir(path) {
         Ok(entries) => entries.collect::<Vec<_>>(),
@@ -756,10 +759,15 @@ fn read_dir_info(
         }
         if kind.is_dir() {
             info.subdirs.push(name.clone());
-        } else {
+        } else if keep_files {
             info.files.push(name.clone());
         }
-        names.insert(name);
+        if ["HEAD", "objects", "refs", "commondir"]
+            .iter()
+            .any(|n| name == *n)
+        {
+            names.insert(name);
+        }
     }
     info.looks_like_git_dir = git::looks_like_git_dir(|n| names.contains(std::ffi::OsStr::new(n)));
     Some(info)
