@@ -18,7 +18,11 @@
 //! * refuses datagram Unix sockets (`EACCES`): a datagram can be addressed
 //!   to any socket file with `sendto` or `sendmsg`, which no filter can see
 //!   into; stream and seqpacket sockets, and socket pairs of those, work;
-//! * refuses `io_uring_setup`, whose rings connect without a system call.
+//! * refuses `io_uring_setup`, whose rings connect without a system call;
+//! * refuses a new user namespace (`unshare` or `clone` with
+//!   `CLONE_NEWUSER`; `clone3`, whose flags it cannot see, is `ENOSYS`, and
+//!   C libraries fall back to `clone`): bubblewrap's `--disable-userns`,
+//!   which would take the init's right to mount with it.
 //!
 //! This program shares the jail's network namespace, Landlock domain and
 //! mount namespace with the command, so a connection it makes is one the
@@ -42,6 +46,8 @@ pub fn filter() -> Vec<libc::sock_filter> {
     const RET_NOTIFY: u32 = 0x7fc0_0000;
     const RET_DENY: u32 = 0x0005_0000 | libc::EACCES as u32;
     const RET_KILL: u32 = 0x8000_0000;
+    const RET_NOSYS: u32 = 0x0005_0000 | libc::ENOSYS as u32;
+    const RET_EPERM: u32 = 0x0005_0000 | libc::EPERM as u32;
     const NR: u32 = 0;
     const ARCH_AT: u32 = 4;
     const ARG0: u32 = 16;
@@ -55,10 +61,11 @@ pub fn filter() -> Vec<libc::sock_filter> {
     let ld = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
     let jeq = libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K;
     let jge = libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K;
+    let jset = libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K;
     let and = libc::BPF_ALU | libc::BPF_AND | libc::BPF_K;
     let ret = libc::BPF_RET | libc::BPF_K;
     // Jump offsets count from the next instruction; the targets are the
-    // returns at 15 (refused), 16 (x32), 17 (allowed) and 18 (notify).
+    // returns from 20 on.
     vec![
         // 0: another ABI has other numbers: killed, as by the host's filter.
         op(ld, ARCH_AT, 0, 0),
@@ -66,12 +73,21 @@ pub fn filter() -> Vec<libc::sock_filter> {
         op(ret, RET_KILL, 0, 0),
         op(ld, NR, 0, 0),
         // 4: x32 numbers.
-        op(jge, 0x4000_0000, 11, 0),
-        op(jeq, libc::SYS_connect as u32, 12, 0),
-        op(jeq, libc::SYS_io_uring_setup as u32, 8, 0),
-        op(jeq, libc::SYS_socket as u32, 1, 0),
-        op(jeq, libc::SYS_socketpair as u32, 0, 8),
-        // 9: socket or socketpair: of a Unix socket, only stream and
+        op(jge, 0x4000_0000, 16, 0),
+        op(jeq, libc::SYS_connect as u32, 17, 0),
+        op(jeq, libc::SYS_io_uring_setup as u32, 13, 0),
+        // 7: clone3's flags are behind a pointer: refused as unknown, and C
+        // libraries fall back to clone.
+        op(jeq, libc::SYS_clone3 as u32, 16, 0),
+        op(jeq, libc::SYS_unshare as u32, 3, 0),
+        op(jeq, libc::SYS_clone as u32, 2, 0),
+        op(jeq, libc::SYS_socket as u32, 3, 0),
+        op(jeq, libc::SYS_socketpair as u32, 2, 10),
+        // 12: unshare or clone: no new user namespace (one would give the
+        // command all capabilities over mounts of its own).
+        op(ld, ARG0, 0, 0),
+        op(jset, libc::CLONE_NEWUSER as u32, 11, 8),
+        // 14: socket or socketpair: of a Unix socket, only stream and
         // seqpacket types.
         op(ld, ARG0, 0, 0),
         op(jeq, AF_UNIX, 0, 6),
@@ -79,14 +95,18 @@ pub fn filter() -> Vec<libc::sock_filter> {
         op(and, SOCK_TYPE_MASK, 0, 0),
         op(jeq, libc::SOCK_STREAM as u32, 3, 0),
         op(jeq, libc::SOCK_SEQPACKET as u32, 2, 0),
-        // 15: refused.
+        // 20: refused.
         op(ret, RET_DENY, 0, 0),
-        // 16: x32.
+        // 21: x32.
         op(ret, RET_KILL, 0, 0),
-        // 17: allowed.
+        // 22: allowed.
         op(ret, RET_ALLOW, 0, 0),
-        // 18: connect: this program decides.
+        // 23: connect: this program decides.
         op(ret, RET_NOTIFY, 0, 0),
+        // 24: clone3.
+        op(ret, RET_NOSYS, 0, 0),
+        // 25: a new user namespace.
+        op(ret, RET_EPERM, 0, 0),
     ]
 }
 

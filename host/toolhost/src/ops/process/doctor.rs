@@ -31,11 +31,19 @@ pub fn layers() -> Vec<Layer> {
 
 fn jail_layer() -> Layer {
     let means = "own user, PID, mount, IPC and UTS namespaces: programs see the system \
-                 read-only and only their roots writable, never the secret stores, the \
-                 session's sockets or another process, and end with their call"
+                 read-only and only their roots writable, never the secret stores, a Unix \
+                 socket outside their roots or another process, cannot rename what protects \
+                 git and toolhost, and end with their call"
         .to_string();
     match jail::support() {
-        jail::Support::Available { bwrap, .. } => {
+        jail::Support::Available {
+            bwrap, init_mounts, ..
+        } => {
+            let mounts = if *init_mounts {
+                "protective mounts by the init"
+            } else {
+                "protective mounts by bubblewrap (slower: its --cap-add is refused here)"
+            };
             let version = std::process::Command::new(bwrap)
                 .arg("--version")
                 .env_clear()
@@ -46,7 +54,7 @@ fn jail_layer() -> Layer {
             Layer {
                 name: "jail",
                 on: true,
-                state: format!("{} ({version}), user namespaces", bwrap.display()),
+                state: format!("{} ({version}), user namespaces, {mounts}", bwrap.display()),
                 means,
                 fix: None,
             }

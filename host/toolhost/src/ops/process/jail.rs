@@ -96,7 +96,8 @@ pub enum Support {
     Available {
         /// The bubblewrap executable.
         bwrap: PathBuf,
-        /// It knows `--disable-userns` (0.8 and later).
+        /// It knows `--disable-userns` (0.8 and later) and the init does not
+        /// mount (which that option prevents).
         disable_userns: bool,
         /// The init may make the protective mounts itself (bubblewrap lets
         /// it keep `CAP_SYS_ADMIN` in the jail, the kernel has the new mount
@@ -125,12 +126,17 @@ fn probe() -> Support {
                 .into(),
         };
     };
-    // The likeliest first: one probe on a current system.
-    let attempt = [(true, true), (true, false), (false, true), (false, false)]
-        .into_iter()
-        .map(|(userns, mounts)| probe_jail(&bwrap, userns, mounts).map(|()| (userns, mounts)))
-        .reduce(|found, next| found.or(next))
-        .expect("four attempts");
+    // The likeliest first: one probe on a current system. The init's own
+    // mounts exclude `--disable-userns` (bubblewrap then runs the init in a
+    // nested user namespace that does not own the mount namespace); the
+    // init's seccomp filter refuses new user namespaces instead.
+    let mut attempt = Err(String::new());
+    for (userns, mounts) in [(false, true), (true, false), (false, false)] {
+        attempt = probe_jail(&bwrap, userns, mounts).map(|()| (userns, mounts));
+        if attempt.is_ok() {
+            break;
+        }
+    }
     match attempt {
         Ok((disable_userns, init_mounts)) => Support::Available {
             bwrap,
