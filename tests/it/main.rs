@@ -10,6 +10,7 @@ mod edit;
 mod examples;
 mod extensions;
 mod formats;
+mod grants;
 mod hooks;
 mod hostile;
 mod hostile_trust;

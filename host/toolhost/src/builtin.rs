@@ -4,7 +4,7 @@
 //! it; bash runs programs; grep and find search).
 
 use crate::component::{Capabilities, Limits};
-use crate::ops::fs::{FsRead, FsWrite};
+use crate::ops::fs::{FsRead, FsWrite, GrantedDir};
 use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy, STOP_GRACE, View};
 use crate::ops::protect::{GitGuard, ProtectedPaths};
 use crate::ops::search::Search;
@@ -61,14 +61,15 @@ pub(crate) struct ShellJail {
 /// The process policy of the shell tools: `template` (the embedder's: the
 /// network, the default timeout, limits, further roots) with the shells,
 /// working directories in the workspace, writes in the workspace, the host's
-/// temp directory (also the children's `TMPDIR`) and `extra_write_roots`,
-/// the allowlisted host environment, the session id, and the jail (the whole
+/// temp directory (also the children's `TMPDIR`) and `extra_write_roots`
+/// (`[shell] read-write`: the directories approved, pinned), the
+/// allowlisted host environment, the session id, and the jail (the whole
 /// system read-only, the protected paths read-only, the hidden ones hidden).
 pub(crate) fn shell_policy(
     template: ProcessPolicy,
     workspace: &Path,
     temp_dir: &Path,
-    extra_write_roots: &[PathBuf],
+    extra_write_roots: &[GrantedDir],
     session_id: Option<String>,
     jail: ShellJail,
 ) -> ProcessPolicy {
@@ -89,7 +90,7 @@ pub(crate) fn shell_policy(
         policy = policy.limits(limits);
     }
     for root in extra_write_roots {
-        policy = policy.write_root(root);
+        policy = policy.write_root_pinned(root);
     }
     for path in jail.hidden {
         policy = policy.hide(path);

@@ -409,10 +409,13 @@ impl Sandbox {
             } else {
                 FsPerms::ReadOnly
             };
-            let guest_path = dir.to_string_lossy();
-            wasi.preopened_dir(dir, &guest_path, perms).map_err(|e| {
-                CallFailure::Start(format!("opening granted directory {guest_path}: {e}"))
-            })?;
+            // Opened through the held descriptor: a directory swapped for a
+            // symbolic link after the grant was resolved is not followed.
+            let guest_path = dir.path().to_string_lossy();
+            wasi.preopened_dir(dir.reopen_path(), &guest_path, perms)
+                .map_err(|e| {
+                    CallFailure::Start(format!("opening granted directory {guest_path}: {e}"))
+                })?;
         }
         wasi.envs(&grants.env);
         if let Some(cwd) = &grants.cwd {

@@ -4,6 +4,8 @@
 //!
 //! * [`discovery`] finds extension files and manifests;
 //! * [`policy`] reads the grants of `toolhost.toml`;
+//! * `grants` resolves the paths they name, refusing those a tool could
+//!   have chosen, and pins the directories approved;
 //! * [`trust`] decides which workspace files may decide anything, and lists
 //!   the protected paths;
 //! * `crate::files` reads all of these without letting a planted file
@@ -16,6 +18,7 @@
 //! components of its own file's origin, and only to the digest it pins.
 
 pub mod discovery;
+pub(crate) mod grants;
 pub mod install;
 pub mod policy;
 pub mod review;
@@ -24,11 +27,12 @@ pub mod trust;
 use crate::component::{Capabilities, Limits, WasiCapabilities};
 use crate::engine::Runtime;
 use crate::extensions::discovery::{Found, Origin};
+use crate::extensions::grants::WritePlaces;
 use crate::extensions::policy::{GrantSpec, Policy, resolve_path};
 use crate::extensions::trust::{Digest, TrustStore, Verdict};
 use crate::files::MAX_COMPONENT_BYTES;
 use crate::loader::{self, ComponentSpec, Loaded};
-use crate::ops::fs::{LocalFs, ProtectedPaths};
+use crate::ops::fs::{GrantedDir, LocalFs, ProtectedPaths};
 use crate::ops::http::HttpPolicy;
 use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy, View};
 use crate::ops::protect::GitGuard;
@@ -109,6 +113,9 @@ pub(crate) struct LoadContext<'a> {
     pub jail: JailMode,
     /// Where the git guards keep what they neutralize.
     pub quarantine: Option<&'a Path>,
+    /// The places tools can write: no granted path leads through a link
+    /// there, no granted program comes from there.
+    pub places: &'a WritePlaces,
 }
 
 /// Load `found` with what the policy grants it: read its bytes once
@@ -170,7 +177,7 @@ pub(crate) async fn load(
         found.manifest.as_ref().map(|m| &m.capabilities),
         cx.defaults,
     );
-    let (caps, cap_warnings) = capabilities(&granted, cx, limits);
+    let (caps, cap_warnings) = capabilities(&found.name, &granted, cx, limits);
     warnings.extend(cap_warnings);
     let origin = found.component.display().to_string();
     let loaded = loader::load(
@@ -208,30 +215,39 @@ pub(crate) async fn load(
     }
 }
 
-/// Directories of a grant, resolved and checked; missing ones are reported.
+/// The directories of the `what` grant (`fs-read`, `fs-write`) of the
+/// extension `ext`, resolved and pinned (see [`grants`]); each refused one
+/// is reported, naming it and why.
 fn directories(
     list: &[String],
-    workspace: &Path,
+    cx: &LoadContext<'_>,
     what: &str,
+    ext: &str,
     warnings: &mut Warnings,
-) -> Vec<PathBuf> {
-    list.iter()
-        .filter_map(|p| match resolve_path(p, workspace).canonicalize() {
-            Ok(dir) if dir.is_dir() => Some(dir),
-            _ => {
-                warnings.push(format!(
-                    "{what} grant {p:?} is not an existing directory; ignored"
-                ));
-                None
+) -> Vec<GrantedDir> {
+    let mut dirs: Vec<GrantedDir> = Vec::new();
+    for p in list {
+        match grants::directory(&resolve_path(p, cx.workspace), cx.places) {
+            Ok(dir) => {
+                if !dirs.iter().any(|d| d.path() == dir.path()) {
+                    dirs.push(dir);
+                }
             }
-        })
-        .collect()
+            Err(reason) => {
+                warnings.push(format!(
+                    "{what} grant {p} of extension {ext} is refused: {reason}"
+                ));
+            }
+        }
+    }
+    dirs
 }
 
 /// What a grant gives a component: Operations backends over the granted
 /// directories, the same directories preopened through WASI, and the granted
 /// environment variables (only those, and only their current values).
 fn capabilities(
+    name: &str,
     grant: &GrantSpec,
     cx: &LoadContext<'_>,
     call_limits: Limits,
@@ -253,28 +269,29 @@ fn capabilities(
             !loader
         })
         .collect();
-    let read_roots = directories(&grant.fs_read, workspace, "fs-read", &mut warnings);
-    let write_roots = directories(&grant.fs_write, workspace, "fs-write", &mut warnings);
+    let read_roots = directories(&grant.fs_read, cx, "fs-read", name, &mut warnings);
+    let write_roots = directories(&grant.fs_write, cx, "fs-write", name, &mut warnings);
+    let write_paths: Vec<PathBuf> = write_roots.iter().map(|d| d.path().to_path_buf()).collect();
     // Watches what its programs and WASI files change beneath the
     // directories it may write (see `crate::ops::protect::guard`).
     let guard = (!write_roots.is_empty())
-        .then(|| Arc::new(GitGuard::of_user(write_roots.clone(), cx.quarantine)));
+        .then(|| Arc::new(GitGuard::of_user(write_paths.clone(), cx.quarantine)));
     let mut caps = Capabilities::default();
     if !read_roots.is_empty() {
-        match LocalFs::new(&read_roots) {
+        match LocalFs::pinned(&read_roots) {
             Ok(fs) => caps.fs_read = Some(Arc::new(fs)),
             Err(e) => warnings.push(format!("opening the fs-read directories: {e}")),
         }
     }
     if !write_roots.is_empty() {
-        match LocalFs::new(&write_roots) {
+        match LocalFs::pinned(&write_roots) {
             Ok(fs) => caps.fs_write = Some(Arc::new(fs.protect(protected.clone()))),
             Err(e) => warnings.push(format!("opening the fs-write directories: {e}")),
         }
     }
     if grant.search {
         // Search covers the directories it may read.
-        match LocalFs::new(&read_roots) {
+        match LocalFs::pinned(&read_roots) {
             Ok(fs) if !read_roots.is_empty() => {
                 caps.search = Some(Arc::new(LocalSearch::new(Arc::new(fs))));
             }
@@ -306,17 +323,33 @@ fn capabilities(
         if let Some(guard) = &guard {
             policy = policy.git_guard(guard.clone());
         }
+        // What a tool planted in a place it can write never runs as a
+        // granted program.
+        for place in cx.places.paths() {
+            policy = policy.no_programs_from(place);
+        }
         for program in &grant.process {
+            if let Some(reason) = grants::program_refusal(program, cx.places) {
+                warnings.push(format!(
+                    "process grant {program} of extension {name} is refused: {reason}"
+                ));
+                continue;
+            }
+            if let Some(warning) = passed_over(program, &policy, cx.places) {
+                warnings.push(format!(
+                    "process grant {program} of extension {name}: {warning}"
+                ));
+            }
             policy = policy.program(program);
         }
         for dir in read_roots.iter().chain(&write_roots) {
-            policy = policy.cwd_root(dir);
+            policy = policy.cwd_root(dir.path());
         }
         for dir in &read_roots {
-            policy = policy.read_root(dir);
+            policy = policy.read_root_pinned(dir);
         }
         for dir in &write_roots {
-            policy = policy.write_root(dir);
+            policy = policy.write_root_pinned(dir);
         }
         if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
             for secret in crate::ops::process::jail::secret_stores(Path::new(&home)) {
@@ -347,33 +380,33 @@ fn capabilities(
             Err(reason) => warnings.push(format!("{reason}; http not granted")),
         }
     }
-    let mut preopens: Vec<(PathBuf, bool)> =
+    let mut preopens: Vec<(GrantedDir, bool)> =
         read_roots.iter().map(|d| (d.clone(), false)).collect();
     for dir in &write_roots {
         // WASI writes cannot be checked path by path: a directory holding a
         // protected path is preopened read-only (the fs-write Operation,
         // which checks every path, still writes in it).
-        let writable = !protected.within(dir);
+        let writable = !protected.within(dir.path());
         if !writable {
             warnings.push(format!(
                 "fs-write grant {}: it holds protected paths, so it is read-only through \
                  WASI files (writes through the fs-write Operation work outside them)",
-                dir.display()
+                dir.path().display()
             ));
         }
-        match preopens.iter_mut().find(|(d, _)| d == dir) {
+        match preopens.iter_mut().find(|(d, _)| d.path() == dir.path()) {
             Some(entry) => entry.1 = writable,
             None => preopens.push((dir.clone(), writable)),
         }
     }
     let cwd = preopens
         .iter()
-        .find(|(d, _)| workspace.starts_with(d))
+        .find(|(d, _)| workspace.starts_with(d.path()))
         .map(|_| workspace.to_string_lossy().into_owned())
         .or_else(|| {
             preopens
                 .first()
-                .map(|(d, _)| d.to_string_lossy().into_owned())
+                .map(|(d, _)| d.path().to_string_lossy().into_owned())
         });
     let writable_wasi = preopens.iter().any(|(_, writable)| *writable);
     caps.guard = guard.filter(|_| caps.process.is_some() || writable_wasi);
@@ -386,6 +419,31 @@ fn capabilities(
         cwd,
     };
     (caps, warnings)
+}
+
+/// What a report should say about the granted bare program name `program`
+/// under `policy`: that the first of that name on its `PATH` lies in a place
+/// tools can write and never runs, and what runs instead.
+fn passed_over(program: &str, policy: &ProcessPolicy, places: &WritePlaces) -> Option<String> {
+    use crate::ops::process::resolve_program;
+    if program.contains('/') {
+        return None;
+    }
+    let first = resolve_program(program, policy.search_path(), &[]).ok()?;
+    let place = places.name_of(&first).or_else(|| {
+        let real = first.canonicalize().ok()?;
+        places.name_of(&real)
+    })?;
+    let instead = match resolve_program(program, policy.search_path(), policy.program_exclusions())
+    {
+        Ok(other) => format!("{} runs instead", other.display()),
+        Err(_) => format!("no other {program} is on PATH, so it cannot run"),
+    };
+    Some(format!(
+        "{} (first on PATH) lies inside {place}, which tools can change: it never runs; \
+         {instead}",
+        first.display()
+    ))
 }
 
 /// Limits: the policy's where it sets them; otherwise the defaults, lowered

@@ -333,6 +333,30 @@ impl Policy {
         self.user.entry(name.to_string()).or_default().merge(grant);
     }
 
+    /// Every directory some grant lets tools write, as written (resolved
+    /// against the workspace), each with what grants it: `[shell]
+    /// read-write` and every extension's `fs-write`, of either file.
+    pub fn write_grants(&self) -> Vec<(PathBuf, String)> {
+        let shell = self
+            .shell
+            .iter()
+            .filter(|(kind, _)| *kind == ShellPath::ReadWrite)
+            .map(|(_, p)| (p.clone(), format!("[shell] read-write {}", p.display())));
+        let extensions = self
+            .user
+            .iter()
+            .chain(&self.workspace)
+            .flat_map(|(name, grant)| {
+                grant.fs_write.iter().map(move |p| {
+                    (
+                        resolve_path(p, &self.workspace_dir),
+                        format!("fs-write {p} of extension {name}"),
+                    )
+                })
+            });
+        shell.chain(extensions).collect()
+    }
+
     /// The grants of the extension `name` found at `origin`: those of the
     /// files of that origin only (nothing when none are written).
     pub fn grants_for(&self, name: &str, origin: Origin) -> GrantSpec {

@@ -8,6 +8,7 @@ use crate::component::Limits;
 use crate::engine::Runtime;
 use crate::error::Error;
 use crate::extensions::discovery;
+use crate::extensions::grants::{self, Unresolved, WritePlaces};
 use crate::extensions::policy::GrantSpec;
 use crate::extensions::policy::{HomeView, Policy, ShellPath};
 use crate::extensions::trust::TrustStore;
@@ -450,18 +451,28 @@ impl HostBuilder {
             });
         }
         let jail = self.shell_jail(&policy, &protected, user_config.as_deref(), &runtime);
-        let write_roots: Vec<PathBuf> = policy
-            .shell
-            .iter()
-            .filter(|(kind, _)| *kind == ShellPath::ReadWrite)
-            .map(|(_, p)| p.clone())
-            .collect();
+        // Where tools can write: no granted path may lead through a link
+        // there (see `crate::extensions::grants`).
+        let places = WritePlaces::new(&workspace, &temp_dir, &policy);
+        let mut write_roots: Vec<crate::ops::fs::GrantedDir> = Vec::new();
+        for (kind, path) in &policy.shell {
+            if *kind != ShellPath::ReadWrite {
+                continue;
+            }
+            match grants::directory(path, &places) {
+                Ok(dir) => write_roots.push(dir),
+                Err(reason) => diagnostics.push(Diagnostic {
+                    path: path.display().to_string(),
+                    message: format!("[shell] read-write grant is refused: {reason}"),
+                }),
+            }
+        }
         // Everything the shell tools' commands may write, watched for what
         // would make git run code.
         let guard = Arc::new(GitGuard::of_user(
             [workspace.clone(), temp_dir.clone()]
                 .into_iter()
-                .chain(write_roots.iter().cloned())
+                .chain(write_roots.iter().map(|d| d.path().to_path_buf()))
                 .collect(),
             quarantine.as_deref(),
         ));
@@ -534,7 +545,19 @@ impl HostBuilder {
             .iter()
             .map(|p| (p.clone(), discovery::Origin::Configured))
             .collect();
-        paths.extend(policy.extension_paths.iter().cloned());
+        // What a policy file names is loaded from where it leads now, unless
+        // a link a tool could have planted leads there.
+        for (path, origin) in &policy.extension_paths {
+            match grants::resolve(path, &places, "name its target instead") {
+                Ok(resolved) => paths.push((resolved.path, *origin)),
+                // Reported by discovery or the loader, naming it.
+                Err(Unresolved::Missing) => paths.push((path.clone(), *origin)),
+                Err(Unresolved::Refused(reason)) => diagnostics.push(Diagnostic {
+                    path: path.display().to_string(),
+                    message: format!("extension-paths entry is refused: {reason}"),
+                }),
+            }
+        }
         let (found, found_diagnostics) = discovery::discover(&dirs, &paths);
         diagnostics.extend(found_diagnostics);
         let mut reports = Vec::new();
@@ -549,6 +572,7 @@ impl HostBuilder {
             protected: &protected,
             jail: self.jail,
             quarantine: quarantine.as_deref(),
+            places: &places,
         };
         for extension in &found {
             let (report, loaded, warnings) = extensions::load(&load_cx, extension).await;

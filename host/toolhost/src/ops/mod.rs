@@ -36,7 +36,9 @@ pub struct Capabilities {
 #[derive(Clone, Debug, Default)]
 pub struct WasiCapabilities {
     /// Directories preopened at their own absolute paths; `true` if writable.
-    pub preopens: Vec<(std::path::PathBuf, bool)>,
+    /// Each is the directory approved when the grant was resolved, whatever
+    /// lies at its path by the time a call opens it.
+    pub preopens: Vec<(fs::GrantedDir, bool)>,
     /// Environment variables the component may see.
     pub env: Vec<(String, String)>,
     /// The working directory its WASI runtime starts in.

@@ -81,6 +81,24 @@ impl LocalFs {
         })
     }
 
+    /// Open each granted directory itself, whatever lies at its path now
+    /// (see [`GrantedDir`]): the roots are what was approved.
+    pub fn pinned(roots: &[GrantedDir]) -> io::Result<LocalFs> {
+        let roots = roots
+            .iter()
+            .map(|r| {
+                Ok(Root {
+                    path: r.path().to_path_buf(),
+                    dir: r.dir()?,
+                })
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok(LocalFs {
+            roots,
+            protected: ProtectedPaths::default(),
+        })
+    }
+
     /// Refuse writes that would change one of `protected` (the `.git/hooks`
     /// and `.git/config` rule holds without it).
     pub fn protect(mut self, protected: ProtectedPaths) -> Self {

@@ -1,6 +1,7 @@
 //! The `fs-read` and `fs-write` Operations: their types and traits (here), a
 //! local backend confined to granted roots (`local`), an in-memory backend
-//! for tests (`memory`), and the per-file mutation locks (`lock`).
+//! for tests (`memory`), the per-file mutation locks (`lock`), and granted
+//! directories pinned to what was approved (`granted`).
 //!
 //! # What the local backend defends against
 //!
@@ -27,11 +28,13 @@
 //!   a symlink swapped in after the path was resolved cannot steer a write
 //!   into `.toolhost/` or `.git/hooks/` either.
 
+mod granted;
 mod local;
 mod lock;
 mod memory;
 
 pub use crate::ops::protect::ProtectedPaths;
+pub use granted::GrantedDir;
 pub use local::LocalFs;
 pub(crate) use local::RealPath;
 pub use lock::{MutationLock, lock_file};

@@ -88,6 +88,19 @@ pub struct JailSpec<'a> {
     pub home_hidden: Option<&'a Path>,
     /// Shown read-only, within the emptied directories or the hidden home.
     pub shown: &'a [PathBuf],
+    /// Roots bound from a descriptor the jail holds rather than from their
+    /// path: `(root, /proc/self/fd/N)` ([`JailFds::hold`]).
+    pub sources: &'a [(PathBuf, PathBuf)],
+}
+
+impl JailSpec<'_> {
+    /// Where the root `root` is bound from.
+    fn source<'p>(&'p self, root: &'p Path) -> &'p std::ffi::OsStr {
+        self.sources
+            .iter()
+            .find(|(r, _)| r == root)
+            .map_or(root.as_os_str(), |(_, source)| source.as_os_str())
+    }
 }
 
 /// Whether this machine can run the jail; probed once per process.
@@ -266,6 +279,8 @@ pub(crate) struct JailFds {
     init: OwnedFd,
     /// A Landlock ruleset the init restricts itself (and so the command) with.
     landlock: Option<OwnedFd>,
+    /// Granted directories bubblewrap binds by descriptor.
+    held: Vec<OwnedFd>,
 }
 
 impl JailFds {
@@ -288,7 +303,28 @@ impl JailFds {
             info: high(&info)?,
             init: rustix::io::fcntl_dupfd_cloexec(init_fd()?, FD_MIN)?,
             landlock: landlock.as_ref().map(high).transpose()?,
+            held: Vec::new(),
         })
+    }
+
+    /// Pass these granted directories to the jail too; for each, its path
+    /// and the source bubblewrap binds it from: `/proc/self/fd/N` of the
+    /// descriptor, which names the directory itself whatever lies at its
+    /// path now (what bubblewrap's own `--bind-fd` does, as a plain bind
+    /// that older bubblewraps take too).
+    pub(crate) fn hold(
+        &mut self,
+        dirs: &[crate::ops::fs::GrantedDir],
+    ) -> io::Result<Vec<(PathBuf, PathBuf)>> {
+        use std::os::fd::AsRawFd;
+        let mut sources = Vec::new();
+        for dir in dirs {
+            let fd = rustix::io::fcntl_dupfd_cloexec(dir.fd(), FD_MIN)?;
+            let source = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+            sources.push((dir.path().to_path_buf(), source));
+            self.held.push(fd);
+        }
+        Ok(sources)
     }
 
     fn raw(&self) -> Vec<i32> {
@@ -303,6 +339,7 @@ impl JailFds {
         ]
         .into_iter()
         .chain(self.landlock.as_ref())
+        .chain(&self.held)
         .map(|fd| fd.as_raw_fd())
         .collect()
     }
@@ -500,11 +537,11 @@ pub(crate) fn bwrap_args(
     }
     if spec.view == View::SystemOnly {
         for root in spec.read_roots {
-            push(&[&os("--ro-bind"), root.as_os_str(), root.as_os_str()]);
+            push(&[&os("--ro-bind"), spec.source(root), root.as_os_str()]);
         }
     }
     for root in spec.write_roots {
-        push(&[&os("--bind"), root.as_os_str(), root.as_os_str()]);
+        push(&[&os("--bind"), spec.source(root), root.as_os_str()]);
     }
     let mounts = protective_mounts(spec);
     let mounts = if init_mounts {
@@ -662,6 +699,7 @@ mod tests {
             git: None,
             home_hidden: None,
             shown: &[],
+            sources: &[],
         };
         // Made by bubblewrap (where the init cannot make them).
         let (args, mounts) = bwrap_args(&spec, true, false);
@@ -740,6 +778,7 @@ mod tests {
             git: None,
             home_hidden: None,
             shown: &[],
+            sources: &[],
         };
         let args = strings(&bwrap_args(&spec, true, true).0);
         let d = docs.display().to_string();

@@ -4,7 +4,12 @@
 //! # What a child gets
 //!
 //! * Only a program the policy names (a bare name looked up on the policy's
-//!   `PATH`, or an absolute path), with its own arguments.
+//!   `PATH`, or an absolute path), with its own arguments; never one from a
+//!   place tools can write ([`ProcessPolicy::no_programs_from`]).
+//! * Its granted directories as they were approved: a pinned root
+//!   ([`ProcessPolicy::read_root_pinned`]) is bound into the jail from its
+//!   held descriptor, and nothing starts while its path names something
+//!   else.
 //! * An environment built from nothing: the host variables on an allowlist
 //!   (`PATH`, `HOME`, locale, terminal, …; never tokens or keys), the
 //!   command's own variables, then `TOOLHOST_SESSION_ID` (spec §7.16).
@@ -74,11 +79,13 @@ mod sys;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use policy::resolve_program;
 pub use policy::{Confinement, JailMode, ProcessPolicy, landlock};
 pub use supervisor::signal_name;
 use supervisor::*;
 use sys::*;
 
+use crate::ops::fs::GrantedDir;
 use crate::ops::protect::{GitGuard, ProtectedPaths};
 pub use jail::View;
 use limits::CallCgroup;

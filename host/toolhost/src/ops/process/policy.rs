@@ -51,6 +51,10 @@ pub struct ProcessPolicy {
     git: Option<Arc<GitGuard>>,
     /// Where each child gets a temp directory of its own.
     scratch_parent: Option<PathBuf>,
+    /// Roots given as the directories approved ([`Self::read_root_pinned`]).
+    pinned: Vec<GrantedDir>,
+    /// Places tools can write, where no program is taken from.
+    no_programs_from: Vec<PathBuf>,
 }
 
 impl ProcessPolicy {
@@ -83,6 +87,42 @@ impl ProcessPolicy {
     /// ([`View::SystemOnly`]).
     pub fn read_root(mut self, dir: impl AsRef<Path>) -> Self {
         self.read_roots.push(real_path(dir.as_ref()));
+        self
+    }
+
+    /// [`Self::read_root`] of the directory approved itself: the jail binds
+    /// that directory (by its descriptor), not whatever lies at its path
+    /// later, and no program starts while its path names anything else.
+    pub fn read_root_pinned(mut self, dir: &GrantedDir) -> Self {
+        self.read_roots.push(dir.path().to_path_buf());
+        self.pin(dir)
+    }
+
+    /// [`Self::write_root`] of the directory approved itself (as
+    /// [`Self::read_root_pinned`]; Landlock's rule names the directory too).
+    pub fn write_root_pinned(mut self, dir: &GrantedDir) -> Self {
+        self.write_roots.push(dir.path().to_path_buf());
+        self.pin(dir)
+    }
+
+    fn pin(mut self, dir: &GrantedDir) -> Self {
+        if !self.pinned.iter().any(|p| p.path() == dir.path()) {
+            self.pinned.push(dir.clone());
+        }
+        self
+    }
+
+    /// Never run a program from inside `dir`, a place tools can write: a bare
+    /// name is looked up on `PATH` past every such place, and an absolute
+    /// path there is refused (what a tool planted there would otherwise run
+    /// with this policy's grants).
+    pub fn no_programs_from(mut self, dir: impl AsRef<Path>) -> Self {
+        let dir = dir.as_ref();
+        for place in [dir.to_path_buf(), real_path(dir)] {
+            if !self.no_programs_from.contains(&place) {
+                self.no_programs_from.push(place);
+            }
+        }
         self
     }
 
@@ -216,6 +256,16 @@ impl ProcessPolicy {
         self.limits.is_some()
     }
 
+    /// The `PATH` bare program names are looked up on.
+    pub(crate) fn search_path(&self) -> &str {
+        env_path(&self.env)
+    }
+
+    /// The places no program is taken from ([`Self::no_programs_from`]).
+    pub(crate) fn program_exclusions(&self) -> &[PathBuf] {
+        &self.no_programs_from
+    }
+
     /// The timeout of commands that give none.
     pub fn command_timeout(&self) -> Option<Duration> {
         self.default_timeout
@@ -337,10 +387,30 @@ impl ProcessPolicy {
                 "an argument or environment variable is malformed (empty name, '=' in a name, or a NUL byte)",
             ));
         }
+        // A program would find at the path whatever was put there since.
+        for dir in &self.pinned {
+            if let Some(now) = dir.replaced() {
+                return Err(error(
+                    ProcessErrorCode::NotAllowed,
+                    format!(
+                        "{} is not started: the granted directory {} is no longer the one \
+                         approved when toolhost started ({now}); restore it, or restart \
+                         toolhost to resolve the grant again",
+                        command.program,
+                        dir.path().display()
+                    ),
+                ));
+            }
+        }
         let cwd = self.check_cwd(&command.cwd)?;
         let env = self.child_env(&command.env)?;
-        // Found on the policy's PATH, never on one the command brings.
-        let program = resolve_program(&command.program, env_path(&self.env))?;
+        // Found on the policy's PATH, never on one the command brings, and
+        // never inside a place tools can write.
+        let program = resolve_program(
+            &command.program,
+            env_path(&self.env),
+            &self.no_programs_from,
+        )?;
         let jail = self.jail_to_use()?;
         let ruleset = self.ruleset(jail.is_some())?;
         let timeout = command
@@ -490,7 +560,8 @@ impl ProcessPolicy {
                 epoll::EventFlags::IN,
             )?;
         }
-        let fds = jail::JailFds::new(status_w, control_r, out, err, info_w, landlock)?;
+        let mut fds = jail::JailFds::new(status_w, control_r, out, err, info_w, landlock)?;
+        let sources = fds.hold(&self.pinned)?;
         let spec = jail::JailSpec {
             view: self.view.unwrap_or(View::Everything),
             read_roots: &self.read_roots,
@@ -502,6 +573,7 @@ impl ProcessPolicy {
             git: self.git.as_deref(),
             home_hidden: self.home_hidden.as_deref(),
             shown: &self.shown,
+            sources: &sources,
         };
         let (args, mounts) = jail::bwrap_args(&spec, disable_userns, init_mounts);
         let mut cmd = jail::jail_command(
@@ -686,6 +758,14 @@ impl ProcessPolicy {
                 .map_err(|e| fail(&e))?;
         }
         for root in &self.write_roots {
+            // The directory approved, where it is pinned; else what the path
+            // names now.
+            if let Some(pinned) = self.pinned.iter().find(|p| p.path() == root) {
+                created = created
+                    .add_rule(PathBeneath::new(pinned.fd(), handled))
+                    .map_err(|e| fail(&e))?;
+                continue;
+            }
             let Ok(fd) = PathFd::new(root) else {
                 continue; // A missing root grants nothing.
             };
@@ -792,9 +872,27 @@ pub(super) fn env_path(env: &[(String, String)]) -> &str {
         .unwrap_or(DEFAULT_PATH)
 }
 
+/// The place of `places` that `file` lies in, by its path or by its real
+/// path (a link elsewhere into such a place is in it too).
+fn place_of<'p>(file: &Path, places: &'p [PathBuf]) -> Option<&'p Path> {
+    let real = file.canonicalize().ok();
+    places
+        .iter()
+        .find(|place| {
+            file.starts_with(place) || real.as_ref().is_some_and(|r| r.starts_with(place))
+        })
+        .map(PathBuf::as_path)
+}
+
 /// The executable `program` names: itself when it is a path, else the first
-/// executable file of that name on `path`.
-pub(super) fn resolve_program(program: &str, path: &str) -> Result<PathBuf, ProcessError> {
+/// executable file of that name on `path`. Nothing inside `excluded` (places
+/// tools can write) is ever the answer: a bare name is looked up past them,
+/// an absolute path there is refused.
+pub(crate) fn resolve_program(
+    program: &str,
+    path: &str,
+    excluded: &[PathBuf],
+) -> Result<PathBuf, ProcessError> {
     let executable = |p: &Path| {
         rustix::fs::access(p, rustix::fs::Access::EXEC_OK).is_ok()
             && p.metadata().map(|m| m.is_file()).unwrap_or(false)
@@ -807,6 +905,15 @@ pub(super) fn resolve_program(program: &str, path: &str) -> Result<PathBuf, Proc
                 format!("{program} is neither a name nor an absolute path"),
             ));
         }
+        if let Some(place) = place_of(&p, excluded) {
+            return Err(error(
+                ProcessErrorCode::NotAllowed,
+                format!(
+                    "{program} is not run: it lies inside {}, where tools can write",
+                    place.display()
+                ),
+            ));
+        }
         if executable(&p) {
             return Ok(p);
         }
@@ -815,14 +922,27 @@ pub(super) fn resolve_program(program: &str, path: &str) -> Result<PathBuf, Proc
             format!("{program} does not exist or is not executable"),
         ));
     }
-    path.split(':')
+    let mut skipped = Vec::new();
+    for dir in path
+        .split(':')
         .filter(|dir| !dir.is_empty() && Path::new(dir).is_absolute())
-        .map(|dir| Path::new(dir).join(program))
-        .find(|p| executable(p))
-        .ok_or_else(|| {
-            error(
-                ProcessErrorCode::NotFound,
-                format!("{program} was not found on PATH"),
-            )
-        })
+    {
+        let candidate = Path::new(dir).join(program);
+        if !executable(&candidate) {
+            continue;
+        }
+        match place_of(&candidate, excluded) {
+            Some(_) => skipped.push(candidate.display().to_string()),
+            None => return Ok(candidate),
+        }
+    }
+    let message = if skipped.is_empty() {
+        format!("{program} was not found on PATH")
+    } else {
+        format!(
+            "{program} was not found on PATH outside the places tools can write (never run: {})",
+            skipped.join(", ")
+        )
+    };
+    Err(error(ProcessErrorCode::NotFound, message))
 }
