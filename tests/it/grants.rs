@@ -433,6 +433,12 @@ fn grants_a_program_bash_planted_on_path_or_named_inside_the_workspace_never_run
         let (stdout, stderr) = text(&out);
         (stdout, stderr, out)
     };
+    let planted_script = |name: &str| {
+        format!(
+            "#!/bin/sh\necho PLANTED\n: > {}/out/planted-{name}\n",
+            ws.str()
+        )
+    };
     // The agent's bash plants one program of each name, each leaving a mark.
     let planted = |name: &str| {
         format!(
@@ -441,10 +447,8 @@ fn grants_a_program_bash_planted_on_path_or_named_inside_the_workspace_never_run
         )
     };
     let plant = format!(
-        "mkdir -p bin \"$TMPDIR/bin\" && {git} > bin/git && {cat} > \"$TMPDIR/bin/cat\" && \
-         {tool} > bin/tool && chmod +x bin/git bin/tool \"$TMPDIR/bin/cat\"",
+        "mkdir -p bin && {git} > bin/git && {tool} > bin/tool && chmod +x bin/git bin/tool",
         git = planted("git"),
-        cat = planted("cat"),
         tool = planted("tool"),
     );
     let (stdout, stderr, out) = cli(&[
@@ -454,10 +458,24 @@ fn grants_a_program_bash_planted_on_path_or_named_inside_the_workspace_never_run
         &json!({ "command": plant }).to_string(),
     ]);
     assert!(out.status.success(), "{stdout}{stderr}");
-    assert!(
-        host_temp.join("bin/cat").is_file(),
-        "planted in the temp directory"
-    );
+    // In the jail the host's temp directory is read-only (each command
+    // writes in one of its own, removed after it)...
+    let (stdout, stderr, _) = cli(&[
+        "--require-jail",
+        "call",
+        "bash",
+        &json!({ "command": "mkdir \"$TMPDIR/../bin\" && echo MADE" }).to_string(),
+    ]);
+    assert!(!stdout.contains("MADE"), "{stdout}{stderr}");
+    // ...but where the jail cannot run, bash could plant there: placed
+    // here as that bash would.
+    std::fs::create_dir_all(host_temp.join("bin")).unwrap();
+    std::fs::write(host_temp.join("bin/cat"), planted_script("cat")).unwrap();
+    std::fs::set_permissions(
+        host_temp.join("bin/cat"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
 
     let run = |args: Value| {
         let (_, stderr, out) = cli(&["call", "run", &args.to_string(), "--json"]);

@@ -472,6 +472,45 @@ fn jail_protected_paths_are_read_only_to_bash() {
     assert!(!home.path().join(".config/toolhost/toolhost.toml").exists());
 }
 
+#[test]
+fn jail_a_command_can_neither_make_a_user_namespace_nor_lift_the_read_only_mounts() {
+    let ws = Workspace::new();
+    ws.write(".git/config", "[core]\n");
+    ws.write("toolhost.toml", "# trusted grants\n");
+    let host = jailed(&ws);
+    // A user namespace of its own would give a command every capability
+    // over a mount namespace, and the kernel's namespaced code to attack:
+    // refused by the jail's filter, whichever way it is asked for.
+    for attempt in [
+        "unshare -U true && echo DONE",
+        "python3 -c 'import ctypes, os, sys\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         if libc.unshare(0x10000000) == 0: print(\"DONE\")\n\
+         else: sys.exit(os.strerror(ctypes.get_errno()))'",
+    ] {
+        let r = bash(&host, attempt);
+        assert!(r.is_error, "{attempt}: {}", r.text());
+        assert!(!r.text().contains("DONE"), "{attempt}: {}", r.text());
+        assert!(
+            r.text().contains("Operation not permitted"),
+            "{attempt}: {}",
+            r.text()
+        );
+    }
+    // Nor can the mounts that keep these read-only be lifted in place
+    // (Landlock refuses a sandboxed process every mount change).
+    for attempt in [
+        "umount .git/config; echo '[core] fsmonitor = evil' >> .git/config && echo DONE",
+        "mount -o remount,rw,bind toolhost.toml && echo evil >> toolhost.toml && echo DONE",
+        "unshare --mount sh -c 'umount toolhost.toml; echo evil >> toolhost.toml' && echo DONE",
+    ] {
+        let r = bash(&host, attempt);
+        assert!(!r.text().contains("DONE"), "{attempt}: {}", r.text());
+    }
+    assert_eq!(ws.read(".git/config"), "[core]\n");
+    assert_eq!(ws.read("toolhost.toml"), "# trusted grants\n");
+}
+
 /// Whether a connection waits on `listener`.
 fn reached(listener: &std::os::unix::net::UnixListener) -> bool {
     match listener.accept() {
@@ -837,6 +876,9 @@ fn doctor_reports_each_confinement_layer() {
     let text = toolhost(&ws, &["doctor"], None);
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("\njail      on   "), "{text}");
+    // Where the kernel lets it (5.12 and later), the jail's init makes the
+    // protective mounts: bubblewrap's are slower by about 0.4 ms each.
+    assert!(text.contains("protective mounts by the init"), "{text}");
 }
 
 #[test]
