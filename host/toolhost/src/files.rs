@@ -249,3 +249,36 @@ mod tests {
         );
     }
 }
+
+/// A file's content digest: `blake3:` and 64 hex digits.
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
+pub struct Digest(String);
+
+impl Digest {
+    pub fn of(bytes: &[u8]) -> Digest {
+        Self::from_hex(blake3::hash(bytes).to_hex().as_str())
+    }
+
+    /// The digest whose BLAKE3 hash is `hex` (already computed).
+    pub fn from_hex(hex: &str) -> Digest {
+        Digest(format!("blake3:{hex}"))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The hex digits alone (the compile cache's key).
+    pub fn hex(&self) -> &str {
+        self.0.trim_start_matches("blake3:")
+    }
+}
+
+impl std::fmt::Display for Digest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}

@@ -111,7 +111,7 @@ pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Res
             .map(|ext| {
                 format!(
                     "; grant it in toolhost.toml: {}",
-                    crate::extensions::policy::grant_line(ext, "hooks")
+                    crate::wit::interfaces::grant_line(ext, "hooks")
                 )
             })
             .unwrap_or_default();
@@ -134,9 +134,7 @@ pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Res
     if definitions.is_empty() {
         return Err(fail("defines no tools".into()));
     }
-    let digest: std::sync::Arc<str> = crate::extensions::trust::Digest::from_hex(&spec.hash)
-        .as_str()
-        .into();
+    let digest: std::sync::Arc<str> = crate::files::Digest::from_hex(&spec.hash).as_str().into();
     let mut tools: Vec<RegisteredTool> = Vec::new();
     for def in definitions {
         let name = def.name.clone();

@@ -442,14 +442,7 @@ pub fn resolve_path(p: &str, base: &Path) -> PathBuf {
     base.join(p)
 }
 
-/// The `toolhost.toml` line that grants the extension `ext` the capability
-/// `capability` (an Operations interface, `http`, or `hooks`).
-pub fn grant_line(ext: &str, capability: &str) -> String {
-    let value = crate::wit::interfaces::capability(capability)
-        .and_then(|i| i.grant_value())
-        .unwrap_or("true");
-    format!("[extensions.{ext}] {capability} = {value}")
-}
+pub use crate::wit::interfaces::grant_line;
 
 #[cfg(test)]
 mod tests {

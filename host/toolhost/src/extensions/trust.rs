@@ -16,6 +16,7 @@
 //! them read-only.
 
 use crate::error::Error;
+pub use crate::files::Digest;
 use crate::files::{self, MAX_TRUST_BYTES, write_private};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -28,37 +29,6 @@ pub const TRUST_FILE: &str = "trust.toml";
 pub const UNTRUSTED: &str = "untrusted: run toolhost trust to review";
 /// The refusal of a workspace file that changed since it was trusted.
 pub const CHANGED: &str = "untrusted (changed since trusted): run toolhost trust to review";
-
-/// A file's content digest: `blake3:` and 64 hex digits.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Digest(String);
-
-impl Digest {
-    pub fn of(bytes: &[u8]) -> Digest {
-        Self::from_hex(blake3::hash(bytes).to_hex().as_str())
-    }
-
-    /// The digest whose BLAKE3 hash is `hex` (already computed).
-    pub fn from_hex(hex: &str) -> Digest {
-        Digest(format!("blake3:{hex}"))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// The hex digits alone (the compile cache's key).
-    pub fn hex(&self) -> &str {
-        self.0.trim_start_matches("blake3:")
-    }
-}
-
-impl std::fmt::Display for Digest {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 /// Whether a workspace file may decide anything.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -183,6 +183,15 @@ impl Interface {
     }
 }
 
+/// The `toolhost.toml` line that grants the extension `ext` the capability
+/// `capability` (an Operations interface, `http`, or `hooks`).
+pub fn grant_line(ext: &str, capability: &str) -> String {
+    let value = self::capability(capability)
+        .and_then(|i| i.grant_value())
+        .unwrap_or("true");
+    format!("[extensions.{ext}] {capability} = {value}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
