@@ -311,6 +311,58 @@ fn progress_streams_as_update_events_in_pis_shapes() {
 }
 
 #[test]
+fn read_opens_the_full_output_file_its_bash_named_and_no_other_file_beside_it() {
+    let ws = Workspace::new();
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().canonicalize().unwrap();
+    // Another session's log, and a command's leftover, in the same directory.
+    let other = dir.join("toolhost-bash-00000000000000aa.log");
+    std::fs::write(&other, "another session's output\n").unwrap();
+    std::fs::write(dir.join("notes.txt"), "not bash's\n").unwrap();
+    let host = built(builder(&ws).temp_dir(&dir));
+    let result = bash(&host, json!({"command": "seq 1 3000"}));
+    let path = result.details.clone().unwrap()["fullOutputPath"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(result.text().ends_with(&format!("Full output: {path}]")));
+    // As Pi's read does: the path as bash's result named it.
+    let read = call(&host, "read", json!({"path": path, "offset": 2999}));
+    assert!(!read.is_error, "{}", read.text());
+    assert_eq!(read.text(), "2999\n3000\n");
+    // Read-only: write and edit still refuse it; nothing else there opens.
+    for (tool, args) in [
+        ("write", json!({"path": path, "content": "forged"})),
+        (
+            "edit",
+            json!({"path": path, "edits": [{"oldText": "2999", "newText": "x"}]}),
+        ),
+        ("read", json!({"path": other})),
+        ("read", json!({"path": dir.join("notes.txt")})),
+        ("ls", json!({"path": dir})),
+    ] {
+        let refused = call(&host, tool, args);
+        assert!(refused.is_error, "{tool}: {}", refused.text());
+        assert!(
+            refused
+                .text()
+                .starts_with("Path is outside the workspace: "),
+            "{tool}: {}",
+            refused.text()
+        );
+    }
+    assert!(
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .starts_with("1\n2\n")
+    );
+    // Another host (another session) on the same directory cannot read it.
+    let other_host = built(builder(&ws).temp_dir(&dir));
+    let refused = call(&other_host, "read", json!({"path": path}));
+    assert!(refused.is_error, "{}", refused.text());
+}
+
+#[test]
 fn truncation_keeps_the_raw_output_in_the_full_output_file() {
     let ws = Workspace::new();
     let temp = tempfile::tempdir().unwrap();

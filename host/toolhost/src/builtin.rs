@@ -4,7 +4,7 @@
 //! it; bash runs programs; grep and find search).
 
 use crate::component::{Capabilities, Limits};
-use crate::ops::fs::{FsRead, FsWrite, GrantedDir};
+use crate::ops::fs::{FsRead, FsWrite, GrantedDir, OutputFiles, WithOutputs};
 use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy, STOP_GRACE, View};
 use crate::ops::protect::{GitGuard, ProtectedPaths};
 use crate::ops::search::Search;
@@ -39,8 +39,12 @@ pub const SHELLS: &[&str] = &["/bin/bash", "bash", "sh", "pwsh"];
 pub(crate) struct ShellGrants {
     pub process: Arc<ProcessPolicy>,
     /// Write access to the host's temp directory, for full-output files
-    /// (§7.15); it is the component's only filesystem root.
+    /// (§7.15); it is the component's only filesystem root. Each file it
+    /// writes is recorded in `outputs`.
     pub output_dir: Arc<dyn FsWrite>,
+    /// The full-output files written, which `read` may open, and read
+    /// access to the temp directory to open them with.
+    pub outputs: (Arc<OutputFiles>, Arc<dyn FsRead>),
     /// Watches what commands change beneath their write roots.
     pub guard: Arc<GitGuard>,
 }
@@ -114,7 +118,16 @@ pub(crate) fn capabilities(
 ) -> Capabilities {
     let read = Some(fs_read.clone());
     match name {
-        "read" | "ls" => Capabilities {
+        // The full-output files its session's `bash` named, too (§7.15).
+        "read" => Capabilities {
+            fs_read: Some(Arc::new(WithOutputs {
+                inner: fs_read.clone(),
+                files: shell.outputs.0.clone(),
+                outputs: shell.outputs.1.clone(),
+            })),
+            ..Default::default()
+        },
+        "ls" => Capabilities {
             fs_read: read,
             ..Default::default()
         },

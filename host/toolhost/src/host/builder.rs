@@ -436,13 +436,17 @@ impl HostBuilder {
         }
         .map_err(|e| Error::runtime_because("cannot use the temp directory", e))?;
         remove_stale_outputs(&temp_dir);
-        let output_dir: Arc<dyn FsWrite> =
-            Arc::new(LocalFs::new(std::slice::from_ref(&temp_dir)).map_err(|e| {
-                Error::runtime_because(
-                    format!("cannot open the temp directory {}", temp_dir.display()),
-                    e,
-                )
-            })?);
+        let temp_fs = Arc::new(LocalFs::new(std::slice::from_ref(&temp_dir)).map_err(|e| {
+            Error::runtime_because(
+                format!("cannot open the temp directory {}", temp_dir.display()),
+                e,
+            )
+        })?);
+        let output_files = Arc::new(crate::ops::fs::OutputFiles::default());
+        let output_dir: Arc<dyn FsWrite> = Arc::new(crate::ops::fs::Recorded {
+            inner: temp_fs.clone(),
+            files: output_files.clone(),
+        });
         let mut diagnostics = policy.diagnostics.clone();
         if let Some(repaired) = temp_repaired {
             diagnostics.push(Diagnostic {
@@ -489,6 +493,7 @@ impl HostBuilder {
                 .git_guard(guard.clone()),
             ),
             output_dir,
+            outputs: (output_files, temp_fs),
             guard,
         };
         // Probed when first asked for (the probe starts two tiny jails):

@@ -1,7 +1,8 @@
 //! The `fs-read` and `fs-write` Operations: their types and traits (here), a
 //! local backend confined to granted roots (`local`), an in-memory backend
-//! for tests (`memory`), the per-file mutation locks (`lock`), and granted
-//! directories pinned to what was approved (`granted`).
+//! for tests (`memory`), the per-file mutation locks (`lock`), granted
+//! directories pinned to what was approved (`granted`), and the shell's
+//! full-output files that `read` may open (`outputs`).
 //!
 //! # What the local backend defends against
 //!
@@ -32,13 +33,16 @@ mod granted;
 mod local;
 mod lock;
 mod memory;
+mod outputs;
 
 pub use crate::ops::protect::ProtectedPaths;
 pub use granted::GrantedDir;
 pub use local::LocalFs;
 pub(crate) use local::RealPath;
 pub use lock::{MutationLock, lock_file};
+pub(crate) use lock::{MutationOrder, Turn, TurnSlot, lock_file_in_turn};
 pub use memory::{MemoryFs, MemoryNode};
+pub(crate) use outputs::{OutputFiles, Recorded, WithOutputs};
 
 use std::collections::VecDeque;
 use std::path::{Component, Path, PathBuf};
