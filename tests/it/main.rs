@@ -20,6 +20,7 @@ mod jail;
 mod loopback;
 mod mcp;
 mod mcp_sessions;
+mod order;
 mod pipeline;
 mod protect;
 mod read;

@@ -128,3 +128,80 @@ fn changing_the_active_set_marks_the_host_changed() {
     host.set_active_tools(&["slow", "read", "no-such-tool"]);
     assert!(!changes.has_changed().unwrap(), "unknown names are dropped");
 }
+
+/// A tool granted `tools` changes the active set in the middle of a
+/// session: the client is told (`notifications/tools/list_changed`) and the
+/// next `tools/list` shows the new set. The active set has one writer, the
+/// same for the host and for tools.
+#[test]
+fn mcp_a_tool_changing_the_active_set_reaches_the_client_as_list_changed() {
+    use std::io::{BufRead, BufReader, Write};
+    let ws = Workspace::new();
+    let ext = &ws.copy_in("toolset.wasm", toolhost_tests::TOOLSET);
+    user_policy(&ws, "[extensions.toolset]\ntools = true\n");
+    let mut child = ws
+        .cli()
+        .args(["--extension", ext, "mcp"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
+    // A bound on a failure (a message that never comes), not a timing check.
+    let next = || -> Value {
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the server's next message");
+        serde_json::from_str(&line).unwrap()
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "changes", "version": "1"}}}),
+    );
+    assert_eq!(next()["id"], 1);
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let listed = |reply: &Value| -> Vec<String> {
+        reply["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let before = listed(&next());
+    assert!(!before.contains(&"ls".to_string()), "{before:?}");
+
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "activate", "arguments": {"names": ["ls"]}}}));
+    // The notification and the call's answer, in either order.
+    let (first, second) = (next(), next());
+    let (notice, answer) = if first.get("id").is_some() {
+        (second, first)
+    } else {
+        (first, second)
+    };
+    assert_eq!(answer["id"], 3, "{answer}");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert_eq!(
+        notice,
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    );
+    send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}));
+    let after = listed(&next());
+    assert_eq!(after, [before, vec!["ls".to_string()]].concat());
+    drop(stdin);
+    child.wait().unwrap();
+}

@@ -89,9 +89,9 @@ fn is_sequential(ctx: &BatchContext) -> bool {
 async fn sequential(ctx: &Arc<BatchContext>) -> BatchOutcome {
     let mut results = Vec::new();
     let mut votes = Vec::new();
-    for call in &ctx.message.tool_calls {
+    for (i, call) in ctx.message.tool_calls.iter().enumerate() {
         ctx.start(call);
-        let f = match ctx.preflight(call).await {
+        let f = match ctx.preflight(i).await {
             Preflight::Done(f) => *f,
             Preflight::Ready(ready) => ctx.execute(*ready).await,
         };
@@ -145,7 +145,7 @@ async fn parallel(ctx: &Arc<BatchContext>) -> Vec<Settled> {
     let mut held = Vec::new();
     for (i, call) in calls.iter().enumerate() {
         ctx.start(call);
-        match ctx.preflight(call).await {
+        match ctx.preflight(i).await {
             Preflight::Done(f) => slots[i] = Some(ctx.settle(*f)),
             Preflight::Ready(r) => held.push((i, r)),
         }
@@ -304,7 +304,7 @@ async fn together_worker(ctx: &Arc<BatchContext>, shared: &Together) -> Vec<(usi
 async fn prepare_and_run(ctx: &Arc<BatchContext>, shared: &Together, i: usize) -> (usize, Settled) {
     let call = &ctx.message.tool_calls[i];
     let outcome = std::panic::AssertUnwindSafe(async {
-        match ctx.prepare(call).await {
+        match ctx.prepare(i).await {
             Preflight::Done(f) => {
                 shared.announce(ctx, i, Some(BatchContext::end_event(&f)));
                 *f

@@ -130,6 +130,9 @@ pub(crate) struct BatchContext {
     /// Holds back what executing calls emit while the batch is still being
     /// prepared (see [`crate::batch`]).
     pub gate: Gate,
+    /// Each call's place in the order of file mutations, taken when the
+    /// batch arrived (see `crate::ops::fs::lock`).
+    turns: Vec<crate::ops::fs::TurnSlot>,
 }
 
 /// Events of executing calls held back until the batch's preflight is
@@ -164,6 +167,33 @@ impl Gate {
 }
 
 impl BatchContext {
+    /// The batch of `message`'s calls, arriving now (or at `turns`, places
+    /// taken in the session's order when the message arrived, one per call).
+    pub(crate) fn new(
+        session: Arc<Session>,
+        message: Arc<AssistantMessage>,
+        cancel: CancellationToken,
+        sink: Arc<dyn EventSink>,
+        turns: Option<Vec<crate::ops::fs::Turn>>,
+    ) -> BatchContext {
+        let calls = message.tool_calls.len();
+        let turns = turns
+            .filter(|turns| turns.len() == calls)
+            .unwrap_or_else(|| session.mutations.take(calls));
+        BatchContext {
+            session,
+            message,
+            cancel,
+            sink,
+            any_tool: false,
+            gate: Gate::default(),
+            turns: turns
+                .into_iter()
+                .map(|turn| crate::ops::fs::TurnSlot::new(Some(turn)))
+                .collect(),
+        }
+    }
+
     pub(crate) fn start(&self, call: &ToolCall) {
         self.sink.emit(Event::ToolExecutionStart {
             tool_call_id: call.id.clone(),
@@ -321,8 +351,8 @@ impl BatchContext {
 
     /// Everything before execution. The start event has been emitted; the
     /// end of a call that ends here goes out now.
-    pub(crate) async fn preflight(&self, call: &ToolCall) -> Preflight {
-        let prepared = self.prepare(call).await;
+    pub(crate) async fn preflight(&self, i: usize) -> Preflight {
+        let prepared = self.prepare(i).await;
         if let Preflight::Done(finished) = &prepared {
             self.end(finished);
         }
@@ -330,7 +360,11 @@ impl BatchContext {
     }
 
     /// Everything before execution, emitting nothing.
-    pub(crate) async fn prepare(&self, call: &ToolCall) -> Preflight {
+    pub(crate) async fn prepare(&self, i: usize) -> Preflight {
+        let call = &self.message.tool_calls[i];
+        // Its turn, kept only if its tool can lock a file at all: the calls
+        // after it never wait for one that cannot.
+        let turn = self.turns[i].take();
         let mut trace = Trace::begin();
         if self.cancel.is_cancelled() {
             // §7.6: after an abort every call still gets its result.
@@ -350,6 +384,7 @@ impl BatchContext {
             self.cancel.clone(),
             self.session.settings.cancel_grace,
             usage,
+            turn.filter(|_| tool.sandbox.may_lock_files()),
         );
         // One fresh instance serves the whole call: prepare-arguments, then
         // execute. A second instance for execute would double what a call

@@ -21,12 +21,12 @@
 
 use crate::engine::{Compiled, Runtime};
 use crate::error::Error;
-use crate::extensions::policy::grant_line;
 use crate::message::{ContentBlock, ToolResult};
 pub use crate::ops::{Capabilities, WasiCapabilities};
 pub(crate) use crate::store::{CallSignals, CallState};
 pub use crate::store::{MAX_CONTENT_BLOCKS, MAX_PROGRESS_BYTES, MAX_PROGRESS_UPDATES};
 use crate::store::{MemoryLimiter, Stop, guest_bytes};
+use crate::wit::interfaces::grant_line;
 use crate::wit::interfaces::{self, Import};
 use crate::wit::{
     self, CallContext, Contract, GuestResult, HookGuest, StoreFuture, ToolDecl, ToolGuest,
@@ -333,6 +333,11 @@ impl Sandbox {
         self.linked.read().expect("linked lock").clone()
     }
 
+    /// Whether its calls can take a file's mutation lock (`fs-write`).
+    pub(crate) fn may_lock_files(&self) -> bool {
+        self.caps.fs_write.is_some()
+    }
+
     /// See [`Runtime::may_hold_instance`].
     pub(crate) fn may_hold_instance(&self) -> bool {
         self.runtime.may_hold_instance()
@@ -390,13 +395,20 @@ impl Sandbox {
         &self,
         signals: Arc<CallSignals>,
     ) -> Result<CallInstance, CallFailure> {
-        let permit = self
-            .runtime
-            .slots
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| CallFailure::Start("the runtime is shutting down".into()))?;
+        let slots = &self.runtime.slots;
+        let permit = match slots.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                // Calls holding slots may be waiting for this one's turn to
+                // lock a file: it gives its turn up rather than wait on them.
+                signals.turn.settle();
+                slots
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .map_err(|_| CallFailure::Start("the runtime is shutting down".into()))?
+            }
+        };
         let stderr = MemoryOutputPipe::new(STDERR_CAPTURE);
         let mut wasi = WasiCtx::builder();
         wasi.stderr(stderr.clone())

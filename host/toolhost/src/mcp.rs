@@ -18,7 +18,11 @@
 //!   and reloading them changes the tool list.
 //!
 //! rmcp runs each request in its own task, so parallel requests from one
-//! client run concurrently.
+//! client run concurrently. Their file mutations keep the order in which
+//! the requests were read (a `write` then an `edit` of one file, sent
+//! together, never run the other way round): each `tools/call` takes its
+//! turn as it is read ([`Arrival`]), on stdio by the transport, over HTTP by
+//! the route.
 //!
 //! # Protocol versions and transports
 //!
@@ -153,6 +157,12 @@ impl McpServer {
         self.shared.host.read().expect("host lock").clone()
     }
 
+    /// A turn in the host's order of file mutations for a call read now.
+    fn arrival(&self) -> Arrival {
+        let turn = self.host().turns(1).pop();
+        Arrival(Arc::new(std::sync::Mutex::new(turn)))
+    }
+
     fn log_line(&self, line: &str) {
         (self.shared.log)(line)
     }
@@ -171,7 +181,11 @@ impl McpServer {
         W: AsyncWrite + Send + Unpin + 'static,
     {
         self.start_watching();
-        let running = ServiceExt::serve(self.clone(), (input, output))
+        let transport = InOrder {
+            inner: rmcp::transport::async_rw::AsyncRwTransport::new_server(input, output),
+            server: self.clone(),
+        };
+        let running = ServiceExt::serve(self.clone(), transport)
             .await
             .map_err(|e| Error::runtime_because("MCP initialization failed", e))?;
         running
@@ -206,11 +220,24 @@ impl McpServer {
             .with_cancellation_token(shutdown);
         let server = self.clone();
         let service = StreamableHttpService::new(move || Ok(server.clone()), bounded, config);
+        let server = self.clone();
         crate::http::Route {
             path: "/mcp",
-            handler: Arc::new(move |mut request| {
-                let service = service.clone();
+            handler: Arc::new(move |request| {
+                let (service, server) = (service.clone(), server.clone());
                 Box::pin(async move {
+                    // A call takes its turn once its request has arrived
+                    // whole, before rmcp gives it a task.
+                    let (parts, body) = request.into_parts();
+                    let body = match crate::http::read_body(body, max_body_bytes).await {
+                        Ok(body) => body,
+                        Err(refused) => return refused,
+                    };
+                    let mut request =
+                        http::Request::from_parts(parts, http_body_util::Full::new(body.clone()));
+                    if is_tool_call(&body) {
+                        request.extensions_mut().insert(server.arrival());
+                    }
                     // In a handshake session, rmcp answers a POST on a stream
                     // of its own but does not cancel the call when that
                     // stream's client goes away; this token does.
@@ -261,6 +288,74 @@ struct ClientGone(CancellationToken);
 
 /// The token of a call: the request's own (the client cancelled it, or
 /// the session ended) or, over HTTP, its client going away.
+/// The turn a `tools/call` took in the host's order of file mutations when
+/// it was read (see `crate::ops::fs::lock`); the call takes it out.
+#[derive(Clone)]
+struct Arrival(Arc<std::sync::Mutex<Option<crate::ops::fs::Turn>>>);
+
+impl Arrival {
+    /// The turn of the call in `context`, if it brought one.
+    fn of(context: &RequestContext<RoleServer>) -> Option<crate::ops::fs::Turn> {
+        let arrival = context.extensions.get::<Arrival>();
+        #[cfg(feature = "http")]
+        let arrival = arrival.or_else(|| {
+            context
+                .extensions
+                .get::<http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<Arrival>())
+        });
+        arrival.and_then(|a| a.0.lock().expect("arrival lock").take())
+    }
+}
+
+/// Whether an HTTP request's body is a `tools/call` (the only request that
+/// takes a turn: one that is never answered would hold up nothing, but a
+/// stream kept open would hold its turn as long).
+#[cfg(feature = "http")]
+fn is_tool_call(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<Cow<'a, str>>,
+    }
+    serde_json::from_slice::<Method<'_>>(body)
+        .is_ok_and(|m| m.method.as_deref() == Some("tools/call"))
+}
+
+/// A transport that gives each `tools/call` its [`Arrival`] as it is read:
+/// rmcp reads messages in order, then runs each in a task of its own.
+struct InOrder<T> {
+    inner: T,
+    server: McpServer,
+}
+
+impl<T: rmcp::transport::Transport<RoleServer>> rmcp::transport::Transport<RoleServer>
+    for InOrder<T>
+{
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: rmcp::service::TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<rmcp::service::RxJsonRpcMessage<RoleServer>> {
+        let mut message = self.inner.receive().await?;
+        if let rmcp::model::JsonRpcMessage::Request(request) = &mut message
+            && let rmcp::model::ClientRequest::CallToolRequest(call) = &mut request.request
+        {
+            call.extensions.insert(self.server.arrival());
+        }
+        Some(message)
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
 fn call_token(context: &RequestContext<RoleServer>) -> CancellationToken {
     #[cfg(feature = "http")]
     if let Some(ClientGone(gone)) = context
@@ -467,6 +562,7 @@ impl ServerHandler for McpServer {
         // A client calls what it was offered: the active tools.
         let result = host
             .call(call)
+            .turn(Arrival::of(&context))
             .active_only()
             .cancel(cancel.clone())
             .events(sink)

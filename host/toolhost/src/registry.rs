@@ -181,18 +181,3 @@ impl Registry {
             .collect()
     }
 }
-
-/// The `tools` Operations are served from the registry behind its lock.
-impl crate::ops::tools::ToolSetBackend for std::sync::RwLock<Registry> {
-    fn active(&self) -> Vec<String> {
-        self.read().expect("registry lock").active().to_vec()
-    }
-
-    fn all(&self) -> Vec<String> {
-        self.read().expect("registry lock").names()
-    }
-
-    fn set_active(&self, names: &[String]) {
-        self.write().expect("registry lock").set_active(names)
-    }
-}

@@ -454,6 +454,8 @@ fn start_batch(
         }
         running.insert(key.clone(), cancel.clone());
     }
+    // Its calls' file mutations queue in the order batches were read.
+    let turns = host.turns(message.tool_calls.len());
     let (host, out, running) = (host.clone(), out.clone(), running.clone());
     let token = cancel.clone();
     let task: BatchTask = Box::pin(async move {
@@ -476,7 +478,7 @@ fn start_batch(
                 }),
             );
         });
-        let outcome = host.run_batch(&message, cancel, sink).await;
+        let outcome = host.run_batch_in(&message, cancel, sink, Some(turns)).await;
         running.lock().expect("running batches lock").remove(&key);
         out.send(response(
             &id,

@@ -3,9 +3,11 @@
 //! every call. The host builds it; [`crate::batch`] and [`crate::call`] are
 //! handed it, and reach nothing above it.
 //!
-//! The active set is the one thing that changes while a session lives, and
-//! only through the host ([`crate::Host::set_active_tools`]) or a tool
-//! granted `tools` (through [`crate::ops::tools`]).
+//! The active set is the one thing that changes while a session lives. It
+//! has one writer, [`ActiveTools`], which both the host
+//! ([`crate::Host::set_active_tools`]) and a tool granted `tools` (through
+//! [`crate::ops::tools`]) go through, and which announces every change to
+//! the front ends ([`crate::Host::changes`]).
 
 use crate::audit::AuditLog;
 use crate::hooks::Hook;
@@ -18,12 +20,16 @@ use std::time::Duration;
 /// The tools, hooks and call settings batches read.
 pub(crate) struct Session {
     pub registry: Arc<RwLock<Registry>>,
+    /// The one writer of the registry's active set.
+    pub tools: Arc<ActiveTools>,
     /// The embedder's hooks in the order added, then the hook components in
     /// load order.
     pub hooks: Vec<Hook>,
     pub settings: CallSettings,
     /// Where every call's line goes, if the host keeps an audit log.
     pub audit_log: Option<Arc<AuditLog>>,
+    /// The order in which calls arrived, which their file mutations keep.
+    pub mutations: Arc<crate::ops::fs::MutationOrder>,
 }
 
 /// What every call of a session runs with.
@@ -38,6 +44,61 @@ pub(crate) struct CallSettings {
     pub cancel_grace: Duration,
     /// Every batch runs sequentially (Pi's `toolExecution: "sequential"`).
     pub sequential: bool,
+}
+
+/// The one writer of the active tool set: every change, whoever asks for
+/// it, is announced to every front end watching [`Self::changes`] (MCP's
+/// `list_changed` on each session and subscription stream).
+pub(crate) struct ActiveTools {
+    registry: Arc<RwLock<Registry>>,
+    changes: tokio::sync::watch::Sender<u64>,
+}
+
+impl ActiveTools {
+    pub(crate) fn new(registry: Arc<RwLock<Registry>>) -> ActiveTools {
+        ActiveTools {
+            registry,
+            changes: tokio::sync::watch::Sender::new(0),
+        }
+    }
+
+    /// Replace the active set (unknown names are dropped, spec §3.1) and
+    /// announce it if it changed; the new set.
+    pub(crate) fn set(&self, names: &[String]) -> Vec<String> {
+        let mut registry = self.registry.write().expect("registry lock");
+        let before = registry.active().to_vec();
+        registry.set_active(names);
+        let after = registry.active().to_vec();
+        drop(registry);
+        if after != before {
+            self.changes.send_modify(|generation| *generation += 1);
+        }
+        after
+    }
+
+    /// Marked changed at every change of the active set.
+    pub(crate) fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+}
+
+/// The `tools` Operations write through the one writer.
+impl crate::ops::tools::ToolSetBackend for ActiveTools {
+    fn active(&self) -> Vec<String> {
+        self.registry
+            .read()
+            .expect("registry lock")
+            .active()
+            .to_vec()
+    }
+
+    fn all(&self) -> Vec<String> {
+        self.registry.read().expect("registry lock").names()
+    }
+
+    fn set_active(&self, names: &[String]) {
+        self.set(names);
+    }
 }
 
 impl Session {

@@ -51,18 +51,22 @@ pub(crate) struct CallSignals {
     pub usage: Usage,
     /// The processes it started, until they are gone.
     pub(crate) spawned: crate::ops::process::Spawned,
+    /// Its place in the order of file mutations, until its first lock.
+    pub(crate) turn: crate::ops::fs::TurnSlot,
 }
 
 impl CallSignals {
     pub(crate) fn new(cancel: CancellationToken, grace: Duration) -> Arc<CallSignals> {
-        Self::with_usage(cancel, grace, Usage::default())
+        Self::with_usage(cancel, grace, Usage::default(), None)
     }
 
-    /// Signals whose call records what it uses in `usage`.
+    /// Signals whose call records what it uses in `usage`, and takes its
+    /// first file lock in `turn`.
     pub(crate) fn with_usage(
         cancel: CancellationToken,
         grace: Duration,
         usage: Usage,
+        turn: Option<crate::ops::fs::Turn>,
     ) -> Arc<CallSignals> {
         Arc::new(CallSignals {
             cancel,
@@ -72,6 +76,7 @@ impl CallSignals {
             settled: AtomicBool::new(false),
             usage,
             spawned: Default::default(),
+            turn: crate::ops::fs::TurnSlot::new(turn),
         })
     }
 
@@ -80,8 +85,10 @@ impl CallSignals {
         *self.progress.lock().expect("progress lock") = Some(Box::new(f));
     }
 
-    /// The call has settled: later updates are ignored.
+    /// The call has settled: later updates are ignored, and later calls
+    /// no longer wait for it to take a file lock.
     pub(crate) fn settle(&self) {
+        self.turn.settle();
         self.settled.store(true, Ordering::SeqCst);
         self.progress.lock().expect("progress lock").take();
     }

@@ -501,7 +501,8 @@ impl HostBuilder {
         let process = shell.process.clone();
 
         let registry = Arc::new(RwLock::new(Registry::default()));
-        let tool_set = ToolSet::new(registry.clone());
+        let active_tools = Arc::new(crate::session::ActiveTools::new(registry.clone()));
+        let tool_set = ToolSet::new(active_tools.clone());
         for component in builtin::BUILTIN_COMPONENTS {
             let tools = loader::load(
                 &runtime,
@@ -608,7 +609,7 @@ impl HostBuilder {
 
         diagnostics.extend(runtime.take_reports());
 
-        let mut reg = registry.write().expect("registry lock");
+        let reg = registry.read().expect("registry lock");
         let active: Vec<String> = if self.all_active {
             reg.names()
         } else if let Some(names) = self.active.or_else(|| policy.active_tools.clone()) {
@@ -620,11 +621,12 @@ impl HostBuilder {
                 .chain(reg.extension_names())
                 .collect()
         };
-        reg.set_active(&active);
         drop(reg);
+        active_tools.set(&active);
 
         let session = Session {
             registry,
+            tools: active_tools,
             hooks: self
                 .hooks
                 .into_iter()
@@ -639,6 +641,7 @@ impl HostBuilder {
                 sequential: self.sequential,
             },
             audit_log,
+            mutations: Default::default(),
         };
         Ok(Host {
             inner: Arc::new(HostInner {
@@ -648,7 +651,6 @@ impl HostBuilder {
                 temp_dir,
                 process,
                 confinement: std::sync::OnceLock::new(),
-                changes: tokio::sync::watch::Sender::new(0),
             }),
         })
     }

@@ -28,8 +28,6 @@ pub(crate) struct HostInner {
     /// (probed on first use).
     pub process: Arc<ProcessPolicy>,
     pub confinement: std::sync::OnceLock<Confinement>,
-    /// Bumped whenever the tools a model may call change (see [`Host::changes`]).
-    pub changes: tokio::sync::watch::Sender<u64>,
 }
 
 /// The tools of one workspace. Cheap to clone; safe to share across tasks.
@@ -116,23 +114,14 @@ impl Host {
     /// the new active set. Takes effect for the next batch.
     pub fn set_active_tools<S: AsRef<str>>(&self, names: &[S]) -> Vec<String> {
         let names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
-        let mut registry = self.inner.session.registry.write().expect("registry lock");
-        let before = registry.active().to_vec();
-        registry.set_active(&names);
-        let after = registry.active().to_vec();
-        if after != before {
-            self.inner
-                .changes
-                .send_modify(|generation| *generation += 1);
-        }
-        after
+        self.inner.session.tools.set(&names)
     }
 
     /// A receiver that is marked changed whenever the active tools change
     /// (their set, order or definitions). Servers use it to tell their
     /// clients to list the tools again (MCP's `notifications/tools/list_changed`).
     pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.inner.changes.subscribe()
+        self.inner.session.tools.changes()
     }
 
     /// Problems found while loading: broken extensions, name collisions.
@@ -155,15 +144,36 @@ impl Host {
         cancel: CancellationToken,
         sink: Arc<dyn EventSink>,
     ) -> BatchOutcome {
-        let ctx = Arc::new(BatchContext {
-            session: self.inner.session.clone(),
-            message: Arc::new(message.clone()),
+        self.run_batch_in(message, cancel, sink, None).await
+    }
+
+    /// [`Self::run_batch`] of a message that arrived when `turns` were
+    /// taken ([`Self::turns`]): its calls' file mutations queue behind
+    /// those of calls that arrived earlier, whenever this one runs.
+    pub(crate) async fn run_batch_in(
+        &self,
+        message: &AssistantMessage,
+        cancel: CancellationToken,
+        sink: Arc<dyn EventSink>,
+        turns: Option<Vec<crate::ops::fs::Turn>>,
+    ) -> BatchOutcome {
+        let ctx = BatchContext::new(
+            self.inner.session.clone(),
+            Arc::new(message.clone()),
             cancel,
             sink,
-            any_tool: false,
-            gate: Default::default(),
-        });
-        batch::run(ctx).await
+            turns,
+        );
+        batch::run(Arc::new(ctx)).await
+    }
+
+    /// Places in the order of file mutations (spec §1.4) for `calls` calls
+    /// arriving now, for a front end that reads requests in order but runs
+    /// them concurrently: the calls they are given to queue for their files
+    /// in this order. A turn dropped unused holds up nothing.
+    #[cfg(any(feature = "mcp", feature = "serve"))]
+    pub(crate) fn turns(&self, calls: usize) -> Vec<crate::ops::fs::Turn> {
+        self.inner.session.mutations.take(calls)
     }
 
     /// One call through the whole pipeline, as the only call of a message:
@@ -179,6 +189,7 @@ impl Host {
             cancel: CancellationToken::new(),
             sink: Arc::new(crate::events::NoEvents),
             active_only: false,
+            turn: None,
         }
     }
 }
@@ -192,6 +203,7 @@ pub struct CallRequest<'a> {
     cancel: CancellationToken,
     sink: Arc<dyn EventSink>,
     active_only: bool,
+    turn: Option<crate::ops::fs::Turn>,
 }
 
 impl CallRequest<'_> {
@@ -213,6 +225,13 @@ impl CallRequest<'_> {
         self.active_only = true;
         self
     }
+
+    /// The call arrived when `turn` was taken ([`Host::turns`]).
+    #[cfg(feature = "mcp")]
+    pub(crate) fn turn(mut self, turn: Option<crate::ops::fs::Turn>) -> Self {
+        self.turn = turn;
+        self
+    }
 }
 
 impl<'a> std::future::IntoFuture for CallRequest<'a> {
@@ -222,15 +241,15 @@ impl<'a> std::future::IntoFuture for CallRequest<'a> {
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
             let id = self.call.id.clone();
-            let ctx = Arc::new(BatchContext {
-                session: self.host.inner.session.clone(),
-                message: Arc::new(AssistantMessage::from_calls(vec![self.call])),
-                cancel: self.cancel,
-                sink: self.sink,
-                any_tool: !self.active_only,
-                gate: Default::default(),
-            });
-            batch::run(ctx)
+            let mut ctx = BatchContext::new(
+                self.host.inner.session.clone(),
+                Arc::new(AssistantMessage::from_calls(vec![self.call])),
+                self.cancel,
+                self.sink,
+                self.turn.map(|turn| vec![turn]),
+            );
+            ctx.any_tool = !self.active_only;
+            batch::run(Arc::new(ctx))
                 .await
                 .results
                 .into_iter()

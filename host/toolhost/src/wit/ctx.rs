@@ -24,6 +24,8 @@ pub struct OpsCtx<'a> {
     pub usage: &'a Usage,
     /// The processes the call started (the call's end waits for them).
     pub spawned: &'a crate::ops::process::Spawned,
+    /// Its place in the order of file mutations (see `crate::ops::fs::lock`).
+    pub(crate) turn: Option<&'a crate::ops::fs::TurnSlot>,
     pub table: &'a mut ResourceTable,
 }
 
@@ -48,6 +50,7 @@ impl OpsView for CallState {
             cancel: &self.signals.cancel,
             usage: &self.signals.usage,
             spawned: &self.signals.spawned,
+            turn: Some(&self.signals.turn),
             table: &mut self.table,
         }
     }

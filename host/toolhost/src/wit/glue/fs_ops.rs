@@ -2,7 +2,7 @@
 //! edge, and their glue.
 
 use super::super::{fs_read, fs_types, fs_write};
-use crate::ops::fs::{self, FsError, MutationLock, lock_file};
+use crate::ops::fs::{self, FsError, MutationLock, lock_file_in_turn};
 use crate::ops::usage::Use;
 use crate::wit::OpsCtx;
 use wasmtime::component::Resource;
@@ -143,7 +143,7 @@ impl fs_write::Host for OpsCtx<'_> {
             Ok(key) => key,
             Err(e) => return Ok(Err(e.into())),
         };
-        match lock_file(key, self.cancel).await {
+        match lock_file_in_turn(key, self.cancel, self.turn).await {
             Ok(lock) => Ok(Ok(self.table.push(lock)?)),
             Err(e) => Ok(Err(e.into())),
         }
