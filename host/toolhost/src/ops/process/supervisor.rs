@@ -491,6 +491,15 @@ impl Supervisor {
             jail.end();
         }
         let end_at = Instant::now();
+        // The init's pidfd turns readable when it exits, which ends the jail:
+        // waited for, not polled (a poll would cost every command up to a
+        // STOP_POLL after its exit).
+        let init = self.jail.as_ref().and_then(|jail| jail.ns_init.as_ref());
+        if let Some(init) = init.and_then(|fd| rustix::io::fcntl_dupfd_cloexec(fd, 0).ok())
+            && let Ok(init) = AsyncFd::with_interest(init, tokio::io::Interest::READABLE)
+        {
+            let _ = tokio::time::timeout(STOP_GRACE, init.readable()).await;
+        }
         loop {
             if self.jail_gone() || Instant::now() >= end_at + KILL_WAIT {
                 return;
