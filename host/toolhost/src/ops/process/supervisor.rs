@@ -495,9 +495,14 @@ impl Supervisor {
         // waited for, not polled (a poll would cost every command up to a
         // STOP_POLL after its exit).
         let init = self.jail.as_ref().and_then(|jail| jail.ns_init.as_ref());
-        if let Some(init) = init.and_then(|fd| rustix::io::fcntl_dupfd_cloexec(fd, 0).ok())
-            && let Ok(init) = AsyncFd::with_interest(init, tokio::io::Interest::READABLE)
-        {
+        let init = init.and_then(|fd| rustix::io::fcntl_dupfd_cloexec(fd, 0).ok());
+        #[allow(unsafe_code)]
+        // SAFETY: the AsyncFd owns this OwnedFd: open, and the same file,
+        // for as long as it lives.
+        let init = init.and_then(|fd| {
+            unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }.ok()
+        });
+        if let Some(init) = init {
             let _ = tokio::time::timeout(STOP_GRACE, init.readable()).await;
         }
         loop {
