@@ -76,6 +76,11 @@ impl ActiveTools {
         after
     }
 
+    /// The registry whose active set this writes.
+    pub(crate) fn registry(&self) -> &Arc<RwLock<Registry>> {
+        &self.registry
+    }
+
     /// Marked changed at every change of the active set.
     pub(crate) fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changes.subscribe()

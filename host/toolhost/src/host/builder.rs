@@ -7,6 +7,7 @@ use crate::builtin::{self, DEFAULT_ACTIVE_TOOLS};
 use crate::component::Limits;
 use crate::engine::Runtime;
 use crate::error::Error;
+use crate::extensions::ExtensionReport;
 use crate::extensions::discovery;
 use crate::extensions::grants::{self, Unresolved, WritePlaces};
 use crate::extensions::policy::GrantSpec;
@@ -23,7 +24,7 @@ use crate::ops::protect::GitGuard;
 use crate::ops::search::{FsSearch, LocalSearch, Search};
 use crate::ops::tools::ToolSet;
 use crate::registry::{Diagnostic, Registry, ToolSource};
-use crate::session::{CallSettings, Session};
+use crate::session::{ActiveTools, CallSettings, Session};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -358,8 +359,54 @@ impl HostBuilder {
     /// Load the built-in tools and the extensions.
     ///
     /// A broken extension does not fail the build: it is reported in
-    /// [`Host::diagnostics`] and the others still load.
+    /// [`Host::diagnostics`] and the others still load. The steps, each a
+    /// function below: the workspace ([`Self::workspace_dir`]), the engine,
+    /// what the files decide ([`Self::configuration`]), how the built-ins
+    /// are confined ([`Self::confinement`]), loading the built-ins
+    /// ([`Self::load_builtins`]) and the extensions
+    /// ([`Self::load_extensions`]) into the registry, the first active set
+    /// ([`Self::first_active`]), and the session with its audit log
+    /// ([`Self::assemble`]).
     pub async fn build(self) -> Result<Host, Error> {
+        let workspace = self.workspace_dir()?;
+        let runtime = match self.runtime.clone() {
+            Some(rt) => rt,
+            None => Runtime::shared()?,
+        };
+        let config = self.configuration(&workspace, &runtime)?;
+        let mut diagnostics = config.policy.diagnostics.clone();
+        let confined = self.confinement(&workspace, &config, &runtime, &mut diagnostics)?;
+        let registry = Arc::new(RwLock::new(Registry::default()));
+        let active_tools = Arc::new(ActiveTools::new(registry.clone()));
+        self.load_builtins(&runtime, &confined, &registry, &mut diagnostics)
+            .await?;
+        let (reports, hook_components) = self
+            .load_extensions(
+                &runtime,
+                &workspace,
+                &config,
+                &confined,
+                &active_tools,
+                &mut diagnostics,
+            )
+            .await;
+        diagnostics.extend(runtime.take_reports());
+        let first = self.first_active(&registry.read().expect("registry lock"), &config);
+        active_tools.set(&first);
+        Ok(self.assemble(Assembly {
+            workspace,
+            config,
+            confined,
+            registry,
+            active_tools,
+            hook_components,
+            reports,
+            diagnostics,
+        }))
+    }
+
+    /// The workspace's real path; it must be a directory.
+    fn workspace_dir(&self) -> Result<PathBuf, Error> {
         let workspace_arg = self.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
         let shown = workspace_arg.display().to_string();
         let workspace = workspace_arg
@@ -372,10 +419,14 @@ impl HostBuilder {
                 source: None,
             });
         }
-        let runtime = match self.runtime.clone() {
-            Some(rt) => rt,
-            None => Runtime::shared()?,
-        };
+        Ok(workspace)
+    }
+
+    /// What the files decide: the trust store, the policy of both
+    /// `toolhost.toml` files (with the embedder's grants), the audit log
+    /// (opened before any tool runs), the state directory's quarantine, and
+    /// the protected paths.
+    fn configuration(&self, workspace: &Path, runtime: &Runtime) -> Result<Configuration, Error> {
         let user_config = self
             .user_config
             .clone()
@@ -384,12 +435,11 @@ impl HostBuilder {
             Some(dir) => TrustStore::load(dir)?,
             None => TrustStore::empty(),
         };
-        let mut policy = Policy::load(&workspace, user_config.as_deref(), &trust)?;
+        let mut policy = Policy::load(workspace, user_config.as_deref(), &trust)?;
         for (name, grant) in &self.extensions.grants {
             policy.grant(name, grant);
         }
         let audit_path = self.audit.clone().or_else(|| policy.audit.clone());
-        // Opened before any tool runs, and protected like the configuration.
         let audit_log = audit_path.as_ref().map(|path| {
             let report = self
                 .audit_reporter
@@ -401,14 +451,36 @@ impl HostBuilder {
             .state_dir
             .clone()
             .unwrap_or_else(crate::extensions::policy::default_state_dir);
-        let quarantine = state_dir.as_ref().map(|d| d.join("quarantine"));
         let protected = extensions::protected_paths(
-            &workspace,
+            workspace,
             user_config.as_deref(),
             runtime.options().cache_dir.as_deref(),
             audit_path.as_deref(),
             state_dir.as_deref(),
         );
+        Ok(Configuration {
+            quarantine: state_dir.map(|d| d.join("quarantine")),
+            user_config,
+            trust,
+            policy,
+            audit_log,
+            protected,
+        })
+    }
+
+    /// What the built-ins may touch and how their commands are confined:
+    /// the workspace's file backends, the temp directory (repaired if need
+    /// be) with the shell's full-output files, the places tools can write,
+    /// the `[shell] read-write` roots as approved, the git guard over all of
+    /// them, and the shell tools' process policy.
+    fn confinement(
+        &self,
+        workspace: &Path,
+        config: &Configuration,
+        runtime: &Runtime,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Result<Confined, Error> {
+        let protected = &config.protected;
         // Search runs natively on the local disk; over another backend it
         // walks through that backend's `FsRead`.
         let (fs_read, fs_write, search): (Arc<dyn FsRead>, Arc<dyn FsWrite>, Arc<dyn Search>) =
@@ -419,15 +491,17 @@ impl HostBuilder {
                 }
                 None => {
                     let local = Arc::new(
-                        LocalFs::new(std::slice::from_ref(&workspace))
-                            .map_err(|e| Error::workspace_because(&shown, "cannot open it", e))?
+                        LocalFs::new(&[workspace.to_path_buf()])
+                            .map_err(|e| {
+                                let shown = workspace.display().to_string();
+                                Error::workspace_because(&shown, "cannot open it", e)
+                            })?
                             .protect(protected.clone()),
                     );
                     let search = Arc::new(LocalSearch::new(local.clone()));
                     (local.clone(), local, search)
                 }
             };
-
         let (temp_dir, temp_repaired) = match &self.temp_dir {
             Some(dir) => std::fs::create_dir_all(dir)
                 .and_then(|()| dir.canonicalize())
@@ -447,17 +521,17 @@ impl HostBuilder {
             inner: temp_fs.clone(),
             files: output_files.clone(),
         });
-        let mut diagnostics = policy.diagnostics.clone();
         if let Some(repaired) = temp_repaired {
             diagnostics.push(Diagnostic {
                 path: temp_dir.display().to_string(),
                 message: format!("the temp directory was repaired: {repaired}"),
             });
         }
-        let jail = self.shell_jail(&policy, &protected, user_config.as_deref(), &runtime);
+        let policy = &config.policy;
+        let jail = self.shell_jail(policy, protected, config.user_config.as_deref(), runtime);
         // Where tools can write: no granted path may lead through a link
         // there (see `crate::extensions::grants`).
-        let places = WritePlaces::new(&workspace, &temp_dir, &policy);
+        let places = WritePlaces::new(workspace, &temp_dir, policy);
         let mut write_roots: Vec<crate::ops::fs::GrantedDir> = Vec::new();
         for (kind, path) in &policy.shell {
             if *kind != ShellPath::ReadWrite {
@@ -474,17 +548,17 @@ impl HostBuilder {
         // Everything the shell tools' commands may write, watched for what
         // would make git run code.
         let guard = Arc::new(GitGuard::of_user(
-            [workspace.clone(), temp_dir.clone()]
+            [workspace.to_path_buf(), temp_dir.clone()]
                 .into_iter()
                 .chain(write_roots.iter().map(|d| d.path().to_path_buf()))
                 .collect(),
-            quarantine.as_deref(),
+            config.quarantine.as_deref(),
         ));
         let shell = builtin::ShellGrants {
             process: Arc::new(
                 builtin::shell_policy(
                     self.commands.clone(),
-                    &workspace,
+                    workspace,
                     &temp_dir,
                     &write_roots,
                     self.session_id.clone(),
@@ -496,16 +570,26 @@ impl HostBuilder {
             outputs: (output_files, temp_fs),
             guard,
         };
-        // Probed when first asked for (the probe starts two tiny jails):
-        // `toolhost list` never needs it.
-        let process = shell.process.clone();
+        Ok(Confined {
+            fs: (fs_read, fs_write, search),
+            temp_dir,
+            places,
+            shell,
+        })
+    }
 
-        let registry = Arc::new(RwLock::new(Registry::default()));
-        let active_tools = Arc::new(crate::session::ActiveTools::new(registry.clone()));
-        let tool_set = ToolSet::new(active_tools.clone());
+    /// Every built-in component, with the capabilities `confined` gives it.
+    async fn load_builtins(
+        &self,
+        runtime: &Arc<Runtime>,
+        confined: &Confined,
+        registry: &RwLock<Registry>,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Result<(), Error> {
+        let (fs_read, fs_write, search) = &confined.fs;
         for component in builtin::BUILTIN_COMPONENTS {
             let tools = loader::load(
-                &runtime,
+                runtime,
                 ComponentSpec {
                     bytes: component.bytes,
                     precompiled: Some(component.precompiled),
@@ -514,10 +598,10 @@ impl HostBuilder {
                     source: ToolSource::Builtin,
                     caps: builtin::capabilities(
                         component.name,
-                        &fs_read,
-                        &fs_write,
-                        &shell,
-                        &search,
+                        fs_read,
+                        fs_write,
+                        &confined.shell,
+                        search,
                     ),
                     limits: builtin::limits(
                         component.name,
@@ -534,15 +618,30 @@ impl HostBuilder {
                 &mut registry.write().expect("registry lock"),
                 tools,
                 None,
-                &mut diagnostics,
+                diagnostics,
             );
         }
+        Ok(())
+    }
 
+    /// Every extension found (the workspace's and the user's directories,
+    /// the paths given here and named by the policy files), each loaded with
+    /// what the policy grants it; their reports, and their hook components.
+    async fn load_extensions(
+        &self,
+        runtime: &Arc<Runtime>,
+        workspace: &Path,
+        config: &Configuration,
+        confined: &Confined,
+        active_tools: &Arc<ActiveTools>,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> (Vec<ExtensionReport>, Vec<ComponentHook>) {
+        let registry = active_tools.registry();
         let mut dirs = vec![(
             workspace.join(".toolhost/extensions"),
             discovery::Origin::Workspace,
         )];
-        if let Some(dir) = &user_config {
+        if let Some(dir) = &config.user_config {
             dirs.push((dir.join("extensions"), discovery::Origin::User));
         }
         let mut paths: Vec<(PathBuf, discovery::Origin)> = self
@@ -553,8 +652,8 @@ impl HostBuilder {
             .collect();
         // What a policy file names is loaded from where it leads now, unless
         // a link a tool could have planted leads there.
-        for (path, origin) in &policy.extension_paths {
-            match grants::resolve(path, &places, "name its target instead") {
+        for (path, origin) in &config.policy.extension_paths {
+            match grants::resolve(path, &confined.places, "name its target instead") {
                 Ok(resolved) => paths.push((resolved.path, *origin)),
                 // Reported by discovery or the loader, naming it.
                 Err(Unresolved::Missing) => paths.push((path.clone(), *origin)),
@@ -568,17 +667,18 @@ impl HostBuilder {
         diagnostics.extend(found_diagnostics);
         let mut reports = Vec::new();
         let mut hook_components = Vec::new();
+        let tool_set = ToolSet::new(active_tools.clone());
         let load_cx = LoadContext {
-            runtime: &runtime,
-            policy: &policy,
-            trust: &trust,
-            workspace: &workspace,
+            runtime,
+            policy: &config.policy,
+            trust: &config.trust,
+            workspace,
             tool_set: &tool_set,
             defaults: self.extensions.limits,
-            protected: &protected,
+            protected: &config.protected,
             jail: self.jail,
-            quarantine: quarantine.as_deref(),
-            places: &places,
+            quarantine: config.quarantine.as_deref(),
+            places: &confined.places,
         };
         for extension in &found {
             let (report, loaded, warnings) = extensions::load(&load_cx, extension).await;
@@ -601,29 +701,50 @@ impl HostBuilder {
                     &mut registry.write().expect("registry lock"),
                     loaded,
                     Some(&extension.name),
-                    &mut diagnostics,
+                    diagnostics,
                 );
             }
             reports.push(report);
         }
+        (reports, hook_components)
+    }
 
-        diagnostics.extend(runtime.take_reports());
-
-        let reg = registry.read().expect("registry lock");
-        let active: Vec<String> = if self.all_active {
-            reg.names()
-        } else if let Some(names) = self.active.or_else(|| policy.active_tools.clone()) {
+    /// The active set a session starts with: every tool, the embedder's or
+    /// the policy's list, or Pi's defaults and every extension tool.
+    fn first_active(&self, registry: &Registry, config: &Configuration) -> Vec<String> {
+        if self.all_active {
+            registry.names()
+        } else if let Some(names) = self
+            .active
+            .clone()
+            .or_else(|| config.policy.active_tools.clone())
+        {
             names
         } else {
             DEFAULT_ACTIVE_TOOLS
                 .iter()
                 .map(|s| s.to_string())
-                .chain(reg.extension_names())
+                .chain(registry.extension_names())
                 .collect()
-        };
-        drop(reg);
-        active_tools.set(&active);
+        }
+    }
 
+    /// The session (tools, hooks, call settings, audit log) and the host
+    /// around it.
+    fn assemble(self, parts: Assembly) -> Host {
+        let Assembly {
+            workspace,
+            config,
+            confined,
+            registry,
+            active_tools,
+            hook_components,
+            reports,
+            diagnostics,
+        } = parts;
+        // Probed when first asked for (the probe starts two tiny jails):
+        // `toolhost list` never needs it.
+        let process = confined.shell.process.clone();
         let session = Session {
             registry,
             tools: active_tools,
@@ -640,20 +761,52 @@ impl HostBuilder {
                 cancel_grace: self.cancel_grace.unwrap_or(Duration::from_secs(1)),
                 sequential: self.sequential,
             },
-            audit_log,
+            audit_log: config.audit_log,
             mutations: Default::default(),
         };
-        Ok(Host {
+        Host {
             inner: Arc::new(HostInner {
                 session: Arc::new(session),
                 diagnostics,
                 extensions: reports,
-                temp_dir,
+                temp_dir: confined.temp_dir,
                 process,
                 confinement: std::sync::OnceLock::new(),
             }),
-        })
+        }
     }
+}
+
+/// What the files decide ([`HostBuilder::configuration`]).
+struct Configuration {
+    user_config: Option<PathBuf>,
+    trust: TrustStore,
+    policy: Policy,
+    audit_log: Option<Arc<AuditLog>>,
+    /// Where the git guards keep what they neutralize.
+    quarantine: Option<PathBuf>,
+    protected: ProtectedPaths,
+}
+
+/// What the built-ins may touch ([`HostBuilder::confinement`]).
+struct Confined {
+    /// `read`/`ls`/`write`/`edit`'s file backends and the search tools'.
+    fs: (Arc<dyn FsRead>, Arc<dyn FsWrite>, Arc<dyn Search>),
+    temp_dir: PathBuf,
+    places: WritePlaces,
+    shell: builtin::ShellGrants,
+}
+
+/// Everything [`HostBuilder::assemble`] puts together.
+struct Assembly {
+    workspace: PathBuf,
+    config: Configuration,
+    confined: Confined,
+    registry: Arc<RwLock<Registry>>,
+    active_tools: Arc<ActiveTools>,
+    hook_components: Vec<ComponentHook>,
+    reports: Vec<ExtensionReport>,
+    diagnostics: Vec<Diagnostic>,
 }
 
 /// Register a component's tools. An extension's (`extension` names it) may
