@@ -44,16 +44,8 @@ fn text(out: &Output) -> (String, String) {
 /// the jail; it must succeed.
 #[track_caller]
 fn agent_bash(ws: &Workspace, command: &str) {
-    let out = toolhost(
-        ws,
-        &[
-            "--require-jail",
-            "call",
-            "bash",
-            &json!({ "command": command }).to_string(),
-        ],
-        None,
-    );
+    let args = jailed_bash_args(command);
+    let out = toolhost(ws, &args.each_ref().map(String::as_str), None);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "bash {command}: {stdout}{stderr}");
 }

@@ -311,17 +311,8 @@ fn bash_at_home(ws: &Workspace, home: &Path, command: &str, env: &[(&str, &str)]
         ("TOOLHOST_CACHE_DIR", cache.as_str()),
     ];
     vars.extend_from_slice(env);
-    let out = toolhost_with_env(
-        ws,
-        &[
-            "--require-jail",
-            "call",
-            "bash",
-            &json!({ "command": command }).to_string(),
-        ],
-        None,
-        &vars,
-    );
+    let args = jailed_bash_args(command);
+    let out = toolhost_with_env(ws, &args.each_ref().map(String::as_str), None, &vars);
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 

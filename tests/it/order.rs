@@ -43,6 +43,15 @@ fn message(calls: impl IntoIterator<Item = (String, &'static str, Value)>) -> Va
     json!({"role": "assistant", "stopReason": "toolUse", "content": content})
 }
 
+/// A result message's call id, error flag and first text.
+fn outcome(result: &Value) -> (String, bool, String) {
+    (
+        result["toolCallId"].as_str().unwrap().to_string(),
+        result["isError"] == true,
+        result["content"][0]["text"].as_str().unwrap().to_string(),
+    )
+}
+
 /// Every result says its call succeeded, the edits as Pi words it.
 #[track_caller]
 fn all_succeeded(results: &[(String, bool, String)]) {
@@ -104,17 +113,11 @@ fn order_write_then_edit_of_one_file_200_times_in_one_run_message() {
         .last()
         .map(|l| serde_json::from_str(l).unwrap())
         .unwrap();
-    let results: Vec<(String, bool, String)> = end["toolResults"]
+    let results: Vec<_> = end["toolResults"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| {
-            (
-                r["toolCallId"].as_str().unwrap().to_string(),
-                r["isError"] == true,
-                r["content"][0]["text"].as_str().unwrap().to_string(),
-            )
-        })
+        .map(outcome)
         .collect();
     all_succeeded(&results);
     assert_eq!(ws.read("f.txt"), format!("edited {}\n", ROUNDS - 1));
@@ -135,17 +138,11 @@ fn order_write_then_edit_of_one_file_200_times_as_serve_batches_in_one_burst() {
     let lines = exchange(cli, &input, |lines| {
         lines.iter().filter(|l| l.get("result").is_some()).count() == ROUNDS
     });
-    let results: Vec<(String, bool, String)> = lines
+    let results: Vec<_> = lines
         .iter()
         .filter_map(|l| l["result"]["toolResults"].as_array())
         .flatten()
-        .map(|r| {
-            (
-                r["toolCallId"].as_str().unwrap().to_string(),
-                r["isError"] == true,
-                r["content"][0]["text"].as_str().unwrap().to_string(),
-            )
-        })
+        .map(outcome)
         .collect();
     all_succeeded(&results);
     assert_eq!(ws.read("f.txt"), format!("edited {}\n", ROUNDS - 1));

@@ -609,3 +609,14 @@ impl Drop for Listening {
         let _ = self.child.wait();
     }
 }
+
+/// The arguments of `toolhost --require-jail call bash COMMAND`: the agent's
+/// bash, in the jail.
+pub fn jailed_bash_args(command: &str) -> [String; 4] {
+    [
+        "--require-jail".into(),
+        "call".into(),
+        "bash".into(),
+        serde_json::json!({ "command": command }).to_string(),
+    ]
+}

@@ -732,44 +732,34 @@ impl HostBuilder {
     /// The session (tools, hooks, call settings, audit log) and the host
     /// around it.
     fn assemble(self, parts: Assembly) -> Host {
-        let Assembly {
-            workspace,
-            config,
-            confined,
-            registry,
-            active_tools,
-            hook_components,
-            reports,
-            diagnostics,
-        } = parts;
         // Probed when first asked for (the probe starts two tiny jails):
         // `toolhost list` never needs it.
-        let process = confined.shell.process.clone();
+        let process = parts.confined.shell.process.clone();
         let session = Session {
-            registry,
-            tools: active_tools,
+            registry: parts.registry,
+            tools: parts.active_tools,
             hooks: self
                 .hooks
                 .into_iter()
                 .map(Hook::Embedder)
-                .chain(hook_components.into_iter().map(Hook::Component))
+                .chain(parts.hook_components.into_iter().map(Hook::Component))
                 .collect(),
             settings: CallSettings {
-                workspace,
+                workspace: parts.workspace,
                 home: std::env::var("HOME").ok().filter(|h| !h.is_empty()),
                 session_id: self.session_id,
                 cancel_grace: self.cancel_grace.unwrap_or(Duration::from_secs(1)),
                 sequential: self.sequential,
             },
-            audit_log: config.audit_log,
+            audit_log: parts.config.audit_log,
             mutations: Default::default(),
         };
         Host {
             inner: Arc::new(HostInner {
                 session: Arc::new(session),
-                diagnostics,
-                extensions: reports,
-                temp_dir: confined.temp_dir,
+                diagnostics: parts.diagnostics,
+                extensions: parts.reports,
+                temp_dir: parts.confined.temp_dir,
                 process,
                 confinement: std::sync::OnceLock::new(),
             }),
