@@ -128,17 +128,33 @@ pub enum Support {
 /// security module).
 pub fn support() -> &'static Support {
     static PROBE: OnceLock<Support> = OnceLock::new();
-    PROBE.get_or_init(probe)
+    PROBE.get_or_init(|| {
+        let Some(bwrap) = find_bwrap() else {
+            return Support::Unavailable {
+                reason: "bubblewrap (bwrap) is not installed: install it (Debian and Ubuntu: \
+                         apt install bubblewrap; Fedora: dnf install bubblewrap)"
+                    .into(),
+            };
+        };
+        // A working jail found before on this very machine is not probed
+        // again (see `probe_cache`).
+        let cache = crate::engine::default_cache_dir();
+        let machine = super::probe_cache::machine(&bwrap);
+        if let Some(known) = cache
+            .as_deref()
+            .and_then(|dir| super::probe_cache::recall(dir, &bwrap, &machine))
+        {
+            return known;
+        }
+        let found = probe(bwrap);
+        if let Some(dir) = &cache {
+            super::probe_cache::remember(dir, &machine, &found);
+        }
+        found
+    })
 }
 
-fn probe() -> Support {
-    let Some(bwrap) = find_bwrap() else {
-        return Support::Unavailable {
-            reason: "bubblewrap (bwrap) is not installed: install it (Debian and Ubuntu: \
-                     apt install bubblewrap; Fedora: dnf install bubblewrap)"
-                .into(),
-        };
-    };
+fn probe(bwrap: PathBuf) -> Support {
     // The likeliest first: one probe on a current system. The init's own
     // mounts exclude `--disable-userns` (bubblewrap then runs the init in a
     // nested user namespace that does not own the mount namespace); the

@@ -72,6 +72,7 @@ pub mod doctor;
 pub mod jail;
 pub mod limits;
 mod policy;
+mod probe_cache;
 pub mod scratch;
 pub mod secrets;
 mod supervisor;
