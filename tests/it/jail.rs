@@ -124,7 +124,14 @@ fn jail_nothing_a_call_started_outlives_it_however_the_call_ends() {
     });
     let outcome = block(batch.run_batch(&message, cancel, Arc::new(NoEvents)));
     watcher.join().unwrap();
-    assert!(outcome.results[0].text().ends_with("Command aborted"));
+    // The tool's own word when it stops within the cancel grace; the host's
+    // when a loaded machine makes it take longer (spec §2.6): either way,
+    // nothing the command started is left.
+    let text = outcome.results[0].text();
+    assert!(
+        text.ends_with("Command aborted") || text == "Operation aborted",
+        "{text}"
+    );
     assert!(all_gone(&m), "after a cancel");
 }
 
