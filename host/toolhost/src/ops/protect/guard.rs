@@ -15,7 +15,12 @@
 //! (`core.hooksPath` included). Directories are remembered by identity and
 //! change time, so a survey re-reads only the directories that changed since
 //! the last one (a directory whose change time is too recent to trust is
-//! read again next time, as git does with its index).
+//! read again next time, as git does with its index). Each directory read is
+//! also watched with inotify ([`DirWatch`]): one the kernel reported nothing
+//! for since it was read is taken from memory without even a `stat`, which
+//! makes the survey after a call cost what changed, not the size of the
+//! tree. Any report on a directory, or on a name in it, and any lost report
+//! (the queue overflowed), sends the survey back to the `stat`.
 //!
 //! After the call, each of those files whose change time falls in the call
 //! (the kernel sets it; no program can set it back) is judged by what it
@@ -37,7 +42,9 @@
 
 use super::git::{self, MAX_CODE_FILE};
 use std::collections::{HashMap, HashSet};
+use rustix::fd::OwnedFd;
 use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -191,6 +198,8 @@ impl Reverted {
 #[derive(Default)]
 struct State {
     dirs: HashMap<PathBuf, DirInfo>,
+    /// What the kernel said changed among the directories read.
+    watch: DirWatch,
     /// Each code file's version as last accepted (the user's, or what a
     /// call left that could run nothing): what a call's change is compared
     /// with, and what is put back.
@@ -434,6 +443,7 @@ impl GitGuard {
     /// Walk the roots (re-reading only changed directories) and work out the
     /// repositories and their code files.
     fn survey(&self, state: &mut State) {
+        state.watch.drain();
         let start = SystemTime::now();
         let mut seen: HashSet<PathBuf> = HashSet::new();
         let mut tops: Vec<(PathBuf, Option<DotGit>)> = Vec::new();
@@ -444,7 +454,8 @@ impl GitGuard {
                 state.incomplete = true;
                 break;
             }
-            let Some(info) = dir_info(&mut state.dirs, &path, start, false) else {
+            let Some(info) = dir_info(&mut state.dirs, &mut state.watch, &path, start, false)
+            else {
                 continue;
             };
             seen.insert(path.clone());
@@ -530,7 +541,7 @@ impl GitGuard {
                 .or_else(|| global_hooks.clone())
                 .unwrap_or_else(|| common_dir.join("hooks"));
             // Git follows a link to a hooks directory; so does the guard.
-            if let Some(info) = dir_info(&mut state.dirs, &hooks, start, true) {
+            if let Some(info) = dir_info(&mut state.dirs, &mut state.watch, &hooks, start, true) {
                 seen.insert(hooks.clone());
                 for name in info.files.iter().chain(&info.subdirs) {
                     if git::is_hook_name(name) {
@@ -697,10 +708,22 @@ fn replace_file(path: &Path, bytes: &[u8], mode: u32) {
 /// followed only when `follow` (the walk never leaves the roots by one).
 fn dir_info(
     cache: &mut HashMap<PathBuf, DirInfo>,
+    watch: &mut DirWatch,
     path: &Path,
     start: SystemTime,
     follow: bool,
 ) -> Option<DirInfo> {
+    // Not followed through a link: a link can be pointed elsewhere with no
+    // report on the directory it named.
+    if !follow
+        && watch.is_clean(path)
+        && let Some(info) = cache.get(path)
+        && info.settled
+    {
+        return Some(info.clone());
+    }
+    // Watched before it is read: a change after the read is reported.
+    let watched = !follow && watch.add(path);
     let meta = if follow {
         std::fs::metadata(path)
     } else {
@@ -718,8 +741,110 @@ fn dir_info(
         return Some(info.clone());
     }
     let info = read_dir_info(path, id, &meta, start, follow)?;
+    if watched && info.settled {
+        watch.clean(path);
+    }
     cache.insert(path.to_path_buf(), info.clone());
     Some(info)
+}
+
+/// Inotify on the directories a survey read (see the module docs).
+#[derive(Default)]
+struct DirWatch {
+    /// `None` until first used, or where inotify cannot be had.
+    fd: Option<OwnedFd>,
+    started: bool,
+    /// Each watch's directory.
+    paths: HashMap<i32, PathBuf>,
+    /// Directories read, watched, and reported unchanged since.
+    clean: HashSet<PathBuf>,
+}
+
+/// Most directories one guard watches: inotify watches are the user's
+/// (editors and file watchers need them too); past this, directories are
+/// `stat`ed as before.
+const MAX_WATCHES: usize = 4096;
+
+impl DirWatch {
+    fn is_clean(&self, path: &Path) -> bool {
+        self.clean.contains(path)
+    }
+
+    fn clean(&mut self, path: &Path) {
+        self.clean.insert(path.to_path_buf());
+    }
+
+    /// Watch `path` for changes to its entries and itself; false when it is
+    /// not watched.
+    fn add(&mut self, path: &Path) -> bool {
+        use rustix::fs::inotify::{CreateFlags, WatchFlags};
+        if !self.started {
+            self.started = true;
+            self.fd = rustix::fs::inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok();
+        }
+        let Some(fd) = &self.fd else { return false };
+        if self.paths.len() >= MAX_WATCHES && !self.paths.values().any(|p| p == path) {
+            return false;
+        }
+        let mask = WatchFlags::CREATE
+            | WatchFlags::DELETE
+            | WatchFlags::MOVED_FROM
+            | WatchFlags::MOVED_TO
+            | WatchFlags::ATTRIB
+            | WatchFlags::DELETE_SELF
+            | WatchFlags::MOVE_SELF
+            | WatchFlags::ONLYDIR
+            | WatchFlags::DONT_FOLLOW;
+        match rustix::fs::inotify::add_watch(fd, path, mask) {
+            Ok(wd) => {
+                // The same directory under a new name (renamed) keeps its
+                // watch: its reports are this path's from now on.
+                if let Some(old) = self.paths.insert(wd, path.to_path_buf()) {
+                    self.clean.remove(&old);
+                }
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Take the kernel's reports: every directory reported, and every name
+    /// reported in one, is no longer clean; a lost report makes none clean.
+    fn drain(&mut self) {
+        use rustix::fs::inotify::{ReadFlags, Reader};
+        let Some(fd) = &self.fd else { return };
+        let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 8192];
+        let mut reader = Reader::new(fd, &mut buf);
+        loop {
+            let event = match reader.next() {
+                Ok(event) => event,
+                Err(rustix::io::Errno::AGAIN) => return,
+                // Unreadable reports are lost reports.
+                Err(_) => {
+                    self.clean.clear();
+                    return;
+                }
+            };
+            let flags = event.events();
+            if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
+                self.clean.clear();
+                continue;
+            }
+            let Some(dir) = self.paths.get(&event.wd()) else {
+                continue;
+            };
+            self.clean.remove(dir);
+            if let Some(name) = event.file_name() {
+                let name = std::ffi::OsStr::from_bytes(name.to_bytes());
+                // The name's own entry, and anything once known beneath it.
+                let child = dir.join(name);
+                self.clean.retain(|p| !p.starts_with(&child));
+            }
+            if flags.contains(ReadFlags::IGNORED) {
+                self.paths.remove(&event.wd());
+            }
+        }
+    }
 }
 
 fn read_dir_info(
@@ -858,6 +983,40 @@ mod tests {
         assert!(
             code.iter()
                 .any(|c| c.path == ws.join("sub/.git") && c.kind == CodeKind::Redirect)
+        );
+    }
+
+    /// Surveys that take settled directories from memory (nothing reported
+    /// for them) still see a repository moved into place under a name that
+    /// was once known, deep in a tree whose upper directories are clean.
+    #[test]
+    fn a_survey_from_memory_still_sees_what_a_rename_deep_in_the_tree_brought() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().canonicalize().unwrap().join("ws");
+        std::fs::create_dir_all(ws.join("a/b/c")).unwrap();
+        std::fs::create_dir_all(ws.join("elsewhere/c")).unwrap();
+        git(&ws.join("elsewhere/c"), &["init", "-q"]);
+        let g = guard(&ws);
+        g.watch();
+        later();
+        g.watch();
+        g.settle(g.watch()); // every directory settled, watched and clean
+        assert!(g.state.lock().unwrap().watch.is_clean(&ws.join("a/b/c")));
+        let tops = |g: &GitGuard| -> Vec<PathBuf> {
+            g.known().0.into_iter().map(|r| r.top).collect()
+        };
+        assert!(!tops(&g).contains(&ws.join("a/b/c")));
+        // The known `a/b/c` is swapped for a repository, by renames only.
+        let w = g.watch();
+        std::fs::rename(ws.join("a/b/c"), ws.join("old-c")).unwrap();
+        std::fs::rename(ws.join("elsewhere/c"), ws.join("a/b/c")).unwrap();
+        g.settle(w);
+        assert!(tops(&g).contains(&ws.join("a/b/c")), "{:?}", tops(&g));
+        assert!(
+            g.known()
+                .1
+                .iter()
+                .any(|c| c.path == ws.join("a/b/c/.git/config"))
         );
     }
 
