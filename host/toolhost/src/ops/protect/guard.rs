@@ -41,8 +41,8 @@
 //! repository's configuration while a call runs is judged as the call's.
 
 use super::git::{self, MAX_CODE_FILE};
-use std::collections::{HashMap, HashSet};
 use rustix::fd::OwnedFd;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -1002,9 +1002,8 @@ mod tests {
         g.watch();
         g.settle(g.watch()); // every directory settled, watched and clean
         assert!(g.state.lock().unwrap().watch.is_clean(&ws.join("a/b/c")));
-        let tops = |g: &GitGuard| -> Vec<PathBuf> {
-            g.known().0.into_iter().map(|r| r.top).collect()
-        };
+        let tops =
+            |g: &GitGuard| -> Vec<PathBuf> { g.known().0.into_iter().map(|r| r.top).collect() };
         assert!(!tops(&g).contains(&ws.join("a/b/c")));
         // The known `a/b/c` is swapped for a repository, by renames only.
         let w = g.watch();
