@@ -994,8 +994,8 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let ws = tmp.path().canonicalize().unwrap().join("ws");
         std::fs::create_dir_all(ws.join("a/b/c")).unwrap();
-        std::fs::create_dir_all(ws.join("elsewhere/c")).unwrap();
-        git(&ws.join("elsewhere/c"), &["init", "-q"]);
+        std::fs::create_dir_all(ws.join("elsewhere/a/b/c")).unwrap();
+        git(&ws.join("elsewhere/a/b/c"), &["init", "-q"]);
         let g = guard(&ws);
         g.watch();
         later();
@@ -1005,10 +1005,12 @@ mod tests {
         let tops =
             |g: &GitGuard| -> Vec<PathBuf> { g.known().0.into_iter().map(|r| r.top).collect() };
         assert!(!tops(&g).contains(&ws.join("a/b/c")));
-        // The known `a/b/c` is swapped for a repository, by renames only.
+        // An ancestor of the known `a/b/c` is swapped, by renames only, for
+        // a tree with a repository there: `a/b` and `a/b/c` themselves are
+        // never reported, only the name `a` in the workspace.
         let w = g.watch();
-        std::fs::rename(ws.join("a/b/c"), ws.join("old-c")).unwrap();
-        std::fs::rename(ws.join("elsewhere/c"), ws.join("a/b/c")).unwrap();
+        std::fs::rename(ws.join("a"), ws.join("old-a")).unwrap();
+        std::fs::rename(ws.join("elsewhere/a"), ws.join("a")).unwrap();
         g.settle(w);
         assert!(tops(&g).contains(&ws.join("a/b/c")), "{:?}", tops(&g));
         assert!(
