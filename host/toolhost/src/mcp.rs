@@ -160,7 +160,7 @@ impl McpServer {
     /// A turn in the host's order of file mutations for a call read now.
     fn arrival(&self) -> Arrival {
         let turn = self.host().turns(1).pop();
-        Arrival(Arc::new(std::sync::Mutex::new(turn)))
+        Arrival(Arc::new(crate::ops::fs::TurnSlot::new(turn)))
     }
 
     fn log_line(&self, line: &str) {
@@ -233,9 +233,10 @@ impl McpServer {
                         Ok(body) => body,
                         Err(refused) => return refused,
                     };
+                    let call = is_tool_call(&body);
                     let mut request =
-                        http::Request::from_parts(parts, http_body_util::Full::new(body.clone()));
-                    if is_tool_call(&body) {
+                        http::Request::from_parts(parts, http_body_util::Full::new(body));
+                    if call {
                         request.extensions_mut().insert(server.arrival());
                     }
                     // In a handshake session, rmcp answers a POST on a stream
@@ -286,12 +287,10 @@ impl McpServer {
 #[derive(Clone)]
 struct ClientGone(CancellationToken);
 
-/// The token of a call: the request's own (the client cancelled it, or
-/// the session ended) or, over HTTP, its client going away.
 /// The turn a `tools/call` took in the host's order of file mutations when
 /// it was read (see `crate::ops::fs::lock`); the call takes it out.
 #[derive(Clone)]
-struct Arrival(Arc<std::sync::Mutex<Option<crate::ops::fs::Turn>>>);
+struct Arrival(Arc<crate::ops::fs::TurnSlot>);
 
 impl Arrival {
     /// The turn of the call in `context`, if it brought one.
@@ -304,7 +303,7 @@ impl Arrival {
                 .get::<http::request::Parts>()
                 .and_then(|parts| parts.extensions.get::<Arrival>())
         });
-        arrival.and_then(|a| a.0.lock().expect("arrival lock").take())
+        arrival.and_then(|a| a.0.take())
     }
 }
 
@@ -356,6 +355,8 @@ impl<T: rmcp::transport::Transport<RoleServer>> rmcp::transport::Transport<RoleS
     }
 }
 
+/// The token of a call: the request's own (the client cancelled it, or
+/// the session ended) or, over HTTP, its client going away.
 fn call_token(context: &RequestContext<RoleServer>) -> CancellationToken {
     #[cfg(feature = "http")]
     if let Some(ClientGone(gone)) = context

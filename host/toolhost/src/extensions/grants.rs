@@ -98,6 +98,18 @@ impl WritePlaces {
             .map(|(_, name)| name.as_str())
     }
 
+    /// `file` as given or, if that is in no place, as it resolves now (a
+    /// link elsewhere into a place is in it too), with the words naming
+    /// the place it lies in.
+    pub(crate) fn place_of(&self, file: &Path) -> Option<(PathBuf, &str)> {
+        if let Some(place) = self.name_of(file) {
+            return Some((file.to_path_buf(), place));
+        }
+        let real = file.canonicalize().ok()?;
+        let place = self.name_of(&real)?;
+        Some((real, place))
+    }
+
     /// `path` as a message shows it: relative inside the workspace.
     fn show(&self, path: &Path) -> String {
         match path.strip_prefix(&self.workspace) {
@@ -257,13 +269,10 @@ pub(crate) fn program_refusal(program: &str, places: &WritePlaces) -> Option<Str
     if !path.is_absolute() {
         return None;
     }
-    let real = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-    let (file, place) = [path, real.as_path()]
-        .into_iter()
-        .find_map(|p| places.name_of(p).map(|place| (p, place)))?;
+    let (file, place) = places.place_of(path)?;
     Some(format!(
         "{} lies inside {place}, which tools can change",
-        places.show(file)
+        places.show(&file)
     ))
 }
 

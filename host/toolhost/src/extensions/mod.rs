@@ -430,10 +430,7 @@ fn passed_over(program: &str, policy: &ProcessPolicy, places: &WritePlaces) -> O
         return None;
     }
     let first = resolve_program(program, policy.search_path(), &[]).ok()?;
-    let place = places.name_of(&first).or_else(|| {
-        let real = first.canonicalize().ok()?;
-        places.name_of(&real)
-    })?;
+    let (_, place) = places.place_of(&first)?;
     let instead = match resolve_program(program, policy.search_path(), policy.program_exclusions())
     {
         Ok(other) => format!("{} runs instead", other.display()),
