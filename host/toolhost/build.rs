@@ -51,9 +51,18 @@ fn main() {
             .unwrap_or_else(|e| panic!("compiling the built-in {tool}: {e}"));
         let compiled = out_dir.join(format!("{tool}.cwasm"));
         fs::write(&compiled, machine_code).unwrap();
+        // Its grants, as an extension's manifest: `extension.toml` beside
+        // its Cargo.toml.
+        let dir = repo.join("guest-tools").join(tool);
+        let manifest = dir.join("extension.toml");
+        println!("cargo:rerun-if-changed={}", manifest.display());
+        let manifest = manifest
+            .canonicalize()
+            .unwrap_or_else(|e| panic!("the built-in {tool} has no {}: {e}", manifest.display()));
         code.push_str(&format!(
             "    BuiltinComponent {{ name: {tool:?}, bytes: include_bytes!({copy:?}), \
-             precompiled: include_bytes!({compiled:?}), hash: {hash:?} }},\n",
+             precompiled: include_bytes!({compiled:?}), hash: {hash:?}, \
+             manifest: include_str!({manifest:?}) }},\n",
             hash = hash.as_str(),
         ));
     }

@@ -1,15 +1,17 @@
 //! The built-in tools, embedded in the binary by the build script, and what
 //! each is granted: exactly the Operations it needs, as Pi's per-tool
 //! Operations (read-only tools read the workspace; write and edit also write
-//! it; bash runs programs; grep and find search).
+//! it; bash runs programs; grep and find search). Each declares them in an
+//! extension's manifest (`guest-tools/<tool>/extension.toml`), naming the
+//! host's places instead of directories; `crate::capability` gives them.
 
-use crate::component::{Capabilities, Limits};
-use crate::ops::fs::{FsRead, FsWrite, GrantedDir, OutputFiles, WithOutputs};
+use crate::capability::GrantSpec;
+use crate::component::Limits;
+use crate::extensions::discovery::Manifest;
+use crate::ops::fs::GrantedDir;
 use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy, STOP_GRACE, View};
-use crate::ops::protect::{GitGuard, ProtectedPaths};
-use crate::ops::search::Search;
+use crate::ops::protect::ProtectedPaths;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// One embedded built-in component.
@@ -21,6 +23,17 @@ pub(crate) struct BuiltinComponent {
     pub precompiled: &'static [u8],
     /// blake3 of `bytes`: the compile-cache key, computed at build time.
     pub hash: &'static str,
+    /// Its `extension.toml`: what it is granted.
+    pub manifest: &'static str,
+}
+
+impl BuiltinComponent {
+    /// What its manifest grants it.
+    pub fn grant(&self) -> Result<GrantSpec, String> {
+        toml::from_str::<Manifest>(self.manifest)
+            .map(|m| m.capabilities)
+            .map_err(|e| format!("its extension.toml: {e}"))
+    }
 }
 
 include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
@@ -34,20 +47,6 @@ pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(300);
 /// The shells the `bash` component may start: Pi's order for bash
 /// (`/bin/bash`, `bash` on PATH, `sh`) and `pwsh` for powershell (§7.25).
 pub const SHELLS: &[&str] = &["/bin/bash", "bash", "sh", "pwsh"];
-
-/// What the shell tools (`bash`, `powershell`) are granted.
-pub(crate) struct ShellGrants {
-    pub process: Arc<ProcessPolicy>,
-    /// Write access to the host's temp directory, for full-output files
-    /// (§7.15); it is the component's only filesystem root. Each file it
-    /// writes is recorded in `outputs`.
-    pub output_dir: Arc<dyn FsWrite>,
-    /// The full-output files written, which `read` may open, and read
-    /// access to the temp directory to open them with.
-    pub outputs: (Arc<OutputFiles>, Arc<dyn FsRead>),
-    /// Watches what commands change beneath their write roots.
-    pub guard: Arc<GitGuard>,
-}
 
 /// How the shell tools' commands are confined beyond their roots.
 pub(crate) struct ShellJail {
@@ -108,58 +107,37 @@ pub(crate) fn shell_policy(
     policy
 }
 
-/// The grants of the built-in component `name`.
-pub(crate) fn capabilities(
-    name: &str,
-    fs_read: &Arc<dyn FsRead>,
-    fs_write: &Arc<dyn FsWrite>,
-    shell: &ShellGrants,
-    search: &Arc<dyn Search>,
-) -> Capabilities {
-    let read = Some(fs_read.clone());
-    match name {
-        // The full-output files its session's `bash` named, too (§7.15).
-        "read" => Capabilities {
-            fs_read: Some(Arc::new(WithOutputs {
-                inner: fs_read.clone(),
-                files: shell.outputs.0.clone(),
-                outputs: shell.outputs.1.clone(),
-            })),
-            ..Default::default()
-        },
-        "ls" => Capabilities {
-            fs_read: read,
-            ..Default::default()
-        },
-        "write" | "edit" => Capabilities {
-            fs_read: read,
-            fs_write: Some(fs_write.clone()),
-            ..Default::default()
-        },
-        "bash" => Capabilities {
-            fs_write: Some(shell.output_dir.clone()),
-            process: Some(shell.process.clone()),
-            guard: Some(shell.guard.clone()),
-            ..Default::default()
-        },
-        "grep" | "find" => Capabilities {
-            search: Some(search.clone()),
-            ..Default::default()
-        },
-        _ => Capabilities::default(),
-    }
-}
-
-/// The limits of the built-in component `name`. A shell call lasts as long
-/// as its command may: the default command timeout plus the stop grace and
-/// a margin, if that exceeds `base` (a longer `timeout` argument is still cut
-/// by this limit).
-pub(crate) fn limits(name: &str, base: Limits, default_timeout: Option<Duration>) -> Limits {
-    match (name, default_timeout) {
-        ("bash", Some(timeout)) => Limits {
+/// The limits of a built-in granted `grant`. A call that runs programs lasts
+/// as long as its command may: the default command timeout plus the stop
+/// grace and a margin, if that exceeds `base` (a longer `timeout` argument is
+/// still cut by this limit).
+pub(crate) fn limits(grant: &GrantSpec, base: Limits, default_timeout: Option<Duration>) -> Limits {
+    match (grant.grants("process"), default_timeout) {
+        (true, Some(timeout)) => Limits {
             time: base.time.max(timeout + STOP_GRACE + Duration::from_secs(8)),
             ..base
         },
         _ => base,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every built-in's manifest parses, asks only for what the host gives
+    /// built-ins, and `bash` alone runs programs (and gets the long limit).
+    #[test]
+    fn every_builtin_manifest_parses_and_only_bash_runs_programs() {
+        for component in BUILTIN_COMPONENTS {
+            let grant = component.grant().unwrap();
+            assert_eq!(
+                grant.grants("process"),
+                component.name == "bash",
+                "{}",
+                component.name
+            );
+            assert!(!grant.grants("tools") && !grant.grants("http") && !grant.hooks);
+        }
     }
 }

@@ -59,6 +59,7 @@ pub mod audit;
 mod batch;
 mod builtin;
 mod call;
+mod capability;
 mod component;
 pub mod display;
 mod engine;
@@ -90,11 +91,11 @@ pub mod wit;
 pub use batch::BatchOutcome;
 pub use builtin::{DEFAULT_ACTIVE_TOOLS, DEFAULT_COMMAND_TIMEOUT};
 pub use call::OPERATION_ABORTED;
+pub use capability::GrantSpec;
 pub use component::{Capabilities, Limits, MAX_PROGRESS_BYTES, MAX_PROGRESS_UPDATES};
 pub use engine::{EPOCH_TICK, Runtime, RuntimeOptions, default_cache_dir};
 pub use error::{BoxError, Error};
 pub use events::{Event, EventSink, NoEvents};
-pub use extensions::policy::GrantSpec;
 pub use formats::ToolFormat;
 pub use hooks::{
     AfterToolCallContext, AfterToolCallResult, BeforeToolCallContext, BeforeToolCallResult,

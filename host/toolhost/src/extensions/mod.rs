@@ -24,11 +24,12 @@ pub mod policy;
 pub mod review;
 pub mod trust;
 
+use crate::capability::GrantSpec;
 use crate::component::{Capabilities, Limits, WasiCapabilities};
 use crate::engine::Runtime;
 use crate::extensions::discovery::{Found, Origin};
 use crate::extensions::grants::WritePlaces;
-use crate::extensions::policy::{GrantSpec, Policy, resolve_path};
+use crate::extensions::policy::{Policy, resolve_path};
 use crate::extensions::trust::{Digest, TrustStore, Verdict};
 use crate::files::MAX_COMPONENT_BYTES;
 use crate::loader::{self, ComponentSpec, Loaded};
@@ -36,7 +37,6 @@ use crate::ops::fs::{GrantedDir, LocalFs, ProtectedPaths};
 use crate::ops::http::HttpPolicy;
 use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy, View};
 use crate::ops::protect::GitGuard;
-use crate::ops::search::LocalSearch;
 use crate::ops::tools::ToolSet;
 use crate::registry::ToolSource;
 use serde::Serialize;
@@ -289,15 +289,10 @@ fn capabilities(
             Err(e) => warnings.push(format!("opening the fs-write directories: {e}")),
         }
     }
-    if grant.search {
-        // Search covers the directories it may read.
-        match LocalFs::pinned(&read_roots) {
-            Ok(fs) if !read_roots.is_empty() => {
-                caps.search = Some(Arc::new(LocalSearch::new(Arc::new(fs))));
-            }
-            Ok(_) => warnings.push("search is granted but no fs-read directory to search".into()),
-            Err(e) => warnings.push(format!("opening the search directories: {e}")),
-        }
+    if grant.search
+        && let Err(warning) = crate::capability::search_for_extension(&read_roots, &mut caps)
+    {
+        warnings.push(warning);
     }
     if !grant.process.is_empty() {
         // Programs run with the host's safe environment plus the granted

@@ -47,6 +47,7 @@
 //! Relative `extension-paths` are relative to the file's own directory: the
 //! user configuration directory, or the workspace.
 
+pub use crate::capability::GrantSpec;
 use crate::error::Diagnostic;
 use crate::error::Error;
 use crate::extensions::trust::{Digest, TrustStore};
@@ -83,86 +84,6 @@ pub enum Origin {
     Workspace,
     User,
     Configured,
-}
-
-/// One extension's grants, as written in a policy file.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
-pub struct GrantSpec {
-    /// Only the component with this digest gets the grant (`blake3:…`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub digest: Option<String>,
-    pub fs_read: Vec<String>,
-    pub fs_write: Vec<String>,
-    pub process: Vec<String>,
-    /// Its programs may use the network (IPv4 and IPv6 sockets; refused
-    /// otherwise, see `ProcessPolicy::network`).
-    pub network: bool,
-    pub env: Vec<String>,
-    pub search: bool,
-    pub tools: bool,
-    /// Hosts its `wasi:http` requests may reach: `[http://|https://]host[:port]`
-    /// (`crate::ops::http::HttpGrant`).
-    pub http: Vec<String>,
-    /// Largest HTTP response body passed to it (default 16 MiB).
-    pub http_response_kb: Option<u64>,
-    /// Its hooks may run: they see and may rewrite every call of every tool.
-    pub hooks: bool,
-    /// Its tools may take the name of a built-in tool, replacing it.
-    pub replace_builtin: bool,
-    /// Processes its programs may have at once (default 1,024).
-    pub max_processes: Option<u32>,
-    /// Memory its programs may take together (default 4,096 MiB); its own
-    /// memory is `memory-mb`.
-    pub process_memory_mb: Option<u64>,
-    pub memory_mb: Option<u64>,
-    pub time_limit_s: Option<f64>,
-    pub output_kb: Option<u64>,
-}
-
-impl GrantSpec {
-    /// Whether it grants `capability` (an Operations interface, or `hooks`).
-    pub fn grants(&self, capability: &str) -> bool {
-        match capability {
-            "fs-read" => !self.fs_read.is_empty(),
-            "fs-write" => !self.fs_write.is_empty(),
-            "process" => !self.process.is_empty(),
-            "search" => self.search,
-            "tools" => self.tools,
-            "http" => !self.http.is_empty(),
-            "hooks" => self.hooks,
-            _ => false,
-        }
-    }
-
-    /// Add `other`'s grants to these; its limits win where it sets them.
-    fn merge(&mut self, other: &GrantSpec) {
-        for (mine, theirs) in [
-            (&mut self.fs_read, &other.fs_read),
-            (&mut self.fs_write, &other.fs_write),
-            (&mut self.process, &other.process),
-            (&mut self.env, &other.env),
-            (&mut self.http, &other.http),
-        ] {
-            for item in theirs {
-                if !mine.contains(item) {
-                    mine.push(item.clone());
-                }
-            }
-        }
-        self.network |= other.network;
-        self.search |= other.search;
-        self.tools |= other.tools;
-        self.hooks |= other.hooks;
-        self.replace_builtin |= other.replace_builtin;
-        self.digest = other.digest.clone().or(self.digest.take());
-        self.memory_mb = other.memory_mb.or(self.memory_mb);
-        self.max_processes = other.max_processes.or(self.max_processes);
-        self.process_memory_mb = other.process_memory_mb.or(self.process_memory_mb);
-        self.time_limit_s = other.time_limit_s.or(self.time_limit_s);
-        self.output_kb = other.output_kb.or(self.output_kb);
-        self.http_response_kb = other.http_response_kb.or(self.http_response_kb);
-    }
 }
 
 /// Settings of the shell tools' jail (`[shell]`), from both policy files.

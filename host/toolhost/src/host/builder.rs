@@ -4,13 +4,13 @@
 use super::{Host, HostInner};
 use crate::audit::{self, AuditLog};
 use crate::builtin::{self, DEFAULT_ACTIVE_TOOLS};
+use crate::capability::{self, BuiltinBackends, GrantSpec};
 use crate::component::Limits;
 use crate::engine::Runtime;
 use crate::error::Error;
 use crate::extensions::ExtensionReport;
 use crate::extensions::discovery;
 use crate::extensions::grants::{self, Unresolved, WritePlaces};
-use crate::extensions::policy::GrantSpec;
 use crate::extensions::policy::{HomeView, Policy, ShellPath};
 use crate::extensions::trust::TrustStore;
 use crate::extensions::{self, LoadContext};
@@ -554,27 +554,23 @@ impl HostBuilder {
                 .collect(),
             config.quarantine.as_deref(),
         ));
-        let shell = builtin::ShellGrants {
-            process: Arc::new(
-                builtin::shell_policy(
-                    self.commands.clone(),
-                    workspace,
-                    &temp_dir,
-                    &write_roots,
-                    self.session_id.clone(),
-                    jail,
-                )
-                .git_guard(guard.clone()),
-            ),
-            output_dir,
-            outputs: (output_files, temp_fs),
-            guard,
-        };
+        let process = builtin::shell_policy(
+            self.commands.clone(),
+            workspace,
+            &temp_dir,
+            &write_roots,
+            self.session_id.clone(),
+            jail,
+        )
+        .git_guard(guard.clone());
         Ok(Confined {
-            fs: (fs_read, fs_write, search),
             temp_dir,
             places,
-            shell,
+            builtins: BuiltinBackends {
+                workspace: (fs_read, fs_write, search),
+                outputs: (output_dir, output_files, temp_fs),
+                shells: (Arc::new(process), guard),
+            },
         })
     }
 
@@ -586,25 +582,22 @@ impl HostBuilder {
         registry: &RwLock<Registry>,
         diagnostics: &mut Vec<Diagnostic>,
     ) -> Result<(), Error> {
-        let (fs_read, fs_write, search) = &confined.fs;
         for component in builtin::BUILTIN_COMPONENTS {
+            let origin = format!("built-in {}", component.name);
+            let grant = component.grant().map_err(|e| Error::load(&origin, e))?;
+            let caps = capability::for_builtin(&grant, &confined.builtins)
+                .map_err(|e| Error::load(&origin, format!("its manifest asks for {e}")))?;
             let tools = loader::load(
                 runtime,
                 ComponentSpec {
                     bytes: component.bytes,
                     precompiled: Some(component.precompiled),
                     hash: component.hash.to_string(),
-                    origin: format!("built-in {}", component.name),
+                    origin,
                     source: ToolSource::Builtin,
-                    caps: builtin::capabilities(
-                        component.name,
-                        fs_read,
-                        fs_write,
-                        &confined.shell,
-                        search,
-                    ),
+                    caps,
                     limits: builtin::limits(
-                        component.name,
+                        &grant,
                         self.builtins.limits,
                         self.commands.command_timeout(),
                     ),
@@ -734,7 +727,7 @@ impl HostBuilder {
     fn assemble(self, parts: Assembly) -> Host {
         // Probed when first asked for (the probe starts two tiny jails):
         // `toolhost list` never needs it.
-        let process = parts.confined.shell.process.clone();
+        let process = parts.confined.builtins.shells.0.clone();
         let session = Session {
             registry: parts.registry,
             tools: parts.active_tools,
@@ -780,11 +773,10 @@ struct Configuration {
 
 /// What the built-ins may touch ([`HostBuilder::confinement`]).
 struct Confined {
-    /// `read`/`ls`/`write`/`edit`'s file backends and the search tools'.
-    fs: (Arc<dyn FsRead>, Arc<dyn FsWrite>, Arc<dyn Search>),
     temp_dir: PathBuf,
     places: WritePlaces,
-    shell: builtin::ShellGrants,
+    /// What the built-ins' manifests may name.
+    builtins: BuiltinBackends,
 }
 
 /// Everything [`HostBuilder::assemble`] puts together.

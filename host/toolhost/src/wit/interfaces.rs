@@ -1,40 +1,18 @@
-//! The one table of the interfaces a `toolhost:tool` component may import
-//! (every version the host loads has the same ones). Checking a component's
-//! imports against its grants, inspecting it, stubbing what it was not
-//! granted, linking what it was (`glue/mod.rs`), and the `toolhost.toml`
-//! line a refusal suggests all read it; adding an interface means adding a
-//! row here and its glue in `glue/`.
+//! The interfaces a `toolhost:tool` component may import (every version the
+//! host loads has the same ones): the call's own, and each capability's
+//! (`crate::capability`, the one table of capabilities). Checking a
+//! component's imports against its grants, inspecting it, stubbing what it
+//! was not granted, linking what it was (`glue/mod.rs`), and the
+//! `toolhost.toml` line a refusal suggests all read them.
 
+use crate::capability::{self, Imported};
+pub use crate::capability::{Interface, Serving};
+#[cfg(test)]
 use crate::ops::Capabilities;
 
-/// Who serves an interface, and on what grant.
-#[derive(Clone, Copy, Debug)]
-pub enum Serving {
-    /// Linked for every component and served by the call's own state: the
-    /// data types and the call's progress and cancellation channels.
-    Call,
-    /// Linked for every component and served by the Operations (types only).
-    OpsAlways,
-    /// An Operation, linked only when `granted` says the capabilities hold
-    /// it. `grant_value` is the value of its `toolhost.toml` key.
-    Granted {
-        granted: fn(&Capabilities) -> bool,
-        grant_value: &'static str,
-    },
-}
-
-/// One interface of the package.
-#[derive(Debug)]
-pub struct Interface {
-    /// Its name in the package (`fs-read`); also its key in `toolhost.toml`.
-    pub name: &'static str,
-    /// What it lets a component do, for messages (`read files`).
-    pub what: &'static str,
-    pub serving: Serving,
-}
-
-/// Every interface of the package a component may import.
-pub const INTERFACES: &[Interface] = &[
+/// The interfaces every component may import: the call's own, and the
+/// filesystem types.
+const ALWAYS: &[Interface] = &[
     Interface {
         name: "types",
         what: "the package's data types",
@@ -55,69 +33,33 @@ pub const INTERFACES: &[Interface] = &[
         what: "see its call cancelled",
         serving: Serving::Call,
     },
-    Interface {
-        name: "fs-read",
-        what: "read files",
-        serving: Serving::Granted {
-            granted: |c| c.fs_read.is_some(),
-            grant_value: "[\"<directory>\"]",
-        },
-    },
-    Interface {
-        name: "fs-write",
-        what: "write files",
-        serving: Serving::Granted {
-            granted: |c| c.fs_write.is_some(),
-            grant_value: "[\"<directory>\"]",
-        },
-    },
-    Interface {
-        name: "process",
-        what: "run programs",
-        serving: Serving::Granted {
-            granted: |c| c.process.is_some(),
-            grant_value: "[\"<program>\"]",
-        },
-    },
-    Interface {
-        name: "search",
-        what: "search files",
-        serving: Serving::Granted {
-            granted: |c| c.search.is_some(),
-            grant_value: "true",
-        },
-    },
-    Interface {
-        name: "tools",
-        what: "change the active tools",
-        serving: Serving::Granted {
-            granted: |c| c.tools.is_some(),
-            grant_value: "true",
-        },
-    },
 ];
+
+/// Every interface of the package a component may import: [`ALWAYS`], then
+/// each capability imported from the package.
+pub fn interfaces() -> impl Iterator<Item = &'static Interface> {
+    let package = capability::ALL
+        .iter()
+        .filter(|c| c.imported == Imported::Package)
+        .map(|c| &c.interface);
+    ALWAYS.iter().chain(package)
+}
 
 /// The capabilities a component imports through WASI rather than the
 /// package, by the prefix of their imports: `wasi:http` (`ops/http.rs`),
 /// granted by `http`. Refused at load like an Operation; linked by their own
 /// crate when granted.
-pub const WASI_CAPABILITIES: &[(&str, Interface)] = &[(
-    "wasi:http/",
-    Interface {
-        name: "http",
-        what: "make HTTP requests",
-        serving: Serving::Granted {
-            granted: |c| c.http.is_some(),
-            grant_value: "[\"<host[:port]>\"]",
-        },
-    },
-)];
+pub fn wasi_capabilities() -> impl Iterator<Item = (&'static str, &'static Interface)> {
+    capability::ALL.iter().filter_map(|c| match c.imported {
+        Imported::Wasi(prefix) => Some((prefix, &c.interface)),
+        Imported::Package => None,
+    })
+}
 
 /// A capability by its key in `toolhost.toml`: an Operation's interface, or
-/// one of [`WASI_CAPABILITIES`].
+/// one of [`wasi_capabilities`].
 pub fn capability(name: &str) -> Option<&'static Interface> {
-    let wasi = WASI_CAPABILITIES.iter().map(|(_, interface)| interface);
-    INTERFACES.iter().chain(wasi).find(|i| i.name == name)
+    capability::named(name).map(|c| &c.interface)
 }
 
 /// How a component's import name relates to the package.
@@ -132,7 +74,7 @@ pub enum Import<'a> {
     OtherVersion { version: &'a str },
     /// `toolhost:tool/NAME@VERSION` with a name the package does not have.
     Unknown,
-    /// One of the [`WASI_CAPABILITIES`] (`wasi:http/outgoing-handler@…`).
+    /// One of the [`wasi_capabilities`] (`wasi:http/outgoing-handler@…`).
     Wasi(&'static Interface),
     /// Not `toolhost:tool` at all (WASI, or something else).
     Foreign,
@@ -141,10 +83,7 @@ pub enum Import<'a> {
 /// Classify an import name, such as `toolhost:tool/fs-read@0.2.0`.
 pub fn classify(import: &str) -> Import<'_> {
     let Some(rest) = import.strip_prefix("toolhost:tool/") else {
-        return match WASI_CAPABILITIES
-            .iter()
-            .find(|(p, _)| import.starts_with(p))
-        {
+        return match wasi_capabilities().find(|(p, _)| import.starts_with(p)) {
             Some((_, interface)) => Import::Wasi(interface),
             None => Import::Foreign,
         };
@@ -153,33 +92,9 @@ pub fn classify(import: &str) -> Import<'_> {
     if !super::CONTRACTS.iter().any(|c| c.version == version) {
         return Import::OtherVersion { version };
     }
-    match INTERFACES.iter().find(|i| i.name == name) {
+    match interfaces().find(|i| i.name == name) {
         Some(interface) => Import::Known { interface, version },
         None => Import::Unknown,
-    }
-}
-
-impl Interface {
-    /// Whether a component with `caps` may use it.
-    pub fn granted(&self, caps: &Capabilities) -> bool {
-        match self.serving {
-            Serving::Call | Serving::OpsAlways => true,
-            Serving::Granted { granted, .. } => granted(caps),
-        }
-    }
-
-    /// Whether it is a capability, granted or not (not always linked).
-    pub fn is_capability(&self) -> bool {
-        matches!(self.serving, Serving::Granted { .. })
-    }
-
-    /// The value of its `toolhost.toml` key that grants it, if it is a
-    /// capability.
-    pub fn grant_value(&self) -> Option<&'static str> {
-        match self.serving {
-            Serving::Granted { grant_value, .. } => Some(grant_value),
-            _ => None,
-        }
     }
 }
 
@@ -211,7 +126,7 @@ mod tests {
                 .filter(|n| n != "tool" && n != "hook")
                 .collect();
             declared.sort();
-            let mut listed: Vec<String> = INTERFACES.iter().map(|i| i.name.to_string()).collect();
+            let mut listed: Vec<String> = interfaces().map(|i| i.name.to_string()).collect();
             listed.sort();
             assert_eq!(declared, listed, "{}", file.display());
         }
@@ -250,10 +165,7 @@ mod tests {
     #[test]
     fn only_operations_are_capabilities() {
         let none = Capabilities::default();
-        for i in INTERFACES
-            .iter()
-            .chain(WASI_CAPABILITIES.iter().map(|(_, i)| i))
-        {
+        for i in interfaces().chain(wasi_capabilities().map(|(_, i)| i)) {
             assert_eq!(i.is_capability(), !i.granted(&none), "{}", i.name);
             assert_eq!(i.is_capability(), i.grant_value().is_some(), "{}", i.name);
         }

@@ -30,7 +30,7 @@ use super::{
 use crate::message::ContentBlock;
 use crate::ops::Capabilities;
 use crate::store::CallState;
-use crate::wit::interfaces::{INTERFACES, Serving};
+use crate::wit::interfaces::{Serving, interfaces};
 use crate::wit::{self, HasOps, OpsCtx, OpsView, StoreFuture};
 use std::sync::Arc;
 use wasmtime::Store;
@@ -46,7 +46,7 @@ pub(super) fn link(linker: &mut Linker<CallState>, caps: &Capabilities) -> wasmt
     types::add_to_linker::<_, HasSelf<CallState>>(linker, |s| s)?;
     progress::add_to_linker::<_, HasSelf<CallState>>(linker, |s| s)?;
     cancellation::add_to_linker::<_, HasSelf<CallState>>(linker, |s| s)?;
-    for interface in INTERFACES {
+    for interface in interfaces() {
         if matches!(interface.serving, Serving::Call) || !interface.granted(caps) {
             continue;
         }

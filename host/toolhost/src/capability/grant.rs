@@ -1,0 +1,66 @@
+//! [`GrantSpec`]: one component's grants as `toolhost.toml` (and an
+//! extension's manifest) write them. Each capability's key is a field here;
+//! what the key means is its module's ([`super::ALL`]).
+
+use serde::{Deserialize, Serialize};
+
+/// One extension's grants, as written in a policy file.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct GrantSpec {
+    /// Only the component with this digest gets the grant (`blake3:…`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    pub fs_read: Vec<String>,
+    pub fs_write: Vec<String>,
+    pub process: Vec<String>,
+    /// Its programs may use the network (IPv4 and IPv6 sockets; refused
+    /// otherwise, see `ProcessPolicy::network`).
+    pub network: bool,
+    pub env: Vec<String>,
+    pub search: bool,
+    pub tools: bool,
+    /// Hosts its `wasi:http` requests may reach: `[http://|https://]host[:port]`
+    /// (`crate::ops::http::HttpGrant`).
+    pub http: Vec<String>,
+    /// Largest HTTP response body passed to it (default 16 MiB).
+    pub http_response_kb: Option<u64>,
+    /// Its hooks may run: they see and may rewrite every call of every tool.
+    pub hooks: bool,
+    /// Its tools may take the name of a built-in tool, replacing it.
+    pub replace_builtin: bool,
+    /// Processes its programs may have at once (default 1,024).
+    pub max_processes: Option<u32>,
+    /// Memory its programs may take together (default 4,096 MiB); its own
+    /// memory is `memory-mb`.
+    pub process_memory_mb: Option<u64>,
+    pub memory_mb: Option<u64>,
+    pub time_limit_s: Option<f64>,
+    pub output_kb: Option<u64>,
+}
+
+impl GrantSpec {
+    /// Whether it grants `capability` (a key of [`super::ALL`], or `hooks`).
+    pub fn grants(&self, capability: &str) -> bool {
+        match super::named(capability) {
+            Some(c) => (c.asked)(self),
+            None => capability == "hooks" && self.hooks,
+        }
+    }
+
+    /// Add `other`'s grants to these; its limits win where it sets them.
+    pub(crate) fn merge(&mut self, other: &GrantSpec) {
+        for capability in super::ALL {
+            (capability.merge)(self, other);
+        }
+        super::merge_list(&mut self.env, &other.env);
+        self.hooks |= other.hooks;
+        self.replace_builtin |= other.replace_builtin;
+        self.digest = other.digest.clone().or(self.digest.take());
+        self.memory_mb = other.memory_mb.or(self.memory_mb);
+        self.max_processes = other.max_processes.or(self.max_processes);
+        self.process_memory_mb = other.process_memory_mb.or(self.process_memory_mb);
+        self.time_limit_s = other.time_limit_s.or(self.time_limit_s);
+        self.output_kb = other.output_kb.or(self.output_kb);
+    }
+}

@@ -1,0 +1,244 @@
+//! The capabilities a component may be granted, one module each: its
+//! `toolhost.toml` key and the interface that key lets a component import
+//! ([`Interface`]: its name, what it lets a component do, the value a
+//! refusal suggests), whether a grant asks for it, how two grants of it
+//! merge, and what the host gives a built-in tool whose manifest names it.
+//!
+//! [`ALL`] is the one table. Everything else reads it: the import check and
+//! the linker (`wit/interfaces.rs`, `wit/glue/`), the refusal and `ext`
+//! lines, the policy's merging, the built-ins' grants (`builtin.rs`). Adding a
+//! capability means a module here, a row in [`ALL`], its field in
+//! [`GrantSpec`] and its glue in `wit/glue/` (`docs/architecture.md`, "Add a
+//! capability").
+
+mod fs_read;
+mod fs_write;
+mod grant;
+mod http;
+mod process;
+mod search;
+mod tools;
+
+pub use grant::GrantSpec;
+
+use crate::ops::Capabilities;
+use crate::ops::fs::{FsRead, FsWrite, OutputFiles};
+use crate::ops::process::ProcessPolicy;
+use crate::ops::protect::GitGuard;
+use crate::ops::search::Search;
+use std::sync::Arc;
+
+/// Who serves an interface, and on what grant.
+#[derive(Clone, Copy, Debug)]
+pub enum Serving {
+    /// Linked for every component and served by the call's own state: the
+    /// data types and the call's progress and cancellation channels.
+    Call,
+    /// Linked for every component and served by the Operations (types only).
+    OpsAlways,
+    /// An Operation, linked only when `granted` says the capabilities hold
+    /// it. `grant_value` is the value of its `toolhost.toml` key.
+    Granted {
+        granted: fn(&Capabilities) -> bool,
+        grant_value: &'static str,
+    },
+}
+
+/// One interface of the package, or a capability imported through WASI.
+#[derive(Clone, Copy, Debug)]
+pub struct Interface {
+    /// Its name in the package (`fs-read`); also its key in `toolhost.toml`.
+    pub name: &'static str,
+    /// What it lets a component do, for messages (`read files`).
+    pub what: &'static str,
+    pub serving: Serving,
+}
+
+impl Interface {
+    /// Whether a component with `caps` may use it.
+    pub fn granted(&self, caps: &Capabilities) -> bool {
+        match self.serving {
+            Serving::Call | Serving::OpsAlways => true,
+            Serving::Granted { granted, .. } => granted(caps),
+        }
+    }
+
+    /// Whether it is a capability, granted or not (not always linked).
+    pub fn is_capability(&self) -> bool {
+        matches!(self.serving, Serving::Granted { .. })
+    }
+
+    /// The value of its `toolhost.toml` key that grants it, if it is a
+    /// capability.
+    pub fn grant_value(&self) -> Option<&'static str> {
+        match self.serving {
+            Serving::Granted { grant_value, .. } => Some(grant_value),
+            _ => None,
+        }
+    }
+}
+
+/// The interface of a capability: `name` (its `toolhost.toml` key), `what`
+/// it lets a component do, the `grant_value` a refusal suggests, and
+/// whether a component's capabilities hold it.
+const fn granted(
+    name: &'static str,
+    what: &'static str,
+    grant_value: &'static str,
+    granted: fn(&Capabilities) -> bool,
+) -> Interface {
+    Interface {
+        name,
+        what,
+        serving: Serving::Granted {
+            granted,
+            grant_value,
+        },
+    }
+}
+
+/// How a component imports a capability.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Imported {
+    /// As the package's interface of the capability's name.
+    Package,
+    /// Through WASI: every import whose name starts with this prefix.
+    Wasi(&'static str),
+}
+
+/// A place a built-in's manifest names instead of a directory.
+pub(crate) mod place {
+    /// The workspace (its file backends; what `search = true` covers).
+    pub const WORKSPACE: &str = "<workspace>";
+    /// The full-output files of the shell tools (spec §7.15): written by
+    /// them, readable beside the workspace.
+    pub const OUTPUTS: &str = "<full-output files>";
+    /// The shells (`builtin::SHELLS`), run under the shell tools' policy.
+    pub const SHELLS: &str = "<shells>";
+}
+
+/// What the host gives its built-in tools, by the places their manifests
+/// name ([`place`]).
+pub(crate) struct BuiltinBackends {
+    /// The workspace's file backends and its search.
+    pub workspace: (Arc<dyn FsRead>, Arc<dyn FsWrite>, Arc<dyn Search>),
+    /// Write access to the host's temp directory, whose every file written
+    /// is recorded; the record, and read access to open those files with.
+    pub outputs: (Arc<dyn FsWrite>, Arc<OutputFiles>, Arc<dyn FsRead>),
+    /// The shell tools' process policy, and the guard over what its
+    /// commands may write.
+    pub shells: (Arc<ProcessPolicy>, Arc<GitGuard>),
+}
+
+/// Give a built-in what its manifest's grant of one capability names, into
+/// the capabilities being built; an error names what the host does not
+/// offer.
+pub(crate) type ProvideBuiltin =
+    fn(&GrantSpec, &BuiltinBackends, &mut Capabilities) -> Result<(), String>;
+
+/// One capability (see the module docs).
+pub(crate) struct Capability {
+    pub interface: Interface,
+    pub imported: Imported,
+    /// Whether a grant asks for it.
+    pub asked: fn(&GrantSpec) -> bool,
+    /// Add `other`'s grant of it to `mine`.
+    pub merge: fn(mine: &mut GrantSpec, other: &GrantSpec),
+    pub builtin: ProvideBuiltin,
+}
+
+/// Every capability, in the order they are listed to a person.
+pub(crate) const ALL: &[Capability] = &[
+    fs_read::CAPABILITY,
+    fs_write::CAPABILITY,
+    process::CAPABILITY,
+    search::CAPABILITY,
+    tools::CAPABILITY,
+    http::CAPABILITY,
+];
+
+/// The capability whose `toolhost.toml` key is `name`.
+pub(crate) fn named(name: &str) -> Option<&'static Capability> {
+    ALL.iter().find(|c| c.interface.name == name)
+}
+
+pub(crate) use search::provide_for_extension as search_for_extension;
+
+/// The capabilities a built-in's manifest grants it, from `backends`.
+pub(crate) fn for_builtin(
+    grant: &GrantSpec,
+    backends: &BuiltinBackends,
+) -> Result<Capabilities, String> {
+    let mut caps = Capabilities::default();
+    for capability in ALL.iter().filter(|c| (c.asked)(grant)) {
+        (capability.builtin)(grant, backends, &mut caps)
+            .map_err(|e| format!("{}: {e}", capability.interface.name))?;
+    }
+    Ok(caps)
+}
+
+/// The places of one list in a built-in's manifest that are not `offered`.
+fn unknown_places(list: &[String], offered: &[&str]) -> Result<(), String> {
+    match list.iter().find(|p| !offered.contains(&p.as_str())) {
+        Some(other) => Err(format!(
+            "{other:?} is not a place the host offers built-ins here (it offers {})",
+            offered.join(", ")
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A built-in that asks for a capability the host gives only extensions.
+fn extensions_only(_: &GrantSpec, _: &BuiltinBackends, _: &mut Capabilities) -> Result<(), String> {
+    Err("the host gives it to extensions only".into())
+}
+
+/// Merge the list `theirs` into `mine`, keeping `mine`'s order.
+fn merge_list(mine: &mut Vec<String>, theirs: &[String]) {
+    for item in theirs {
+        if !mine.contains(item) {
+            mine.push(item.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_capability_has_one_row_and_its_grant_reads_the_row() {
+        let mut names: Vec<&str> = ALL.iter().map(|c| c.interface.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ALL.len(), "a name twice in the table");
+        let everything = GrantSpec {
+            fs_read: vec!["/a".into()],
+            fs_write: vec!["/a".into()],
+            process: vec!["git".into()],
+            search: true,
+            tools: true,
+            http: vec!["example.org".into()],
+            ..Default::default()
+        };
+        for capability in ALL {
+            let name = capability.interface.name;
+            assert!(everything.grants(name), "{name}");
+            assert!(!GrantSpec::default().grants(name), "{name}");
+            assert!(capability.interface.is_capability(), "{name}");
+            let mut merged = GrantSpec::default();
+            (capability.merge)(&mut merged, &everything);
+            assert!(merged.grants(name), "{name} is lost in a merge");
+        }
+    }
+
+    #[test]
+    fn a_manifest_naming_a_place_the_host_does_not_offer_is_refused_by_name() {
+        let err = unknown_places(&["<home>".into()], &[place::WORKSPACE]).unwrap_err();
+        assert!(
+            err.contains("\"<home>\"") && err.contains("<workspace>"),
+            "{err}"
+        );
+        assert!(unknown_places(&[place::WORKSPACE.into()], &[place::WORKSPACE]).is_ok());
+    }
+}

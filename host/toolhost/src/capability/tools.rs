@@ -1,0 +1,13 @@
+//! `tools`: see and change the active tool set.
+
+use super::{Capability, Imported};
+
+pub(super) const CAPABILITY: Capability = Capability {
+    interface: super::granted("tools", "change the active tools", "true", |c| {
+        c.tools.is_some()
+    }),
+    imported: Imported::Package,
+    asked: |g| g.tools,
+    merge: |mine, other| mine.tools |= other.tools,
+    builtin: super::extensions_only,
+};
