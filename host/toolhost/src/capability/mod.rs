@@ -15,7 +15,7 @@ mod fs_read;
 mod fs_write;
 mod grant;
 mod http;
-mod process;
+pub(crate) mod process;
 mod search;
 mod tools;
 
@@ -113,7 +113,7 @@ pub(crate) mod place {
     /// The full-output files of the shell tools (spec §7.15): written by
     /// them, readable beside the workspace.
     pub const OUTPUTS: &str = "<full-output files>";
-    /// The shells (`builtin::SHELLS`), run under the shell tools' policy.
+    /// The shells (`process::SHELLS`), run under the shell tools' policy.
     pub const SHELLS: &str = "<shells>";
 }
 

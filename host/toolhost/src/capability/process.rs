@@ -1,7 +1,15 @@
-//! `process`: run the granted programs, in the process jail.
+//! `process`: run the granted programs, in the process jail. The two
+//! process policies the host composes are both here: the shell tools'
+//! ([`shell_policy`]) and an extension's ([`for_extension`]).
 
 use super::{BuiltinBackends, Capability, GrantSpec, Imported, place};
 use crate::ops::Capabilities;
+use crate::ops::fs::GrantedDir;
+use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy, View};
+use crate::ops::protect::{GitGuard, ProtectedPaths};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
 pub(super) const CAPABILITY: Capability = Capability {
     interface: super::granted("process", "run programs", "[\"<program>\"]", |c| {
@@ -23,4 +31,136 @@ fn builtin(grant: &GrantSpec, b: &BuiltinBackends, caps: &mut Capabilities) -> R
     caps.process = Some(b.shells.0.clone());
     caps.guard = Some(b.shells.1.clone());
     Ok(())
+}
+
+/// The shells the `bash` component may start: Pi's order for bash
+/// (`/bin/bash`, `bash` on PATH, `sh`) and `pwsh` for powershell (§7.25).
+pub const SHELLS: &[&str] = &["/bin/bash", "bash", "sh", "pwsh"];
+
+/// How the shell tools' commands are confined beyond their roots.
+pub(crate) struct ShellJail {
+    pub protected: ProtectedPaths,
+    /// Hidden: the secret stores, the compile cache's key, `[shell] hide`.
+    pub hidden: Vec<PathBuf>,
+    pub mode: JailMode,
+    /// From `[shell]`, when the embedder set none.
+    pub limits: Option<ProcessLimits>,
+    /// `$HOME`, when `[shell] home = "hidden"`, and what is shown of it.
+    pub home_hidden: Option<PathBuf>,
+    pub shown: Vec<PathBuf>,
+}
+
+/// The process policy of the shell tools: `template` (the embedder's: the
+/// network, the default timeout, limits, further roots) with the shells,
+/// working directories in the workspace, writes in the workspace, the host's
+/// temp directory (also the children's `TMPDIR`) and `extra_write_roots`
+/// (`[shell] read-write`: the directories approved, pinned), the
+/// allowlisted host environment, the session id, and the jail (the whole
+/// system read-only, the protected paths read-only, the hidden ones hidden).
+pub(crate) fn shell_policy(
+    template: ProcessPolicy,
+    workspace: &Path,
+    temp_dir: &Path,
+    extra_write_roots: &[GrantedDir],
+    session_id: Option<String>,
+    jail: ShellJail,
+) -> ProcessPolicy {
+    let mut policy = SHELLS
+        .iter()
+        .fold(template, |p, shell| p.program(*shell))
+        .cwd_root(workspace)
+        .write_root(workspace)
+        .scratch_in(temp_dir)
+        // Full-output files, read back by commands (read-only).
+        .show(temp_dir)
+        .host_env()
+        .session_id(session_id)
+        .jail(jail.mode)
+        .view(View::Everything)
+        .protect(jail.protected);
+    if let Some(limits) = jail.limits {
+        policy = policy.limits(limits);
+    }
+    for root in extra_write_roots {
+        policy = policy.write_root_pinned(root);
+    }
+    for path in jail.hidden {
+        policy = policy.hide(path);
+    }
+    if let Some(home) = jail.home_hidden {
+        policy = policy.hide_home(home);
+    }
+    for dir in jail.shown {
+        policy = policy.show(dir);
+    }
+    policy
+}
+
+/// What an extension's `process` grant resolved to.
+pub(crate) struct ExtensionPrograms<'a> {
+    /// The granted programs that may run (refused ones already left out).
+    pub programs: &'a [&'a str],
+    /// Its `network` grant.
+    pub network: bool,
+    pub limits: ProcessLimits,
+    /// A command's default timeout: the call's own time limit.
+    pub timeout: Duration,
+    pub jail: JailMode,
+    pub protected: &'a ProtectedPaths,
+    pub guard: Option<&'a Arc<GitGuard>>,
+    /// The places tools can write: no granted program comes from there.
+    pub no_programs_from: Vec<PathBuf>,
+    /// Its `fs-read` and `fs-write` directories, as approved.
+    pub read_roots: &'a [GrantedDir],
+    pub write_roots: &'a [GrantedDir],
+    /// The environment variables granted it.
+    pub env: &'a [&'a String],
+}
+
+/// An extension's process policy: the host's safe environment plus the
+/// granted variables (the only ones a command may set), in the jail: the
+/// system read-only, the granted directories (writable only those granted
+/// for writing), nothing else of the user's, the secret stores hidden; the
+/// network only when that is granted too.
+pub(crate) fn for_extension(grant: ExtensionPrograms<'_>) -> ProcessPolicy {
+    let mut policy = ProcessPolicy::new()
+        .host_env()
+        .default_timeout(Some(grant.timeout))
+        .network(grant.network)
+        .jail(grant.jail)
+        .limits(grant.limits)
+        .view(View::SystemOnly)
+        .protect(grant.protected.clone());
+    if let Some(guard) = grant.guard {
+        policy = policy.git_guard(guard.clone());
+    }
+    // What a tool planted in a place it can write never runs as a granted
+    // program.
+    for place in &grant.no_programs_from {
+        policy = policy.no_programs_from(place);
+    }
+    for program in grant.programs {
+        policy = policy.program(*program);
+    }
+    for dir in grant.read_roots.iter().chain(grant.write_roots) {
+        policy = policy.cwd_root(dir.path());
+    }
+    for dir in grant.read_roots {
+        policy = policy.read_root_pinned(dir);
+    }
+    for dir in grant.write_roots {
+        policy = policy.write_root_pinned(dir);
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        for secret in crate::ops::process::jail::secret_stores(Path::new(&home)) {
+            policy = policy.hide(secret);
+        }
+    }
+    for name in grant.env {
+        policy = policy.command_env(name.as_str());
+        if let Ok(value) = std::env::var(name) {
+            policy = policy.env(name.as_str(), value);
+        }
+    }
+    policy
 }

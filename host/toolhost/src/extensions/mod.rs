@@ -25,6 +25,7 @@ pub mod review;
 pub mod trust;
 
 use crate::capability::GrantSpec;
+use crate::capability::process::ExtensionPrograms;
 use crate::component::{Capabilities, Limits, WasiCapabilities};
 use crate::engine::Runtime;
 use crate::extensions::discovery::{Found, Origin};
@@ -35,7 +36,7 @@ use crate::files::MAX_COMPONENT_BYTES;
 use crate::loader::{self, ComponentSpec, Loaded};
 use crate::ops::fs::{GrantedDir, LocalFs, ProtectedPaths};
 use crate::ops::http::HttpPolicy;
-use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy, View};
+use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy};
 use crate::ops::protect::GitGuard;
 use crate::ops::tools::ToolSet;
 use crate::registry::ToolSource;
@@ -295,66 +296,47 @@ fn capabilities(
         warnings.push(warning);
     }
     if !grant.process.is_empty() {
-        // Programs run with the host's safe environment plus the granted
-        // variables (the only ones a command may set), in the jail: the
-        // system read-only, the granted directories (writable only those
-        // granted for writing), nothing else of the user's; and reach the
-        // network only when that is granted too.
-        let mut policy = ProcessPolicy::new()
-            .host_env()
-            .default_timeout(Some(call_limits.time))
-            .network(grant.network)
-            .jail(cx.jail)
-            .limits(ProcessLimits {
+        let programs: Vec<&str> = grant
+            .process
+            .iter()
+            .map(String::as_str)
+            .filter(
+                |program| match grants::program_refusal(program, cx.places) {
+                    Some(reason) => {
+                        warnings.push(format!(
+                            "process grant {program} of extension {name} is refused: {reason}"
+                        ));
+                        false
+                    }
+                    None => true,
+                },
+            )
+            .collect();
+        let policy = crate::capability::process::for_extension(ExtensionPrograms {
+            programs: &programs,
+            network: grant.network,
+            limits: ProcessLimits {
                 max_processes: grant
                     .max_processes
                     .unwrap_or(ProcessLimits::default().max_processes),
                 memory_bytes: grant
                     .process_memory_mb
                     .map_or(ProcessLimits::default().memory_bytes, |mb| mb << 20),
-            })
-            .view(View::SystemOnly)
-            .protect(protected.clone());
-        if let Some(guard) = &guard {
-            policy = policy.git_guard(guard.clone());
-        }
-        // What a tool planted in a place it can write never runs as a
-        // granted program.
-        for place in cx.places.paths() {
-            policy = policy.no_programs_from(place);
-        }
-        for program in &grant.process {
-            if let Some(reason) = grants::program_refusal(program, cx.places) {
-                warnings.push(format!(
-                    "process grant {program} of extension {name} is refused: {reason}"
-                ));
-                continue;
-            }
+            },
+            timeout: call_limits.time,
+            jail: cx.jail,
+            protected,
+            guard: guard.as_ref(),
+            no_programs_from: cx.places.paths(),
+            read_roots: &read_roots,
+            write_roots: &write_roots,
+            env: &env_names,
+        });
+        for program in &programs {
             if let Some(warning) = passed_over(program, &policy, cx.places) {
                 warnings.push(format!(
                     "process grant {program} of extension {name}: {warning}"
                 ));
-            }
-            policy = policy.program(program);
-        }
-        for dir in read_roots.iter().chain(&write_roots) {
-            policy = policy.cwd_root(dir.path());
-        }
-        for dir in &read_roots {
-            policy = policy.read_root_pinned(dir);
-        }
-        for dir in &write_roots {
-            policy = policy.write_root_pinned(dir);
-        }
-        if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-            for secret in crate::ops::process::jail::secret_stores(Path::new(&home)) {
-                policy = policy.hide(secret);
-            }
-        }
-        for name in &env_names {
-            policy = policy.command_env(name.as_str());
-            if let Ok(value) = std::env::var(name) {
-                policy = policy.env(name.as_str(), value);
             }
         }
         caps.process = Some(Arc::new(policy));

@@ -303,7 +303,7 @@ impl HostBuilder {
         protected: &ProtectedPaths,
         user_config: Option<&Path>,
         runtime: &Runtime,
-    ) -> builtin::ShellJail {
+    ) -> capability::process::ShellJail {
         // The user configuration must exist to be mounted read-only: were it
         // missing inside a write root (a workspace at $HOME), a command could
         // create it, grants and all.
@@ -332,7 +332,7 @@ impl HostBuilder {
             .then(|| std::env::var_os("HOME").filter(|h| !h.is_empty()))
             .flatten()
             .map(PathBuf::from);
-        builtin::ShellJail {
+        capability::process::ShellJail {
             protected: protected.clone(),
             hidden,
             home_hidden,
@@ -554,7 +554,7 @@ impl HostBuilder {
                 .collect(),
             config.quarantine.as_deref(),
         ));
-        let process = builtin::shell_policy(
+        let process = capability::process::shell_policy(
             self.commands.clone(),
             workspace,
             &temp_dir,
