@@ -13,6 +13,12 @@ pub(super) const CAPABILITY: Capability = Capability {
     asked: |g| !g.fs_read.is_empty(),
     merge: |mine, other| super::merge_list(&mut mine.fs_read, &other.fs_read),
     builtin,
+    // Its directories, as approved.
+    extension: |_, x, caps, warnings| {
+        if let Some(fs) = super::pinned(x.read_roots, "fs-read", warnings) {
+            caps.fs_read = Some(Arc::new(fs));
+        }
+    },
 };
 
 /// The workspace; with the full-output files, those too (read-only), as

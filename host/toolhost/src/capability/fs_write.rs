@@ -2,6 +2,7 @@
 
 use super::{BuiltinBackends, Capability, GrantSpec, Imported, place};
 use crate::ops::Capabilities;
+use std::sync::Arc;
 
 pub(super) const CAPABILITY: Capability = Capability {
     interface: super::granted("fs-write", "write files", "[\"<directory>\"]", |c| {
@@ -11,6 +12,12 @@ pub(super) const CAPABILITY: Capability = Capability {
     asked: |g| !g.fs_write.is_empty(),
     merge: |mine, other| super::merge_list(&mut mine.fs_write, &other.fs_write),
     builtin,
+    // Its directories, as approved, the protected paths refused.
+    extension: |_, x, caps, warnings| {
+        if let Some(fs) = super::pinned(x.write_roots, "fs-write", warnings) {
+            caps.fs_write = Some(Arc::new(fs.protect(x.protected.clone())));
+        }
+    },
 };
 
 /// The workspace (its protected paths refused), or the full-output files'

@@ -1,6 +1,9 @@
 //! `http`: `wasi:http` requests to the granted hosts (`ops/http.rs`).
 
-use super::{Capability, Imported};
+use super::{Capability, ForExtension, GrantSpec, Imported};
+use crate::ops::Capabilities;
+use crate::ops::http::HttpPolicy;
+use std::sync::Arc;
 
 pub(super) const CAPABILITY: Capability = Capability {
     interface: super::granted("http", "make HTTP requests", "[\"<host[:port]>\"]", |c| {
@@ -13,4 +16,24 @@ pub(super) const CAPABILITY: Capability = Capability {
         mine.http_response_kb = other.http_response_kb.or(mine.http_response_kb);
     },
     builtin: super::extensions_only,
+    extension,
 };
+
+/// Its hosts; each request waits at most the call's own time limit.
+fn extension(
+    grant: &GrantSpec,
+    x: &ForExtension<'_>,
+    caps: &mut Capabilities,
+    warnings: &mut Vec<String>,
+) {
+    match HttpPolicy::new(&grant.http, x.call_time) {
+        Ok(policy) => {
+            let policy = match grant.http_response_kb {
+                Some(kb) => policy.response_bytes(kb.saturating_mul(1024)),
+                None => policy,
+            };
+            caps.http = Some(Arc::new(policy));
+        }
+        Err(reason) => warnings.push(format!("{reason}; http not granted")),
+    }
+}

@@ -22,11 +22,14 @@ mod tools;
 pub use grant::GrantSpec;
 
 use crate::ops::Capabilities;
-use crate::ops::fs::{FsRead, FsWrite, OutputFiles};
-use crate::ops::process::ProcessPolicy;
+use crate::ops::fs::{FsRead, FsWrite, GrantedDir, LocalFs, OutputFiles, ProtectedPaths};
+use crate::ops::process::{JailMode, ProcessPolicy};
 use crate::ops::protect::GitGuard;
 use crate::ops::search::Search;
+use crate::ops::tools::ToolSet;
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Who serves an interface, and on what grant.
 #[derive(Clone, Copy, Debug)]
@@ -136,6 +139,36 @@ pub(crate) struct BuiltinBackends {
 pub(crate) type ProvideBuiltin =
     fn(&GrantSpec, &BuiltinBackends, &mut Capabilities) -> Result<(), String>;
 
+/// What an extension's grant resolved to, for each capability to give it
+/// its part (`extensions::capabilities` resolves it).
+pub(crate) struct ForExtension<'a> {
+    pub name: &'a str,
+    /// Its `fs-read` and `fs-write` directories, as approved (pinned).
+    pub read_roots: &'a [GrantedDir],
+    pub write_roots: &'a [GrantedDir],
+    /// The environment variables granted it (loader variables left out).
+    pub env: &'a [&'a String],
+    /// Watches what its programs and WASI files change, when it may write.
+    pub guard: Option<&'a Arc<GitGuard>>,
+    pub protected: &'a ProtectedPaths,
+    pub jail: JailMode,
+    /// The call's time limit: also a command's and a request's longest wait.
+    pub call_time: Duration,
+    pub tool_set: &'a ToolSet,
+    /// The places tools can write: no granted program comes from there.
+    pub no_programs_from: Vec<PathBuf>,
+    /// Why a granted program is refused, if it is.
+    pub program_refusal: &'a dyn Fn(&str) -> Option<String>,
+    /// What to say of a granted bare program name whose first match on the
+    /// policy's `PATH` is passed over, if anything.
+    pub passed_over: &'a dyn Fn(&str, &ProcessPolicy) -> Option<String>,
+}
+
+/// Give an extension its grant of one capability, into the capabilities
+/// being built; what it could not be given is said in `warnings`.
+pub(crate) type ProvideExtension =
+    fn(&GrantSpec, &ForExtension<'_>, &mut Capabilities, warnings: &mut Vec<String>);
+
 /// One capability (see the module docs).
 pub(crate) struct Capability {
     pub interface: Interface,
@@ -145,6 +178,7 @@ pub(crate) struct Capability {
     /// Add `other`'s grant of it to `mine`.
     pub merge: fn(mine: &mut GrantSpec, other: &GrantSpec),
     pub builtin: ProvideBuiltin,
+    pub extension: ProvideExtension,
 }
 
 /// Every capability, in the order they are listed to a person.
@@ -162,8 +196,6 @@ pub(crate) fn named(name: &str) -> Option<&'static Capability> {
     ALL.iter().find(|c| c.interface.name == name)
 }
 
-pub(crate) use search::provide_for_extension as search_for_extension;
-
 /// The capabilities a built-in's manifest grants it, from `backends`.
 pub(crate) fn for_builtin(
     grant: &GrantSpec,
@@ -175,6 +207,31 @@ pub(crate) fn for_builtin(
             .map_err(|e| format!("{}: {e}", capability.interface.name))?;
     }
     Ok(caps)
+}
+
+/// The capabilities an extension's `grant`, resolved as `resolved`, gives it.
+pub(crate) fn for_extension(
+    grant: &GrantSpec,
+    resolved: &ForExtension<'_>,
+    warnings: &mut Vec<String>,
+) -> Capabilities {
+    let mut caps = Capabilities::default();
+    for capability in ALL.iter().filter(|c| (c.asked)(grant)) {
+        (capability.extension)(grant, resolved, &mut caps, warnings);
+    }
+    caps
+}
+
+/// The directories `roots` (approved, pinned) as one backend; `None`, said
+/// in `warnings`, when one cannot be opened, or when there are none (every
+/// one refused, and said so).
+fn pinned(roots: &[GrantedDir], grant: &str, warnings: &mut Vec<String>) -> Option<LocalFs> {
+    if roots.is_empty() {
+        return None;
+    }
+    LocalFs::pinned(roots)
+        .map_err(|e| warnings.push(format!("opening the {grant} directories: {e}")))
+        .ok()
 }
 
 /// The places of one list in a built-in's manifest that are not `offered`.

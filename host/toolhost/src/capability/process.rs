@@ -2,14 +2,13 @@
 //! process policies the host composes are both here: the shell tools'
 //! ([`shell_policy`]) and an extension's ([`for_extension`]).
 
-use super::{BuiltinBackends, Capability, GrantSpec, Imported, place};
+use super::{BuiltinBackends, Capability, ForExtension, GrantSpec, Imported, place};
 use crate::ops::Capabilities;
 use crate::ops::fs::GrantedDir;
 use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy, View};
-use crate::ops::protect::{GitGuard, ProtectedPaths};
+use crate::ops::protect::ProtectedPaths;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 pub(super) const CAPABILITY: Capability = Capability {
     interface: super::granted("process", "run programs", "[\"<program>\"]", |c| {
@@ -22,6 +21,7 @@ pub(super) const CAPABILITY: Capability = Capability {
         mine.network |= other.network;
     },
     builtin,
+    extension,
 };
 
 /// The shells, under the shell tools' policy, with the guard over what
@@ -96,59 +96,67 @@ pub(crate) fn shell_policy(
     policy
 }
 
-/// What an extension's `process` grant resolved to.
-pub(crate) struct ExtensionPrograms<'a> {
-    /// The granted programs that may run (refused ones already left out).
-    pub programs: &'a [&'a str],
-    /// Its `network` grant.
-    pub network: bool,
-    pub limits: ProcessLimits,
-    /// A command's default timeout: the call's own time limit.
-    pub timeout: Duration,
-    pub jail: JailMode,
-    pub protected: &'a ProtectedPaths,
-    pub guard: Option<&'a Arc<GitGuard>>,
-    /// The places tools can write: no granted program comes from there.
-    pub no_programs_from: Vec<PathBuf>,
-    /// Its `fs-read` and `fs-write` directories, as approved.
-    pub read_roots: &'a [GrantedDir],
-    pub write_roots: &'a [GrantedDir],
-    /// The environment variables granted it.
-    pub env: &'a [&'a String],
-}
-
 /// An extension's process policy: the host's safe environment plus the
 /// granted variables (the only ones a command may set), in the jail: the
 /// system read-only, the granted directories (writable only those granted
 /// for writing), nothing else of the user's, the secret stores hidden; the
-/// network only when that is granted too.
-pub(crate) fn for_extension(grant: ExtensionPrograms<'_>) -> ProcessPolicy {
+/// network only when that is granted too. A program that lies where tools
+/// can write is refused, and said so.
+fn extension(
+    grant: &GrantSpec,
+    x: &ForExtension<'_>,
+    caps: &mut Capabilities,
+    warnings: &mut Vec<String>,
+) {
+    let name = x.name;
+    let programs: Vec<&str> = grant
+        .process
+        .iter()
+        .map(String::as_str)
+        .filter(|program| match (x.program_refusal)(program) {
+            Some(reason) => {
+                warnings.push(format!(
+                    "process grant {program} of extension {name} is refused: {reason}"
+                ));
+                false
+            }
+            None => true,
+        })
+        .collect();
+    let limits = ProcessLimits {
+        max_processes: grant
+            .max_processes
+            .unwrap_or(ProcessLimits::default().max_processes),
+        memory_bytes: grant
+            .process_memory_mb
+            .map_or(ProcessLimits::default().memory_bytes, |mb| mb << 20),
+    };
     let mut policy = ProcessPolicy::new()
         .host_env()
-        .default_timeout(Some(grant.timeout))
+        .default_timeout(Some(x.call_time))
         .network(grant.network)
-        .jail(grant.jail)
-        .limits(grant.limits)
+        .jail(x.jail)
+        .limits(limits)
         .view(View::SystemOnly)
-        .protect(grant.protected.clone());
-    if let Some(guard) = grant.guard {
+        .protect(x.protected.clone());
+    if let Some(guard) = x.guard {
         policy = policy.git_guard(guard.clone());
     }
     // What a tool planted in a place it can write never runs as a granted
     // program.
-    for place in &grant.no_programs_from {
+    for place in &x.no_programs_from {
         policy = policy.no_programs_from(place);
     }
-    for program in grant.programs {
+    for program in &programs {
         policy = policy.program(*program);
     }
-    for dir in grant.read_roots.iter().chain(grant.write_roots) {
+    for dir in x.read_roots.iter().chain(x.write_roots) {
         policy = policy.cwd_root(dir.path());
     }
-    for dir in grant.read_roots {
+    for dir in x.read_roots {
         policy = policy.read_root_pinned(dir);
     }
-    for dir in grant.write_roots {
+    for dir in x.write_roots {
         policy = policy.write_root_pinned(dir);
     }
     if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
@@ -156,11 +164,18 @@ pub(crate) fn for_extension(grant: ExtensionPrograms<'_>) -> ProcessPolicy {
             policy = policy.hide(secret);
         }
     }
-    for name in grant.env {
+    for name in x.env {
         policy = policy.command_env(name.as_str());
         if let Ok(value) = std::env::var(name) {
             policy = policy.env(name.as_str(), value);
         }
     }
-    policy
+    for program in &programs {
+        if let Some(warning) = (x.passed_over)(program, &policy) {
+            warnings.push(format!(
+                "process grant {program} of extension {name}: {warning}"
+            ));
+        }
+    }
+    caps.process = Some(Arc::new(policy));
 }

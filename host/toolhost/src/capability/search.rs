@@ -1,9 +1,8 @@
 //! `search`: grep and glob over what a component may read, with the
 //! ignore rules and limits of the built-in `grep` and `find`.
 
-use super::{BuiltinBackends, Capability, GrantSpec, Imported};
+use super::{BuiltinBackends, Capability, ForExtension, GrantSpec, Imported};
 use crate::ops::Capabilities;
-use crate::ops::fs::{GrantedDir, LocalFs};
 use crate::ops::search::LocalSearch;
 use std::sync::Arc;
 
@@ -13,6 +12,7 @@ pub(super) const CAPABILITY: Capability = Capability {
     asked: |g| g.search,
     merge: |mine, other| mine.search |= other.search,
     builtin,
+    extension,
 };
 
 /// A built-in searches the workspace.
@@ -21,17 +21,17 @@ fn builtin(_: &GrantSpec, b: &BuiltinBackends, caps: &mut Capabilities) -> Resul
     Ok(())
 }
 
-/// An extension searches the directories it may read (`read_roots`, its
-/// `fs-read` grant resolved); a warning says why it got no search.
-pub(crate) fn provide_for_extension(
-    read_roots: &[GrantedDir],
+/// An extension searches the directories it may read (its `fs-read`
+/// grant, resolved).
+fn extension(
+    _: &GrantSpec,
+    x: &ForExtension<'_>,
     caps: &mut Capabilities,
-) -> Result<(), String> {
-    if read_roots.is_empty() {
-        return Err("search is granted but no fs-read directory to search".into());
+    warnings: &mut Vec<String>,
+) {
+    if x.read_roots.is_empty() {
+        warnings.push("search is granted but no fs-read directory to search".into());
+    } else if let Some(fs) = super::pinned(x.read_roots, "search", warnings) {
+        caps.search = Some(Arc::new(LocalSearch::new(Arc::new(fs))));
     }
-    let fs =
-        LocalFs::pinned(read_roots).map_err(|e| format!("opening the search directories: {e}"))?;
-    caps.search = Some(Arc::new(LocalSearch::new(Arc::new(fs))));
-    Ok(())
 }

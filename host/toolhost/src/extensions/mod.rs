@@ -24,8 +24,7 @@ pub mod policy;
 pub mod review;
 pub mod trust;
 
-use crate::capability::GrantSpec;
-use crate::capability::process::ExtensionPrograms;
+use crate::capability::{self, ForExtension, GrantSpec};
 use crate::component::{Capabilities, Limits, WasiCapabilities};
 use crate::engine::Runtime;
 use crate::extensions::discovery::{Found, Origin};
@@ -34,9 +33,8 @@ use crate::extensions::policy::{Policy, resolve_path};
 use crate::extensions::trust::{Digest, TrustStore, Verdict};
 use crate::files::MAX_COMPONENT_BYTES;
 use crate::loader::{self, ComponentSpec, Loaded};
-use crate::ops::fs::{GrantedDir, LocalFs, ProtectedPaths};
-use crate::ops::http::HttpPolicy;
-use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy};
+use crate::ops::fs::{GrantedDir, ProtectedPaths};
+use crate::ops::process::{JailMode, ProcessPolicy};
 use crate::ops::protect::GitGuard;
 use crate::ops::tools::ToolSet;
 use crate::registry::ToolSource;
@@ -277,86 +275,24 @@ fn capabilities(
     // directories it may write (see `crate::ops::protect::guard`).
     let guard = (!write_roots.is_empty())
         .then(|| Arc::new(GitGuard::of_user(write_paths.clone(), cx.quarantine)));
-    let mut caps = Capabilities::default();
-    if !read_roots.is_empty() {
-        match LocalFs::pinned(&read_roots) {
-            Ok(fs) => caps.fs_read = Some(Arc::new(fs)),
-            Err(e) => warnings.push(format!("opening the fs-read directories: {e}")),
-        }
-    }
-    if !write_roots.is_empty() {
-        match LocalFs::pinned(&write_roots) {
-            Ok(fs) => caps.fs_write = Some(Arc::new(fs.protect(protected.clone()))),
-            Err(e) => warnings.push(format!("opening the fs-write directories: {e}")),
-        }
-    }
-    if grant.search
-        && let Err(warning) = crate::capability::search_for_extension(&read_roots, &mut caps)
-    {
-        warnings.push(warning);
-    }
-    if !grant.process.is_empty() {
-        let programs: Vec<&str> = grant
-            .process
-            .iter()
-            .map(String::as_str)
-            .filter(
-                |program| match grants::program_refusal(program, cx.places) {
-                    Some(reason) => {
-                        warnings.push(format!(
-                            "process grant {program} of extension {name} is refused: {reason}"
-                        ));
-                        false
-                    }
-                    None => true,
-                },
-            )
-            .collect();
-        let policy = crate::capability::process::for_extension(ExtensionPrograms {
-            programs: &programs,
-            network: grant.network,
-            limits: ProcessLimits {
-                max_processes: grant
-                    .max_processes
-                    .unwrap_or(ProcessLimits::default().max_processes),
-                memory_bytes: grant
-                    .process_memory_mb
-                    .map_or(ProcessLimits::default().memory_bytes, |mb| mb << 20),
-            },
-            timeout: call_limits.time,
-            jail: cx.jail,
-            protected,
-            guard: guard.as_ref(),
-            no_programs_from: cx.places.paths(),
-            read_roots: &read_roots,
-            write_roots: &write_roots,
-            env: &env_names,
-        });
-        for program in &programs {
-            if let Some(warning) = passed_over(program, &policy, cx.places) {
-                warnings.push(format!(
-                    "process grant {program} of extension {name}: {warning}"
-                ));
-            }
-        }
-        caps.process = Some(Arc::new(policy));
-    }
-    if grant.tools {
-        caps.tools = Some(tool_set.clone());
-    }
-    if !grant.http.is_empty() {
-        // Each request may wait at most the call's own time limit.
-        match HttpPolicy::new(&grant.http, call_limits.time) {
-            Ok(policy) => {
-                let policy = match grant.http_response_kb {
-                    Some(kb) => policy.response_bytes(kb.saturating_mul(1024)),
-                    None => policy,
-                };
-                caps.http = Some(Arc::new(policy));
-            }
-            Err(reason) => warnings.push(format!("{reason}; http not granted")),
-        }
-    }
+    let program_refusal = |program: &str| grants::program_refusal(program, cx.places);
+    let passed_over =
+        |program: &str, policy: &ProcessPolicy| passed_over(program, policy, cx.places);
+    let resolved = ForExtension {
+        name,
+        read_roots: &read_roots,
+        write_roots: &write_roots,
+        env: &env_names,
+        guard: guard.as_ref(),
+        protected,
+        jail: cx.jail,
+        call_time: call_limits.time,
+        tool_set,
+        no_programs_from: cx.places.paths(),
+        program_refusal: &program_refusal,
+        passed_over: &passed_over,
+    };
+    let mut caps = capability::for_extension(grant, &resolved, &mut warnings);
     let mut preopens: Vec<(GrantedDir, bool)> =
         read_roots.iter().map(|d| (d.clone(), false)).collect();
     for dir in &write_roots {
