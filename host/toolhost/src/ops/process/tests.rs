@@ -432,17 +432,27 @@ async fn in_the_jail_exit_codes_and_signals_are_told_apart() {
         assert_same!(status, ExitStatus::Code(137), "{mode:?}");
         let (_, status) = run(&p, command("kill -KILL $$", dir.path())).await;
         assert_same!(status, ExitStatus::Signal("SIGKILL".into()), "{mode:?}");
-        // Late by 10 ms, well inside the 100 ms quiet period (50 ms missed it
-        // once in 10 runs beside two CPU hogs).
-        let (out, status) = run(
-            &p,
-            command("(sleep 0.01; echo late) & echo early", dir.path()),
-        )
-        .await;
-        assert_same!(status, ExitStatus::Code(0));
-        assert_eq!(
-            out, "early\nlate\n",
-            "{mode:?}: Pi's quiet period reads late output"
+        // Late by 10 ms, well inside the 100 ms quiet period. How late it
+        // really comes is the scheduler's: beside two CPU hogs and a build
+        // it missed even 10 ms. Without the quiet period it is never read,
+        // so one read in five tries proves the period, on any machine.
+        let mut outs = Vec::new();
+        for _ in 0..5 {
+            let (out, status) = run(
+                &p,
+                command("(sleep 0.01; echo late) & echo early", dir.path()),
+            )
+            .await;
+            assert_same!(status, ExitStatus::Code(0));
+            assert!(out.starts_with("early\n"), "{mode:?}: {out:?}");
+            outs.push(out);
+            if outs.last().is_some_and(|o| o == "early\nlate\n") {
+                break;
+            }
+        }
+        assert!(
+            outs.iter().any(|o| o == "early\nlate\n"),
+            "{mode:?}: Pi's quiet period reads late output: {outs:?}"
         );
     }
 }
