@@ -177,7 +177,7 @@ fn writes_outside_the_write_roots_fail_where_landlock_exists() {
         let host = built(builder(&ws).jail(mode));
         let result = bash(&host, json!({ "command": outside_cmd }));
         let confinement = host.command_confinement();
-        match (confinement, toolhost::ops::process::landlock()) {
+        match (confinement, toolhost::doctor::landlock()) {
             (toolhost::Confinement::Jail { .. }, _) => {
                 // The outside directory is not even there: /tmp is the jail's own.
                 assert!(result.is_error);

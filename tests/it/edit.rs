@@ -10,7 +10,7 @@ use crate::support::*;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use toolhost::ops::fs::{FsWrite, LocalFs, MutationLock, lock_file};
+use toolhost::backend::fs::{FsWrite, LocalFs, MutationLock, lock_file};
 use toolhost::{AssistantMessage, CancellationToken, Event, EventSink, ToolResultMessage};
 
 #[test]

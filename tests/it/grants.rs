@@ -17,9 +17,7 @@ use std::process::Output;
 /// made by bash in the jail, as an agent makes them.
 #[track_caller]
 fn require_jail() {
-    if let toolhost::ops::process::jail::Support::Unavailable { reason } =
-        toolhost::ops::process::jail::support()
-    {
+    if let toolhost::doctor::Support::Unavailable { reason } = toolhost::doctor::jail_support() {
         panic!("the process jail cannot run here ({reason}); scripts/setup installs bubblewrap");
     }
 }

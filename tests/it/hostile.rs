@@ -956,7 +956,7 @@ fn hostile_environment_args_and_variables_are_invisible_unless_granted() {
 /// The Landlock ABI children are confined with here, or `None` (then the
 /// kernel cannot refuse what these tests try, and they say so).
 fn landlock_abi() -> Option<u32> {
-    match toolhost::ops::process::landlock() {
+    match toolhost::doctor::landlock() {
         Ok(abi) => Some(*abi as u32),
         Err(reason) => {
             eprintln!("NOTE: Landlock is unavailable ({reason}): only the allowed half is checked");

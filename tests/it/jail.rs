@@ -18,9 +18,7 @@ use toolhost::{AssistantMessage, CancellationToken, Host, NoEvents, ProcessLimit
 /// Fail, saying how to get the jail, where it cannot run.
 #[track_caller]
 fn require_jail() {
-    if let toolhost::ops::process::jail::Support::Unavailable { reason } =
-        toolhost::ops::process::jail::support()
-    {
+    if let toolhost::doctor::Support::Unavailable { reason } = toolhost::doctor::jail_support() {
         panic!("the process jail cannot run here ({reason}); scripts/setup installs bubblewrap");
     }
 }
@@ -726,8 +724,8 @@ fn jail_a_program_granted_to_an_extension_sees_only_its_grants_and_takes_no_ld_p
 /// hit); elsewhere resource limits bound a command without telling.
 fn cgroups() -> bool {
     !matches!(
-        toolhost::ops::process::limits::enforcement(),
-        toolhost::ops::process::limits::Enforcement::Rlimits { .. }
+        toolhost::doctor::enforcement(),
+        toolhost::doctor::Enforcement::Rlimits { .. }
     )
 }
 

@@ -226,7 +226,7 @@ fn name_collisions_are_reported_and_the_first_extension_wins() {
 
 #[test]
 fn the_built_ins_run_unchanged_on_an_in_memory_filesystem() {
-    use toolhost::ops::fs::{MemoryFs, MemoryNode};
+    use toolhost::backend::fs::{MemoryFs, MemoryNode};
     // The workspace directory must exist on disk; the tools never touch it.
     let ws = Workspace::new();
     let root = ws.str().to_string();

@@ -258,7 +258,7 @@ fn errors_name_the_path_and_the_cause() {
 /// through its `FsRead` view.
 #[test]
 fn search_works_over_an_in_memory_filesystem() {
-    use toolhost::ops::fs::MemoryFs;
+    use toolhost::backend::fs::MemoryFs;
     let ws = Workspace::new();
     let root = ws.str().to_string();
     let memory = MemoryFs::new(&[root.as_str()]);

@@ -113,11 +113,11 @@ impl Workspace {
 /// seccomp alone) always, in it where it can run; a test looping over them
 /// says when it could not test the jail.
 pub fn jail_modes() -> Vec<toolhost::JailMode> {
-    match toolhost::ops::process::jail::support() {
-        toolhost::ops::process::jail::Support::Available { .. } => {
+    match toolhost::doctor::jail_support() {
+        toolhost::doctor::Support::Available { .. } => {
             vec![toolhost::JailMode::Off, toolhost::JailMode::Required]
         }
-        toolhost::ops::process::jail::Support::Unavailable { reason } => {
+        toolhost::doctor::Support::Unavailable { reason } => {
             eprintln!("NOTE: {reason}; only the unjailed half of this test ran");
             vec![toolhost::JailMode::Off]
         }

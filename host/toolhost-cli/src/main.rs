@@ -248,8 +248,8 @@ impl HttpArgs {
         &self,
         what: &str,
         addr: std::net::SocketAddr,
-    ) -> Result<toolhost::http::HttpOptions> {
-        let mut options = toolhost::http::HttpOptions::new(addr);
+    ) -> Result<toolhost::http_server::HttpOptions> {
+        let mut options = toolhost::http_server::HttpOptions::new(addr);
         options.max_requests = self.max_requests;
         options.allowed_hosts = self.allow_hosts.clone();
         options.allowed_origins = self.allow_origins.clone();
@@ -261,7 +261,7 @@ impl HttpArgs {
         } else if !self.no_auth {
             // Only in this process and on the person's stderr: never in a
             // file a tool's command could read.
-            let token = toolhost::http::generate_token().context("generating a token")?;
+            let token = toolhost::http_server::generate_token().context("generating a token")?;
             eprintln!(
                 "toolhost {what}: requests need `Authorization: Bearer {token}` (generated for \
                  this run and shown once: give it to your client; --token-file FILE to choose \
@@ -279,13 +279,13 @@ async fn serve_http(
     what: &str,
     args: &HttpArgs,
     addr: std::net::SocketAddr,
-    route: impl FnOnce(usize, CancellationToken) -> toolhost::http::Route,
+    route: impl FnOnce(usize, CancellationToken) -> toolhost::http_server::Route,
 ) -> Result<ExitCode> {
     let options = args.options(what, addr)?;
     let shutdown = CancellationToken::new();
     let route = route(options.max_body_bytes, shutdown.clone());
     let path = route.path;
-    let listener = toolhost::http::HttpListener::bind(options, vec![route])
+    let listener = toolhost::http_server::HttpListener::bind(options, vec![route])
         .await
         .with_context(|| format!("listening on {addr}"))?;
     // Tests and scripts read the address (the port, for port 0) from here.
@@ -618,7 +618,7 @@ fn hand_over_compiles(options: &HostOptions) {
 }
 
 fn doctor(json: bool) -> Result<ExitCode> {
-    let layers = toolhost::ops::process::doctor::layers();
+    let layers = toolhost::doctor::layers();
     if json {
         println!("{}", serde_json::to_string_pretty(&layers)?);
     } else {
@@ -634,7 +634,7 @@ fn doctor(json: bool) -> Result<ExitCode> {
 /// The layers as a person reads them: each with its state, what it means
 /// and how to turn it on. Their texts name what was found on this machine
 /// (paths of programs and cgroups), shown escaped.
-fn doctor_text(layers: &[toolhost::ops::process::doctor::Layer]) -> String {
+fn doctor_text(layers: &[toolhost::doctor::Layer]) -> String {
     let mut out = String::from("How programs started by tools are confined on this machine:\n");
     for layer in layers {
         let state = if layer.on { "on " } else { "OFF" };
@@ -1279,7 +1279,7 @@ fn cancel_on_ctrl_c() -> CancellationToken {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost::ops::process::doctor::Layer;
+    use toolhost::doctor::Layer;
 
     /// `doctor` shows what it found on this machine (program and cgroup
     /// paths, a probe's first line) escaped. Nothing a tool can write

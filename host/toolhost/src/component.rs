@@ -442,7 +442,7 @@ impl Sandbox {
             limiter: MemoryLimiter {
                 max_bytes: self.limits.memory_bytes,
             },
-            http: crate::ops::http::HttpCall::new(self.caps.http.clone(), signals.clone()),
+            http: crate::ops::http_client::HttpCall::new(self.caps.http.clone(), signals.clone()),
             signals: signals.clone(),
             caps: self.caps.clone(),
         };
@@ -493,7 +493,7 @@ fn link(
     let mut linker = Linker::<CallState>::new(component.engine());
     let linked = (|| -> wasmtime::Result<()> {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-        crate::ops::http::add_to_linker(&mut linker, caps.http.is_some(), trap_ungranted)?;
+        crate::ops::http_client::add_to_linker(&mut linker, caps.http.is_some(), trap_ungranted)?;
         (contract.link)(&mut linker, caps)?;
         if trap_ungranted {
             stub_ungranted_operations(&mut linker, component, caps, component.engine())?;

@@ -72,12 +72,12 @@ pub mod formats;
 mod hooks;
 mod host;
 #[cfg(feature = "http")]
-pub mod http;
+pub mod http_server;
 mod loader;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod message;
-pub mod ops;
+mod ops;
 mod registry;
 #[cfg(feature = "serve")]
 pub mod serve;
@@ -86,7 +86,33 @@ mod store;
 mod validate;
 #[cfg(feature = "mcp")]
 pub mod watch;
-pub mod wit;
+mod wit;
+
+/// For backend authors: the filesystem and search traits a host's built-in
+/// tools may run on instead of the local disk (`BuiltinSettings::fs`), and
+/// the in-memory filesystem the tests use.
+pub mod backend {
+    pub use crate::ops::fs;
+    pub use crate::ops::search;
+}
+
+/// What this machine offers the confinement (`toolhost doctor`): the jail,
+/// Landlock, and how resource limits are enforced.
+pub mod doctor {
+    pub use crate::ops::process::doctor::{Layer, layers};
+    pub use crate::ops::process::jail::{Support, support as jail_support};
+    pub use crate::ops::process::landlock;
+    pub use crate::ops::process::limits::{Enforcement, enforcement};
+}
+
+/// The package's bindings and the git guard, for the benchmark suite's
+/// baselines; not an API.
+#[cfg(feature = "bench-internals")]
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::ops::protect::GitGuard;
+    pub use crate::wit::v0_2;
+}
 
 pub use batch::BatchOutcome;
 pub use builtin::{DEFAULT_ACTIVE_TOOLS, DEFAULT_COMMAND_TIMEOUT};

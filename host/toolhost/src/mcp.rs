@@ -41,7 +41,7 @@
 //!
 //! [`McpServer::serve_stdio`] serves one client on stdio;
 //! [`McpServer::http_route`] serves MCP's Streamable HTTP at `/mcp` on the
-//! [`crate::http`] listener, many clients at once (handshake clients in
+//! [`crate::http_server`] listener, many clients at once (handshake clients in
 //! sessions, bounded in count and idle time by [`sessions`]; 2026-07-28
 //! clients statelessly).
 
@@ -195,7 +195,7 @@ impl McpServer {
             .map_err(|e| Error::runtime_because("the MCP service failed", e))
     }
 
-    /// Streamable HTTP at `/mcp`, for [`crate::http::HttpListener`]: request
+    /// Streamable HTTP at `/mcp`, for [`crate::http_server::HttpListener`]: request
     /// bodies up to `max_body_bytes`; handshake sessions within `bounds`
     /// ([`sessions`]); the listener checks `Host`, `Origin` and the token
     /// first. Cancelling `shutdown` ends every session.
@@ -205,7 +205,7 @@ impl McpServer {
         max_body_bytes: usize,
         bounds: SessionBounds,
         shutdown: CancellationToken,
-    ) -> crate::http::Route {
+    ) -> crate::http_server::Route {
         use rmcp::transport::streamable_http_server::{
             StreamableHttpServerConfig, StreamableHttpService,
         };
@@ -221,7 +221,7 @@ impl McpServer {
         let server = self.clone();
         let service = StreamableHttpService::new(move || Ok(server.clone()), bounded, config);
         let server = self.clone();
-        crate::http::Route {
+        crate::http_server::Route {
             path: "/mcp",
             handler: Arc::new(move |request| {
                 let (service, server) = (service.clone(), server.clone());
@@ -229,7 +229,7 @@ impl McpServer {
                     // A call takes its turn once its request has arrived
                     // whole, before rmcp gives it a task.
                     let (parts, body) = request.into_parts();
-                    let body = match crate::http::read_body(body, max_body_bytes).await {
+                    let body = match crate::http_server::read_body(body, max_body_bytes).await {
                         Ok(body) => body,
                         Err(refused) => return refused,
                     };
@@ -253,7 +253,7 @@ impl McpServer {
                     if refused {
                         return too_many_sessions(bounds);
                     }
-                    response.map(|body| crate::http::hold(body, gone.0.drop_guard()))
+                    response.map(|body| crate::http_server::hold(body, gone.0.drop_guard()))
                 })
             }),
         }
@@ -380,8 +380,8 @@ fn call_token(context: &RequestContext<RoleServer>) -> CancellationToken {
 /// 503 for an `initialize` past the session bound: what the bound is, what
 /// frees a place, and how to raise it. Nothing was created.
 #[cfg(feature = "http")]
-fn too_many_sessions(bounds: SessionBounds) -> http::Response<crate::http::HttpBody> {
-    crate::http::plain(
+fn too_many_sessions(bounds: SessionBounds) -> http::Response<crate::http_server::HttpBody> {
+    crate::http_server::plain(
         http::StatusCode::SERVICE_UNAVAILABLE,
         format!(
             "Service unavailable: this server already keeps {} MCP sessions, its limit \

@@ -491,7 +491,7 @@ fn start_batch(
     }))
 }
 
-/// JSON-RPC over HTTP at `/rpc`, for [`crate::http::HttpListener`]: one
+/// JSON-RPC over HTTP at `/rpc`, for [`crate::http_server::HttpListener`]: one
 /// request object per POST (at most `max_body_bytes`). A `batch/run` is
 /// answered with a stream of JSON lines (`application/x-ndjson`): its
 /// `batch/event` notifications, then its response, exactly the lines stdio
@@ -500,12 +500,12 @@ fn start_batch(
 /// notification with 202 and no body. Batches of every connection share one
 /// table of running ids, so `batch/cancel` works from another connection.
 #[cfg(feature = "http")]
-pub fn http_route(host: Host, max_body_bytes: usize) -> crate::http::Route {
+pub fn http_route(host: Host, max_body_bytes: usize) -> crate::http_server::Route {
     let server = RpcServer {
         host,
         running: Arc::default(),
     };
-    crate::http::Route {
+    crate::http_server::Route {
         path: "/rpc",
         handler: Arc::new(move |request| {
             let server = server.clone();
@@ -520,8 +520,8 @@ impl RpcServer {
         &self,
         request: http::Request<hyper::body::Incoming>,
         max_body_bytes: usize,
-    ) -> http::Response<crate::http::HttpBody> {
-        use crate::http::plain;
+    ) -> http::Response<crate::http_server::HttpBody> {
+        use crate::http_server::plain;
         use bytes::Bytes;
         use http::{StatusCode, header};
         use http_body_util::{BodyExt, Full, StreamBody};
@@ -536,13 +536,13 @@ impl RpcServer {
                 .insert(header::ALLOW, http::HeaderValue::from_static("POST"));
             return response;
         }
-        let body = match crate::http::read_body(request.into_body(), max_body_bytes).await {
+        let body = match crate::http_server::read_body(request.into_body(), max_body_bytes).await {
             Ok(body) => body,
             Err(refusal) => return refusal,
         };
         let out = Outbox::default();
         let line = String::from_utf8_lossy(&body);
-        let with_type = |body: crate::http::HttpBody, kind: &'static str| {
+        let with_type = |body: crate::http_server::HttpBody, kind: &'static str| {
             let mut response = http::Response::new(body);
             response
                 .headers_mut()

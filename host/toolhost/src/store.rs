@@ -136,8 +136,8 @@ pub(crate) struct CallState {
     pub(crate) limiter: MemoryLimiter,
     pub(crate) signals: Arc<CallSignals>,
     pub(crate) caps: Capabilities,
-    /// `wasi:http` (ops/http.rs): every request goes through its policy.
-    pub(crate) http: crate::ops::http::HttpCall,
+    /// `wasi:http` (`ops/http_client/`): every request goes through its policy.
+    pub(crate) http: crate::ops::http_client::HttpCall,
 }
 
 impl wasmtime_wasi_http::WasiHttpView for CallState {
@@ -147,7 +147,7 @@ impl wasmtime_wasi_http::WasiHttpView for CallState {
 }
 
 /// What an HTTP request sees of its call.
-impl crate::ops::http::CallWatch for CallSignals {
+impl crate::ops::http_client::CallWatch for CallSignals {
     fn cancel(&self) -> &CancellationToken {
         &self.cancel
     }

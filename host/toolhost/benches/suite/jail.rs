@@ -24,8 +24,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use toolhost::ops::process::jail::Support;
-use toolhost::ops::protect::GitGuard;
+use toolhost::doctor::Support;
+use toolhost::internals::GitGuard;
 use toolhost::{AssistantMessage, CancellationToken, Host, JailMode, NoEvents, ToolCall};
 
 /// The generated repository's shape: `TOP × LEAVES` directories of `FILES`
@@ -37,7 +37,7 @@ const LINES: usize = 100;
 const NESTED: usize = 20;
 
 pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
-    if let Support::Unavailable { reason } = toolhost::ops::process::jail::support() {
+    if let Support::Unavailable { reason } = toolhost::doctor::jail_support() {
         eprintln!("  jail: skipped: {reason}");
         return;
     }
@@ -127,7 +127,7 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
         let (text, _) = bash(host, "wc -l < /proc/self/mountinfo");
         text.trim().parse().expect("a count of mounts")
     };
-    let maker = match toolhost::ops::process::jail::support() {
+    let maker = match toolhost::doctor::jail_support() {
         Support::Available {
             init_mounts: true, ..
         } => "the init",

@@ -8,9 +8,9 @@
 use std::path::Path;
 use std::sync::Arc;
 use toolhost::Runtime;
-use toolhost::wit::v0_2::ToolComponentPre;
-use toolhost::wit::v0_2::toolhost::tool::types::CallContext;
-use toolhost::wit::v0_2::toolhost::tool::{cancellation, fs_types, progress, types};
+use toolhost::internals::v0_2::ToolComponentPre;
+use toolhost::internals::v0_2::toolhost::tool::types::CallContext;
+use toolhost::internals::v0_2::toolhost::tool::{cancellation, fs_types, progress, types};
 use wasmtime::Store;
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -103,7 +103,9 @@ impl PlainTool {
             .expect("calling execute")
             .expect("the tool succeeds");
         match result.content.into_iter().next() {
-            Some(toolhost::wit::v0_2::toolhost::tool::types::ContentBlock::Text(text)) => text,
+            Some(toolhost::internals::v0_2::toolhost::tool::types::ContentBlock::Text(text)) => {
+                text
+            }
             _ => String::new(),
         }
     }

@@ -21,7 +21,7 @@ pub struct GrantSpec {
     pub search: bool,
     pub tools: bool,
     /// Hosts its `wasi:http` requests may reach: `[http://|https://]host[:port]`
-    /// (`crate::ops::http::HttpGrant`).
+    /// (`crate::ops::http_client::HttpGrant`).
     pub http: Vec<String>,
     /// Largest HTTP response body passed to it (default 16 MiB).
     pub http_response_kb: Option<u64>,

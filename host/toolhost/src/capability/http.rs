@@ -1,8 +1,8 @@
-//! `http`: `wasi:http` requests to the granted hosts (`ops/http.rs`).
+//! `http`: `wasi:http` requests to the granted hosts (`ops/http_client/`).
 
 use super::{Capability, ForExtension, GrantSpec, Imported};
 use crate::ops::Capabilities;
-use crate::ops::http::HttpPolicy;
+use crate::ops::http_client::HttpPolicy;
 use std::sync::Arc;
 
 pub(super) const CAPABILITY: Capability = Capability {

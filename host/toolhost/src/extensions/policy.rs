@@ -343,7 +343,7 @@ fn parse(text: &str, path: &Path) -> Result<PolicyFile, Error> {
     // A malformed host must not silently grant less (or more) than meant.
     for (name, grant) in &file.extensions {
         for entry in &grant.http {
-            if let Err(reason) = crate::ops::http::HttpGrant::parse(entry) {
+            if let Err(reason) = crate::ops::http_client::HttpGrant::parse(entry) {
                 return Err(policy_error(
                     path,
                     format!("[extensions.{name}] http entry {entry:?} {reason}"),

@@ -5,7 +5,7 @@
 //! [`crate::wit`]. [`usage`] is what one call did with them.
 
 pub mod fs;
-pub mod http;
+pub mod http_client;
 pub mod process;
 pub mod protect;
 pub mod search;
@@ -23,7 +23,7 @@ pub struct Capabilities {
     pub search: Option<Arc<dyn search::Search>>,
     pub tools: Option<tools::ToolSet>,
     /// `wasi:http` outgoing requests to the granted hosts.
-    pub http: Option<Arc<http::HttpPolicy>>,
+    pub http: Option<Arc<http_client::HttpPolicy>>,
     /// The same directories and variables through WASI, for guests whose
     /// standard library reads files (Python's `open`, JavaScript's fs).
     pub wasi: WasiCapabilities,

@@ -46,7 +46,7 @@ pub fn interfaces() -> impl Iterator<Item = &'static Interface> {
 }
 
 /// The capabilities a component imports through WASI rather than the
-/// package, by the prefix of their imports: `wasi:http` (`ops/http.rs`),
+/// package, by the prefix of their imports: `wasi:http` (`ops/http_client/`),
 /// granted by `http`. Refused at load like an Operation; linked by their own
 /// crate when granted.
 pub fn wasi_capabilities() -> impl Iterator<Item = (&'static str, &'static Interface)> {

@@ -82,7 +82,6 @@ mod tests;
 
 pub(crate) use policy::resolve_program;
 pub use policy::{Confinement, JailMode, ProcessPolicy, landlock};
-pub use supervisor::signal_name;
 use supervisor::*;
 use sys::*;
 

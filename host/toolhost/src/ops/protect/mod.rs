@@ -20,7 +20,7 @@
 pub mod git;
 pub mod guard;
 
-pub use guard::{GitGuard, Reverted};
+pub use guard::GitGuard;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
