@@ -39,8 +39,8 @@ fn length_text(name: &str) -> String {
 }
 
 pub(crate) async fn run(ctx: Arc<BatchContext>) -> BatchOutcome {
-    let calls = &ctx.message.tool_calls;
-    let settled: Vec<Settled> = match ctx.message.stop_reason {
+    let calls = &ctx.message().tool_calls;
+    let settled: Vec<Settled> = match ctx.message().stop_reason {
         // The provider failed or was aborted: no call runs (spec §2.1).
         StopReason::Error | StopReason::Aborted => Vec::new(),
         StopReason::Length => {
@@ -75,11 +75,11 @@ pub(crate) async fn run(ctx: Arc<BatchContext>) -> BatchOutcome {
 
 /// Sequential if the host says so or any call names a sequential tool.
 fn is_sequential(ctx: &BatchContext) -> bool {
-    if ctx.session.settings.sequential {
+    if ctx.session().settings.sequential {
         return true;
     }
-    let registry = ctx.session.registry.read().expect("registry lock");
-    ctx.message.tool_calls.iter().any(|call| {
+    let registry = ctx.session().registry.read().expect("registry lock");
+    ctx.message().tool_calls.iter().any(|call| {
         registry
             .get_active(&call.name)
             .is_some_and(|t| t.definition.execution_mode == ExecutionMode::Sequential)
@@ -89,7 +89,7 @@ fn is_sequential(ctx: &BatchContext) -> bool {
 async fn sequential(ctx: &Arc<BatchContext>) -> BatchOutcome {
     let mut results = Vec::new();
     let mut votes = Vec::new();
-    for (i, call) in ctx.message.tool_calls.iter().enumerate() {
+    for (i, call) in ctx.message().tool_calls.iter().enumerate() {
         ctx.start(call);
         let f = match ctx.preflight(i).await {
             Preflight::Done(f) => *f,
@@ -109,7 +109,7 @@ async fn sequential(ctx: &Arc<BatchContext>) -> BatchOutcome {
 type Queue = Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<(usize, Box<ReadyCall>)>>>;
 
 async fn parallel(ctx: &Arc<BatchContext>) -> Vec<Settled> {
-    let calls = &ctx.message.tool_calls;
+    let calls = &ctx.message().tool_calls;
     let mut slots: Vec<Option<Settled>> = (0..calls.len()).map(|_| None).collect();
     // Preparing runs in source order on this task while calls prepared
     // first already execute on the other workers: Pi's order is in the
@@ -120,7 +120,7 @@ async fn parallel(ctx: &Arc<BatchContext>) -> Vec<Settled> {
     // active tools a later call is looked up in), or when a tool of the batch
     // may change the active tools itself.
     let overlap = calls.len() > 1
-        && ctx.session.hooks.is_empty()
+        && ctx.session().hooks.is_empty()
         && !calls.iter().any(|call| {
             ctx.lookup(call)
                 .is_some_and(|t| t.sandbox.may_change_tools())
@@ -187,7 +187,7 @@ async fn in_order(
 /// gone out ([`Announcer`]); what running calls emit waits behind the gate
 /// until every call has started.
 async fn together(ctx: &Arc<BatchContext>) -> Vec<Settled> {
-    let n = ctx.message.tool_calls.len();
+    let n = ctx.message().tool_calls.len();
     let shared = Arc::new(Together {
         next: AtomicUsize::new(0),
         announcer: Mutex::new(Announcer {
@@ -195,7 +195,7 @@ async fn together(ctx: &Arc<BatchContext>) -> Vec<Settled> {
             next: 0,
         }),
     });
-    ctx.gate.close();
+    ctx.hold_events();
     let helpers: Vec<_> = (1..cores().min(n))
         .map(|_| {
             let (ctx, shared) = (ctx.clone(), shared.clone());
@@ -243,13 +243,13 @@ impl Together {
             let next = a.next;
             match std::mem::replace(&mut a.calls[next], Announce::Gone) {
                 Announce::Ready(end) => {
-                    ctx.start(&ctx.message.tool_calls[next]);
+                    ctx.start(&ctx.message().tool_calls[next]);
                     if let Some(end) = end {
-                        ctx.sink.emit(*end);
+                        ctx.emit_now(*end);
                     }
                     a.next += 1;
                     if a.next == a.calls.len() {
-                        ctx.gate.open(ctx.sink.as_ref());
+                        ctx.release_events();
                     }
                 }
                 waiting => {
@@ -270,7 +270,7 @@ impl Together {
 /// Take calls and prepare and run each; a new one only when every call
 /// this worker runs waits (see [`worker`]).
 async fn together_worker(ctx: &Arc<BatchContext>, shared: &Together) -> Vec<(usize, Settled)> {
-    let n = ctx.message.tool_calls.len();
+    let n = ctx.message().tool_calls.len();
     let mut running = FuturesUnordered::new();
     let mut done = Vec::new();
     let mut open = true;
@@ -302,7 +302,7 @@ async fn together_worker(ctx: &Arc<BatchContext>, shared: &Together) -> Vec<(usi
 /// Prepare call `i`, announce it, and run it; a call that panics ends in an
 /// error result of its own, and the others go on.
 async fn prepare_and_run(ctx: &Arc<BatchContext>, shared: &Together, i: usize) -> (usize, Settled) {
-    let call = &ctx.message.tool_calls[i];
+    let call = &ctx.message().tool_calls[i];
     let outcome = std::panic::AssertUnwindSafe(async {
         match ctx.prepare(i).await {
             Preflight::Done(f) => {
@@ -379,7 +379,7 @@ async fn run_one(ctx: &Arc<BatchContext>, i: usize, ready: Box<ReadyCall>) -> (u
         .catch_unwind()
         .await;
     let finished = outcome.unwrap_or_else(|_| {
-        let call = &ctx.message.tool_calls[i];
+        let call = &ctx.message().tool_calls[i];
         let trace = Trace::begin().ended(Outcome::Crashed);
         ctx.fail(call, panicked(call), false, trace)
     });

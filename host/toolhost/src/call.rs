@@ -118,21 +118,31 @@ pub(crate) struct Settled {
     events: [Event; 2],
 }
 
-/// What every call of one batch shares.
+/// What every call of one batch shares. Made by [`BatchContext::new`];
+/// `batch.rs` reads it through its methods.
 pub(crate) struct BatchContext {
-    pub session: Arc<Session>,
-    pub message: Arc<AssistantMessage>,
-    pub cancel: CancellationToken,
-    pub sink: Arc<dyn EventSink>,
+    session: Arc<Session>,
+    message: Arc<AssistantMessage>,
+    cancel: CancellationToken,
+    sink: Arc<dyn EventSink>,
     /// Calls may name any loaded tool, not only the active ones (a call the
     /// embedder makes by name, [`crate::Host::call`]).
-    pub any_tool: bool,
+    any_tool: bool,
     /// Holds back what executing calls emit while the batch is still being
     /// prepared (see [`crate::batch`]).
-    pub gate: Gate,
+    gate: Gate,
     /// Each call's place in the order of file mutations, taken when the
     /// batch arrived (see `crate::ops::fs::lock`).
     turns: Vec<crate::ops::fs::TurnSlot>,
+}
+
+/// Which tools the calls of a batch may name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// The active tools, as the model sees them.
+    Active,
+    /// Any loaded tool (a call the embedder makes by name).
+    AnyLoaded,
 }
 
 /// Events of executing calls held back until the batch's preflight is
@@ -169,29 +179,60 @@ impl Gate {
 impl BatchContext {
     /// The batch of `message`'s calls, arriving now (or at `turns`, places
     /// taken in the session's order when the message arrived, one per call).
+    /// The context of `message`'s calls; `turns`, when the batch arrived
+    /// before it runs, are its places in the order of file mutations, one
+    /// per call (else they are taken now).
     pub(crate) fn new(
         session: Arc<Session>,
         message: Arc<AssistantMessage>,
-        cancel: CancellationToken,
-        sink: Arc<dyn EventSink>,
+        (cancel, sink): (CancellationToken, Arc<dyn EventSink>),
         turns: Option<Vec<crate::ops::fs::Turn>>,
+        reach: Reach,
     ) -> BatchContext {
         let calls = message.tool_calls.len();
-        let turns = turns
-            .filter(|turns| turns.len() == calls)
-            .unwrap_or_else(|| session.mutations.take(calls));
+        let turns = match turns {
+            Some(turns) => {
+                assert_eq!(turns.len(), calls, "turns taken for another batch");
+                turns
+            }
+            None => session.mutations.take(calls),
+        };
         BatchContext {
             session,
             message,
             cancel,
             sink,
-            any_tool: false,
+            any_tool: reach == Reach::AnyLoaded,
             gate: Gate::default(),
             turns: turns
                 .into_iter()
                 .map(|turn| crate::ops::fs::TurnSlot::new(Some(turn)))
                 .collect(),
         }
+    }
+
+    /// The batch's message.
+    pub(crate) fn message(&self) -> &AssistantMessage {
+        &self.message
+    }
+
+    pub(crate) fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Hold back what executing calls emit until [`Self::release_events`].
+    pub(crate) fn hold_events(&self) {
+        self.gate.close();
+    }
+
+    /// Emit what was held, in order, and let everything through from now on.
+    pub(crate) fn release_events(&self) {
+        self.gate.open(self.sink.as_ref());
+    }
+
+    /// Emit `event` now, past the gate (a call's end, in Pi's order).
+    pub(crate) fn emit_now(&self, event: Event) {
+        self.sink.emit(event);
     }
 
     pub(crate) fn start(&self, call: &ToolCall) {

@@ -7,7 +7,7 @@ mod builder;
 pub use builder::{BuiltinSettings, ExtensionSettings, HostBuilder};
 
 use crate::batch::{self, BatchOutcome};
-use crate::call::BatchContext;
+use crate::call::{BatchContext, Reach};
 use crate::events::EventSink;
 use crate::extensions::ExtensionReport;
 use crate::message::{AssistantMessage, ToolCall, ToolResultMessage};
@@ -160,9 +160,9 @@ impl Host {
         let ctx = BatchContext::new(
             self.inner.session.clone(),
             Arc::new(message.clone()),
-            cancel,
-            sink,
+            (cancel, sink),
             turns,
+            Reach::Active,
         );
         batch::run(Arc::new(ctx)).await
     }
@@ -241,14 +241,18 @@ impl<'a> std::future::IntoFuture for CallRequest<'a> {
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
             let id = self.call.id.clone();
-            let mut ctx = BatchContext::new(
+            let reach = if self.active_only {
+                Reach::Active
+            } else {
+                Reach::AnyLoaded
+            };
+            let ctx = BatchContext::new(
                 self.host.inner.session.clone(),
                 Arc::new(AssistantMessage::from_calls(vec![self.call])),
-                self.cancel,
-                self.sink,
+                (self.cancel, self.sink),
                 self.turn.map(|turn| vec![turn]),
+                reach,
             );
-            ctx.any_tool = !self.active_only;
             batch::run(Arc::new(ctx))
                 .await
                 .results
