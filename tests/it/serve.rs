@@ -378,3 +378,51 @@ fn output_schemas_and_structured_content_reach_the_client() {
     );
     server.finish();
 }
+
+#[test]
+fn every_change_of_the_active_set_reaches_the_client_as_tools_changed() {
+    let ws = Workspace::new();
+    let toolset = ws.copy_in("toolset.wasm", toolhost_tests::TOOLSET);
+    user_policy(&ws, "[extensions.toolset]\ntools = true\n");
+    let mut server = Server::start(&ws, &["--extension", &toolset]);
+    // The announcement and the response of request `id`, in either order.
+    let changed = |server: &Server, id: u64| -> Value {
+        let (mut active, mut answered) = (None, false);
+        while active.is_none() || !answered {
+            let line = server.next();
+            if line["method"] == "tools/changed" {
+                assert!(active.is_none(), "one change, one announcement: {line}");
+                active = Some(line["params"]["active"].clone());
+            } else if line["id"] == id {
+                answered = true;
+            }
+        }
+        active.unwrap()
+    };
+    // By a tool granted `tools`, in the middle of a batch.
+    let message = batch(json!([
+        {"type": "toolCall", "id": "a", "name": "activate",
+         "arguments": {"names": ["ls", "activate"], "replace": true}},
+    ]));
+    server.request(json!(1), "batch/run", json!({"message": message}));
+    assert_eq!(changed(&server, 1), json!(["ls", "activate"]));
+    // By the client.
+    server.request(
+        json!(2),
+        "tools/setActive",
+        json!({"names": ["read", "ls"]}),
+    );
+    assert_eq!(changed(&server, 2), json!(["read", "ls"]));
+    // Setting the same set again changes nothing, and says nothing.
+    server.request(
+        json!(3),
+        "tools/setActive",
+        json!({"names": ["read", "ls"]}),
+    );
+    server.request(json!(4), "tools/list", json!({}));
+    let rest = server.finish();
+    assert!(
+        rest.iter().all(|line| line["method"] != "tools/changed"),
+        "{rest:?}"
+    );
+}

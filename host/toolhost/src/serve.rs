@@ -39,6 +39,9 @@ pub mod codes {
     pub const INVALID_PARAMS: i64 = -32602;
 }
 
+/// The notification that the active tool set changed: `{active: [...]}`.
+const TOOLS_CHANGED_METHOD: &str = "tools/changed";
+
 /// The notification method that carries a batch's events.
 pub const EVENT_METHOD: &str = "batch/event";
 
@@ -108,6 +111,22 @@ where
         Ok::<(), std::io::Error>(())
     });
 
+    // Every change of the active set, by `tools/setActive`, by a tool
+    // granted `tools`, or by the embedder, is announced (the set is read
+    // when the announcement is made: several changes in a row may give one).
+    let mut changes = host.changes();
+    let announcer = {
+        let (host, out) = (host.clone(), out.clone());
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                out.send(json!({
+                    "jsonrpc": "2.0",
+                    "method": TOOLS_CHANGED_METHOD,
+                    "params": {"active": host.active_tools()},
+                }));
+            }
+        })
+    };
     let server = RpcServer {
         host,
         running: Arc::default(),
@@ -128,6 +147,7 @@ where
         }
     }
     while batches.join_next().await.is_some() {}
+    announcer.abort();
     out.close();
     writer.await.map_err(std::io::Error::other)?
 }
