@@ -544,3 +544,50 @@ fn a_large_extension_runs_at_once_on_quick_code_then_on_cranelifts() {
         .collect();
     assert_eq!(entries.len(), 1, "{entries:?}");
 }
+
+#[test]
+fn ext_add_compiles_a_large_extension_ahead_of_its_first_call() {
+    // `ext add` inspects the JavaScript example on the quick compiler's code
+    // and returns; a detached `toolhost optimise` then compiles it with
+    // Cranelift, whose code replaces the quick entry in the cache, with no
+    // call made. Without the hand-over, the quick entry stays until a call.
+    let ws = Workspace::new();
+    let cache = tempfile::tempdir().unwrap();
+    let entries = || -> Vec<PathBuf> {
+        let dirs = std::fs::read_dir(cache.path())
+            .into_iter()
+            .flatten()
+            .flatten();
+        dirs.flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "cwasm"))
+            .collect()
+    };
+    let out = ws
+        .cli()
+        .env("TOOLHOST_CACHE_DIR", cache.path())
+        .args(["ext", "add"])
+        .arg(example("jsonquery"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let quick = entries();
+    assert_eq!(quick.len(), 1, "the quick compiler's entry: {quick:?}");
+    // A bound on a failure (the compile never handed over), not a timing check.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    loop {
+        let now = entries();
+        if !quick[0].exists() && now.len() == 1 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Cranelift's code never replaced the quick entry: {now:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}

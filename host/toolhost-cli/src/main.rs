@@ -572,7 +572,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
     };
     if short {
-        hand_over_compiles(&options);
+        hand_over_compiles(options.workspace.as_deref(), &options.extensions);
     }
     code
 }
@@ -591,8 +591,10 @@ fn optimising_runtime() -> Result<Arc<toolhost::Runtime>> {
 /// When this command ends while Cranelift still compiles a component that
 /// was loaded with the quick compiler's code, a detached `toolhost optimise`
 /// with the same workspace and extensions finishes it, so the next start
-/// finds the optimised code in the cache instead of starting over.
-fn hand_over_compiles(options: &HostOptions) {
+/// finds the optimised code in the cache instead of starting over. `ext add`
+/// and `trust` end this way too: the component they inspected is compiled
+/// ahead of its first call.
+fn hand_over_compiles(workspace: Option<&std::path::Path>, extensions: &[PathBuf]) {
     let optimising = toolhost::Runtime::shared().is_ok_and(|rt| rt.optimising());
     let Ok(exe) = std::env::current_exe() else {
         return;
@@ -601,10 +603,10 @@ fn hand_over_compiles(options: &HostOptions) {
         return;
     }
     let mut command = std::process::Command::new(exe);
-    if let Some(dir) = &options.workspace {
+    if let Some(dir) = workspace {
         command.arg("--workspace").arg(dir);
     }
-    for ext in &options.extensions {
+    for ext in extensions {
         command.arg("--extension").arg(ext);
     }
     command
@@ -741,6 +743,8 @@ async fn trust(
         }
     }
     let store = review::approve(&review, &config)?;
+    // Its components' first calls find Cranelift's code, compiled meanwhile.
+    hand_over_compiles(Some(&workspace), &[]);
     if !json {
         println!(
             "trusted {} files of {} (recorded in {}); any change needs `toolhost trust` again",
@@ -828,6 +832,8 @@ async fn ext_add(
     let runtime = toolhost::Runtime::shared()?;
     let installed =
         toolhost::extensions::install::add(&runtime, &config, file, name, grant).await?;
+    // Its first call finds Cranelift's code, compiled meanwhile.
+    hand_over_compiles(None, std::slice::from_ref(&installed.path));
     let i = &installed.inspection;
     println!(
         "installed {} as {}",
