@@ -178,8 +178,31 @@ pub fn run_cases(tool: &str, count: usize) {
     let cases: Vec<Value> = cases().into_iter().filter(|c| c["tool"] == tool).collect();
     assert_eq!(cases.len(), count, "{tool} cases in the fixture");
     for case in cases {
-        run_case(&case);
+        run_case_with_patience(&case);
     }
+}
+
+/// Cases whose output depends on how fast the machine runs the command
+/// against a time limit: C085 runs `echo start; sleep 5` with a 1 s
+/// timeout, and on a machine loaded enough the shell has not printed
+/// `start` a second after the call began (seen beside two CPU hogs and a
+/// build). Each gets up to three tries; without the behaviour under test
+/// (the output kept before the timeout message) every try fails alike.
+const TIMED_CASES: &[&str] = &["C085"];
+
+fn run_case_with_patience(case: &Value) {
+    let id = case["id"].as_str().unwrap();
+    if !TIMED_CASES.contains(&id) {
+        return run_case(case);
+    }
+    for _ in 0..2 {
+        let tried = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(case)));
+        if tried.is_ok() {
+            return;
+        }
+        eprintln!("NOTE: {id} missed its time limit on this machine; trying again");
+    }
+    run_case(case);
 }
 
 fn run_case(case: &Value) {
