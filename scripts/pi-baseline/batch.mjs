@@ -1,7 +1,8 @@
 // Pi 0.85.0's agent loop executing one assistant message of N `read` calls,
 // its events written to stdout as `pi --mode json` writes them.
 //
-//   node batch.mjs --reads N [--dir DIR] [--lines L] [--parallel | --sequential | --compare]
+//   node batch.mjs --reads N [--files M] [--dir DIR] [--lines L]
+//                  [--parallel | --sequential | --compare]
 //                  [--runs R] [--warmup W] [--no-events] > /dev/null
 //
 // stdout: every event of every run, one JSON object a line, exactly as Pi's
@@ -14,11 +15,12 @@
 //   `per_call_us` = median batch_ms / N. With --compare, parallel and
 //   sequential runs alternate and both are reported, with the speed-up.
 //
-// The files: DIR/file{i}.txt for i < N, each L lines of
+// The files: DIR/file{i}.txt for i < M (default N), each L lines of
 // `line {l:4} of file {i:2}: some text to read back\n` (45 bytes a line; the
 // toolhost bench's 64-read batch uses the same files with L = 400, 18 KB).
 // They are created when missing or different; without --dir, in a temporary
-// directory removed at exit. Call i reads `file{i}.txt`, a path relative to DIR.
+// directory removed at exit. Call i reads `file{i % M}.txt`, a path relative
+// to DIR (with M < N, the files are read round-robin).
 //
 // Pi's code used, unchanged (target/pi/node_modules/@earendil-works/):
 // - pi-agent-core/dist/index.js → Agent (dist/agent.js), the class Pi's
@@ -51,12 +53,13 @@ import { performance } from "node:perf_hooks";
 import { baselineInfo, importInternal, importPackage, parseArgs, round, stats } from "./common.mjs";
 
 const usage =
-	"usage: node batch.mjs --reads N [--dir DIR] [--lines L] [--parallel | --sequential | --compare]\n" +
+	"usage: node batch.mjs --reads N [--files M] [--dir DIR] [--lines L] [--parallel | --sequential | --compare]\n" +
 	"                      [--runs R] [--warmup W] [--no-events] > /dev/null\n";
 const opts = parseArgs(
 	process.argv.slice(2),
 	{
 		reads: -1,
+		files: -1,
 		dir: "",
 		lines: 1,
 		parallel: false,
@@ -73,6 +76,7 @@ if (opts.reads < 1 || opts.runs < 1 || opts.parallel + opts.sequential + opts.co
 	process.exit(2);
 }
 const N = Math.floor(opts.reads);
+const M = opts.files >= 1 ? Math.min(Math.floor(opts.files), N) : N;
 const modes = opts.compare ? ["parallel", "sequential"] : [opts.sequential ? "sequential" : "parallel"];
 
 const pi = "@earendil-works/pi-coding-agent";
@@ -95,7 +99,7 @@ if (dir) {
 	process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
 }
 const calls = [];
-for (let i = 0; i < N; i++) {
+for (let i = 0; i < M; i++) {
 	let text = "";
 	for (let line = 0; line < opts.lines; line++) {
 		text += `line ${String(line).padStart(4)} of file ${String(i).padStart(2)}: some text to read back\n`;
@@ -106,7 +110,9 @@ for (let i = 0; i < N; i++) {
 		current = readFileSync(path, "utf8");
 	} catch {}
 	if (current !== text) writeFileSync(path, text);
-	calls.push({ type: "toolCall", id: `call_${i}`, name: "read", arguments: { path: `file${i}.txt` } });
+}
+for (let i = 0; i < N; i++) {
+	calls.push({ type: "toolCall", id: `call_${i}`, name: "read", arguments: { path: `file${i % M}.txt` } });
 }
 
 // The scripted model.
@@ -216,6 +222,7 @@ function report(runs) {
 const result = {
 	script: "batch",
 	reads: N,
+	files: M,
 	lines: opts.lines,
 	file_bytes: Buffer.byteLength(readFileSync(join(dir, "file0.txt"))),
 	warmup: opts.warmup,

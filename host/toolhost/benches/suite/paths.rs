@@ -9,6 +9,8 @@
 //!   line: `toolhost run` against Pi's agent loop printing its events (as
 //!   `pi --mode json` does), cost per call (toolhost's process floor, an
 //!   empty batch, taken off; Pi's in-process loop).
+//! * The same batch as a model sends it: 2,001 reads of 64 distinct files of
+//!   100 lines (4.5 KB), round-robin, against Pi's loop on the same files.
 //! * 64 `read` calls, parallel against sequential, Pi's speed-up beside
 //!   toolhost's (the `batch` section has toolhost's own row).
 //! * First start on a fresh machine (`toolhost list`, empty compile cache)
@@ -150,6 +152,7 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
     };
     bash_rows(setup, rows);
     batch_rows(setup, rows);
+    realistic_batch_row(setup, rows);
     first_start_rows(setup, rows);
     first_load_rows(setup, rows);
 }
@@ -248,8 +251,86 @@ fn read_batch(calls: usize) -> Value {
     serde_json::json!({"role": "assistant", "stopReason": "toolUse", "content": content})
 }
 
-fn batch_rows(setup: Setup, rows: &mut Vec<Row>) {
+/// 2,001 reads of 64 files of 100 lines, round-robin, events as JSON lines:
+/// toolhost's cost per call against Pi's loop, both on the same files
+/// (the text Pi's script writes, `line {l:4} of file {i:2}: …`).
+fn realistic_batch_row(setup: Setup, rows: &mut Vec<Row>) {
+    const CALLS: usize = 2001;
+    const FILES: usize = 64;
+    const LINES: usize = 100;
+    let dir = setup.ws.join("reads-100-lines");
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 0..FILES {
+        let text: String = (0..LINES)
+            .map(|l| format!("line {l:4} of file {i:2}: some text to read back\n"))
+            .collect();
+        std::fs::write(dir.join(format!("file{i}.txt")), text).unwrap();
+    }
+    let content: Vec<Value> = (0..CALLS)
+        .map(|i| {
+            serde_json::json!({"type": "toolCall", "id": format!("call_{i}"), "name": "read",
+                "arguments": {"path": format!("file{}.txt", i % FILES)}})
+        })
+        .collect();
+    let message =
+        serde_json::json!({"role": "assistant", "stopReason": "toolUse", "content": content});
+    let (n, m, l) = (CALLS.to_string(), FILES.to_string(), LINES.to_string());
+    rows.push(per_call_row(
+        setup,
+        (&dir, &message, CALLS),
+        &["--reads", &n, "--files", &m, "--lines", &l],
+        format!("{CALLS} reads of {FILES} files of {LINES} lines, events as JSON lines: per call"),
+        "Pi's loop on the same files",
+    ));
+}
+
+/// `message` (`calls` calls) run by `toolhost run` in `dir`, its cost per
+/// call (an empty batch's taken off), against Pi's loop run by `batch.mjs`
+/// with `pi_args` in the same directory.
+fn per_call_row(
+    setup: Setup,
+    (dir, message, calls): (&Path, &Value, usize),
+    pi_args: &[&str],
+    label: String,
+    baseline: &str,
+) -> Row {
     let (bin, ws, cache, pi, runs) = (setup.bin, setup.ws, setup.cache, setup.pi, setup.runs);
+    let full = dir.join("batch.json");
+    std::fs::write(&full, message.to_string()).unwrap();
+    let empty = dir.join("empty.json");
+    std::fs::write(&empty, read_batch(0).to_string()).unwrap();
+    let run = |file: &Path| toolhost(bin, dir, cache, &["run", "-"], Some(file)).0;
+    run(&full);
+    let (mut ours, mut floor, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..runs {
+        ours.push(run(&full));
+        floor.push(run(&empty));
+        if let Some(pi) = pi {
+            let dir = dir.to_string_lossy();
+            let mut args = pi_args.to_vec();
+            args.extend(["--dir", &dir, "--runs", "1"]);
+            let (json, _) = pi.run("batch.mjs", &args, ws);
+            if let Some(per_call) = json["per_call_us"].as_f64() {
+                theirs.push(Duration::from_secs_f64(per_call / 1e6));
+            }
+        }
+    }
+    let per_call = median(&ours).saturating_sub(median(&floor)) / calls as u32;
+    let row = Row::new(label, format!("{:.0} µs", per_call.as_secs_f64() * 1e6));
+    if theirs.is_empty() {
+        return row;
+    }
+    let theirs = median(&theirs);
+    row.baseline(format!("{baseline} {:.0} µs", theirs.as_secs_f64() * 1e6))
+        .ratio(ratio(per_call, theirs))
+        .target(
+            "≤ 0.33×",
+            per_call.as_secs_f64() <= 0.33 * theirs.as_secs_f64(),
+        )
+}
+
+fn batch_rows(setup: Setup, rows: &mut Vec<Row>) {
+    let (ws, pi, runs) = (setup.ws, setup.pi, setup.runs);
     const CALLS: usize = 2001;
     let dir = ws.join("reads");
     std::fs::create_dir_all(&dir).unwrap();
@@ -260,48 +341,14 @@ fn batch_rows(setup: Setup, rows: &mut Vec<Row>) {
         )
         .unwrap();
     }
-    let full = ws.join("batch.json");
-    std::fs::write(&full, read_batch(CALLS).to_string()).unwrap();
-    let empty = ws.join("empty.json");
-    std::fs::write(&empty, read_batch(0).to_string()).unwrap();
-    let run = |file: &Path| toolhost(bin, &dir, cache, &["run", "-"], Some(file)).0;
-    run(&full);
-    let (mut ours, mut floor, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..runs {
-        ours.push(run(&full));
-        floor.push(run(&empty));
-        if let Some(pi) = pi {
-            let n = CALLS.to_string();
-            let dir = dir.to_string_lossy();
-            let (json, _) = pi.run(
-                "batch.mjs",
-                &["--reads", &n, "--dir", &dir, "--runs", "1"],
-                ws,
-            );
-            if let Some(per_call) = json["per_call_us"].as_f64() {
-                theirs.push(Duration::from_secs_f64(per_call / 1e6));
-            }
-        }
-    }
-    let per_call = median(&ours).saturating_sub(median(&floor)) / CALLS as u32;
-    let mut row = Row::new(
+    let n = CALLS.to_string();
+    rows.push(per_call_row(
+        setup,
+        (&dir, &read_batch(CALLS), CALLS),
+        &["--reads", &n],
         format!("{CALLS} `read` calls in one batch, events as JSON lines: per call"),
-        format!("{:.0} µs", per_call.as_secs_f64() * 1e6),
-    );
-    if !theirs.is_empty() {
-        let theirs = median(&theirs);
-        row = row
-            .baseline(format!(
-                "Pi's loop printing its events {:.0} µs",
-                theirs.as_secs_f64() * 1e6
-            ))
-            .ratio(ratio(per_call, theirs))
-            .target(
-                "≤ 0.33×",
-                per_call.as_secs_f64() <= 0.33 * theirs.as_secs_f64(),
-            );
-    }
-    rows.push(row);
+        "Pi's loop printing its events",
+    ));
 
     if let Some(pi) = pi {
         let files = ws.join("reads64");
