@@ -78,7 +78,7 @@ fn is_sequential(ctx: &BatchContext) -> bool {
     if ctx.session().settings.sequential {
         return true;
     }
-    let registry = ctx.session().registry.read().expect("registry lock");
+    let registry = ctx.session().registry();
     ctx.message().tool_calls.iter().any(|call| {
         registry
             .get_active(&call.name)

@@ -382,7 +382,7 @@ impl BatchContext {
 
     /// The tool `call` names, from the registry as it is now.
     pub(crate) fn lookup(&self, call: &ToolCall) -> Option<Arc<RegisteredTool>> {
-        let registry = self.session.registry.read().expect("registry lock");
+        let registry = self.session.registry();
         if self.any_tool {
             registry.get(&call.name)
         } else {
@@ -508,12 +508,7 @@ impl BatchContext {
     }
 
     fn active_tools(&self) -> Vec<String> {
-        self.session
-            .registry
-            .read()
-            .expect("registry lock")
-            .active()
-            .to_vec()
+        self.session.registry().active().to_vec()
     }
 
     /// Execute a prepared call, run the after hooks and emit its end event.

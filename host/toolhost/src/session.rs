@@ -19,8 +19,8 @@ use std::time::Duration;
 
 /// The tools, hooks and call settings batches read.
 pub(crate) struct Session {
-    pub registry: Arc<RwLock<Registry>>,
-    /// The one writer of the registry's active set.
+    /// The one writer of the registry's active set, and the registry's
+    /// only holder: read it through [`Session::registry`].
     pub tools: Arc<ActiveTools>,
     /// The embedder's hooks in the order added, then the hook components in
     /// load order.
@@ -30,6 +30,14 @@ pub(crate) struct Session {
     pub audit_log: Option<Arc<AuditLog>>,
     /// The order in which calls arrived, which their file mutations keep.
     pub mutations: Arc<crate::ops::fs::MutationOrder>,
+}
+
+impl Session {
+    /// The tools, to read; the active set changes only through
+    /// [`Session::tools`].
+    pub(crate) fn registry(&self) -> std::sync::RwLockReadGuard<'_, Registry> {
+        self.tools.registry.read().expect("registry lock")
+    }
 }
 
 /// What every call of a session runs with.

@@ -397,7 +397,6 @@ impl HostBuilder {
             workspace,
             config,
             confined,
-            registry,
             active_tools,
             hook_components,
             reports,
@@ -729,7 +728,6 @@ impl HostBuilder {
         // `toolhost list` never needs it.
         let process = parts.confined.builtins.shells.0.clone();
         let session = Session {
-            registry: parts.registry,
             tools: parts.active_tools,
             hooks: self
                 .hooks
@@ -784,7 +782,6 @@ struct Assembly {
     workspace: PathBuf,
     config: Configuration,
     confined: Confined,
-    registry: Arc<RwLock<Registry>>,
     active_tools: Arc<ActiveTools>,
     hook_components: Vec<ComponentHook>,
     reports: Vec<ExtensionReport>,

@@ -70,18 +70,13 @@ impl Host {
 
     /// Every loaded tool, in registry order, with its source and state.
     pub fn tools(&self) -> Vec<ToolInfo> {
-        self.inner
-            .session
-            .registry
-            .read()
-            .expect("registry lock")
-            .infos()
+        self.inner.session.registry().infos()
     }
 
     /// The definitions of the active tools, in active-set order (what a
     /// provider request should carry).
     pub fn definitions(&self) -> Vec<ToolDefinition> {
-        let registry = self.inner.session.registry.read().expect("registry lock");
+        let registry = self.inner.session.registry();
         registry
             .active()
             .iter()
@@ -91,7 +86,7 @@ impl Host {
 
     /// The active tools with their source, in active-set order.
     pub fn active_tool_infos(&self) -> Vec<ToolInfo> {
-        let registry = self.inner.session.registry.read().expect("registry lock");
+        let registry = self.inner.session.registry();
         let infos = registry.infos();
         registry
             .active()
@@ -101,13 +96,7 @@ impl Host {
     }
 
     pub fn active_tools(&self) -> Vec<String> {
-        self.inner
-            .session
-            .registry
-            .read()
-            .expect("registry lock")
-            .active()
-            .to_vec()
+        self.inner.session.registry().active().to_vec()
     }
 
     /// Replace the active set; unknown names are dropped (spec §3.1). Returns
