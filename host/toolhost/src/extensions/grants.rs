@@ -102,12 +102,10 @@ impl WritePlaces {
     /// link elsewhere into a place is in it too), with the words naming
     /// the place it lies in.
     pub(crate) fn place_of(&self, file: &Path) -> Option<(PathBuf, &str)> {
-        if let Some(place) = self.name_of(file) {
-            return Some((file.to_path_buf(), place));
-        }
-        let real = file.canonicalize().ok()?;
-        let place = self.name_of(&real)?;
-        Some((real, place))
+        let paths = self.paths();
+        let (path, place) = crate::ops::process::place_of(file, &paths)?;
+        let name = self.name_of(place)?;
+        Some((path, name))
     }
 
     /// `path` as a message shows it: relative inside the workspace.

@@ -80,8 +80,8 @@ mod sys;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use policy::resolve_program;
 pub use policy::{Confinement, JailMode, ProcessPolicy, landlock};
+pub(crate) use policy::{place_of, resolve_program};
 use supervisor::*;
 use sys::*;
 

@@ -872,16 +872,17 @@ pub(super) fn env_path(env: &[(String, String)]) -> &str {
         .unwrap_or(DEFAULT_PATH)
 }
 
-/// The place of `places` that `file` lies in, by its path or by its real
-/// path (a link elsewhere into such a place is in it too).
-fn place_of<'p>(file: &Path, places: &'p [PathBuf]) -> Option<&'p Path> {
-    let real = file.canonicalize().ok();
-    places
-        .iter()
-        .find(|place| {
-            file.starts_with(place) || real.as_ref().is_some_and(|r| r.starts_with(place))
-        })
-        .map(PathBuf::as_path)
+/// The place of `places` that `file` lies in, by its path or, if that is
+/// in none, by its real path (a link elsewhere into such a place is in it
+/// too); with the path that lies there.
+pub(crate) fn place_of<'p>(file: &Path, places: &'p [PathBuf]) -> Option<(PathBuf, &'p Path)> {
+    let within = |path: &Path| places.iter().find(|place| path.starts_with(place));
+    if let Some(place) = within(file) {
+        return Some((file.to_path_buf(), place));
+    }
+    let real = file.canonicalize().ok()?;
+    let place = within(&real)?;
+    Some((real, place))
 }
 
 /// The executable `program` names: itself when it is a path, else the first
@@ -905,7 +906,7 @@ pub(crate) fn resolve_program(
                 format!("{program} is neither a name nor an absolute path"),
             ));
         }
-        if let Some(place) = place_of(&p, excluded) {
+        if let Some((_, place)) = place_of(&p, excluded) {
             return Err(error(
                 ProcessErrorCode::NotAllowed,
                 format!(
