@@ -507,10 +507,6 @@ impl BatchContext {
         }))
     }
 
-    fn active_tools(&self) -> Vec<String> {
-        self.session.registry().active().to_vec()
-    }
-
     /// Execute a prepared call, run the after hooks and emit its end event.
     pub(crate) async fn execute(self: &Arc<Self>, ready: ReadyCall) -> Finished {
         let ReadyCall {
@@ -551,14 +547,19 @@ impl BatchContext {
             })
         });
         let context = self.session.call_context(&call.id, &tool);
-        let active_before = self.active_tools();
+        let active_before = self.session.tools.current();
         let guard = tool.sandbox.guard();
         let watch = watch_git(guard.clone()).await;
         let outcome = instance
             .execute(&call.name, context, &args.to_string())
             .await;
         signals.settle();
-        let added = newly_active(&active_before, &self.active_tools());
+        let active_after = self.session.tools.current();
+        let added = if Arc::ptr_eq(&active_before, &active_after) {
+            Vec::new()
+        } else {
+            newly_active(&active_before, &active_after)
+        };
         drop(instance); // Free the pool slot before the hooks run.
         let reverted = match (guard, watch) {
             (Some(guard), Some(watch)) => settle_git(guard, watch, &signals).await,

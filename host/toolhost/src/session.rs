@@ -60,14 +60,25 @@ pub(crate) struct CallSettings {
 pub(crate) struct ActiveTools {
     registry: Arc<RwLock<Registry>>,
     changes: tokio::sync::watch::Sender<u64>,
+    /// The active set as last written: what a call compares before and
+    /// after it runs, without the registry's lock or a copy of the names
+    /// (the same `Arc` means no change).
+    current: std::sync::Mutex<Arc<Vec<String>>>,
 }
 
 impl ActiveTools {
     pub(crate) fn new(registry: Arc<RwLock<Registry>>) -> ActiveTools {
+        let current = Arc::new(registry.read().expect("registry lock").active().to_vec());
         ActiveTools {
             registry,
             changes: tokio::sync::watch::Sender::new(0),
+            current: std::sync::Mutex::new(current),
         }
+    }
+
+    /// The active set now; the same `Arc` until it changes.
+    pub(crate) fn current(&self) -> Arc<Vec<String>> {
+        self.current.lock().expect("active set lock").clone()
     }
 
     /// Replace the active set (unknown names are dropped, spec §3.1) and
@@ -77,8 +88,10 @@ impl ActiveTools {
         let before = registry.active().to_vec();
         registry.set_active(names);
         let after = registry.active().to_vec();
-        drop(registry);
         if after != before {
+            // Still under the registry's lock: writers publish in order.
+            *self.current.lock().expect("active set lock") = Arc::new(after.clone());
+            drop(registry);
             self.changes.send_modify(|generation| *generation += 1);
         }
         after
@@ -98,11 +111,7 @@ impl ActiveTools {
 /// The `tools` Operations write through the one writer.
 impl crate::ops::tools::ToolSetBackend for ActiveTools {
     fn active(&self) -> Vec<String> {
-        self.registry
-            .read()
-            .expect("registry lock")
-            .active()
-            .to_vec()
+        self.current().to_vec()
     }
 
     fn all(&self) -> Vec<String> {

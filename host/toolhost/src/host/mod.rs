@@ -96,7 +96,7 @@ impl Host {
     }
 
     pub fn active_tools(&self) -> Vec<String> {
-        self.inner.session.registry().active().to_vec()
+        self.inner.session.tools.current().to_vec()
     }
 
     /// Replace the active set; unknown names are dropped (spec §3.1). Returns
