@@ -177,8 +177,6 @@ impl Gate {
 }
 
 impl BatchContext {
-    /// The batch of `message`'s calls, arriving now (or at `turns`, places
-    /// taken in the session's order when the message arrived, one per call).
     /// The context of `message`'s calls; `turns`, when the batch arrived
     /// before it runs, are its places in the order of file mutations, one
     /// per call (else they are taken now).
@@ -554,12 +552,7 @@ impl BatchContext {
             .execute(&call.name, context, &args.to_string())
             .await;
         signals.settle();
-        let active_after = self.session.tools.current();
-        let added = if Arc::ptr_eq(&active_before, &active_after) {
-            Vec::new()
-        } else {
-            newly_active(&active_before, &active_after)
-        };
+        let added = newly_active(&active_before, &self.session.tools.current());
         drop(instance); // Free the pool slot before the hooks run.
         let reverted = match (guard, watch) {
             (Some(guard), Some(watch)) => settle_git(guard, watch, &signals).await,

@@ -84,7 +84,9 @@ pub use crate::error::Diagnostic;
 #[derive(Default)]
 pub(crate) struct Registry {
     tools: Vec<Arc<RegisteredTool>>,
-    active: Vec<String>,
+    /// Replaced whole on every change: a copy taken before a call is the
+    /// same `Arc` after it unless the set changed.
+    active: Arc<Vec<String>>,
 }
 
 impl Registry {
@@ -142,6 +144,11 @@ impl Registry {
         &self.active
     }
 
+    /// The active set, shared.
+    pub(crate) fn active_shared(&self) -> Arc<Vec<String>> {
+        self.active.clone()
+    }
+
     /// Replace the active set: unknown names are dropped, order as given,
     /// duplicates once (spec §3.1).
     pub(crate) fn set_active(&mut self, names: &[String]) {
@@ -151,7 +158,7 @@ impl Registry {
                 active.push(name.clone());
             }
         }
-        self.active = active;
+        self.active = Arc::new(active);
     }
 
     pub(crate) fn infos(&self) -> Vec<ToolInfo> {

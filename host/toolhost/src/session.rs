@@ -32,14 +32,6 @@ pub(crate) struct Session {
     pub mutations: Arc<crate::ops::fs::MutationOrder>,
 }
 
-impl Session {
-    /// The tools, to read; the active set changes only through
-    /// [`Session::tools`].
-    pub(crate) fn registry(&self) -> std::sync::RwLockReadGuard<'_, Registry> {
-        self.tools.registry.read().expect("registry lock")
-    }
-}
-
 /// What every call of a session runs with.
 #[derive(Clone, Debug)]
 pub(crate) struct CallSettings {
@@ -60,25 +52,19 @@ pub(crate) struct CallSettings {
 pub(crate) struct ActiveTools {
     registry: Arc<RwLock<Registry>>,
     changes: tokio::sync::watch::Sender<u64>,
-    /// The active set as last written: what a call compares before and
-    /// after it runs, without the registry's lock or a copy of the names
-    /// (the same `Arc` means no change).
-    current: std::sync::Mutex<Arc<Vec<String>>>,
 }
 
 impl ActiveTools {
     pub(crate) fn new(registry: Arc<RwLock<Registry>>) -> ActiveTools {
-        let current = Arc::new(registry.read().expect("registry lock").active().to_vec());
         ActiveTools {
             registry,
             changes: tokio::sync::watch::Sender::new(0),
-            current: std::sync::Mutex::new(current),
         }
     }
 
-    /// The active set now; the same `Arc` until it changes.
+    /// The active set now (shared, not copied).
     pub(crate) fn current(&self) -> Arc<Vec<String>> {
-        self.current.lock().expect("active set lock").clone()
+        self.registry.read().expect("registry lock").active_shared()
     }
 
     /// Replace the active set (unknown names are dropped, spec §3.1) and
@@ -88,10 +74,8 @@ impl ActiveTools {
         let before = registry.active().to_vec();
         registry.set_active(names);
         let after = registry.active().to_vec();
+        drop(registry);
         if after != before {
-            // Still under the registry's lock: writers publish in order.
-            *self.current.lock().expect("active set lock") = Arc::new(after.clone());
-            drop(registry);
             self.changes.send_modify(|generation| *generation += 1);
         }
         after
@@ -124,6 +108,12 @@ impl crate::ops::tools::ToolSetBackend for ActiveTools {
 }
 
 impl Session {
+    /// The tools, to read; the active set changes only through
+    /// [`Session::tools`].
+    pub(crate) fn registry(&self) -> std::sync::RwLockReadGuard<'_, Registry> {
+        self.tools.registry.read().expect("registry lock")
+    }
+
     /// What a tool learns about the call it runs.
     pub(crate) fn call_context(&self, tool_call_id: &str, tool: &RegisteredTool) -> CallContext {
         let settings = &self.settings;

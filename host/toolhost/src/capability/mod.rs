@@ -2,11 +2,13 @@
 //! `toolhost.toml` key and the interface that key lets a component import
 //! ([`Interface`]: its name, what it lets a component do, the value a
 //! refusal suggests), whether a grant asks for it, how two grants of it
-//! merge, and what the host gives a built-in tool whose manifest names it.
+//! merge, what the host gives a built-in tool whose manifest names it, and
+//! what an extension's grant of it gives the extension.
 //!
 //! [`ALL`] is the one table. Everything else reads it: the import check and
 //! the linker (`wit/interfaces.rs`, `wit/glue/`), the refusal and `ext`
-//! lines, the policy's merging, the built-ins' grants (`builtin.rs`). Adding a
+//! lines, the policy's merging, the built-ins' grants (`builtin.rs`) and the
+//! extensions' (`extensions/mod.rs`). Adding a
 //! capability means a module here, a row in [`ALL`], its field in
 //! [`GrantSpec`] and its glue in `wit/glue/` (`docs/architecture.md`, "Add a
 //! capability").

@@ -1,6 +1,6 @@
 //! `process`: run the granted programs, in the process jail. The two
 //! process policies the host composes are both here: the shell tools'
-//! ([`shell_policy`]) and an extension's ([`for_extension`]).
+//! ([`shell_policy`]) and an extension's (`extension`).
 
 use super::{BuiltinBackends, Capability, ForExtension, GrantSpec, Imported, place};
 use crate::ops::Capabilities;
