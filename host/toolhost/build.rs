@@ -61,7 +61,7 @@ fn main() {
             .unwrap_or_else(|e| panic!("the built-in {tool} has no {}: {e}", manifest.display()));
         code.push_str(&format!(
             "    BuiltinComponent {{ name: {tool:?}, bytes: include_bytes!({copy:?}), \
-             precompiled: include_bytes!({compiled:?}), hash: {hash:?}, \
+             precompiled: &PageAligned(*include_bytes!({compiled:?})), hash: {hash:?}, \
              manifest: include_str!({manifest:?}) }},\n",
             hash = hash.as_str(),
         ));

@@ -413,6 +413,14 @@ const RELOAD_INTERVAL: Duration = Duration::from_millis(300);
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(
+        cli.command,
+        Command::Optimise | Command::Doctor { .. } | Command::Audit(_)
+    ) {
+        // The engine and its instance pool (a quarter of a start) are made
+        // while the async runtime starts and the configuration is read.
+        std::thread::spawn(|| toolhost::Runtime::shared().is_ok());
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -16,8 +16,9 @@ pub(crate) struct BuiltinComponent {
     pub name: &'static str,
     pub bytes: &'static [u8],
     /// Its machine code, compiled by the build script with the engine's
-    /// settings (`engine_config`) for the build machine's CPU.
-    pub precompiled: &'static [u8],
+    /// settings (`engine_config`) for the build machine's CPU; page-aligned,
+    /// so the engine runs it where it lies instead of copying it.
+    pub precompiled: &'static PageAligned<[u8]>,
     /// blake3 of `bytes`: the compile-cache key, computed at build time.
     pub hash: &'static str,
     /// Its `extension.toml`: what it is granted.
@@ -32,6 +33,12 @@ impl BuiltinComponent {
             .map_err(|e| format!("its extension.toml: {e}"))
     }
 }
+
+/// Bytes aligned to 64 KiB, a multiple of every page size Linux uses: the
+/// built-ins' machine code, whose text sections (page-aligned within it) the
+/// engine makes executable where they lie in the binary.
+#[repr(C, align(65536))]
+pub(crate) struct PageAligned<T: ?Sized>(pub T);
 
 include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
 

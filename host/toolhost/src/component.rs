@@ -281,7 +281,14 @@ impl Sandbox {
         grant_name: Option<&str>,
     ) -> Result<Sandbox, Error> {
         let contract = check_imports(&compiled.component, &caps, origin, grant_name)?;
-        let linked = link(&compiled.component, contract, &caps, origin, false)?;
+        let linked = link(
+            &runtime,
+            &compiled.component,
+            contract,
+            &caps,
+            origin,
+            false,
+        )?;
         Ok(Sandbox {
             runtime,
             linked: std::sync::RwLock::new(Arc::new(linked)),
@@ -306,7 +313,7 @@ impl Sandbox {
         };
         let caps = Capabilities::default();
         let contract = wit::contract_of(component).map_err(|e| Error::load(origin, e))?;
-        let linked = link(component, contract, &caps, origin, true)?;
+        let linked = link(&runtime, component, contract, &caps, origin, true)?;
         Ok(Sandbox {
             runtime,
             linked: std::sync::RwLock::new(Arc::new(linked)),
@@ -325,7 +332,14 @@ impl Sandbox {
             *upgrade = None;
             // The same component, compiled again: the same version.
             let contract = self.linked.read().expect("linked lock").contract;
-            if let Ok(linked) = link(&component, contract, &self.caps, &self.origin, false) {
+            if let Ok(linked) = link(
+                &self.runtime,
+                &component,
+                contract,
+                &self.caps,
+                &self.origin,
+                false,
+            ) {
                 *self.linked.write().expect("linked lock") = Arc::new(linked);
             }
         }
@@ -484,23 +498,37 @@ impl Sandbox {
 /// `caps` allows (with `trap_ungranted`, every other Operation it imports to
 /// a trap) and find its exports.
 fn link(
+    runtime: &Runtime,
     component: &Component,
     contract: &'static Contract,
     caps: &Capabilities,
     origin: &str,
     trap_ungranted: bool,
 ) -> Result<Linked, Error> {
-    let mut linker = Linker::<CallState>::new(component.engine());
-    let linked = (|| -> wasmtime::Result<()> {
+    let engine = component.engine();
+    // `wasi:http` is linked when granted, and for inspection (it traps).
+    let http = caps.http.is_some() || trap_ungranted;
+    let linker = || -> wasmtime::Result<Linker<CallState>> {
+        let mut linker = Linker::<CallState>::new(engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-        crate::ops::http_client::add_to_linker(&mut linker, caps.http.is_some(), trap_ungranted)?;
+        crate::ops::http_client::add_to_linker(&mut linker, http)?;
         (contract.link)(&mut linker, caps)?;
-        if trap_ungranted {
-            stub_ungranted_operations(&mut linker, component, caps, component.engine())?;
-        }
-        Ok(())
-    })();
-    linked.map_err(|e| Error::load_because(origin, "linking host interfaces", e))?;
+        Ok(linker)
+    };
+    let linker = if trap_ungranted {
+        linker().and_then(|mut linker| {
+            stub_ungranted_operations(&mut linker, component, caps, engine)?;
+            Ok(Arc::new(linker))
+        })
+    } else {
+        // What is linked depends only on the package version and which
+        // interfaces are granted (each call's own state is in its store):
+        // one linker per such shape and engine, shared by its components.
+        runtime.per_engine(engine, link_shape(contract, caps, http), || {
+            linker().map(Arc::new)
+        })
+    };
+    let linker = linker.map_err(|e| Error::load_because(origin, "linking host interfaces", e))?;
     let pre = linker
         .instantiate_pre(component)
         .map_err(|e| Error::load_because(origin, "cannot be linked", e))?;
@@ -518,6 +546,24 @@ fn link(
         contract,
         exports,
     })
+}
+
+/// What [`link`] links for a granted component, as a number: the package
+/// version, `wasi:http`, and one bit per interface granted.
+fn link_shape(contract: &'static Contract, caps: &Capabilities, http: bool) -> u32 {
+    let version = wit::CONTRACTS
+        .iter()
+        .position(|c| c.version == contract.version)
+        .expect("a contract the host serves");
+    debug_assert!(
+        interfaces::interfaces().count() < 23,
+        "one bit per interface"
+    );
+    let granted = interfaces::interfaces()
+        .enumerate()
+        .filter(|(_, interface)| interface.granted(caps))
+        .fold(0u32, |bits, (i, _)| bits | 1 << (i + 1));
+    granted | u32::from(http) | (version as u32) << 24
 }
 
 /// One call's instance. Dropping it frees the store and its pool slot.

@@ -20,6 +20,7 @@
 use crate::error::Diagnostic;
 use crate::error::Error;
 use std::hash::{Hash, Hasher};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -75,7 +76,13 @@ impl Compiled {
 struct Tier {
     engine: Engine,
     key: String,
+    /// Values made once for this engine and cloned for each use
+    /// ([`Runtime::per_engine`]).
+    made: Arc<Mutex<Vec<Made>>>,
 }
+
+/// One value of [`Tier::made`]: its type, its key, the value.
+type Made = (std::any::TypeId, u32, Box<dyn std::any::Any + Send>);
 
 impl Tier {
     fn new(engine: Engine) -> Tier {
@@ -84,7 +91,11 @@ impl Tier {
         // `mac`: entries end with their MAC (see the module docs); entries of
         // earlier versions, without one, are never looked at.
         let key = format!("wasmtime-48.0.8-mac-{:016x}", hasher.finish());
-        Tier { engine, key }
+        Tier {
+            engine,
+            key,
+            made: Arc::default(),
+        }
     }
 }
 
@@ -106,6 +117,11 @@ pub struct RuntimeOptions {
 impl Default for RuntimeOptions {
     fn default() -> Self {
         RuntimeOptions {
+            // Each slot costs every start a fiber stack's guard page (an
+            // `mprotect` splitting the pool's mapping, about 4.5 µs here),
+            // but fewer break the order of a file's mutations in a message
+            // of more calls than slots (a call waiting for a slot gives up
+            // its turn): kept until slots are taken in call order.
             max_concurrent_calls: 1000,
             max_memory_bytes: 1 << 30,
             cache_dir: default_cache_dir(),
@@ -158,13 +174,17 @@ impl std::fmt::Debug for Runtime {
 
 impl Runtime {
     /// The process-wide runtime with default options.
+    /// Callers at the same time wait for the one that creates it (a
+    /// program may start creating it on a thread of its own, first thing).
     pub fn shared() -> Result<Arc<Runtime>, Error> {
-        static SHARED: OnceLock<Arc<Runtime>> = OnceLock::new();
-        if let Some(rt) = SHARED.get() {
+        static SHARED: Mutex<Option<Arc<Runtime>>> = Mutex::new(None);
+        let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(rt) = &*shared {
             return Ok(rt.clone());
         }
         let rt = Runtime::new(RuntimeOptions::default())?;
-        Ok(SHARED.get_or_init(|| rt).clone())
+        *shared = Some(rt.clone());
+        Ok(rt)
     }
 
     pub fn new(options: RuntimeOptions) -> Result<Arc<Runtime>, Error> {
@@ -209,7 +229,9 @@ impl Runtime {
         }
 
         let mut config = crate::engine_config::compile_config();
-        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        config
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
+            .with_custom_code_memory(Some(Arc::new(StaticCode)));
         let engine = Engine::new(&config)
             .map_err(|e| Error::runtime_because("creating the wasm engine", e))?;
         spawn_ticker(&engine);
@@ -315,14 +337,7 @@ impl Runtime {
         if let Some(compiled) = self.loaded(hash) {
             return Ok(compiled);
         }
-        #[allow(unsafe_code)]
-        // SAFETY: `deserialize` trusts the bytes to be machine code that a
-        // compatible engine produced. These were produced by the build
-        // script of this very binary, with `compile_config`, and are part of
-        // the binary itself (nothing outside it can change them); wasmtime
-        // checks the version, settings and CPU features they need against
-        // this engine and refuses them otherwise.
-        let component = match unsafe { Component::deserialize(&self.main.engine, precompiled) } {
+        let component = match StaticCode::deserialize(&self.main.engine, precompiled) {
             Ok(component) => component,
             Err(_) => return self.load_compiled(bytes, hash, origin),
         };
@@ -338,6 +353,35 @@ impl Runtime {
         let entry = loaded.iter_mut().find(|(h, _)| h == hash)?;
         entry.1 = entry.1.current();
         Some(entry.1.clone())
+    }
+
+    /// A clone of the value `make` gives for `engine` (one of this runtime's)
+    /// and `key`, made once: what every component links to (WASI's hundreds
+    /// of functions) was a tenth of every start's time when made for each.
+    pub(crate) fn per_engine<T: Clone + Send + 'static>(
+        &self,
+        engine: &Engine,
+        key: u32,
+        make: impl FnOnce() -> wasmtime::Result<T>,
+    ) -> wasmtime::Result<T> {
+        let tier = std::iter::once(&self.main)
+            .chain(self.quick.as_ref())
+            .find(|tier| Engine::same(&tier.engine, engine));
+        let Some(tier) = tier else {
+            return make();
+        };
+        let id = std::any::TypeId::of::<T>();
+        let mut made = tier.made.lock().expect("per-engine values lock");
+        if let Some(value) = made
+            .iter()
+            .find(|(t, k, _)| *t == id && *k == key)
+            .and_then(|(_, _, value)| value.downcast_ref::<T>())
+        {
+            return Ok(value.clone());
+        }
+        let value = make()?;
+        made.push((id, key, Box::new(value.clone())));
+        Ok(value)
     }
 
     /// What happened to the compile cache that a person should hear of
@@ -459,26 +503,38 @@ impl Runtime {
         })
     }
 
-    /// Deserialize the entry at `path` if its MAC verifies. The bytes are read
-    /// once, verified, and deserialized from that same copy.
+    /// Deserialize the entry at `path` if its MAC verifies. The file is
+    /// opened once, its mapped bytes verified, and that same file (by its
+    /// descriptor, whatever is renamed over `path` meanwhile) is what the
+    /// engine maps and runs: no copy, its pages shared with the page cache.
     #[allow(unsafe_code)]
     fn deserialize(&self, tier: &Tier, path: &Path, hash: &str) -> Result<Component, CacheMiss> {
         let key = self.cache_key().ok_or(CacheMiss::Stale)?;
-        let mut bytes = std::fs::read(path).map_err(|_| CacheMiss::Stale)?;
+        let file = std::fs::File::open(path).map_err(|_| CacheMiss::Stale)?;
+        let entry = MappedEntry::new(&file).ok_or(CacheMiss::Stale)?;
+        let bytes = entry.bytes();
         if bytes.len() < MAC_BYTES {
             return Err(CacheMiss::Forged);
         }
-        let found = bytes.split_off(bytes.len() - MAC_BYTES);
-        let expected = mac(&key, &tier.key, hash, &bytes);
+        let (body, found) = bytes.split_at(bytes.len() - MAC_BYTES);
+        let expected = mac(&key, &tier.key, hash, body);
         // `blake3::Hash`'s equality is constant-time.
         if blake3::Hash::from_bytes(found.try_into().expect("MAC_BYTES long")) != expected {
             return Err(CacheMiss::Forged);
         }
-        // SAFETY: `deserialize` trusts the bytes to be machine code that this
-        // engine produced. They carry a MAC under this user's cache key,
-        // which only `store_in_cache` computes, over a component this engine
-        // compiled; wasmtime also checks the header's engine compatibility.
-        unsafe { Component::deserialize(&tier.engine, &bytes) }.map_err(|_| CacheMiss::Stale)
+        // SAFETY: `deserialize_file` and `deserialize` trust the bytes to be
+        // machine code that this engine produced. They carry a MAC under this
+        // user's cache key, which only `store_in_cache` computes, over a
+        // component this engine compiled; wasmtime also checks the header's
+        // engine compatibility. `/proc/self/fd/N` opens the very file just
+        // verified (its trailing MAC is past the end of the ELF image, which
+        // wasmtime does not read). An in-place rewrite of a mapped entry
+        // would take a process of this user outside every jail (the cache is
+        // a protected path), which could as well replace toolhost itself.
+        let by_descriptor = format!("/proc/self/fd/{}", file.as_raw_fd());
+        unsafe { Component::deserialize_file(&tier.engine, &by_descriptor) }
+            .or_else(|_| unsafe { Component::deserialize(&tier.engine, body) })
+            .map_err(|_| CacheMiss::Stale)
     }
 
     fn store_in_cache(
@@ -492,6 +548,87 @@ impl Runtime {
             .cache_key()
             .ok_or_else(|| std::io::Error::other("no cache key"))?;
         store_entry(&key, &tier.key, component, path, hash)
+    }
+}
+
+/// How the main engine makes machine code executable, so that the built-ins'
+/// code runs where it lies in the binary: copying it (8 MB, 2,000 fresh
+/// pages) was a quarter of every start's time. Code the engine compiled or
+/// read from the cache is in memory it mapped itself, as before.
+struct StaticCode;
+
+/// The built-ins' code handed to [`StaticCode::deserialize`], each claimed
+/// by one engine for the life of the process: wasmtime registers code by its
+/// address, so one place in memory can be one loaded component only. Its
+/// text sections go back to read-only, never writable, when unloaded.
+static STATIC_CODE: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+
+impl StaticCode {
+    /// The component whose machine code is `code`: run in place when `code`
+    /// is page-aligned and no other engine runs it there, else copied.
+    #[allow(unsafe_code)]
+    fn deserialize(engine: &Engine, code: &'static [u8]) -> wasmtime::Result<Component> {
+        let start = code.as_ptr().addr();
+        let mut claimed = STATIC_CODE.lock().expect("static code lock");
+        if !start.is_multiple_of(rustix::param::page_size())
+            || claimed.iter().any(|&(s, _)| s == start)
+        {
+            // SAFETY: as below; this copies the bytes first.
+            return unsafe { Component::deserialize(engine, code) };
+        }
+        // SAFETY: `deserialize_raw` trusts the bytes to be machine code that
+        // a compatible engine produced, that nothing changes while the
+        // component lives, and that no other component uses them (claimed). These were produced by the build script of this
+        // very binary, with `compile_config`, and are an immutable static of
+        // the binary itself; wasmtime checks the version, settings and CPU
+        // features they need against this engine and refuses them otherwise.
+        // Claimed before, so no other engine maps it meanwhile; not locked
+        // during, as unloading a failed load checks the claims.
+        claimed.push((start, code.len()));
+        drop(claimed);
+        unsafe { Component::deserialize_raw(engine, std::ptr::NonNull::from(code)) }
+    }
+
+    fn is_static(ptr: *const u8) -> bool {
+        let at = ptr.addr();
+        let code = STATIC_CODE.lock().expect("static code lock");
+        code.iter()
+            .any(|&(start, len)| (start..start + len).contains(&at))
+    }
+
+    #[allow(unsafe_code)]
+    fn protect(
+        ptr: *const u8,
+        len: usize,
+        flags: rustix::mm::MprotectFlags,
+    ) -> wasmtime::Result<()> {
+        // SAFETY: wasmtime hands over the page-aligned text section of a
+        // code image it owns (or a built-in's, in the binary's read-only
+        // data), which no Rust reference writes to.
+        unsafe { rustix::mm::mprotect(ptr.cast_mut().cast(), len, flags) }.map_err(|e| {
+            wasmtime::Error::msg(format!("changing the protection of machine code: {e}"))
+        })
+    }
+}
+
+impl wasmtime::CustomCodeMemory for StaticCode {
+    fn required_alignment(&self) -> usize {
+        rustix::param::page_size()
+    }
+
+    fn publish_executable(&self, ptr: *const u8, len: usize) -> wasmtime::Result<()> {
+        use rustix::mm::MprotectFlags;
+        Self::protect(ptr, len, MprotectFlags::READ | MprotectFlags::EXEC)
+    }
+
+    fn unpublish_executable(&self, ptr: *const u8, len: usize) -> wasmtime::Result<()> {
+        use rustix::mm::MprotectFlags;
+        let flags = if Self::is_static(ptr) {
+            MprotectFlags::READ
+        } else {
+            MprotectFlags::READ | MprotectFlags::WRITE
+        };
+        Self::protect(ptr, len, flags)
     }
 }
 
@@ -630,6 +767,59 @@ impl Upgrade {
 pub const CACHE_KEY_FILE: &str = "key";
 /// Length of the MAC that ends each cache entry.
 const MAC_BYTES: usize = 32;
+
+/// A cache entry mapped read-only while its MAC is checked.
+struct MappedEntry {
+    at: *mut std::ffi::c_void,
+    len: usize,
+}
+
+impl MappedEntry {
+    #[allow(unsafe_code)]
+    fn new(file: &std::fs::File) -> Option<MappedEntry> {
+        use rustix::mm::{MapFlags, ProtFlags, mmap};
+        let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
+        if len == 0 {
+            return Some(MappedEntry {
+                at: std::ptr::null_mut(),
+                len,
+            });
+        }
+        // SAFETY: a fresh read-only private mapping, placed by the kernel;
+        // only `bytes` reads it, and `drop` unmaps it.
+        let at = unsafe {
+            mmap(
+                std::ptr::null_mut(),
+                len,
+                ProtFlags::READ,
+                MapFlags::PRIVATE,
+                file,
+                0,
+            )
+        }
+        .ok()?;
+        Some(MappedEntry { at, len })
+    }
+
+    #[allow(unsafe_code)]
+    fn bytes(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: `len` readable bytes are mapped at `at` until `drop`.
+        unsafe { std::slice::from_raw_parts(self.at.cast::<u8>(), self.len) }
+    }
+}
+
+impl Drop for MappedEntry {
+    #[allow(unsafe_code)]
+    fn drop(&mut self) {
+        if self.len != 0 {
+            // SAFETY: the mapping `new` made; no slice of it outlives `self`.
+            let _ = unsafe { rustix::mm::munmap(self.at, self.len) };
+        }
+    }
+}
 
 /// Why a cache entry was not used.
 enum CacheMiss {

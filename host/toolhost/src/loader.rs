@@ -87,9 +87,20 @@ pub(crate) struct Loaded {
     pub replace_builtin: bool,
 }
 
-pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Result<Loaded, Error> {
-    let origin = spec.origin.clone();
-    let fail = |reason: String| Error::load(&origin, reason);
+/// A component compiled and linked, its grants checked, its definitions not
+/// yet read: what [`prepare`] does without awaiting anything, so that many
+/// components are prepared on several threads at once.
+pub(crate) struct Prepared {
+    sandbox: Arc<Sandbox>,
+    hash: String,
+    origin: String,
+    source: ToolSource,
+    replace_builtin: bool,
+}
+
+/// Compile (or take from the cache) and link `spec`'s component, refusing
+/// hooks it was not granted.
+pub(crate) fn prepare(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Result<Prepared, Error> {
     let compiled = match spec.precompiled {
         Some(code) => runtime.load_precompiled(spec.bytes, code, &spec.hash, &spec.origin)?,
         None => runtime.load_compiled(spec.bytes, &spec.hash, &spec.origin)?,
@@ -115,14 +126,35 @@ pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Res
                 )
             })
             .unwrap_or_default();
-        return Err(fail(format!(
-            "exports {} (sees and may rewrite every call of every tool), which is \
-             not granted to it{hint}",
-            sandbox.hook_export()
-        )));
+        return Err(Error::load(
+            &spec.origin,
+            format!(
+                "exports {} (sees and may rewrite every call of every tool), which is \
+                 not granted to it{hint}",
+                sandbox.hook_export()
+            ),
+        ));
     }
+    Ok(Prepared {
+        sandbox,
+        hash: spec.hash,
+        origin: spec.origin,
+        source: spec.source,
+        replace_builtin: spec.replace_builtin,
+    })
+}
+
+/// Read a prepared component's definitions and check each.
+pub(crate) async fn finish(prepared: Prepared) -> Result<Loaded, Error> {
+    let Prepared {
+        sandbox,
+        hash,
+        origin,
+        source,
+        replace_builtin,
+    } = prepared;
+    let fail = |reason: String| Error::load(&origin, reason);
     let hooks = sandbox.provides_hooks().then(|| sandbox.clone());
-    let replace_builtin = spec.replace_builtin;
     if !sandbox.provides_tools() {
         return Ok(Loaded {
             tools: Vec::new(),
@@ -134,7 +166,7 @@ pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Res
     if definitions.is_empty() {
         return Err(fail("defines no tools".into()));
     }
-    let digest: std::sync::Arc<str> = crate::files::Digest::from_hex(&spec.hash).as_str().into();
+    let digest: std::sync::Arc<str> = crate::files::Digest::from_hex(&hash).as_str().into();
     let mut tools: Vec<RegisteredTool> = Vec::new();
     for def in definitions {
         let name = def.name.clone();
@@ -148,7 +180,7 @@ pub(crate) async fn load(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Res
             schema,
             output,
             sandbox: sandbox.clone(),
-            source: spec.source.clone(),
+            source: source.clone(),
             digest: digest.clone(),
         });
     }

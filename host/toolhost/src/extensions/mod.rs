@@ -27,6 +27,7 @@ pub mod trust;
 use crate::capability::{self, ForExtension, GrantSpec};
 use crate::component::{Capabilities, Limits, WasiCapabilities};
 use crate::engine::Runtime;
+use crate::error::Error;
 use crate::extensions::discovery::{Found, Origin};
 use crate::extensions::grants::WritePlaces;
 use crate::extensions::policy::{Policy, resolve_path};
@@ -96,6 +97,31 @@ pub struct ExtensionReport {
     pub refused: Option<String>,
 }
 
+impl ExtensionReport {
+    /// The report of `found` before anything is known of its component.
+    fn new(found: &Found) -> ExtensionReport {
+        ExtensionReport {
+            name: found.name.clone(),
+            component: found.component.clone(),
+            origin: found.origin,
+            digest: None,
+            requested: found.manifest.as_ref().map(|m| m.capabilities.clone()),
+            granted: GrantSpec::default(),
+            tools: Vec::new(),
+            hooks: false,
+            refused: None,
+        }
+    }
+
+    /// The report of `found`, refused for `reason`.
+    pub(crate) fn refused(found: &Found, reason: String) -> ExtensionReport {
+        ExtensionReport {
+            refused: Some(reason),
+            ..ExtensionReport::new(found)
+        }
+    }
+}
+
 /// Grants that could not be honoured (a missing directory), as messages.
 type Warnings = Vec<String>;
 
@@ -117,35 +143,31 @@ pub(crate) struct LoadContext<'a> {
     pub places: &'a WritePlaces,
 }
 
-/// Load `found` with what the policy grants it: read its bytes once
-/// (bounded), check them against the trust store when the workspace
-/// contributed them, check a pinned digest, then compile and link exactly
-/// those bytes.
-pub(crate) async fn load(
-    cx: &LoadContext<'_>,
-    found: &Found,
-) -> (ExtensionReport, Option<Loaded>, Warnings) {
-    let mut report = ExtensionReport {
-        name: found.name.clone(),
-        component: found.component.clone(),
-        origin: found.origin,
-        digest: None,
-        requested: found.manifest.as_ref().map(|m| m.capabilities.clone()),
-        granted: GrantSpec::default(),
-        tools: Vec::new(),
-        hooks: false,
-        refused: None,
-    };
+/// An extension on its way to loading: its report so far, its warnings,
+/// and its component compiled and linked unless refused ([`finish`] reads
+/// its definitions).
+pub(crate) struct Pending {
+    report: ExtensionReport,
+    warnings: Warnings,
+    prepared: Option<Result<loader::Prepared, Error>>,
+}
+
+/// Read `found`'s bytes once (bounded), check them against the trust store
+/// when the workspace contributed them, check a pinned digest, then compile
+/// and link exactly those bytes. Awaits nothing: extensions are prepared on
+/// several threads at once.
+pub(crate) fn prepare(cx: &LoadContext<'_>, found: &Found) -> Pending {
+    let mut report = ExtensionReport::new(found);
     let mut warnings = Vec::new();
     let bytes = match crate::files::read_regular(&found.component, MAX_COMPONENT_BYTES) {
         Ok(Some(bytes)) => bytes,
         Ok(None) => {
             report.refused = Some("cannot be read: No such file or directory (os error 2)".into());
-            return (report, None, warnings);
+            return Pending::refused(report, warnings);
         }
         Err(reason) => {
             report.refused = Some(reason);
-            return (report, None, warnings);
+            return Pending::refused(report, warnings);
         }
     };
     let digest = Digest::of(&bytes);
@@ -157,7 +179,7 @@ pub(crate) async fn load(
         }
         if verdict != Verdict::Trusted {
             report.refused = verdict.refusal().map(str::to_string);
-            return (report, None, warnings);
+            return Pending::refused(report, warnings);
         }
     }
     let mut granted = cx.policy.grants_for(&found.name, found.origin);
@@ -179,7 +201,7 @@ pub(crate) async fn load(
     let (caps, cap_warnings) = capabilities(&found.name, &granted, cx, limits);
     warnings.extend(cap_warnings);
     let origin = found.component.display().to_string();
-    let loaded = loader::load(
+    let prepared = loader::prepare(
         cx.runtime,
         ComponentSpec {
             bytes: &bytes,
@@ -195,8 +217,39 @@ pub(crate) async fn load(
             hooks: granted.hooks,
             replace_builtin: granted.replace_builtin,
         },
-    )
-    .await;
+    );
+    Pending {
+        report,
+        warnings,
+        prepared: Some(prepared),
+    }
+}
+
+impl Pending {
+    fn refused(report: ExtensionReport, warnings: Warnings) -> Pending {
+        Pending {
+            report,
+            warnings,
+            prepared: None,
+        }
+    }
+}
+
+/// Read a prepared extension's definitions: its report, what it provides
+/// (unless refused), and its warnings.
+pub(crate) async fn finish(pending: Pending) -> (ExtensionReport, Option<Loaded>, Warnings) {
+    let Pending {
+        mut report,
+        warnings,
+        prepared,
+    } = pending;
+    let loaded = match prepared {
+        None => return (report, None, warnings),
+        Some(prepared) => match prepared {
+            Ok(prepared) => loader::finish(prepared).await,
+            Err(e) => Err(e),
+        },
+    };
     match loaded {
         Ok(loaded) => {
             report.tools = loaded

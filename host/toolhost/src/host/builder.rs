@@ -378,18 +378,20 @@ impl HostBuilder {
         let confined = self.confinement(&workspace, &config, &runtime, &mut diagnostics)?;
         let registry = Arc::new(RwLock::new(Registry::default()));
         let active_tools = Arc::new(ActiveTools::new(registry.clone()));
-        self.load_builtins(&runtime, &confined, &registry, &mut diagnostics)
-            .await?;
-        let (reports, hook_components) = self
-            .load_extensions(
-                &runtime,
-                &workspace,
-                &config,
-                &confined,
-                &active_tools,
-                &mut diagnostics,
-            )
-            .await;
+        // The built-ins' definitions are read while the extensions are
+        // compiled and linked; every component's definitions at once.
+        let builtins = self.start_builtins(&runtime, &confined)?;
+        let extensions = self.start_extensions(
+            &runtime,
+            &workspace,
+            &config,
+            &confined,
+            &active_tools,
+            &mut diagnostics,
+        );
+        add_builtins(builtins, &registry, &mut diagnostics).await?;
+        let (reports, hook_components) =
+            add_extensions(extensions, &active_tools, &mut diagnostics).await;
         diagnostics.extend(runtime.take_reports());
         let first = self.first_active(&registry.read().expect("registry lock"), &config);
         active_tools.set(&first);
@@ -573,53 +575,52 @@ impl HostBuilder {
         })
     }
 
-    /// Every built-in component, with the capabilities `confined` gives it.
-    async fn load_builtins(
+    /// Every built-in component, with the capabilities `confined` gives it,
+    /// compiled and linked; its definitions being read on the runtime.
+    fn start_builtins(
         &self,
         runtime: &Arc<Runtime>,
         confined: &Confined,
-        registry: &RwLock<Registry>,
-        diagnostics: &mut Vec<Diagnostic>,
-    ) -> Result<(), Error> {
+    ) -> Result<Vec<Finishing>, Error> {
+        let mut specs = Vec::new();
         for component in builtin::BUILTIN_COMPONENTS {
             let origin = format!("built-in {}", component.name);
             let grant = component.grant().map_err(|e| Error::load(&origin, e))?;
             let caps = capability::for_builtin(&grant, &confined.builtins)
                 .map_err(|e| Error::load(&origin, format!("its manifest asks for {e}")))?;
-            let tools = loader::load(
-                runtime,
-                ComponentSpec {
-                    bytes: component.bytes,
-                    precompiled: Some(component.precompiled),
-                    hash: component.hash.to_string(),
-                    origin,
-                    source: ToolSource::Builtin,
-                    caps,
-                    limits: builtin::limits(
-                        &grant,
-                        self.builtins.limits,
-                        self.commands.command_timeout(),
-                    ),
-                    grant_name: None,
-                    hooks: false,
-                    replace_builtin: false,
-                },
-            )
-            .await?;
-            add_all(
-                &mut registry.write().expect("registry lock"),
-                tools,
-                None,
-                diagnostics,
-            );
+            specs.push(ComponentSpec {
+                bytes: component.bytes,
+                precompiled: Some(&component.precompiled.0),
+                hash: component.hash.to_string(),
+                origin,
+                source: ToolSource::Builtin,
+                caps,
+                limits: builtin::limits(
+                    &grant,
+                    self.builtins.limits,
+                    self.commands.command_timeout(),
+                ),
+                grant_name: None,
+                hooks: false,
+                replace_builtin: false,
+            });
         }
-        Ok(())
+        // On this thread: preparing the built-ins on several (their code
+        // made executable, their memory images made) measured slower.
+        let mut started = Vec::new();
+        for spec in specs {
+            let origin = spec.origin.clone();
+            let prepared = loader::prepare(runtime, spec)?;
+            started.push((origin, tokio::spawn(loader::finish(prepared))));
+        }
+        Ok(started)
     }
 
     /// Every extension found (the workspace's and the user's directories,
-    /// the paths given here and named by the policy files), each loaded with
-    /// what the policy grants it; their reports, and their hook components.
-    async fn load_extensions(
+    /// the paths given here and named by the policy files), each compiled and
+    /// linked with what the policy grants it (on several threads at once);
+    /// their definitions being read on the runtime.
+    fn start_extensions(
         &self,
         runtime: &Arc<Runtime>,
         workspace: &Path,
@@ -627,8 +628,7 @@ impl HostBuilder {
         confined: &Confined,
         active_tools: &Arc<ActiveTools>,
         diagnostics: &mut Vec<Diagnostic>,
-    ) -> (Vec<ExtensionReport>, Vec<ComponentHook>) {
-        let registry = active_tools.registry();
+    ) -> Vec<(discovery::Found, ExtensionFinishing)> {
         let mut dirs = vec![(
             workspace.join(".toolhost/extensions"),
             discovery::Origin::Workspace,
@@ -657,8 +657,6 @@ impl HostBuilder {
         }
         let (found, found_diagnostics) = discovery::discover(&dirs, &paths);
         diagnostics.extend(found_diagnostics);
-        let mut reports = Vec::new();
-        let mut hook_components = Vec::new();
         let tool_set = ToolSet::new(active_tools.clone());
         let load_cx = LoadContext {
             runtime,
@@ -672,33 +670,14 @@ impl HostBuilder {
             quarantine: config.quarantine.as_deref(),
             places: &confined.places,
         };
-        for extension in &found {
-            let (report, loaded, warnings) = extensions::load(&load_cx, extension).await;
-            let path = extension.component.display().to_string();
-            diagnostics.extend(warnings.into_iter().map(|message| Diagnostic {
-                path: path.clone(),
-                message,
-            }));
-            if let Some(reason) = &report.refused {
-                diagnostics.push(Diagnostic {
-                    path: path.clone(),
-                    message: reason.clone(),
-                });
-            }
-            if let Some(loaded) = loaded {
-                if let Some(sandbox) = &loaded.hooks {
-                    hook_components.push(ComponentHook::new(&extension.name, sandbox.clone()));
-                }
-                add_all(
-                    &mut registry.write().expect("registry lock"),
-                    loaded,
-                    Some(&extension.name),
-                    diagnostics,
-                );
-            }
-            reports.push(report);
-        }
-        (reports, hook_components)
+        let pending = on_threads(found.iter().collect(), |extension| {
+            extensions::prepare(&load_cx, extension)
+        });
+        found
+            .into_iter()
+            .zip(pending)
+            .map(|(extension, pending)| (extension, tokio::spawn(extensions::finish(pending))))
+            .collect()
     }
 
     /// The active set a session starts with: every tool, the embedder's or
@@ -786,6 +765,119 @@ struct Assembly {
     hook_components: Vec<ComponentHook>,
     reports: Vec<ExtensionReport>,
     diagnostics: Vec<Diagnostic>,
+}
+
+/// A component whose definitions are being read, and its name.
+type Finishing = (String, tokio::task::JoinHandle<Result<Loaded, Error>>);
+
+/// An extension whose definitions are being read.
+type ExtensionFinishing = tokio::task::JoinHandle<(ExtensionReport, Option<Loaded>, Vec<String>)>;
+
+/// The built-ins' tools into the registry, in their order.
+async fn add_builtins(
+    started: Vec<Finishing>,
+    registry: &RwLock<Registry>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<(), Error> {
+    for (origin, finishing) in started {
+        let tools = finishing
+            .await
+            .map_err(|e| Error::load(&origin, format!("loading it failed: {e}")))??;
+        add_all(
+            &mut registry.write().expect("registry lock"),
+            tools,
+            None,
+            diagnostics,
+        );
+    }
+    Ok(())
+}
+
+/// The extensions' tools into the registry, in the order they were found;
+/// their reports, and their hook components.
+async fn add_extensions(
+    started: Vec<(discovery::Found, ExtensionFinishing)>,
+    active_tools: &ActiveTools,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> (Vec<ExtensionReport>, Vec<ComponentHook>) {
+    let registry = active_tools.registry();
+    let mut reports = Vec::new();
+    let mut hook_components = Vec::new();
+    for (extension, finishing) in started {
+        let path = extension.component.display().to_string();
+        let (report, loaded, warnings) = match finishing.await {
+            Ok(finished) => finished,
+            Err(e) => (
+                ExtensionReport::refused(&extension, format!("loading it failed: {e}")),
+                None,
+                Vec::new(),
+            ),
+        };
+        diagnostics.extend(warnings.into_iter().map(|message| Diagnostic {
+            path: path.clone(),
+            message,
+        }));
+        if let Some(reason) = &report.refused {
+            diagnostics.push(Diagnostic {
+                path: path.clone(),
+                message: reason.clone(),
+            });
+        }
+        if let Some(loaded) = loaded {
+            if let Some(sandbox) = &loaded.hooks {
+                hook_components.push(ComponentHook::new(&extension.name, sandbox.clone()));
+            }
+            add_all(
+                &mut registry.write().expect("registry lock"),
+                loaded,
+                Some(&extension.name),
+                diagnostics,
+            );
+        }
+        reports.push(report);
+    }
+    (reports, hook_components)
+}
+
+/// `f` of each item, in order, computed on as many threads as there are
+/// cores (reading, hashing, mapping and linking components: most of a
+/// start's time).
+fn on_threads<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(items.len());
+    if threads <= 1 {
+        return items.into_iter().map(f).collect();
+    }
+    let count = items.len();
+    let mut stripes: Vec<Vec<(usize, T)>> = (0..threads).map(|_| Vec::new()).collect();
+    for (i, item) in items.into_iter().enumerate() {
+        stripes[i % threads].push((i, item));
+    }
+    let f = &f;
+    let mut results: Vec<Option<R>> = (0..count).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = stripes
+            .into_iter()
+            .map(|stripe| {
+                scope.spawn(move || {
+                    stripe
+                        .into_iter()
+                        .map(|(i, item)| (i, f(item)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for worker in workers {
+            for (i, result) in worker.join().expect("a loading thread panicked") {
+                results[i] = Some(result);
+            }
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| r.expect("every item computed"))
+        .collect()
 }
 
 /// Register a component's tools. An extension's (`extension` names it) may

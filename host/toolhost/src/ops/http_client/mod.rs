@@ -123,10 +123,9 @@ impl HttpCall {
 /// `http`, or one only inspected (whose requests are all refused).
 pub(crate) fn add_to_linker<T: WasiHttpView + wasmtime_wasi::WasiView + 'static>(
     linker: &mut Linker<T>,
-    granted: bool,
-    inspecting: bool,
+    linked: bool,
 ) -> wasmtime::Result<()> {
-    if granted || inspecting {
+    if linked {
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
     }
     Ok(())
