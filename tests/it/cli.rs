@@ -129,6 +129,54 @@ fn run_streams_the_parallel_event_order_then_turn_end() {
 }
 
 #[test]
+fn run_repeats_each_result_message_in_its_end_and_turn_end_even_with_repeated_ids() {
+    // `run` writes a result message's bytes once and repeats them for its
+    // `message_end` and the `turn_end`: two calls with the same id (a model
+    // may send that) must each get their own message everywhere.
+    let ws = Workspace::new();
+    ws.write("a.txt", "alpha\n");
+    ws.write("b.txt", "beta \"quoted\" \\ é\n");
+    let batch = json!({"role": "assistant", "stopReason": "toolUse", "content": [
+        {"type": "toolCall", "id": "same", "name": "read", "arguments": {"path": "a.txt"}},
+        {"type": "toolCall", "id": "same", "name": "read", "arguments": {"path": "b.txt"}},
+        {"type": "toolCall", "id": "other", "name": "read", "arguments": {"path": "none.txt"}},
+    ]});
+    let out = toolhost(&ws, &["run", "-"], Some(&batch.to_string()));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of_type = |kind: &str| -> Vec<&Value> {
+        lines
+            .iter()
+            .filter(|l| l["type"] == kind)
+            .map(|l| &l["message"])
+            .collect()
+    };
+    let (starts, ends) = (of_type("message_start"), of_type("message_end"));
+    let texts: Vec<&str> = starts
+        .iter()
+        .map(|m| m["content"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts[0], "alpha\n");
+    assert_eq!(texts[1], "beta \"quoted\" \\ é\n");
+    assert!(texts[2].contains("none.txt"), "{}", texts[2]);
+    assert_eq!(starts, ends, "each message_end repeats its message_start");
+    let turn_end = lines.last().unwrap();
+    assert_eq!(turn_end["type"], "turn_end");
+    let results: Vec<&Value> = turn_end["toolResults"].as_array().unwrap().iter().collect();
+    assert_eq!(
+        results, starts,
+        "turn_end's results are the messages, in order"
+    );
+}
+
+#[test]
 fn run_is_sequential_when_a_sequential_tool_is_in_the_batch() {
     let ws = Workspace::new();
     let batch = json!({"role": "assistant", "content": [

@@ -15,7 +15,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,7 +24,7 @@ use std::time::Duration;
 use toolhost::display::{escape, escape_lines, escape_path};
 use toolhost::{
     AssistantMessage, CancellationToken, ContentBlock, Event, Host, HostBuilder, ToolCall,
-    ToolFormat, ToolInfo, formats,
+    ToolFormat, ToolInfo, ToolResultMessage, formats,
 };
 
 /// `println!` that ends the program quietly when the reader went away
@@ -1163,14 +1163,9 @@ async fn run_batch(host: &Host, file: &str, json: bool) -> Result<ExitCode> {
     }
     let out = Lines::stdout();
     let lines = out.clone();
-    let sink = Arc::new(move |event: Event| lines.send(&event));
+    let sink = Arc::new(move |event: Event| lines.send_event(&event));
     let outcome = host.run_batch(&message, cancel_on_ctrl_c(), sink).await;
-    out.send(&json!({
-        "type": "turn_end",
-        "message": message.raw,
-        "toolResults": outcome.results,
-        "terminate": outcome.terminate,
-    }));
+    out.send_turn_end(&message.raw, &outcome.results, outcome.terminate);
     out.finish();
     Ok(ExitCode::SUCCESS)
 }
@@ -1187,7 +1182,14 @@ async fn run_batch(host: &Host, file: &str, json: bool) -> Result<ExitCode> {
 struct Lines {
     shared: Arc<LinesShared>,
     writer: Arc<std::sync::Mutex<Option<std::thread::JoinHandle<()>>>>,
+    /// Each result message as serialised for its `message_start`, by call
+    /// id in the order sent: its `message_end` and the `turn_end` repeat
+    /// those bytes instead of serialising the content three more times.
+    messages: Arc<std::sync::Mutex<SentMessages>>,
 }
+
+/// Result messages' bytes by call id, in the order sent (ids may repeat).
+type SentMessages = std::collections::HashMap<String, Vec<Arc<[u8]>>>;
 
 struct LinesShared {
     pending: std::sync::Mutex<Pending>,
@@ -1240,16 +1242,87 @@ impl Lines {
         Lines {
             shared,
             writer: Arc::new(std::sync::Mutex::new(Some(writer))),
+            messages: Arc::default(),
         }
     }
 
     fn send(&self, value: &impl serde::Serialize) {
+        self.send_with(|line| serde_json::to_writer(line, value).is_ok());
+    }
+
+    /// One event, as `send` would write it; a result message's bytes are
+    /// made once (Pi sends each message's `message_end` right after its
+    /// `message_start`, so an id's last bytes are that message's).
+    fn send_event(&self, event: &Event) {
+        let (kind, message) = match event {
+            Event::MessageStart { message } => ("message_start", message),
+            Event::MessageEnd { message } => ("message_end", message),
+            other => return self.send(other),
+        };
+        let mut messages = self.messages.lock().expect("messages lock");
+        let sent = messages.entry(message.tool_call_id.clone()).or_default();
+        let bytes = match (kind, sent.last()) {
+            ("message_end", Some(bytes)) => bytes.clone(),
+            _ => match serde_json::to_vec(message) {
+                Ok(bytes) => {
+                    sent.push(bytes.into());
+                    sent[sent.len() - 1].clone()
+                }
+                Err(_) => return,
+            },
+        };
+        drop(messages);
+        self.send_with(|line| {
+            line.extend_from_slice(b"{\"type\":\"");
+            line.extend_from_slice(kind.as_bytes());
+            line.extend_from_slice(b"\",\"message\":");
+            line.extend_from_slice(&bytes);
+            line.push(b'}');
+            true
+        });
+    }
+
+    /// `{"type":"turn_end","message":…,"toolResults":[…],"terminate":…}`,
+    /// the results' bytes those of their `message_start`.
+    fn send_turn_end(&self, message: &Value, results: &[ToolResultMessage], terminate: bool) {
+        let sent = std::mem::take(&mut *self.messages.lock().expect("messages lock"));
+        let mut taken: std::collections::HashMap<&str, usize> = Default::default();
+        self.send_with(|line| {
+            line.extend_from_slice(b"{\"type\":\"turn_end\",\"message\":");
+            if serde_json::to_writer(&mut *line, message).is_err() {
+                return false;
+            }
+            line.extend_from_slice(b",\"toolResults\":[");
+            for (i, result) in results.iter().enumerate() {
+                if i > 0 {
+                    line.push(b',');
+                }
+                let nth = taken.entry(result.tool_call_id.as_str()).or_default();
+                match sent.get(&result.tool_call_id).and_then(|b| b.get(*nth)) {
+                    Some(bytes) => line.extend_from_slice(bytes),
+                    None => {
+                        if serde_json::to_writer(&mut *line, result).is_err() {
+                            return false;
+                        }
+                    }
+                }
+                *nth += 1;
+            }
+            line.extend_from_slice(b"],\"terminate\":");
+            line.extend_from_slice(if terminate { b"true" } else { b"false" });
+            line.push(b'}');
+            true
+        });
+    }
+
+    /// Append the line `write` makes (unless it fails) and wake the writer.
+    fn send_with(&self, write: impl FnOnce(&mut Vec<u8>) -> bool) {
         thread_local! {
             static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
         LINE.with_borrow_mut(|line| {
             line.clear();
-            if serde_json::to_writer(&mut *line, value).is_err() {
+            if !write(&mut *line) {
                 return;
             }
             line.push(b'\n');
