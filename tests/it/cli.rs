@@ -8,6 +8,21 @@ fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).unwrap()
 }
 
+/// `toolhost ARGS run -` of `batch`, which must succeed: its JSON lines.
+fn run_lines(ws: &Workspace, args: &[&str], batch: &Value) -> Vec<Value> {
+    let args = [args, &["run", "-"]].concat();
+    let out = toolhost(ws, &args, Some(&batch.to_string()));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 #[test]
 fn list_shows_the_built_ins_with_their_exact_texts() {
     let ws = Workspace::new();
@@ -96,20 +111,7 @@ fn run_streams_the_parallel_event_order_then_turn_end() {
         {"type": "toolCall", "id": "c2", "name": "fast", "arguments": {}},
         {"type": "toolCall", "id": "c3", "name": "nope", "arguments": {}},
     ]});
-    let out = toolhost(
-        &ws,
-        &["--extension", toolhost_tests::TESTKIT, "run", "-"],
-        Some(&batch.to_string()),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<Value> = stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = run_lines(&ws, &["--extension", toolhost_tests::TESTKIT], &batch);
     assert_eq!(
         event_shape(&lines),
         [&REVERSE_FINISH_EVENTS[..], &["turn_end"]].concat()
@@ -141,16 +143,7 @@ fn run_repeats_each_result_message_in_its_end_and_turn_end_even_with_repeated_id
         {"type": "toolCall", "id": "same", "name": "read", "arguments": {"path": "b.txt"}},
         {"type": "toolCall", "id": "other", "name": "read", "arguments": {"path": "none.txt"}},
     ]});
-    let out = toolhost(&ws, &["run", "-"], Some(&batch.to_string()));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<Value> = stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = run_lines(&ws, &[], &batch);
     let of_type = |kind: &str| -> Vec<&Value> {
         lines
             .iter()
