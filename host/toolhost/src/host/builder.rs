@@ -362,9 +362,11 @@ impl HostBuilder {
     /// [`Host::diagnostics`] and the others still load. The steps, each a
     /// function below: the workspace ([`Self::workspace_dir`]), the engine,
     /// what the files decide ([`Self::configuration`]), how the built-ins
-    /// are confined ([`Self::confinement`]), loading the built-ins
-    /// ([`Self::load_builtins`]) and the extensions
-    /// ([`Self::load_extensions`]) into the registry, the first active set
+    /// are confined ([`Self::confinement`]), compiling and linking the
+    /// built-ins ([`Self::start_builtins`]) and the extensions
+    /// ([`Self::start_extensions`], on every core) while their definitions
+    /// are read, adding their tools to the registry in that order
+    /// ([`add_builtins`], [`add_extensions`]), the first active set
     /// ([`Self::first_active`]), and the session with its audit log
     /// ([`Self::assemble`]).
     pub async fn build(self) -> Result<Host, Error> {
