@@ -262,9 +262,12 @@ impl McpServer {
     /// Start the one task that follows the host's changes and the extension
     /// files (once per server, on the runtime of its first client).
     fn start_watching(&self) {
-        self.shared
-            .watching
-            .get_or_init(|| tokio::spawn(self.clone().downgrade().watch_changes()));
+        self.shared.watching.get_or_init(|| {
+            // Subscribed now, not when the task first runs: a change made
+            // before that (a loaded machine may run it late) is not missed.
+            let changes = self.host().changes();
+            tokio::spawn(self.clone().downgrade().watch_changes(changes))
+        });
     }
 
     fn downgrade(self) -> WeakServer {
@@ -405,9 +408,8 @@ impl WeakServer {
     /// Bump the generation whenever the active tools change and, with
     /// [`Reload`], when the extension files change and reloading them
     /// changes the tool list.
-    async fn watch_changes(self) {
+    async fn watch_changes(self, mut changes: watch::Receiver<u64>) {
         let Some(server) = self.get() else { return };
-        let mut changes = server.host().changes();
         let mut watcher = server
             .shared
             .reload
