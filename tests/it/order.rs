@@ -5,7 +5,10 @@
 //! (it finds the text of another round, or no file): through `run` (one
 //! message of 400 calls, parallel), `serve` (200 `batch/run` requests
 //! written in one burst) and `mcp` (400 `tools/call` requests written in one
-//! burst; rmcp runs each in a task of its own).
+//! burst; rmcp runs each in a task of its own). The host's pool has 256
+//! instance slots, fewer than those 400 calls; the library tests below use a
+//! pool of 8 for 400 calls, with and without a before hook (which decides
+//! how a parallel batch is scheduled).
 
 use crate::support::*;
 use serde_json::{Value, json};
@@ -190,4 +193,48 @@ fn order_write_then_edit_of_one_file_200_times_as_mcp_requests_in_one_burst() {
         .collect();
     all_succeeded(&results);
     assert_eq!(ws.read("f.txt"), format!("edited {}\n", ROUNDS - 1));
+}
+
+/// A before hook that lets every call through: with one, a parallel batch
+/// prepares every call before any runs.
+struct Allow;
+
+impl toolhost::ToolHooks for Allow {}
+
+/// 400 write and edit calls in one message on a host with 8 instance slots.
+fn in_a_small_pool(hooks: Option<std::sync::Arc<dyn toolhost::ToolHooks>>) {
+    let ws = Workspace::new();
+    let runtime = toolhost::Runtime::new(toolhost::RuntimeOptions {
+        max_concurrent_calls: 8,
+        ..Default::default()
+    })
+    .unwrap();
+    let mut builder = builder(&ws).runtime(runtime);
+    if let Some(hooks) = hooks {
+        builder = builder.hooks(hooks);
+    }
+    let host = built(builder);
+    let calls = (0..ROUNDS)
+        .flat_map(round)
+        .map(|(id, name, args)| tool_call(&id, name, args))
+        .collect();
+    let batch = toolhost::AssistantMessage::from_calls(calls);
+    let (outcome, _) = run(&host, &batch, toolhost::CancellationToken::new());
+    let results: Vec<_> = outcome
+        .results
+        .iter()
+        .map(|r| (r.tool_call_id.clone(), r.is_error, r.text()))
+        .collect();
+    all_succeeded(&results);
+    assert_eq!(ws.read("f.txt"), format!("edited {}\n", ROUNDS - 1));
+}
+
+#[test]
+fn order_holds_in_a_message_of_more_mutations_than_instance_slots() {
+    in_a_small_pool(None);
+}
+
+#[test]
+fn order_holds_in_a_message_of_more_mutations_than_instance_slots_with_a_before_hook() {
+    in_a_small_pool(Some(std::sync::Arc::new(Allow)));
 }

@@ -409,20 +409,12 @@ impl Sandbox {
         &self,
         signals: Arc<CallSignals>,
     ) -> Result<CallInstance, CallFailure> {
-        let slots = &self.runtime.slots;
-        let permit = match slots.clone().try_acquire_owned() {
-            Ok(permit) => permit,
-            Err(_) => {
-                // Calls holding slots may be waiting for this one's turn to
-                // lock a file: it gives its turn up rather than wait on them.
-                signals.turn.settle();
-                slots
-                    .clone()
-                    .acquire_owned()
-                    .await
-                    .map_err(|_| CallFailure::Start("the runtime is shutting down".into()))?
-            }
-        };
+        let permit = self
+            .runtime
+            .slots
+            .acquire(&signals.turn)
+            .await
+            .ok_or_else(|| CallFailure::Start("the runtime is shutting down".into()))?;
         let stderr = MemoryOutputPipe::new(STDERR_CAPTURE);
         let mut wasi = WasiCtx::builder();
         wasi.stderr(stderr.clone())

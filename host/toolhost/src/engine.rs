@@ -102,7 +102,8 @@ impl Tier {
 /// Settings of a [`Runtime`].
 #[derive(Clone, Debug)]
 pub struct RuntimeOptions {
-    /// Calls that may hold an instance at once; more wait for a slot.
+    /// Calls that may hold an instance at once (at least 2); more wait for
+    /// a slot.
     pub max_concurrent_calls: u32,
     /// Hard upper bound of one call's linear memory (per-tool limits are lower).
     pub max_memory_bytes: usize,
@@ -118,11 +119,10 @@ impl Default for RuntimeOptions {
     fn default() -> Self {
         RuntimeOptions {
             // Each slot costs every start a fiber stack's guard page (an
-            // `mprotect` splitting the pool's mapping, about 4.5 µs here),
-            // but fewer break the order of a file's mutations in a message
-            // of more calls than slots (a call waiting for a slot gives up
-            // its turn): kept until slots are taken in call order.
-            max_concurrent_calls: 1000,
+            // `mprotect` splitting the pool's mapping, about 4.5 µs here).
+            // A message of more calls than slots keeps its order all the
+            // same ([`Slots`]).
+            max_concurrent_calls: 256,
             max_memory_bytes: 1 << 30,
             cache_dir: default_cache_dir(),
             wait_for_other_compiles: false,
@@ -141,6 +141,55 @@ pub fn default_cache_dir() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/toolhost"))
 }
 
+/// The pool's slots: one per instance that may exist at once.
+///
+/// A call waiting for a slot must not give up its place in the order of
+/// file mutations (the calls after it would then lock its file first), yet
+/// every slot may be held by calls that wait for that place to pass. So one
+/// slot is kept for the call that waits on nobody: the one whose turn is
+/// first in line ([`crate::ops::fs::TurnSlot::first_in_line`]). It always
+/// gets an instance, reaches its lock, and lets the next call go; a call
+/// that locks no file waits for one of the others.
+pub(crate) struct Slots {
+    /// Every slot but the kept one.
+    anyone: Arc<tokio::sync::Semaphore>,
+    /// The kept one.
+    first_in_line: Arc<tokio::sync::Semaphore>,
+    size: usize,
+}
+
+impl Slots {
+    fn new(size: usize) -> Slots {
+        Slots {
+            anyone: Arc::new(tokio::sync::Semaphore::new(size - 1)),
+            first_in_line: Arc::new(tokio::sync::Semaphore::new(1)),
+            size,
+        }
+    }
+
+    /// A slot for a call holding `turn`; `None` when the runtime shuts down.
+    pub(crate) async fn acquire(
+        &self,
+        turn: &crate::ops::fs::TurnSlot,
+    ) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        if let Ok(permit) = self.anyone.clone().try_acquire_owned() {
+            return Some(permit);
+        }
+        let anyone = self.anyone.clone().acquire_owned();
+        let Some(first) = turn.first_in_line() else {
+            return anyone.await.ok();
+        };
+        let kept = async {
+            first.await;
+            self.first_in_line.clone().acquire_owned().await
+        };
+        tokio::select! {
+            permit = anyone => permit.ok(),
+            permit = kept => permit.ok(),
+        }
+    }
+}
+
 /// The engine and what belongs to it.
 pub struct Runtime {
     /// The engine every call runs on (Cranelift's code), with the
@@ -151,7 +200,7 @@ pub struct Runtime {
     quick: Option<Tier>,
     options: RuntimeOptions,
     /// Bounds in-flight instances to the pool's size.
-    pub(crate) slots: Arc<tokio::sync::Semaphore>,
+    pub(crate) slots: Slots,
     /// Components loaded by this runtime, oldest first, keyed by content hash
     /// (blake3 of the bytes, always computed by the host from what it loads).
     loaded: Mutex<Vec<(String, Compiled)>>,
@@ -188,7 +237,8 @@ impl Runtime {
     }
 
     pub fn new(options: RuntimeOptions) -> Result<Arc<Runtime>, Error> {
-        let calls = options.max_concurrent_calls;
+        // One slot is kept for the first call in line (see [`Slots`]).
+        let calls = options.max_concurrent_calls.max(2);
         let mut pool = PoolingAllocationConfig::new();
         pool.total_component_instances(calls)
             // Core instances per call: 3 for a Rust tool (main module, shim,
@@ -247,7 +297,7 @@ impl Runtime {
         Ok(Arc::new(Runtime {
             main: Tier::new(engine),
             quick,
-            slots: Arc::new(tokio::sync::Semaphore::new(calls as usize)),
+            slots: Slots::new(calls as usize),
             options,
             loaded: Mutex::new(Vec::new()),
             cache_key: OnceLock::new(),
@@ -262,8 +312,8 @@ impl Runtime {
     /// calls still needs (their instances, hook components') always finds a
     /// slot, so a batch never waits on instances held by itself.
     pub(crate) fn may_hold_instance(&self) -> bool {
-        let reserve = (self.options.max_concurrent_calls as usize / 8).max(1);
-        self.slots.available_permits() > reserve
+        let reserve = (self.slots.size / 8).max(1);
+        self.slots.anyone.available_permits() > reserve
     }
 
     pub fn engine(&self) -> &Engine {
@@ -873,4 +923,41 @@ fn spawn_ticker(engine: &Engine) {
 
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Slots;
+    use crate::ops::fs::{MutationOrder, TurnSlot};
+    use futures::FutureExt;
+    use std::sync::Arc;
+
+    /// Every slot anyone may take is held by calls whose turns come later:
+    /// a call without a turn, and a later turn, wait; the first in line gets
+    /// the kept slot at once, and after it the next in line.
+    #[tokio::test]
+    async fn the_first_call_in_line_gets_a_slot_when_later_calls_hold_the_rest() {
+        let slots = Slots::new(3);
+        let order = Arc::new(MutationOrder::default());
+        let mut turns = order.take(4).into_iter().map(|t| TurnSlot::new(Some(t)));
+        let (first, second, third, fourth) = (
+            turns.next().unwrap(),
+            turns.next().unwrap(),
+            turns.next().unwrap(),
+            turns.next().unwrap(),
+        );
+        let held = [
+            slots.acquire(&third).now_or_never().flatten().unwrap(),
+            slots.acquire(&fourth).now_or_never().flatten().unwrap(),
+        ];
+        assert!(slots.acquire(&TurnSlot::default()).now_or_never().is_none());
+        assert!(slots.acquire(&second).now_or_never().is_none());
+        let kept = slots.acquire(&first).now_or_never().flatten();
+        assert!(kept.is_some(), "the first in line waits on nobody");
+        // It locked its file (its turn settled) and ended (its slot freed).
+        first.settle();
+        drop(kept);
+        assert!(slots.acquire(&second).now_or_never().flatten().is_some());
+        drop(held);
+    }
 }

@@ -196,6 +196,19 @@ impl TurnSlot {
         drop(self.take());
     }
 
+    /// While the call still holds its turn: a future that resolves when
+    /// every earlier turn has settled, so that nothing the host orders can
+    /// wait on another call before this one's first lock.
+    pub(crate) fn first_in_line(&self) -> Option<impl Future<Output = ()> + Send + use<>> {
+        let held = self.0.lock().expect("turn lock");
+        let turn = held.as_ref()?;
+        let mut lowest = turn.order.lowest.subscribe();
+        let ticket = turn.ticket;
+        Some(async move {
+            let _ = lowest.wait_for(|low| *low >= ticket).await;
+        })
+    }
+
     /// Whether the call still holds an unsettled turn.
     #[cfg(test)]
     fn is_pending(&self) -> bool {
