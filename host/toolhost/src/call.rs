@@ -1,20 +1,23 @@
 //! One tool call's way through the host (spec §2.2, §2.3, §2.6):
 //!
-//! start event → lookup in the active set → prepare-arguments (in the call's
-//! fresh instance) → validate and coerce → before hooks → (scheduled) →
-//! execute (in the same instance) with progress and cancellation → after
-//! hooks → end event.
+//! lookup in the active set → prepare-arguments (in the call's fresh
+//! instance) → validate and coerce → before hooks → (scheduled) → execute
+//! (in the same instance) with progress and cancellation → after hooks.
 //!
 //! Every failure on the way becomes an error result bound to the call's id,
-//! with Pi's texts; nothing escapes as a panic or a host error.
+//! with Pi's texts; nothing escapes as a panic or a host error. When the
+//! call's events go out, its place in the file-mutation order, and what its
+//! result becomes are its batch's ([`crate::batch`]): a call reaches its
+//! batch only through [`Scope`].
 
 use crate::audit::Outcome;
 use crate::component::{CallFailure, CallInstance, CallSignals};
-use crate::events::{Event, EventSink};
+use crate::events::Event;
 use crate::hooks::{AfterOutcome, AfterToolCallContext, BeforeToolCallContext};
 use crate::message::{
     AssistantMessage, ContentBlock, PartialResult, ToolCall, ToolResult, ToolResultMessage,
 };
+use crate::ops::fs::Turn;
 use crate::ops::process::STOP_GRACE;
 use crate::ops::protect::guard::{self as git_guard, GitGuard, Reverted};
 use crate::ops::usage::{Usage, Use, Used};
@@ -29,29 +32,85 @@ use tokio_util::sync::CancellationToken;
 /// Pi's text for a call that noticed the abort.
 pub const OPERATION_ABORTED: &str = "Operation aborted";
 
+/// What a call needs of the batch it belongs to.
+pub(crate) trait Scope: Send + Sync + 'static {
+    fn session(&self) -> &Session;
+    /// The message whose calls the batch runs.
+    fn message(&self) -> &Arc<AssistantMessage>;
+    fn cancel(&self) -> &CancellationToken;
+    /// The tool `call` names, from the registry as it is now.
+    fn lookup(&self, call: &ToolCall) -> Option<Arc<RegisteredTool>>;
+    /// Call `i`'s place in the order of file mutations (once).
+    fn take_turn(&self, i: usize) -> Option<Turn>;
+    /// An event of an executing call (its progress, a hook's report).
+    fn emit_executing(&self, event: Event);
+}
+
 /// A call that has its final result.
 #[derive(Clone, Debug)]
 pub(crate) struct Finished {
-    pub call: ToolCall,
-    pub result: ToolResult,
-    pub is_error: bool,
-    pub trace: Trace,
+    call: ToolCall,
+    result: ToolResult,
+    is_error: bool,
+    trace: Trace,
+}
+
+impl Finished {
+    /// Its `tool_execution_end` event.
+    pub(crate) fn end_event(&self) -> Event {
+        Event::ToolExecutionEnd {
+            tool_call_id: self.call.id.clone(),
+            tool_name: self.call.name.clone(),
+            result: self.result.clone(),
+            is_error: self.is_error,
+        }
+    }
+
+    /// Write its line to `session`'s audit log, if there is one.
+    pub(crate) fn audit(&self, session: &Session) {
+        let Some(log) = &session.audit_log else {
+            return;
+        };
+        let trace = &self.trace;
+        let error = self
+            .is_error
+            .then(|| crate::audit::error_summary(&self.result.text()));
+        log.record(&crate::audit::Entry {
+            time: crate::audit::timestamp(trace.started),
+            session: session.settings.session_id.clone(),
+            tool_call_id: self.call.id.clone(),
+            tool: self.call.name.clone(),
+            component: trace.component.as_deref().map(str::to_string),
+            arguments: crate::audit::redact::redact(&self.call.arguments),
+            used: trace.used.clone(),
+            outcome: trace.outcome(self.is_error),
+            error,
+            duration_ms: trace.duration_ms(),
+        });
+    }
+
+    /// Its result message, and whether its result asks the loop to stop.
+    pub(crate) fn into_message(self) -> (ToolResultMessage, bool) {
+        let terminate = self.result.terminate;
+        let message = ToolResultMessage::from_result(&self.call, self.result, self.is_error);
+        (message, terminate)
+    }
 }
 
 /// What the audit log learns of a call besides its result.
 #[derive(Clone, Debug)]
-pub(crate) struct Trace {
-    pub started: SystemTime,
+struct Trace {
+    started: SystemTime,
     clock: Instant,
     /// The digest of the component that served it, once looked up.
-    pub component: Option<Arc<str>>,
+    component: Option<Arc<str>>,
     /// How it ended, before the after hooks (see [`Trace::outcome`]).
     ended: Outcome,
-    pub used: Used,
+    used: Used,
 }
 
 impl Trace {
-    pub(crate) fn begin() -> Trace {
+    fn begin() -> Trace {
         Trace {
             started: SystemTime::now(),
             clock: Instant::now(),
@@ -61,14 +120,14 @@ impl Trace {
         }
     }
 
-    pub(crate) fn ended(mut self, outcome: Outcome) -> Trace {
+    fn ended(mut self, outcome: Outcome) -> Trace {
         self.ended = outcome;
         self
     }
 
     /// How the call ended, given its final error flag (an after hook may
     /// have turned a result into an error, or back).
-    pub(crate) fn outcome(&self, is_error: bool) -> Outcome {
+    fn outcome(&self, is_error: bool) -> Outcome {
         match (is_error, self.ended) {
             (false, _) => Outcome::Ok,
             (true, Outcome::Ok) => Outcome::Error,
@@ -76,7 +135,7 @@ impl Trace {
         }
     }
 
-    pub(crate) fn duration_ms(&self) -> f64 {
+    fn duration_ms(&self) -> f64 {
         self.clock.elapsed().as_secs_f64() * 1000.0
     }
 }
@@ -110,519 +169,259 @@ pub(crate) enum Preflight {
     Ready(Box<ReadyCall>),
 }
 
-/// A finished call ready to be appended (see [`BatchContext::settle`]).
-pub(crate) struct Settled {
-    /// Its result asks the loop to stop after this batch.
-    pub terminate: bool,
-    message: ToolResultMessage,
-    events: [Event; 2],
+/// A preflight outcome that ends the call with a host-decided error.
+fn done(call: &ToolCall, text: impl Into<String>, terminate: bool, trace: Trace) -> Preflight {
+    Preflight::Done(Box::new(failed_with(call, text, terminate, trace)))
 }
 
-/// What every call of one batch shares. Made by [`BatchContext::new`];
-/// `batch.rs` reads it through its methods.
-pub(crate) struct BatchContext {
-    session: Arc<Session>,
-    message: Arc<AssistantMessage>,
-    cancel: CancellationToken,
-    sink: Arc<dyn EventSink>,
-    /// Calls may name any loaded tool, not only the active ones (a call the
-    /// embedder makes by name, [`crate::Host::call`]).
-    any_tool: bool,
-    /// Holds back what executing calls emit while the batch is still being
-    /// prepared (see [`crate::batch`]).
-    gate: Gate,
-    /// Each call's place in the order of file mutations, taken when the
-    /// batch arrived (see `crate::ops::fs::lock`).
-    turns: Vec<crate::ops::fs::TurnSlot>,
+/// A call whose instance failed while it was prepared.
+fn broke(call: &ToolCall, failure: &CallFailure, trace: Trace) -> Preflight {
+    let text = failure.message(&format!("Tool {}", call.name));
+    done(call, text, false, trace.ended(failure_outcome(failure)))
 }
 
-/// Which tools the calls of a batch may name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Reach {
-    /// The active tools, as the model sees them.
-    Active,
-    /// Any loaded tool (a call the embedder makes by name).
-    AnyLoaded,
+/// A call that noticed the abort before it ran (§7.6).
+fn aborted(call: &ToolCall, trace: Trace) -> Preflight {
+    done(
+        call,
+        OPERATION_ABORTED,
+        false,
+        trace.ended(Outcome::Cancelled),
+    )
 }
 
-/// Events of executing calls held back until the batch's preflight is
-/// over, so that every start event precedes them, as in Pi, even while
-/// calls prepared first already run. Open unless closed.
-#[derive(Default)]
-pub(crate) struct Gate(std::sync::Mutex<Option<Vec<Event>>>);
-
-impl Gate {
-    pub(crate) fn close(&self) {
-        *self.0.lock().expect("gate lock") = Some(Vec::new());
+/// Everything before execution of call `i` of `scope`'s message; emits
+/// nothing.
+pub(crate) async fn prepare(scope: &dyn Scope, i: usize) -> Preflight {
+    let message = scope.message();
+    let call = &message.tool_calls[i];
+    // Its turn, kept only if its tool can lock a file at all: the calls
+    // after it never wait for one that cannot.
+    let turn = scope.take_turn(i);
+    let cancel = scope.cancel();
+    let session = scope.session();
+    let mut trace = Trace::begin();
+    if cancel.is_cancelled() {
+        // §7.6: after an abort every call still gets its result.
+        return aborted(call, trace);
     }
-
-    /// Emit what was held, in order, and let everything through from now on.
-    pub(crate) fn open(&self, sink: &dyn EventSink) {
-        let mut held = self.0.lock().expect("gate lock");
-        for event in held.take().unwrap_or_default() {
-            sink.emit(event);
+    let Some(tool) = scope.lookup(call) else {
+        let text = format!("Tool {} not found", call.name);
+        return done(call, text, false, trace.ended(Outcome::NotFound));
+    };
+    trace.component = Some(tool.digest.clone());
+    let name = &call.name;
+    let usage = match session.audit_log {
+        Some(_) => Usage::recording(),
+        None => Usage::default(),
+    };
+    let signals = CallSignals::with_usage(
+        cancel.clone(),
+        session.settings.cancel_grace,
+        usage,
+        turn.filter(|_| tool.sandbox.may_lock_files()),
+    );
+    // One fresh instance serves the whole call: prepare-arguments, then
+    // execute. A second instance for execute would double what a call
+    // costs (one trivial call: 25 → 15 µs) and put an instantiation in
+    // the serial part of a parallel batch (all calls are prepared in
+    // order before any runs). Both functions see only this call's
+    // arguments, so sharing the instance shares nothing between calls.
+    let mut instance = match tool.sandbox.instantiate(signals.clone()).await {
+        Ok(instance) => instance,
+        Err(failure) => return broke(call, &failure, trace),
+    };
+    let prepared = instance
+        .prepare_arguments(name, &call.arguments.to_string())
+        .await;
+    // Holding the instance until execution holds a pool slot; when the
+    // pool runs low it is dropped now and execute gets a fresh one, so a
+    // batch larger than the pool cannot wait on itself.
+    let instance = tool.sandbox.may_hold_instance().then_some(instance);
+    // §7.4: the prepared arguments are validated and executed; the stored
+    // call (events, messages) keeps what the model sent.
+    let prepared = match prepared {
+        Err(failure) => return broke(call, &failure, trace),
+        Ok(Err(thrown)) => {
+            return done(call, thrown, false, trace.ended(Outcome::Invalid));
         }
-    }
+        Ok(Ok(None)) => call.arguments.clone(),
+        Ok(Ok(Some(text))) => match serde_json::from_str(&text) {
+            Ok(value) => value,
+            Err(e) => {
+                let text = format!("Tool {name} prepared arguments that are not valid JSON: {e}");
+                return done(call, text, false, trace.ended(Outcome::Invalid));
+            }
+        },
+    };
+    let args = match tool.schema.coerce_and_validate(&prepared) {
+        Ok(args) => args,
+        Err(issues) => {
+            let text = validate::failure_text(name, &issues, &prepared);
+            return done(call, text, false, trace.ended(Outcome::Invalid));
+        }
+    };
 
-    fn emit(&self, sink: &dyn EventSink, event: Event) {
-        let mut held = self.0.lock().expect("gate lock");
-        match held.as_mut() {
-            Some(held) => held.push(event),
-            None => {
-                drop(held);
-                sink.emit(event);
+    let mut ctx = BeforeToolCallContext {
+        assistant_message: message.clone(),
+        tool_call: call.clone(),
+        args,
+        cancel: cancel.clone(),
+    };
+    for hook in &session.hooks {
+        match hook.before(&mut ctx).await {
+            // A hook that throws blocks the call (fail closed).
+            Err(thrown) => {
+                return done(call, thrown, false, trace.ended(Outcome::Blocked));
+            }
+            Ok(verdict) => {
+                if cancel.is_cancelled() {
+                    return aborted(call, trace);
+                }
+                if let Some(v) = verdict.filter(|v| v.block) {
+                    let reason = v
+                        .reason
+                        .unwrap_or_else(|| "Tool execution was blocked".to_string());
+                    return done(call, reason, v.terminate, trace.ended(Outcome::Blocked));
+                }
             }
         }
     }
+    if cancel.is_cancelled() {
+        return aborted(call, trace);
+    }
+    Preflight::Ready(Box::new(ReadyCall {
+        call: call.clone(),
+        tool,
+        args: ctx.args,
+        signals,
+        instance,
+        trace,
+    }))
 }
 
-impl BatchContext {
-    /// The context of `message`'s calls; `turns`, when the batch arrived
-    /// before it runs, are its places in the order of file mutations, one
-    /// per call (else they are taken now).
-    pub(crate) fn new(
-        session: Arc<Session>,
-        message: Arc<AssistantMessage>,
-        (cancel, sink): (CancellationToken, Arc<dyn EventSink>),
-        turns: Option<Vec<crate::ops::fs::Turn>>,
-        reach: Reach,
-    ) -> BatchContext {
-        let calls = message.tool_calls.len();
-        let turns = match turns {
-            Some(turns) => {
-                assert_eq!(turns.len(), calls, "turns taken for another batch");
-                turns
-            }
-            None => session.mutations.take(calls),
-        };
-        BatchContext {
-            session,
-            message,
-            cancel,
-            sink,
-            any_tool: reach == Reach::AnyLoaded,
-            gate: Gate::default(),
-            turns: turns
-                .into_iter()
-                .map(|turn| crate::ops::fs::TurnSlot::new(Some(turn)))
-                .collect(),
-        }
-    }
-
-    /// The batch's message.
-    pub(crate) fn message(&self) -> &AssistantMessage {
-        &self.message
-    }
-
-    pub(crate) fn session(&self) -> &Session {
-        &self.session
-    }
-
-    /// Hold back what executing calls emit until [`Self::release_events`].
-    pub(crate) fn hold_events(&self) {
-        self.gate.close();
-    }
-
-    /// Emit what was held, in order, and let everything through from now on.
-    pub(crate) fn release_events(&self) {
-        self.gate.open(self.sink.as_ref());
-    }
-
-    /// Emit `event` now, past the gate (a call's end, in Pi's order).
-    pub(crate) fn emit_now(&self, event: Event) {
-        self.sink.emit(event);
-    }
-
-    pub(crate) fn start(&self, call: &ToolCall) {
-        self.sink.emit(Event::ToolExecutionStart {
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            args: call.arguments.clone(),
-        });
-    }
-
-    pub(crate) fn end_event(finished: &Finished) -> Event {
-        Event::ToolExecutionEnd {
-            tool_call_id: finished.call.id.clone(),
-            tool_name: finished.call.name.clone(),
-            result: finished.result.clone(),
-            is_error: finished.is_error,
-        }
-    }
-
-    fn end(&self, finished: &Finished) {
-        self.sink.emit(Self::end_event(finished));
-    }
-
-    /// An event of an executing call: through the gate.
-    pub(crate) fn emit_executing(&self, event: Event) {
-        self.gate.emit(self.sink.as_ref(), event);
-    }
-
-    /// A host-decided error of an executing call, its end through the gate.
-    fn fail_executing(&self, call: &ToolCall, text: impl Into<String>, trace: Trace) -> Finished {
-        let finished = failed(call, text, false, trace);
-        self.emit_executing(Self::end_event(&finished));
-        finished
-    }
-
-    /// An error outcome decided by the host: its end event goes out now.
-    pub(crate) fn fail(
-        &self,
-        call: &ToolCall,
-        text: impl Into<String>,
-        terminate: bool,
-        trace: Trace,
-    ) -> Finished {
-        let finished = failed(call, text, terminate, trace);
-        self.end(&finished);
-        finished
-    }
-
-    /// Write a finished call's line to the audit log, if there is one.
-    fn audit(&self, finished: &Finished) {
-        let Some(log) = &self.session.audit_log else {
-            return;
-        };
-        let trace = &finished.trace;
-        let error = finished
-            .is_error
-            .then(|| crate::audit::error_summary(&finished.result.text()));
-        log.record(&crate::audit::Entry {
-            time: crate::audit::timestamp(trace.started),
-            session: self.session.settings.session_id.clone(),
-            tool_call_id: finished.call.id.clone(),
-            tool: finished.call.name.clone(),
-            component: trace.component.as_deref().map(str::to_string),
-            arguments: crate::audit::redact::redact(&finished.call.arguments),
-            used: trace.used.clone(),
-            outcome: trace.outcome(finished.is_error),
-            error,
-            duration_ms: trace.duration_ms(),
-        });
-    }
-
-    /// Make a finished call ready to be appended to the conversation: its
-    /// result message and the two events that append it (and its line in
-    /// the audit log, written now). A parallel batch does this on the
-    /// worker the call finished on, so that only the appending is left for
-    /// the end, in source order.
-    pub(crate) fn settle(&self, finished: Finished) -> Settled {
-        self.audit(&finished);
-        let Finished {
-            call,
-            result,
-            is_error,
-            ..
-        } = finished;
-        let terminate = result.terminate;
-        let message = ToolResultMessage::from_result(&call, result, is_error);
-        Settled {
-            terminate,
-            events: [
-                Event::MessageStart {
-                    message: message.clone(),
-                },
-                Event::MessageEnd {
-                    message: message.clone(),
-                },
-            ],
-            message,
-        }
-    }
-
-    /// Append a settled call: its two events go out, stamped with the time
-    /// it is appended, and its result message is returned.
-    pub(crate) fn append(&self, settled: Settled) -> ToolResultMessage {
-        let Settled {
-            mut message,
-            events,
-            ..
-        } = settled;
-        let now = crate::message::now_ms();
-        message.timestamp = now;
-        for mut event in events {
-            if let Event::MessageStart { message } | Event::MessageEnd { message } = &mut event {
-                message.timestamp = now;
-            }
-            self.sink.emit(event);
-        }
-        message
-    }
-
-    /// A preflight outcome that ends the call with a host-decided error
-    /// (its end event is the caller's to emit).
-    fn done(
-        &self,
-        call: &ToolCall,
-        text: impl Into<String>,
-        terminate: bool,
-        trace: Trace,
-    ) -> Preflight {
-        Preflight::Done(Box::new(failed(call, text, terminate, trace)))
-    }
-
-    /// A call whose instance failed while it was prepared.
-    fn broke(&self, call: &ToolCall, failure: &CallFailure, trace: Trace) -> Preflight {
-        let text = failure.message(&format!("Tool {}", call.name));
-        self.done(call, text, false, trace.ended(failure_outcome(failure)))
-    }
-
-    /// A call that noticed the abort before it ran (§7.6).
-    fn aborted(&self, call: &ToolCall, trace: Trace) -> Preflight {
-        self.done(
-            call,
+/// Execute a prepared call and run the after hooks; its updates go to
+/// `scope` as they come, its end is the caller's to emit.
+pub(crate) async fn execute(scope: Arc<dyn Scope>, ready: ReadyCall) -> Finished {
+    let ReadyCall {
+        call,
+        tool,
+        args,
+        signals,
+        instance,
+        mut trace,
+    } = ready;
+    if scope.cancel().is_cancelled() {
+        return failed_with(
+            &call,
             OPERATION_ABORTED,
             false,
             trace.ended(Outcome::Cancelled),
-        )
-    }
-
-    /// The tool `call` names, from the registry as it is now.
-    pub(crate) fn lookup(&self, call: &ToolCall) -> Option<Arc<RegisteredTool>> {
-        let registry = self.session.registry();
-        if self.any_tool {
-            registry.get(&call.name)
-        } else {
-            registry.get_active(&call.name)
-        }
-    }
-
-    /// Everything before execution. The start event has been emitted; the
-    /// end of a call that ends here goes out now.
-    pub(crate) async fn preflight(&self, i: usize) -> Preflight {
-        let prepared = self.prepare(i).await;
-        if let Preflight::Done(finished) = &prepared {
-            self.end(finished);
-        }
-        prepared
-    }
-
-    /// Everything before execution, emitting nothing.
-    pub(crate) async fn prepare(&self, i: usize) -> Preflight {
-        let call = &self.message.tool_calls[i];
-        // Its turn, kept only if its tool can lock a file at all: the calls
-        // after it never wait for one that cannot.
-        let turn = self.turns[i].take();
-        let mut trace = Trace::begin();
-        if self.cancel.is_cancelled() {
-            // §7.6: after an abort every call still gets its result.
-            return self.aborted(call, trace);
-        }
-        let Some(tool) = self.lookup(call) else {
-            let text = format!("Tool {} not found", call.name);
-            return self.done(call, text, false, trace.ended(Outcome::NotFound));
-        };
-        trace.component = Some(tool.digest.clone());
-        let name = &call.name;
-        let usage = match self.session.audit_log {
-            Some(_) => Usage::recording(),
-            None => Usage::default(),
-        };
-        let signals = CallSignals::with_usage(
-            self.cancel.clone(),
-            self.session.settings.cancel_grace,
-            usage,
-            turn.filter(|_| tool.sandbox.may_lock_files()),
         );
-        // One fresh instance serves the whole call: prepare-arguments, then
-        // execute. A second instance for execute would double what a call
-        // costs (one trivial call: 25 → 15 µs) and put an instantiation in
-        // the serial part of a parallel batch (all calls are prepared in
-        // order before any runs). Both functions see only this call's
-        // arguments, so sharing the instance shares nothing between calls.
-        let mut instance = match tool.sandbox.instantiate(signals.clone()).await {
+    }
+    let mut instance = match instance {
+        Some(mut instance) => {
+            // The time limit is execute's: preparing the rest of the batch
+            // and the before hooks do not count against it.
+            instance.restart_clock();
+            instance
+        }
+        None => match tool.sandbox.instantiate(signals.clone()).await {
             Ok(instance) => instance,
-            Err(failure) => return self.broke(call, &failure, trace),
-        };
-        let prepared = instance
-            .prepare_arguments(name, &call.arguments.to_string())
-            .await;
-        // Holding the instance until execution holds a pool slot; when the
-        // pool runs low it is dropped now and execute gets a fresh one, so a
-        // batch larger than the pool cannot wait on itself.
-        let instance = tool.sandbox.may_hold_instance().then_some(instance);
-        // §7.4: the prepared arguments are validated and executed; the stored
-        // call (events, messages) keeps what the model sent.
-        let prepared = match prepared {
-            Err(failure) => return self.broke(call, &failure, trace),
-            Ok(Err(thrown)) => {
-                return self.done(call, thrown, false, trace.ended(Outcome::Invalid));
+            Err(failure) => {
+                let outcome = failure_outcome(&failure);
+                let text = failure.message(&format!("Tool {}", call.name));
+                return failed_with(&call, text, false, trace.ended(outcome));
             }
-            Ok(Ok(None)) => call.arguments.clone(),
-            Ok(Ok(Some(text))) => match serde_json::from_str(&text) {
-                Ok(value) => value,
-                Err(e) => {
-                    let text =
-                        format!("Tool {name} prepared arguments that are not valid JSON: {e}");
-                    return self.done(call, text, false, trace.ended(Outcome::Invalid));
-                }
-            },
-        };
-        let args = match tool.schema.coerce_and_validate(&prepared) {
-            Ok(args) => args,
-            Err(issues) => {
-                let text = validate::failure_text(name, &issues, &prepared);
-                return self.done(call, text, false, trace.ended(Outcome::Invalid));
-            }
-        };
-
-        let mut ctx = BeforeToolCallContext {
-            assistant_message: self.message.clone(),
-            tool_call: call.clone(),
-            args,
-            cancel: self.cancel.clone(),
-        };
-        for hook in &self.session.hooks {
-            match hook.before(&mut ctx).await {
-                // A hook that throws blocks the call (fail closed).
-                Err(thrown) => {
-                    return self.done(call, thrown, false, trace.ended(Outcome::Blocked));
-                }
-                Ok(verdict) => {
-                    if self.cancel.is_cancelled() {
-                        return self.aborted(call, trace);
-                    }
-                    if let Some(v) = verdict.filter(|v| v.block) {
-                        let reason = v
-                            .reason
-                            .unwrap_or_else(|| "Tool execution was blocked".to_string());
-                        return self.done(call, reason, v.terminate, trace.ended(Outcome::Blocked));
-                    }
-                }
-            }
+        },
+    };
+    let (id, name, raw_args) = (call.id.clone(), call.name.clone(), call.arguments.clone());
+    let updates = scope.clone();
+    signals.on_progress(move |partial: PartialResult| {
+        updates.emit_executing(Event::ToolExecutionUpdate {
+            tool_call_id: id.clone(),
+            tool_name: name.clone(),
+            args: raw_args.clone(),
+            partial_result: partial,
+        })
+    });
+    let session = scope.session();
+    let context = session.call_context(&call.id, &tool);
+    let active_before = session.tools.current();
+    let guard = tool.sandbox.guard();
+    let watch = watch_git(guard.clone()).await;
+    let outcome = instance
+        .execute(&call.name, context, &args.to_string())
+        .await;
+    signals.settle();
+    let added = newly_active(&active_before, &session.tools.current());
+    drop(instance); // Free the pool slot before the hooks run.
+    let reverted = match (guard, watch) {
+        (Some(guard), Some(watch)) => settle_git(guard, watch, &signals).await,
+        _ => Vec::new(),
+    };
+    trace.used = signals.usage.used();
+    let (mut result, mut is_error) = match outcome {
+        Ok(Ok(result)) if let Err(text) = check_structured(&tool, &call.name, &result) => {
+            (ToolResult::error(text), true)
         }
-        if self.cancel.is_cancelled() {
-            return self.aborted(call, trace);
+        Ok(Ok(mut result)) => {
+            for name in added {
+                if !result.added_tool_names.contains(&name) {
+                    result.added_tool_names.push(name);
+                }
+            }
+            (result, false)
         }
-        Preflight::Ready(Box::new(ReadyCall {
-            call: call.clone(),
-            tool,
-            args: ctx.args,
-            signals,
-            instance,
-            trace,
-        }))
+        Ok(Err(thrown)) => (ToolResult::error(thrown), true),
+        Err(failure) => {
+            trace.ended = failure_outcome(&failure);
+            let text = failure.message(&format!("Tool {}", call.name));
+            (ToolResult::error(text), true)
+        }
+    };
+    if !reverted.is_empty() {
+        // Said to the model beside the tool's own text, so that it
+        // knows its change did not stay.
+        let text = reverted.iter().map(Reverted::sentence).collect::<Vec<_>>();
+        result.content.push(ContentBlock::Text {
+            text: text.join("\n"),
+        });
     }
 
-    /// Execute a prepared call, run the after hooks and emit its end event.
-    pub(crate) async fn execute(self: &Arc<Self>, ready: ReadyCall) -> Finished {
-        let ReadyCall {
-            call,
-            tool,
-            args,
-            signals,
-            instance,
-            mut trace,
-        } = ready;
-        if self.cancel.is_cancelled() {
-            return self.fail_executing(&call, OPERATION_ABORTED, trace.ended(Outcome::Cancelled));
-        }
-        let mut instance = match instance {
-            Some(mut instance) => {
-                // The time limit is execute's: preparing the rest of the batch
-                // and the before hooks do not count against it.
-                instance.restart_clock();
-                instance
-            }
-            None => match tool.sandbox.instantiate(signals.clone()).await {
-                Ok(instance) => instance,
-                Err(failure) => {
-                    let outcome = failure_outcome(&failure);
-                    let text = failure.message(&format!("Tool {}", call.name));
-                    return self.fail_executing(&call, text, trace.ended(outcome));
-                }
-            },
-        };
-        let (id, name, raw_args) = (call.id.clone(), call.name.clone(), call.arguments.clone());
-        let this = self.clone();
-        signals.on_progress(move |partial: PartialResult| {
-            this.emit_executing(Event::ToolExecutionUpdate {
-                tool_call_id: id.clone(),
-                tool_name: name.clone(),
-                args: raw_args.clone(),
-                partial_result: partial,
-            })
-        });
-        let context = self.session.call_context(&call.id, &tool);
-        let active_before = self.session.tools.current();
-        let guard = tool.sandbox.guard();
-        let watch = watch_git(guard.clone()).await;
-        let outcome = instance
-            .execute(&call.name, context, &args.to_string())
-            .await;
-        signals.settle();
-        let added = newly_active(&active_before, &self.session.tools.current());
-        drop(instance); // Free the pool slot before the hooks run.
-        let reverted = match (guard, watch) {
-            (Some(guard), Some(watch)) => settle_git(guard, watch, &signals).await,
-            _ => Vec::new(),
-        };
-        trace.used = signals.usage.used();
-        let (mut result, mut is_error) = match outcome {
-            Ok(Ok(result)) if let Err(text) = check_structured(&tool, &call.name, &result) => {
-                (ToolResult::error(text), true)
-            }
-            Ok(Ok(mut result)) => {
-                for name in added {
-                    if !result.added_tool_names.contains(&name) {
-                        result.added_tool_names.push(name);
-                    }
-                }
-                (result, false)
-            }
-            Ok(Err(thrown)) => (ToolResult::error(thrown), true),
-            Err(failure) => {
-                trace.ended = failure_outcome(&failure);
-                let text = failure.message(&format!("Tool {}", call.name));
-                (ToolResult::error(text), true)
-            }
-        };
-        if !reverted.is_empty() {
-            // Said to the model beside the tool's own text, so that it
-            // knows its change did not stay.
-            let text = reverted.iter().map(Reverted::sentence).collect::<Vec<_>>();
-            result.content.push(ContentBlock::Text {
-                text: text.join("\n"),
-            });
-        }
-
-        for hook in &self.session.hooks {
-            let ctx = AfterToolCallContext {
-                assistant_message: self.message.clone(),
-                tool_call: call.clone(),
-                args: args.clone(),
-                result,
-                is_error,
-                cancel: self.cancel.clone(),
-            };
-            let outcome = hook.after(&ctx).await;
-            (result, is_error) = (ctx.result, ctx.is_error);
-            match outcome {
-                AfterOutcome::Patch(Some(patch)) => patch.apply(&mut result, &mut is_error),
-                AfterOutcome::Patch(None) => {}
-                AfterOutcome::Throw(thrown) => {
-                    result = ToolResult::error(thrown);
-                    is_error = true;
-                }
-                AfterOutcome::Report { extension, error } => {
-                    self.emit_executing(Event::ExtensionError {
-                        extension,
-                        event: "tool_result".into(),
-                        tool_call_id: call.id.clone(),
-                        error,
-                    })
-                }
-            }
-        }
-        let finished = Finished {
-            call,
+    for hook in &session.hooks {
+        let ctx = AfterToolCallContext {
+            assistant_message: scope.message().clone(),
+            tool_call: call.clone(),
+            args: args.clone(),
             result,
             is_error,
-            trace,
+            cancel: scope.cancel().clone(),
         };
-        self.emit_executing(Self::end_event(&finished));
-        finished
+        let outcome = hook.after(&ctx).await;
+        (result, is_error) = (ctx.result, ctx.is_error);
+        match outcome {
+            AfterOutcome::Patch(Some(patch)) => patch.apply(&mut result, &mut is_error),
+            AfterOutcome::Patch(None) => {}
+            AfterOutcome::Throw(thrown) => {
+                result = ToolResult::error(thrown);
+                is_error = true;
+            }
+            AfterOutcome::Report { extension, error } => {
+                scope.emit_executing(Event::ExtensionError {
+                    extension,
+                    event: "tool_result".into(),
+                    tool_call_id: call.id.clone(),
+                    error,
+                })
+            }
+        }
+    }
+    Finished {
+        call,
+        result,
+        is_error,
+        trace,
     }
 }
 
@@ -656,8 +455,19 @@ async fn settle_git(
     reverted
 }
 
-/// A host-decided error result of `call`.
+/// A host-decided error result of `call`, which ended as `outcome` (not
+/// run, crashed) outside its own way through the host.
 pub(crate) fn failed(
+    call: &ToolCall,
+    text: impl Into<String>,
+    terminate: bool,
+    outcome: Outcome,
+) -> Finished {
+    failed_with(call, text, terminate, Trace::begin().ended(outcome))
+}
+
+/// A host-decided error result of `call`, traced as `trace`.
+fn failed_with(
     call: &ToolCall,
     text: impl Into<String>,
     terminate: bool,

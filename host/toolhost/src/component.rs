@@ -412,7 +412,7 @@ impl Sandbox {
         let permit = self
             .runtime
             .slots
-            .acquire(&signals.turn)
+            .acquire(|| signals.turn.first_in_line())
             .await
             .ok_or_else(|| CallFailure::Start("the runtime is shutting down".into()))?;
         let stderr = MemoryOutputPipe::new(STDERR_CAPTURE);

@@ -167,16 +167,18 @@ impl Slots {
         }
     }
 
-    /// A slot for a call holding `turn`; `None` when the runtime shuts down.
-    pub(crate) async fn acquire(
+    /// A slot for a call; `first_in_line` gives, while the call holds a
+    /// turn, a future that resolves when that turn is first in line.
+    /// `None` when the runtime shuts down.
+    pub(crate) async fn acquire<F: Future<Output = ()>>(
         &self,
-        turn: &crate::ops::fs::TurnSlot,
+        first_in_line: impl FnOnce() -> Option<F>,
     ) -> Option<tokio::sync::OwnedSemaphorePermit> {
         if let Ok(permit) = self.anyone.clone().try_acquire_owned() {
             return Some(permit);
         }
         let anyone = self.anyone.clone().acquire_owned();
-        let Some(first) = turn.first_in_line() else {
+        let Some(first) = first_in_line() else {
             return anyone.await.ok();
         };
         let kept = async {
@@ -946,18 +948,22 @@ mod tests {
             turns.next().unwrap(),
             turns.next().unwrap(),
         );
-        let held = [
-            slots.acquire(&third).now_or_never().flatten().unwrap(),
-            slots.acquire(&fourth).now_or_never().flatten().unwrap(),
-        ];
-        assert!(slots.acquire(&TurnSlot::default()).now_or_never().is_none());
-        assert!(slots.acquire(&second).now_or_never().is_none());
-        let kept = slots.acquire(&first).now_or_never().flatten();
+        // A slot at once, or `None` when the call would wait.
+        let now = |turn: &TurnSlot| {
+            slots
+                .acquire(|| turn.first_in_line())
+                .now_or_never()
+                .flatten()
+        };
+        let held = [now(&third).unwrap(), now(&fourth).unwrap()];
+        assert!(now(&TurnSlot::default()).is_none());
+        assert!(now(&second).is_none());
+        let kept = now(&first);
         assert!(kept.is_some(), "the first in line waits on nobody");
         // It locked its file (its turn settled) and ended (its slot freed).
         first.settle();
         drop(kept);
-        assert!(slots.acquire(&second).now_or_never().flatten().is_some());
+        assert!(now(&second).is_some());
         drop(held);
     }
 }

@@ -6,8 +6,7 @@ mod builder;
 
 pub use builder::{BuiltinSettings, ExtensionSettings, HostBuilder};
 
-use crate::batch::{self, BatchOutcome};
-use crate::call::{BatchContext, Reach};
+use crate::batch::{self, BatchOutcome, Reach};
 use crate::events::EventSink;
 use crate::extensions::ExtensionReport;
 use crate::message::{AssistantMessage, ToolCall, ToolResultMessage};
@@ -146,14 +145,14 @@ impl Host {
         sink: Arc<dyn EventSink>,
         turns: Option<Vec<crate::ops::fs::Turn>>,
     ) -> BatchOutcome {
-        let ctx = BatchContext::new(
+        batch::run(
             self.inner.session.clone(),
             Arc::new(message.clone()),
             (cancel, sink),
             turns,
             Reach::Active,
-        );
-        batch::run(Arc::new(ctx)).await
+        )
+        .await
     }
 
     /// Places in the order of file mutations (spec §1.4) for `calls` calls
@@ -235,19 +234,18 @@ impl<'a> std::future::IntoFuture for CallRequest<'a> {
             } else {
                 Reach::AnyLoaded
             };
-            let ctx = BatchContext::new(
+            batch::run(
                 self.host.inner.session.clone(),
                 Arc::new(AssistantMessage::from_calls(vec![self.call])),
                 (self.cancel, self.sink),
                 self.turn.map(|turn| vec![turn]),
                 reach,
-            );
-            batch::run(Arc::new(ctx))
-                .await
-                .results
-                .into_iter()
-                .next()
-                .unwrap_or_else(|| panic!("a one-call batch answers its call {id}"))
+            )
+            .await
+            .results
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| panic!("a one-call batch answers its call {id}"))
         })
     }
 }

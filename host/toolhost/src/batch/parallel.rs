@@ -1,20 +1,14 @@
-//! The batch scheduler (spec §2.3, §2.4, §2.7 with §7.6).
-//!
-//! Parallel (the default): every call is prepared in source order (start
-//! events, immediate outcomes emit their end at once), then all prepared calls
-//! run concurrently, each emitting its end when it finishes (completion
-//! order); the result messages follow in source order. Without before hooks
-//! (and without a tool that changes the active set) nothing a call's
-//! preparation does depends on the calls before it, so each worker prepares
-//! and runs calls together ([`together`]); only the events keep Pi's order.
-//! Sequential (one sequential tool in the batch, or the host configured so):
-//! each call runs to its result message before the next starts.
+//! A parallel batch (spec §2.3): every call starts in source order, the
+//! prepared calls run concurrently on the runtime's workers, each ends when
+//! it finishes. Without before hooks (and without a tool that changes the
+//! active set) nothing a call's preparation does depends on the calls
+//! before it, so each worker prepares and runs calls together
+//! ([`together`]); only the events keep Pi's order ([`super::events`]).
 
+use super::Batch;
+use super::events::{Announcer, Settled};
 use crate::audit::Outcome;
-use crate::call::{BatchContext, Preflight, ReadyCall, Settled, Trace, failed};
-use crate::events::Event;
-use crate::message::{StopReason, ToolResultMessage};
-use crate::registry::ExecutionMode;
+use crate::call::{self, Preflight, ReadyCall, Scope};
 use futures::FutureExt;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -22,94 +16,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
-/// The result messages of a batch, in source order, and the terminate vote.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BatchOutcome {
-    pub results: Vec<ToolResultMessage>,
-    /// True when at least one call finished and every result asked to stop.
-    pub terminate: bool,
-}
-
-/// Pi's text for calls of a message cut off by the output token limit.
-fn length_text(name: &str) -> String {
-    format!(
-        "Tool call \"{name}\" was not executed: the response hit the output token limit, \
-         so its arguments may be truncated. Re-issue the tool call with complete arguments."
-    )
-}
-
-pub(crate) async fn run(ctx: Arc<BatchContext>) -> BatchOutcome {
-    let calls = &ctx.message().tool_calls;
-    let settled: Vec<Settled> = match ctx.message().stop_reason {
-        // The provider failed or was aborted: no call runs (spec §2.1).
-        StopReason::Error | StopReason::Aborted => Vec::new(),
-        StopReason::Length => {
-            // Nothing is prepared, validated, hooked or run; never terminates.
-            let results = calls
-                .iter()
-                .map(|call| {
-                    ctx.start(call);
-                    let trace = Trace::begin().ended(Outcome::NotRun);
-                    let failed = ctx.fail(call, length_text(&call.name), false, trace);
-                    ctx.append(ctx.settle(failed))
-                })
-                .collect();
-            return BatchOutcome {
-                results,
-                terminate: false,
-            };
-        }
-        StopReason::ToolUse | StopReason::Stop => {
-            if is_sequential(&ctx) {
-                return sequential(&ctx).await;
-            }
-            parallel(&ctx).await
-        }
-    };
-    let terminate = terminates(settled.iter().map(|s| s.terminate));
-    BatchOutcome {
-        results: settled.into_iter().map(|s| ctx.append(s)).collect(),
-        terminate,
-    }
-}
-
-/// Sequential if the host says so or any call names a sequential tool.
-fn is_sequential(ctx: &BatchContext) -> bool {
-    if ctx.session().settings.sequential {
-        return true;
-    }
-    let registry = ctx.session().registry();
-    ctx.message().tool_calls.iter().any(|call| {
-        registry
-            .get_active(&call.name)
-            .is_some_and(|t| t.definition.execution_mode == ExecutionMode::Sequential)
-    })
-}
-
-async fn sequential(ctx: &Arc<BatchContext>) -> BatchOutcome {
-    let mut results = Vec::new();
-    let mut votes = Vec::new();
-    for (i, call) in ctx.message().tool_calls.iter().enumerate() {
-        ctx.start(call);
-        let f = match ctx.preflight(i).await {
-            Preflight::Done(f) => *f,
-            Preflight::Ready(ready) => ctx.execute(*ready).await,
-        };
-        let settled = ctx.settle(f);
-        votes.push(settled.terminate);
-        results.push(ctx.append(settled));
-    }
-    BatchOutcome {
-        terminate: terminates(votes),
-        results,
-    }
-}
-
 /// Prepared calls waiting for a worker, in source order.
 type Queue = Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<(usize, Box<ReadyCall>)>>>;
 
-async fn parallel(ctx: &Arc<BatchContext>) -> Vec<Settled> {
-    let calls = &ctx.message().tool_calls;
+/// Run the batch's calls; their settled results in source order.
+pub(super) async fn run(ctx: &Arc<Batch>) -> Vec<Settled> {
+    let calls = &ctx.message.tool_calls;
     let mut slots: Vec<Option<Settled>> = (0..calls.len()).map(|_| None).collect();
     // Preparing runs in source order on this task while calls prepared
     // first already execute on the other workers: Pi's order is in the
@@ -120,7 +32,7 @@ async fn parallel(ctx: &Arc<BatchContext>) -> Vec<Settled> {
     // active tools a later call is looked up in), or when a tool of the batch
     // may change the active tools itself.
     let overlap = calls.len() > 1
-        && ctx.session().hooks.is_empty()
+        && ctx.session.hooks.is_empty()
         && !calls.iter().any(|call| {
             ctx.lookup(call)
                 .is_some_and(|t| t.sandbox.may_change_tools())
@@ -186,16 +98,12 @@ async fn in_order(
 /// of one that ended before running, go out when every call before it has
 /// gone out ([`Announcer`]); what running calls emit waits behind the gate
 /// until every call has started.
-async fn together(ctx: &Arc<BatchContext>) -> Vec<Settled> {
-    let n = ctx.message().tool_calls.len();
+async fn together(ctx: &Arc<Batch>) -> Vec<Settled> {
+    let n = ctx.message.tool_calls.len();
     let shared = Arc::new(Together {
         next: AtomicUsize::new(0),
-        announcer: Mutex::new(Announcer {
-            calls: (0..n).map(|_| Announce::Waiting).collect(),
-            next: 0,
-        }),
+        announcer: Mutex::new(Announcer::new(ctx, n)),
     });
-    ctx.hold_events();
     let helpers: Vec<_> = (1..cores().min(n))
         .map(|_| {
             let (ctx, shared) = (ctx.clone(), shared.clone());
@@ -213,52 +121,11 @@ struct Together {
     announcer: Mutex<Announcer>,
 }
 
-/// The start events (and the ends of calls that ended before running) in
-/// source order, whichever worker prepared them first.
-struct Announcer {
-    calls: Vec<Announce>,
-    /// The first call not announced.
-    next: usize,
-}
-
-enum Announce {
-    Waiting,
-    /// Prepared: its start goes out, then this end if it ended there.
-    Ready(Option<Box<Event>>),
-    Gone,
-}
-
 impl Together {
-    /// Call `i` was prepared (`end`: it ended there). Announce every call
-    /// now ready in order; open the gate after the last. False when `i` had
-    /// been announced already.
-    fn announce(&self, ctx: &BatchContext, i: usize, end: Option<Event>) -> bool {
-        let end = end.map(Box::new);
-        let mut a = self.announcer.lock().expect("announcer lock");
-        if !matches!(a.calls[i], Announce::Waiting) {
-            return false;
-        }
-        a.calls[i] = Announce::Ready(end);
-        while a.next < a.calls.len() {
-            let next = a.next;
-            match std::mem::replace(&mut a.calls[next], Announce::Gone) {
-                Announce::Ready(end) => {
-                    ctx.start(&ctx.message().tool_calls[next]);
-                    if let Some(end) = end {
-                        ctx.emit_now(*end);
-                    }
-                    a.next += 1;
-                    if a.next == a.calls.len() {
-                        ctx.release_events();
-                    }
-                }
-                waiting => {
-                    a.calls[next] = waiting;
-                    break;
-                }
-            }
-        }
-        true
+    /// See [`Announcer::announce`].
+    fn announce(&self, ctx: &Batch, i: usize, end: Option<crate::events::Event>) -> bool {
+        let mut announcer = self.announcer.lock().expect("announcer lock");
+        announcer.announce(ctx, i, end)
     }
 
     fn take(&self, n: usize) -> Option<usize> {
@@ -269,8 +136,8 @@ impl Together {
 
 /// Take calls and prepare and run each; a new one only when every call
 /// this worker runs waits (see [`worker`]).
-async fn together_worker(ctx: &Arc<BatchContext>, shared: &Together) -> Vec<(usize, Settled)> {
-    let n = ctx.message().tool_calls.len();
+async fn together_worker(ctx: &Arc<Batch>, shared: &Together) -> Vec<(usize, Settled)> {
+    let n = ctx.message.tool_calls.len();
     let mut running = FuturesUnordered::new();
     let mut done = Vec::new();
     let mut open = true;
@@ -301,12 +168,12 @@ async fn together_worker(ctx: &Arc<BatchContext>, shared: &Together) -> Vec<(usi
 
 /// Prepare call `i`, announce it, and run it; a call that panics ends in an
 /// error result of its own, and the others go on.
-async fn prepare_and_run(ctx: &Arc<BatchContext>, shared: &Together, i: usize) -> (usize, Settled) {
-    let call = &ctx.message().tool_calls[i];
+async fn prepare_and_run(ctx: &Arc<Batch>, shared: &Together, i: usize) -> (usize, Settled) {
+    let call = &ctx.message.tool_calls[i];
     let outcome = std::panic::AssertUnwindSafe(async {
-        match ctx.prepare(i).await {
+        match call::prepare(ctx.as_ref(), i).await {
             Preflight::Done(f) => {
-                shared.announce(ctx, i, Some(BatchContext::end_event(&f)));
+                shared.announce(ctx, i, Some(f.end_event()));
                 *f
             }
             Preflight::Ready(ready) => {
@@ -318,13 +185,8 @@ async fn prepare_and_run(ctx: &Arc<BatchContext>, shared: &Together, i: usize) -
     .catch_unwind()
     .await;
     let finished = outcome.unwrap_or_else(|_| {
-        let f = failed(
-            call,
-            panicked(call),
-            false,
-            Trace::begin().ended(Outcome::Crashed),
-        );
-        let end = BatchContext::end_event(&f);
+        let f = call::failed(call, panicked(call), false, Outcome::Crashed);
+        let end = f.end_event();
         if !shared.announce(ctx, i, Some(end.clone())) {
             ctx.emit_executing(end);
         }
@@ -346,7 +208,7 @@ fn cores() -> usize {
 /// (on a process, a file, a timer or its epoch yield), so calls that only
 /// compute are spread over the workers instead of piling up on the first
 /// to ask.
-async fn worker(ctx: &Arc<BatchContext>, queue: &Queue) -> Vec<(usize, Settled)> {
+async fn worker(ctx: &Arc<Batch>, queue: &Queue) -> Vec<(usize, Settled)> {
     let mut running = FuturesUnordered::new();
     let mut done = Vec::new();
     let mut open = true;
@@ -374,14 +236,15 @@ async fn worker(ctx: &Arc<BatchContext>, queue: &Queue) -> Vec<(usize, Settled)>
 
 /// Run one prepared call; a call that panics ends in an error result of its
 /// own, and the others go on.
-async fn run_one(ctx: &Arc<BatchContext>, i: usize, ready: Box<ReadyCall>) -> (usize, Settled) {
+async fn run_one(ctx: &Arc<Batch>, i: usize, ready: Box<ReadyCall>) -> (usize, Settled) {
     let outcome = std::panic::AssertUnwindSafe(ctx.execute(*ready))
         .catch_unwind()
         .await;
     let finished = outcome.unwrap_or_else(|_| {
-        let call = &ctx.message().tool_calls[i];
-        let trace = Trace::begin().ended(Outcome::Crashed);
-        ctx.fail(call, panicked(call), false, trace)
+        let call = &ctx.message.tool_calls[i];
+        let f = call::failed(call, panicked(call), false, Outcome::Crashed);
+        ctx.emit_executing(f.end_event());
+        f
     });
     (i, ctx.settle(finished))
 }
@@ -392,10 +255,4 @@ fn panicked(call: &crate::message::ToolCall) -> String {
         "Tool {} failed: the host task running it panicked",
         call.name
     )
-}
-
-/// True when at least one call finished and every one asked to stop.
-fn terminates(votes: impl IntoIterator<Item = bool>) -> bool {
-    let mut votes = votes.into_iter().peekable();
-    votes.peek().is_some() && votes.all(|stop| stop)
 }
