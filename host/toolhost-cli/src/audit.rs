@@ -128,20 +128,11 @@ fn print_entry(entry: &Entry) {
         escape(&entry.tool),
         format!("{:.1} ms", entry.duration_ms),
     );
-    let used = &entry.used;
-    for (what, list) in [
-        ("ran", &used.programs),
-        ("read", &used.read),
-        ("wrote", &used.written),
-        ("contacted", &used.hosts),
-        ("denied", &used.denied),
-    ] {
-        if !list.is_empty() {
-            println!("    {what}: {}", escape(&list.join(", ")));
-        }
+    for (what, list) in entry.used_lines() {
+        println!("    {what}: {}", escape(&list.join(", ")));
     }
-    if used.more > 0 {
-        println!("    and {} more", used.more);
+    if entry.used.more > 0 {
+        println!("    and {} more", entry.used.more);
     }
     if let Some(error) = &entry.error {
         println!("    error: {}", escape(error));

@@ -99,10 +99,16 @@ pub mod backend {
 /// What this machine offers the confinement (`toolhost doctor`): the jail,
 /// Landlock, and how resource limits are enforced.
 pub mod doctor {
-    pub use crate::ops::process::doctor::{Layer, layers};
+    pub use crate::ops::process::doctor::Layer;
     pub use crate::ops::process::jail::{Support, support as jail_support};
     pub use crate::ops::process::landlock;
     pub use crate::ops::process::limits::{Enforcement, enforcement};
+
+    /// Every layer that confines what tools are granted, as each capability
+    /// reports it, probed on this machine.
+    pub fn layers() -> Vec<Layer> {
+        crate::capability::doctor()
+    }
 }
 
 /// The package's bindings and the git guard, for the benchmark suite's

@@ -125,6 +125,18 @@ pub struct Entry {
     pub duration_ms: f64,
 }
 
+impl Entry {
+    /// What the call used, as a person reads it: each non-empty list with
+    /// the word its capability shows it with (`ran`, `read`, `wrote`,
+    /// `contacted`), then what the host refused and what it put back.
+    pub fn used_lines(&self) -> Vec<(&'static str, &[String])> {
+        crate::capability::audited(&self.used)
+            .into_iter()
+            .filter(|(_, list)| !list.is_empty())
+            .collect()
+    }
+}
+
 /// A line that records lost lines (written before the next one that could
 /// be written).
 #[derive(Debug, Serialize)]

@@ -3,6 +3,7 @@
 use super::{BuiltinBackends, Capability, GrantSpec, Imported, place};
 use crate::ops::Capabilities;
 use crate::ops::fs::WithOutputs;
+use crate::ops::usage::Use;
 use std::sync::Arc;
 
 pub(super) const CAPABILITY: Capability = Capability {
@@ -19,6 +20,11 @@ pub(super) const CAPABILITY: Capability = Capability {
             caps.fs_read = Some(Arc::new(fs));
         }
     },
+    audit: Some(super::Audited {
+        list: Use::Read,
+        shown_as: "read",
+    }),
+    doctor: super::no_layers,
 };
 
 /// The workspace; with the full-output files, those too (read-only), as

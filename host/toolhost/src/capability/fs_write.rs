@@ -2,6 +2,7 @@
 
 use super::{BuiltinBackends, Capability, GrantSpec, Imported, place};
 use crate::ops::Capabilities;
+use crate::ops::usage::Use;
 use std::sync::Arc;
 
 pub(super) const CAPABILITY: Capability = Capability {
@@ -18,6 +19,11 @@ pub(super) const CAPABILITY: Capability = Capability {
             caps.fs_write = Some(Arc::new(fs.protect(x.protected.clone())));
         }
     },
+    audit: Some(super::Audited {
+        list: Use::Written,
+        shown_as: "wrote",
+    }),
+    doctor: super::no_layers,
 };
 
 /// The workspace (its protected paths refused), or the full-output files'

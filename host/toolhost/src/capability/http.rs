@@ -3,6 +3,7 @@
 use super::{Capability, ForExtension, GrantSpec, Imported};
 use crate::ops::Capabilities;
 use crate::ops::http_client::HttpPolicy;
+use crate::ops::usage::Use;
 use std::sync::Arc;
 
 pub(super) const CAPABILITY: Capability = Capability {
@@ -17,6 +18,11 @@ pub(super) const CAPABILITY: Capability = Capability {
     },
     builtin: super::extensions_only,
     extension,
+    audit: Some(super::Audited {
+        list: Use::Host,
+        shown_as: "contacted",
+    }),
+    doctor: super::no_layers,
 };
 
 /// Its hosts; each request waits at most the call's own time limit.

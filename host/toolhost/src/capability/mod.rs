@@ -2,13 +2,16 @@
 //! `toolhost.toml` key and the interface that key lets a component import
 //! ([`Interface`]: its name, what it lets a component do, the value a
 //! refusal suggests), whether a grant asks for it, how two grants of it
-//! merge, what the host gives a built-in tool whose manifest names it, and
-//! what an extension's grant of it gives the extension.
+//! merge, what the host gives a built-in tool whose manifest names it, what
+//! an extension's grant of it gives the extension, what its use adds to a
+//! call's audit line, and what `toolhost doctor` says of its confinement
+//! here.
 //!
 //! [`ALL`] is the one table. Everything else reads it: the import check and
 //! the linker (`wit/interfaces.rs`, `wit/glue/`), the refusal and `ext`
 //! lines, the policy's merging, the built-ins' grants (`builtin.rs`) and the
-//! extensions' (`extensions/mod.rs`). Adding a
+//! extensions' (`extensions/mod.rs`), `toolhost audit`'s lines
+//! ([`audited`]) and `toolhost doctor` ([`doctor`]). Adding a
 //! capability means a module here, a row in [`ALL`], its field in
 //! [`GrantSpec`] and its glue in `wit/glue/` (`docs/architecture.md`, "Add a
 //! capability").
@@ -25,10 +28,12 @@ pub use grant::GrantSpec;
 
 use crate::ops::Capabilities;
 use crate::ops::fs::{FsRead, FsWrite, GrantedDir, LocalFs, OutputFiles, ProtectedPaths};
+use crate::ops::process::doctor::Layer;
 use crate::ops::process::{JailMode, ProcessPolicy};
 use crate::ops::protect::GitGuard;
 use crate::ops::search::Search;
 use crate::ops::tools::ToolSet;
+use crate::ops::usage::{Use, Used};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -171,6 +176,15 @@ pub(crate) struct ForExtension<'a> {
 pub(crate) type ProvideExtension =
     fn(&GrantSpec, &ForExtension<'_>, &mut Capabilities, warnings: &mut Vec<String>);
 
+/// What a call's use of a capability adds to its audit line: the list its
+/// Operations fill ([`crate::ops::usage`]), and the word `toolhost audit`
+/// shows that list with.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Audited {
+    pub list: Use,
+    pub shown_as: &'static str,
+}
+
 /// One capability (see the module docs).
 pub(crate) struct Capability {
     pub interface: Interface,
@@ -181,6 +195,11 @@ pub(crate) struct Capability {
     pub merge: fn(mine: &mut GrantSpec, other: &GrantSpec),
     pub builtin: ProvideBuiltin,
     pub extension: ProvideExtension,
+    /// What its use adds to the audit line (`None`: nothing).
+    pub audit: Option<Audited>,
+    /// What confines it on this machine, probed (`toolhost doctor`); none
+    /// for a capability whose confinement does not depend on the machine.
+    pub doctor: fn() -> Vec<Layer>,
 }
 
 /// Every capability, in the order they are listed to a person.
@@ -192,6 +211,35 @@ pub(crate) const ALL: &[Capability] = &[
     tools::CAPABILITY,
     http::CAPABILITY,
 ];
+
+/// Each list of `used` that a capability fills, with the word it is shown
+/// with, in the table's order (a list two capabilities fill, once); then
+/// what the host itself recorded: refusals and what it put back.
+pub(crate) fn audited(used: &Used) -> Vec<(&'static str, &[String])> {
+    let mut lists: Vec<(&'static str, Use)> = Vec::new();
+    for audited in ALL.iter().filter_map(|c| c.audit) {
+        if !lists.iter().any(|(_, list)| *list == audited.list) {
+            lists.push((audited.shown_as, audited.list));
+        }
+    }
+    lists.push(("denied", Use::Denied));
+    lists.push(("put back", Use::Reverted));
+    lists
+        .into_iter()
+        .map(|(shown_as, list)| (shown_as, used.list(list)))
+        .collect()
+}
+
+/// What `toolhost doctor` reports: each capability's confinement on this
+/// machine, in the table's order.
+pub(crate) fn doctor() -> Vec<Layer> {
+    ALL.iter().flat_map(|c| (c.doctor)()).collect()
+}
+
+/// A capability whose confinement is the same on every machine.
+fn no_layers() -> Vec<Layer> {
+    Vec::new()
+}
 
 /// The capability whose `toolhost.toml` key is `name`.
 pub(crate) fn named(name: &str) -> Option<&'static Capability> {
@@ -289,6 +337,49 @@ mod tests {
             (capability.merge)(&mut merged, &everything);
             assert!(merged.grants(name), "{name} is lost in a merge");
         }
+    }
+
+    /// Every list a call's record keeps is shown, once, with its
+    /// capability's word; the lists only the host fills come last.
+    #[test]
+    fn the_audit_shows_each_list_once_with_its_capabilitys_word() {
+        let used = Used {
+            read: vec!["/w/a".into()],
+            written: vec!["/w/b".into()],
+            programs: vec!["/usr/bin/git".into()],
+            hosts: vec!["example.org:443".into()],
+            denied: vec!["fs-write /etc: outside-roots".into()],
+            reverted: vec!["/w/.git/config".into()],
+            more: 0,
+        };
+        let shown: Vec<(&str, &str)> = audited(&used)
+            .into_iter()
+            .map(|(word, list)| (word, list[0].as_str()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("read", "/w/a"),
+                ("wrote", "/w/b"),
+                ("ran", "/usr/bin/git"),
+                ("contacted", "example.org:443"),
+                ("denied", "fs-write /etc: outside-roots"),
+                ("put back", "/w/.git/config"),
+            ]
+        );
+    }
+
+    /// `toolhost doctor`'s layers are the capabilities' own: the process
+    /// capability's confinement (the jail first).
+    #[test]
+    fn the_doctor_asks_each_capability() {
+        let names: Vec<&str> = doctor().iter().map(|l| l.name).collect();
+        let process: Vec<&str> = (process::CAPABILITY.doctor)()
+            .iter()
+            .map(|l| l.name)
+            .collect();
+        assert_eq!(names, process);
+        assert_eq!(names.first(), Some(&"jail"));
     }
 
     #[test]

@@ -7,6 +7,7 @@ use crate::ops::Capabilities;
 use crate::ops::fs::GrantedDir;
 use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy, View};
 use crate::ops::protect::ProtectedPaths;
+use crate::ops::usage::Use;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -22,6 +23,11 @@ pub(super) const CAPABILITY: Capability = Capability {
     },
     builtin,
     extension,
+    audit: Some(super::Audited {
+        list: Use::Program,
+        shown_as: "ran",
+    }),
+    doctor: crate::ops::process::doctor::layers,
 };
 
 /// The shells, under the shell tools' policy, with the guard over what

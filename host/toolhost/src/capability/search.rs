@@ -4,6 +4,7 @@
 use super::{BuiltinBackends, Capability, ForExtension, GrantSpec, Imported};
 use crate::ops::Capabilities;
 use crate::ops::search::LocalSearch;
+use crate::ops::usage::Use;
 use std::sync::Arc;
 
 pub(super) const CAPABILITY: Capability = Capability {
@@ -13,6 +14,11 @@ pub(super) const CAPABILITY: Capability = Capability {
     merge: |mine, other| mine.search |= other.search,
     builtin,
     extension,
+    audit: Some(super::Audited {
+        list: Use::Read,
+        shown_as: "read",
+    }),
+    doctor: super::no_layers,
 };
 
 /// A built-in searches the workspace.

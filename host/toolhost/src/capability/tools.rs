@@ -11,4 +11,6 @@ pub(super) const CAPABILITY: Capability = Capability {
     merge: |mine, other| mine.tools |= other.tools,
     builtin: super::extensions_only,
     extension: |_, x, caps, _| caps.tools = Some(x.tool_set.clone()),
+    audit: None,
+    doctor: super::no_layers,
 };

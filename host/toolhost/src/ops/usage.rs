@@ -45,12 +45,38 @@ pub struct Used {
     pub more: u32,
 }
 
+impl Used {
+    /// The entries of one list.
+    pub fn list(&self, kind: Use) -> &[String] {
+        match kind {
+            Use::Read => &self.read,
+            Use::Written => &self.written,
+            Use::Program => &self.programs,
+            Use::Host => &self.hosts,
+            Use::Denied => &self.denied,
+            Use::Reverted => &self.reverted,
+        }
+    }
+
+    fn list_mut(&mut self, kind: Use) -> &mut Vec<String> {
+        match kind {
+            Use::Read => &mut self.read,
+            Use::Written => &mut self.written,
+            Use::Program => &mut self.programs,
+            Use::Host => &mut self.hosts,
+            Use::Denied => &mut self.denied,
+            Use::Reverted => &mut self.reverted,
+        }
+    }
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-/// Which list an entry goes to.
-#[derive(Clone, Copy, Debug)]
+/// Which list an entry goes to (each capability says which lists its use
+/// fills: `crate::capability`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Use {
     Read,
     Written,
@@ -77,14 +103,7 @@ impl Usage {
     pub fn note(&self, kind: Use, entry: &str) {
         let Some(seen) = &self.seen else { return };
         let mut used = seen.lock().expect("usage lock");
-        let list = match kind {
-            Use::Read => &mut used.read,
-            Use::Written => &mut used.written,
-            Use::Program => &mut used.programs,
-            Use::Host => &mut used.hosts,
-            Use::Denied => &mut used.denied,
-            Use::Reverted => &mut used.reverted,
-        };
+        let list = used.list_mut(kind);
         if list.iter().any(|e| e == entry) {
             return;
         }
