@@ -1,0 +1,80 @@
+//! The pattern of a rule, read the way its subject needs: as text where `*`
+//! is any text (commands, arguments), as a path glob (paths), or as a host.
+
+use super::Anchors;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Debug)]
+pub(super) struct Pattern {
+    /// `*` as any text, everything else literal.
+    text: regex::Regex,
+    /// As a glob over absolute paths; `None` when it is not one.
+    path: Option<globset::GlobMatcher>,
+    /// As `host[:port]`, lowercased; `*.` in front for subdomains.
+    host: (String, Option<u16>),
+}
+
+impl Pattern {
+    pub(super) fn new(pattern: &str, anchors: &Anchors) -> Result<Pattern, String> {
+        let text = regex::Regex::new(&format!(
+            "^(?s:{})$",
+            pattern
+                .split('*')
+                .map(regex::escape)
+                .collect::<Vec<_>>()
+                .join(".*")
+        ))
+        .map_err(|e| format!("the pattern cannot be read: {e}"))?;
+        let path = anchored(pattern, anchors).and_then(|absolute| {
+            globset::GlobBuilder::new(&absolute.to_string_lossy())
+                .literal_separator(true)
+                .build()
+                .ok()
+                .map(|g| g.compile_matcher())
+        });
+        let host = match pattern.rsplit_once(':') {
+            Some((host, port)) if port.parse::<u16>().is_ok() => {
+                (host.to_ascii_lowercase(), port.parse().ok())
+            }
+            _ => (pattern.to_ascii_lowercase(), None),
+        };
+        Ok(Pattern { text, path, host })
+    }
+
+    pub(super) fn matches_text(&self, text: &str) -> bool {
+        self.text.is_match(text)
+    }
+
+    pub(super) fn matches_path(&self, path: &Path) -> bool {
+        self.path.as_ref().is_some_and(|g| g.is_match(path))
+    }
+
+    pub(super) fn matches_host(&self, host: &str, port: u16) -> bool {
+        let (pattern, want_port) = &self.host;
+        if want_port.is_some_and(|p| p != port) {
+            return false;
+        }
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        match pattern.strip_prefix("*.") {
+            Some(domain) => host
+                .strip_suffix(domain)
+                .is_some_and(|sub| sub.len() > 1 && sub.ends_with('.')),
+            None => host == *pattern,
+        }
+    }
+}
+
+/// A path pattern made absolute: `~/…` under the home directory, a relative
+/// one under the workspace. `None` for `~` without a home.
+fn anchored(pattern: &str, anchors: &Anchors) -> Option<PathBuf> {
+    if pattern == "~" || pattern.starts_with("~/") {
+        let home = anchors.home.as_ref()?;
+        return Some(home.join(pattern.trim_start_matches('~').trim_start_matches('/')));
+    }
+    let path = Path::new(pattern);
+    Some(if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        anchors.workspace.join(path)
+    })
+}
