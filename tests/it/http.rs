@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A test HTTP/1.1 server on a port of its own, serving each connection in a
 /// thread until the test process ends, and counting the connections it saw.
-struct Server {
-    port: u16,
+pub(crate) struct Server {
+    pub(crate) port: u16,
     connections: Arc<AtomicUsize>,
 }
 
@@ -25,7 +25,7 @@ impl Server {
     /// Listen on `addr` (`127.0.0.1:0`, or `0.0.0.0:0` to be reachable
     /// through the machine's own name); `other` is the port `/redirect`
     /// sends clients to.
-    fn start(addr: &str, other: u16) -> Server {
+    pub(crate) fn start(addr: &str, other: u16) -> Server {
         let listener = TcpListener::bind(addr).unwrap();
         let port = listener.local_addr().unwrap().port();
         let connections = Arc::new(AtomicUsize::new(0));
@@ -40,7 +40,7 @@ impl Server {
         Server { port, connections }
     }
 
-    fn connections(&self) -> usize {
+    pub(crate) fn connections(&self) -> usize {
         self.connections.load(Ordering::SeqCst)
     }
 }
@@ -106,7 +106,7 @@ fn httpget() -> PathBuf {
 
 /// A workspace with httpget in the user's extensions and `policy` as the
 /// user's toolhost.toml.
-fn installed(policy: &str) -> Workspace {
+pub(crate) fn installed(policy: &str) -> Workspace {
     let ws = Workspace::new();
     std::fs::create_dir_all(ws.user_extensions()).unwrap();
     std::fs::copy(httpget(), ws.user_extensions().join("httpget.wasm")).unwrap();
@@ -114,7 +114,7 @@ fn installed(policy: &str) -> Workspace {
     ws
 }
 
-fn grant(entries: &[String]) -> String {
+pub(crate) fn grant(entries: &[String]) -> String {
     let list: Vec<String> = entries.iter().map(|e| format!("{e:?}")).collect();
     format!("[extensions.httpget]\nhttp = [{}]\n", list.join(", "))
 }

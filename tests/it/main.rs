@@ -21,6 +21,7 @@ mod loopback;
 mod mcp;
 mod mcp_sessions;
 mod order;
+mod permissions;
 mod pipeline;
 mod protect;
 mod read;

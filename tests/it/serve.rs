@@ -426,3 +426,103 @@ fn every_change_of_the_active_set_reaches_the_client_as_tools_changed() {
         "{rest:?}"
     );
 }
+
+/// The next line that is a request of the server to the client.
+#[track_caller]
+fn next_question(server: &Server) -> Value {
+    loop {
+        let line = server.next();
+        if line["method"] == "permission/ask" {
+            return line;
+        }
+        assert!(
+            line.get("result").is_none(),
+            "a response came before the question: {line}"
+        );
+    }
+}
+
+#[test]
+fn a_client_with_a_person_answers_questions_and_one_without_gets_the_refusal() {
+    let ws = Workspace::new();
+    user_policy(&ws, "[permissions]\nask = [\"bash(echo *)\"]\n");
+    let mut server = Server::start(&ws, &[]);
+    let call = |id: &str, command: &str| json!({"type": "toolCall", "id": id, "name": "bash", "arguments": {"command": command}});
+    let message = batch(json!([call("a", "echo one"), call("b", "echo two")]));
+    server.request(
+        json!(1),
+        "batch/run",
+        json!({"message": message, "ask": true}),
+    );
+    // One question at a time, in the message's order.
+    let first = next_question(&server);
+    assert_eq!(first["params"]["question"]["toolCallId"], "a");
+    assert_eq!(first["params"]["question"]["need"]["line"], "echo one");
+    assert_eq!(
+        first["params"]["answers"],
+        json!(["once", "session", "deny"])
+    );
+    assert!(
+        first["params"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("because the rule ask = [\"bash(echo *)\"] asks about it"),
+        "{first}"
+    );
+    // A response to no question (a forged id) changes nothing.
+    server.send(r#"{"jsonrpc":"2.0","id":"ask-99","result":{"answer":"session"}}"#);
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": first["id"], "result": {"answer": "once"}}).to_string(),
+    );
+    let second = next_question(&server);
+    assert_eq!(second["params"]["question"]["toolCallId"], "b");
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": second["id"],
+                "result": {"answer": "deny", "reason": "not two"}})
+        .to_string(),
+    );
+    let response = server.response();
+    assert_eq!(
+        result_texts(&response["result"]["toolResults"]),
+        [
+            "one\n",
+            "The person denied permission to run the command: echo two: not two"
+        ]
+    );
+
+    // Without `ask`, nobody is asked.
+    let message = batch(json!([call("c", "echo one")]));
+    server.request(json!(2), "batch/run", json!({"message": message}));
+    let response = server.response();
+    let texts = result_texts(&response["result"]["toolResults"]);
+    assert!(
+        texts[0].contains("no person can be asked here"),
+        "{texts:?}"
+    );
+
+    // A question withdrawn by cancelling its batch is said to the client.
+    let message = batch(json!([call("d", "echo three")]));
+    server.request(
+        json!(3),
+        "batch/run",
+        json!({"message": message, "ask": true}),
+    );
+    let question = next_question(&server);
+    server.request(json!(4), "batch/cancel", json!({"id": 3}));
+    let mut withdrawn = false;
+    let mut results = None;
+    while results.is_none() || !withdrawn {
+        let line = server.next();
+        if line["method"] == "permission/withdrawn" {
+            assert_eq!(line["params"]["id"], question["id"]);
+            withdrawn = true;
+        } else if line["id"] == 3 {
+            results = Some(line);
+        }
+    }
+    assert_eq!(
+        result_texts(&results.unwrap()["result"]["toolResults"]),
+        [toolhost::OPERATION_ABORTED]
+    );
+    server.finish();
+}

@@ -100,6 +100,20 @@ impl Workspace {
             .arg(&self.path)
             .env("XDG_CONFIG_HOME", self.config_home())
             .env("XDG_STATE_HOME", self.state_home());
+        // Without a controlling terminal, as in CI: a test run from a
+        // developer's terminal must not ask them (`toolhost run` and `call`
+        // ask at `/dev/tty`). `on_a_terminal` gives it one on purpose.
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setsid is async-signal-safe and touches no memory. It
+        // fails only for a group leader (a test that made one), which then
+        // keeps the terminal it was given.
+        #[allow(unsafe_code)]
+        unsafe {
+            cmd.pre_exec(|| {
+                let _ = rustix::process::setsid();
+                Ok(())
+            });
+        }
         cmd
     }
 
@@ -509,13 +523,27 @@ pub fn on_a_terminal(
     env: &[(&str, &str)],
     answer: Option<(&str, &str)>,
 ) -> (i32, Vec<u8>) {
-    let script = "import os, pty, sys, fcntl, termios, struct\n\
-                  prompt, reply = sys.argv[1].encode(), sys.argv[2].encode()\n\
+    let (prompt, reply) = answer.unwrap_or(("", ""));
+    let replies: &[&str] = if prompt.is_empty() { &[] } else { &[reply] };
+    on_a_terminal_answering(ws, args, env, prompt, replies)
+}
+
+/// [`on_a_terminal`], typing `replies` in turn, one each time `prompt`
+/// appears again in what toolhost wrote.
+pub fn on_a_terminal_answering(
+    ws: &Workspace,
+    args: &[&str],
+    env: &[(&str, &str)],
+    prompt: &str,
+    replies: &[&str],
+) -> (i32, Vec<u8>) {
+    let script = "import os, pty, sys, fcntl, termios, struct, json\n\
+                  prompt, replies = sys.argv[1].encode(), json.loads(sys.argv[2])\n\
                   pid, fd = pty.fork()\n\
                   if pid == 0:\n\
                   \x20   fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack('HHHH', 40, 120, 0, 0))\n\
                   \x20   os.execv(sys.argv[3], sys.argv[3:])\n\
-                  out, answered = b'', not prompt\n\
+                  out, answered = b'', 0\n\
                   while True:\n\
                   \x20   try:\n\
                   \x20       chunk = os.read(fd, 65536)\n\
@@ -524,18 +552,19 @@ pub fn on_a_terminal(
                   \x20   if not chunk:\n\
                   \x20       break\n\
                   \x20   out += chunk\n\
-                  \x20   if not answered and prompt in out:\n\
-                  \x20       os.write(fd, reply + b'\\n')\n\
-                  \x20       answered = True\n\
+                  \x20   while prompt and answered < len(replies) and out.count(prompt) > answered:\n\
+                  \x20       os.write(fd, replies[answered].encode() + b'\\n')\n\
+                  \x20       answered += 1\n\
                   _, status = os.waitpid(pid, 0)\n\
                   sys.stdout.buffer.write(out)\n\
                   sys.exit(os.waitstatus_to_exitcode(status))\n";
-    let (prompt, reply) = answer.unwrap_or(("", ""));
+    let replies = serde_json::to_string(replies).unwrap();
     let out = Command::new("python3")
-        .args(["-c", script, prompt, reply])
+        .args(["-c", script, prompt, &replies])
         .arg(toolhost_bin())
         .args(args)
         .env("XDG_CONFIG_HOME", ws.config_home())
+        .env("XDG_STATE_HOME", ws.state_home())
         .env_remove("NO_COLOR")
         .env("TERM", "xterm-256color")
         .envs(env.iter().copied())

@@ -52,6 +52,7 @@ fn stdout_failed(e: std::io::Error) -> ! {
 }
 
 // After the `println!` above, which they use too.
+mod ask;
 mod audit;
 mod view;
 
@@ -519,6 +520,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     };
     if let Some(runtime) = &optimiser {
         builder = builder.runtime(runtime.clone());
+    }
+    // `run` and `call` ask the person at the terminal, if there is one;
+    // `serve` and `mcp` ask through their clients.
+    if matches!(cli.command, Command::Call { .. } | Command::Run { .. })
+        && let Some(terminal) = ask::Terminal::open()
+    {
+        builder = builder.ask(terminal);
     }
     let host = builder.build().await.context("loading the tools")?;
     for d in host.diagnostics() {

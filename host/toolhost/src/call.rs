@@ -21,6 +21,8 @@ use crate::ops::fs::Turn;
 use crate::ops::process::STOP_GRACE;
 use crate::ops::protect::guard::{self as git_guard, GitGuard, Reverted};
 use crate::ops::usage::{Usage, Use, Used};
+use crate::permissions::ask::CallAsking;
+use crate::permissions::{Asker, Need, Subject};
 use crate::registry::RegisteredTool;
 use crate::session::Session;
 use crate::validate;
@@ -40,6 +42,8 @@ pub(crate) trait Scope: Send + Sync + 'static {
     fn cancel(&self) -> &CancellationToken;
     /// The tool `call` names, from the registry as it is now.
     fn lookup(&self, call: &ToolCall) -> Option<Arc<RegisteredTool>>;
+    /// The person to ask, when the front end has one.
+    fn asker(&self) -> Option<&Arc<Asker>>;
     /// Call `i`'s place in the order of file mutations (once).
     fn take_turn(&self, i: usize) -> Option<Turn>;
     /// An event of an executing call (its progress, a hook's report).
@@ -289,6 +293,49 @@ pub(crate) async fn prepare(scope: &dyn Scope, i: usize) -> Preflight {
     }
     if cancel.is_cancelled() {
         return aborted(call, trace);
+    }
+    // The rules see the arguments the call will run with (after the
+    // hooks); a `deny` or `ask` rule that names the call decides here, and
+    // what it needs beyond its grants is decided where it is used.
+    let rules = &session.permissions;
+    if !rules.is_inert() {
+        let asking = Arc::new(CallAsking::new(
+            rules.clone(),
+            scope.asker().cloned(),
+            session.always_file.clone(),
+            name,
+            &call.id,
+            tool.source.to_string(),
+            &tool.digest,
+            ctx.args.clone(),
+        ));
+        let _ = signals.asking.set(asking.clone());
+        if rules.speak_of(name) {
+            let arguments;
+            let (subject, need) = match ctx.args.get("command").and_then(Value::as_str) {
+                Some(line) if tool.sandbox.runs_shell() => (
+                    Subject::Command { tool: name, line },
+                    Need::Command {
+                        line: line.to_string(),
+                    },
+                ),
+                _ => {
+                    arguments = ctx.args.to_string();
+                    let subject = Subject::Call {
+                        tool: name,
+                        arguments: &arguments,
+                    };
+                    (subject, Need::Call)
+                }
+            };
+            if let Err(text) = asking
+                .check_call(subject, need, cancel, &signals.usage)
+                .await
+            {
+                trace.used = signals.usage.used();
+                return done(call, text, false, trace.ended(Outcome::Blocked));
+            }
+        }
     }
     Preflight::Ready(Box::new(ReadyCall {
         call: call.clone(),

@@ -347,6 +347,11 @@ impl Sandbox {
         self.linked.read().expect("linked lock").clone()
     }
 
+    /// Whether its calls' `command` argument is a shell command line.
+    pub(crate) fn runs_shell(&self) -> bool {
+        self.caps.shell
+    }
+
     /// Whether its calls can take a file's mutation lock (`fs-write`).
     pub(crate) fn may_lock_files(&self) -> bool {
         self.caps.fs_write.is_some()
@@ -457,7 +462,8 @@ impl Sandbox {
         store.limiter(|s| &mut s.limiter);
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|store| {
-            if Instant::now() >= store.data().deadline {
+            let data = store.data();
+            if Instant::now() >= data.deadline + data.signals.waited() {
                 return Err(Stop::Deadline.into());
             }
             Ok(UpdateDeadline::Yield(1))
@@ -591,7 +597,17 @@ impl CallInstance {
             cancel.cancelled().await;
             tokio::time::sleep(grace).await;
         };
-        let deadline = tokio::time::Instant::from_std(self.deadline);
+        // The time spent waiting for the person's answers is added back.
+        let (start_deadline, signals) = (self.deadline, self.signals.clone());
+        let timeout = async move {
+            loop {
+                let deadline = start_deadline + signals.waited();
+                tokio::time::sleep_until(deadline.into()).await;
+                if Instant::now() >= start_deadline + signals.waited() {
+                    return;
+                }
+            }
+        };
         enum Outcome<T> {
             Done(wasmtime::Result<T>),
             Timeout,
@@ -602,7 +618,7 @@ impl CallInstance {
             tokio::select! {
                 biased;
                 out = fut => Outcome::Done(out),
-                _ = tokio::time::sleep_until(deadline) => Outcome::Timeout,
+                _ = timeout => Outcome::Timeout,
                 _ = killed => Outcome::Killed,
             }
         };

@@ -18,6 +18,9 @@
 //!   the hooks and the call settings. Nothing below reaches back to the host.
 //! * `batch` is Pi's scheduler: the preflight in source order, parallel or
 //!   sequential execution, the event order, terminate and abort.
+//! * [`permissions`] holds the `[permissions]` rules and asking: what a
+//!   call that needs more than it was granted, or that an `ask` rule
+//!   names, gets from the rules or the person behind the front end.
 //! * `call` is one call's pipeline: lookup → a fresh instance →
 //!   `prepare-arguments` → `validate` (coercion + JSON Schema) → before
 //!   `hooks` → execute → after hooks → result message.
@@ -78,9 +81,7 @@ mod loader;
 pub mod mcp;
 mod message;
 mod ops;
-// The rules of issue 25, wired into the policy and the calls next.
-#[allow(dead_code)]
-mod permissions;
+pub mod permissions;
 mod registry;
 #[cfg(feature = "serve")]
 pub mod serve;

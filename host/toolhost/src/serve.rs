@@ -15,6 +15,13 @@
 //! * `batch/cancel` `{id}` → `{cancelled}`: abort the running batch of request
 //!   `id`; its response still comes, with every call's result.
 //!
+//! A `batch/run` with `"ask": true` says a person answers for the client:
+//! a call that needs what it was not granted, or that an `ask` rule names,
+//! then sends the client a request `permission/ask` `{batchId, question,
+//! text, answers}` (ids `ask-N`), which it answers with `{answer, reason?}`;
+//! a question withdrawn (the batch was cancelled, or the wait ran out) is
+//! said by a `permission/withdrawn` `{id}` notification. Over stdio only.
+//!
 //! Batches run concurrently; everything else is answered in order of arrival.
 //! Malformed input gets the JSON-RPC error codes with a message naming the
 //! cause. A JSON array (a JSON-RPC batch) is refused: with streamed events, one
@@ -24,6 +31,8 @@ use crate::events::Event;
 use crate::formats::{self, ToolFormat};
 use crate::host::Host;
 use crate::message::AssistantMessage;
+use crate::permissions::{Answer, Ask, Asker, Question};
+use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -70,11 +79,106 @@ impl RpcError {
 type Running = Arc<Mutex<HashMap<String, CancellationToken>>>;
 
 /// The server's state: the host, and the running batches by request id
-/// (shared by every connection of the HTTP listener).
+/// (shared by every connection of the HTTP listener), and over stdio the
+/// client's person, when a batch says there is one.
 #[derive(Clone)]
 struct RpcServer {
     host: Host,
     running: Running,
+    person: Option<(Arc<ClientPerson>, Arc<Asker>)>,
+}
+
+/// The method of the server's request that asks the client's person.
+pub const ASK_METHOD: &str = "permission/ask";
+/// The notification that a question was withdrawn.
+pub const WITHDRAWN_METHOD: &str = "permission/withdrawn";
+
+/// The person behind a stdio client: asked by a `permission/ask` request,
+/// whose response the read loop hands back.
+struct ClientPerson {
+    out: Outbox,
+    /// Questions sent and not yet answered, by request id.
+    pending: Mutex<HashMap<String, tokio::sync::oneshot::Sender<Value>>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl ClientPerson {
+    /// Hand a response of the client to the question it answers; `false`
+    /// when no question waits under its id.
+    fn answered(&self, id: &str, response: Value) -> bool {
+        let waiting = self.pending.lock().expect("pending questions").remove(id);
+        waiting.is_some_and(|tx| tx.send(response).is_ok())
+    }
+}
+
+impl Ask for ClientPerson {
+    fn front_end(&self) -> &str {
+        "serve"
+    }
+
+    fn ask<'a>(&'a self, question: &'a Question) -> BoxFuture<'a, Option<Answer>> {
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let id = format!("ask-{n}");
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.pending
+            .lock()
+            .expect("pending questions")
+            .insert(id.clone(), tx);
+        self.out.send(json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": ASK_METHOD,
+            "params": {
+                "question": question,
+                "text": question.text(),
+                "answers": question.answers(),
+            },
+        }));
+        // Withdrawn when dropped unanswered (the batch was cancelled, or
+        // the wait ran out): the client is told.
+        let withdraw = Withdraw {
+            person: self,
+            id: Some(id),
+        };
+        Box::pin(async move {
+            let mut withdraw = withdraw;
+            let response = rx.await.ok()?;
+            withdraw.id = None;
+            let result = response.get("result")?;
+            let name = result.get("answer")?.as_str()?;
+            let reason = result
+                .get("reason")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            match Answer::from_name(name, reason)? {
+                // "Always" where it was not offered counts for the session.
+                Answer::Always if !question.always => Some(Answer::Session),
+                answer => Some(answer),
+            }
+        })
+    }
+}
+
+struct Withdraw<'a> {
+    person: &'a ClientPerson,
+    id: Option<String>,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            self.person
+                .pending
+                .lock()
+                .expect("pending questions")
+                .remove(&id);
+            self.person.out.send(json!({
+                "jsonrpc": "2.0",
+                "method": WITHDRAWN_METHOD,
+                "params": {"id": id},
+            }));
+        }
+    }
 }
 
 /// A `batch/run` being served: its task, and the token that cancels it.
@@ -127,9 +231,15 @@ where
             }
         })
     };
+    let person = Arc::new(ClientPerson {
+        out: out.clone(),
+        pending: Mutex::default(),
+        next: Default::default(),
+    });
     let server = RpcServer {
         host,
         running: Arc::default(),
+        person: Some((person.clone(), Asker::new(person))),
     };
     let mut batches = JoinSet::new();
     let mut input = input;
@@ -260,6 +370,20 @@ fn error_response(id: &Value, error: RpcError) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": error.code, "message": error.message}})
 }
 
+/// A line that is a response of the client (an id, a result or an error,
+/// no method): its id's text and the response.
+fn client_response(line: &str) -> Option<(String, Value)> {
+    let value: Value = serde_json::from_str(line).ok()?;
+    let object = value.as_object()?;
+    if object.contains_key("method")
+        || !(object.contains_key("result") || object.contains_key("error"))
+    {
+        return None;
+    }
+    let id = object.get("id")?.as_str()?.to_string();
+    Some((id, value))
+}
+
 /// A parsed request: `id` is `None` for a notification.
 struct Request {
     id: Option<Value>,
@@ -342,6 +466,15 @@ fn kind(value: &Value) -> &'static str {
 impl RpcServer {
     /// Answer one request into `out`; a `batch/run` is returned to be run.
     fn handle(&self, line: &str, out: &Outbox) -> Option<Batch> {
+        if let Some((person, _)) = &self.person
+            && let Some((id, response)) = client_response(line)
+        {
+            // The answer to a question; one that answers nothing waiting
+            // (withdrawn, or never asked) is dropped, as JSON-RPC has no
+            // way to reply to a response.
+            person.answered(&id, response);
+            return None;
+        }
         let request = match parse_request(line) {
             Ok(request) => request,
             Err((id, error)) => {
@@ -350,7 +483,11 @@ impl RpcServer {
             }
         };
         if request.method == "batch/run" {
-            return match start_batch(&self.host, request, out, &self.running) {
+            let asker = match request.params.get("ask") {
+                Some(Value::Bool(true)) => self.person.as_ref().map(|(_, asker)| asker.clone()),
+                _ => None,
+            };
+            return match start_batch(&self.host, request, out, &self.running, asker) {
                 Ok(batch) => batch,
                 Err((id, error)) => {
                     out.send(error_response(&id, error));
@@ -445,6 +582,7 @@ fn start_batch(
     request: Request,
     out: &Outbox,
     running: &Running,
+    asker: Option<Arc<Asker>>,
 ) -> Result<Option<Batch>, (Value, RpcError)> {
     let method = "batch/run";
     let Some(id) = request.id else {
@@ -498,7 +636,9 @@ fn start_batch(
                 }),
             );
         });
-        let outcome = host.run_batch_in(&message, cancel, sink, Some(turns)).await;
+        let outcome = host
+            .run_batch_in(&message, cancel, sink, Some(turns), asker)
+            .await;
         running.lock().expect("running batches lock").remove(&key);
         out.send(response(
             &id,
@@ -521,9 +661,12 @@ fn start_batch(
 /// table of running ids, so `batch/cancel` works from another connection.
 #[cfg(feature = "http")]
 pub fn http_route(host: Host, max_body_bytes: usize) -> crate::http_server::Route {
+    // Over HTTP a request's stream cannot carry the client's answer back:
+    // nobody is asked.
     let server = RpcServer {
         host,
         running: Arc::default(),
+        person: None,
     };
     crate::http_server::Route {
         path: "/rpc",

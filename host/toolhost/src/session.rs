@@ -11,6 +11,7 @@
 
 use crate::audit::AuditLog;
 use crate::hooks::Hook;
+use crate::permissions::{Asker, Rules};
 use crate::registry::{RegisteredTool, Registry};
 use crate::wit::CallContext;
 use std::path::PathBuf;
@@ -30,6 +31,12 @@ pub(crate) struct Session {
     pub audit_log: Option<Arc<AuditLog>>,
     /// The order in which calls arrived, which their file mutations keep.
     pub mutations: Arc<crate::ops::fs::MutationOrder>,
+    /// The permission rules, and where an "always" answer is written.
+    pub permissions: Arc<Rules>,
+    pub always_file: Option<PathBuf>,
+    /// The embedder's person to ask ([`crate::HostBuilder::ask`]), for
+    /// batches whose front end brings none.
+    pub asker: Option<Arc<Asker>>,
 }
 
 /// What every call of a session runs with.

@@ -53,6 +53,9 @@ pub(crate) struct CallSignals {
     pub(crate) spawned: crate::ops::process::Spawned,
     /// Its place in the order of file mutations, until its first lock.
     pub(crate) turn: crate::ops::fs::TurnSlot,
+    /// How it asks the person for what it was not granted (set once its
+    /// arguments are final, before it executes).
+    pub(crate) asking: std::sync::OnceLock<Arc<crate::permissions::ask::CallAsking>>,
 }
 
 impl CallSignals {
@@ -77,7 +80,16 @@ impl CallSignals {
             usage,
             spawned: Default::default(),
             turn: crate::ops::fs::TurnSlot::new(turn),
+            asking: std::sync::OnceLock::new(),
         })
+    }
+
+    /// How long the call has waited for the person's answers: that time
+    /// does not count against its time limit.
+    pub(crate) fn waited(&self) -> Duration {
+        self.asking
+            .get()
+            .map_or(Duration::ZERO, |asking| asking.waited())
     }
 
     /// Route progress updates of the call to `f` until [`Self::settle`].
@@ -154,6 +166,10 @@ impl crate::ops::http_client::CallWatch for CallSignals {
 
     fn usage(&self) -> &Usage {
         &self.usage
+    }
+
+    fn asking(&self) -> Option<&crate::permissions::ask::CallAsking> {
+        self.asking.get().map(|a| a.as_ref())
     }
 }
 

@@ -25,6 +25,7 @@ use crate::call::{self, Finished, Preflight, Scope};
 use crate::events::{Event, EventSink};
 use crate::message::{AssistantMessage, StopReason, ToolCall, ToolResultMessage};
 use crate::ops::fs::{Turn, TurnSlot};
+use crate::permissions::Asker;
 use crate::registry::{ExecutionMode, RegisteredTool};
 use crate::session::Session;
 use events::{Gate, Settled};
@@ -48,16 +49,31 @@ pub(crate) enum Reach {
     AnyLoaded,
 }
 
-/// Run `message`'s calls in `session`, their events to `sink`; `turns`,
-/// when the batch arrived before it runs, are its calls' places in the
-/// order of file mutations, one per call (else they are taken now).
+/// Where a batch's events go and who it asks: the front end it came from.
+pub(crate) struct Front {
+    pub cancel: CancellationToken,
+    pub sink: Arc<dyn EventSink>,
+    /// The person behind the front end, if it has one to ask (else the
+    /// session's, [`Session::asker`]).
+    pub asker: Option<Arc<Asker>>,
+}
+
+/// Run `message`'s calls in `session`, their events to `front`'s sink;
+/// `turns`, when the batch arrived before it runs, are its calls' places in
+/// the order of file mutations, one per call (else they are taken now).
 pub(crate) async fn run(
     session: Arc<Session>,
     message: Arc<AssistantMessage>,
-    (cancel, sink): (CancellationToken, Arc<dyn EventSink>),
+    front: Front,
     turns: Option<Vec<Turn>>,
     reach: Reach,
 ) -> BatchOutcome {
+    let Front {
+        cancel,
+        sink,
+        asker,
+    } = front;
+    let asker = asker.or_else(|| session.asker.clone());
     let calls = message.tool_calls.len();
     let turns = match turns {
         Some(turns) => {
@@ -71,6 +87,7 @@ pub(crate) async fn run(
         message,
         cancel,
         sink,
+        asker,
         any_tool: reach == Reach::AnyLoaded,
         gate: Gate::default(),
         turns: turns
@@ -87,6 +104,7 @@ struct Batch {
     message: Arc<AssistantMessage>,
     cancel: CancellationToken,
     sink: Arc<dyn EventSink>,
+    asker: Option<Arc<Asker>>,
     /// Calls may name any loaded tool, not only the active ones (a call the
     /// embedder makes by name, [`crate::Host::call`]).
     any_tool: bool,
@@ -118,6 +136,10 @@ impl Scope for Batch {
         } else {
             registry.get_active(&call.name)
         }
+    }
+
+    fn asker(&self) -> Option<&Arc<Asker>> {
+        self.asker.as_ref()
     }
 
     fn take_turn(&self, i: usize) -> Option<Turn> {

@@ -214,7 +214,8 @@ pub(crate) const ALL: &[Capability] = &[
 
 /// Each list of `used` that a capability fills, with the word it is shown
 /// with, in the table's order (a list two capabilities fill, once); then
-/// what the host itself recorded: refusals and what it put back.
+/// what the host itself recorded: refusals, what it put back, and what
+/// the person was asked.
 pub(crate) fn audited(used: &Used) -> Vec<(&'static str, &[String])> {
     let mut lists: Vec<(&'static str, Use)> = Vec::new();
     for audited in ALL.iter().filter_map(|c| c.audit) {
@@ -224,6 +225,7 @@ pub(crate) fn audited(used: &Used) -> Vec<(&'static str, &[String])> {
     }
     lists.push(("denied", Use::Denied));
     lists.push(("put back", Use::Reverted));
+    lists.push(("asked", Use::Asked));
     lists
         .into_iter()
         .map(|(shown_as, list)| (shown_as, used.list(list)))
@@ -350,6 +352,7 @@ mod tests {
             hosts: vec!["example.org:443".into()],
             denied: vec!["fs-write /etc: outside-roots".into()],
             reverted: vec!["/w/.git/config".into()],
+            asked: vec!["send HTTP requests to a:443: once (terminal)".into()],
             more: 0,
         };
         let shown: Vec<(&str, &str)> = audited(&used)
@@ -365,6 +368,7 @@ mod tests {
                 ("contacted", "example.org:443"),
                 ("denied", "fs-write /etc: outside-roots"),
                 ("put back", "/w/.git/config"),
+                ("asked", "send HTTP requests to a:443: once (terminal)"),
             ]
         );
     }

@@ -36,6 +36,7 @@ fn builtin(grant: &GrantSpec, b: &BuiltinBackends, caps: &mut Capabilities) -> R
     super::unknown_places(&grant.process, &[place::SHELLS])?;
     caps.process = Some(b.shells.0.clone());
     caps.guard = Some(b.shells.1.clone());
+    caps.shell = true;
     Ok(())
 }
 

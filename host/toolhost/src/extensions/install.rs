@@ -54,7 +54,7 @@ fn policy_error(path: &Path, reason: impl Into<String>) -> Error {
 }
 
 /// The user's policy file, parsed for editing (empty when missing).
-fn read_policy(path: &Path) -> Result<toml_edit::DocumentMut, Error> {
+pub(crate) fn read_policy(path: &Path) -> Result<toml_edit::DocumentMut, Error> {
     let text = files::read_text(path, MAX_POLICY_BYTES)
         .map_err(|reason| policy_error(path, reason))?
         .unwrap_or_default();
@@ -62,7 +62,7 @@ fn read_policy(path: &Path) -> Result<toml_edit::DocumentMut, Error> {
         .map_err(|e: toml_edit::TomlError| policy_error(path, e.to_string().trim()))
 }
 
-fn write_policy(path: &Path, doc: &toml_edit::DocumentMut) -> Result<(), Error> {
+pub(crate) fn write_policy(path: &Path, doc: &toml_edit::DocumentMut) -> Result<(), Error> {
     write_private(path, doc.to_string().as_bytes()).map_err(|e| policy_error(path, e.to_string()))
 }
 

@@ -42,6 +42,12 @@
 //! memory-mb = 128
 //! time-limit-s = 30
 //! output-kb = 512
+//!
+//! [permissions]                                  # see crate::permissions
+//! default = "ask"                                # ask instead of refusing (user's file only)
+//! allow = ["http(api.github.com)"]               # user's file only
+//! ask = ["bash(git push*)"]
+//! deny = ["bash(rm -rf *)"]
 //! ```
 //!
 //! Relative `extension-paths` are relative to the file's own directory: the
@@ -52,6 +58,7 @@ use crate::error::Diagnostic;
 use crate::error::Error;
 use crate::extensions::trust::{Digest, TrustStore};
 use crate::files::{self, MAX_POLICY_BYTES};
+use crate::permissions::{Anchors, PermissionsSpec, Rules};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -116,6 +123,7 @@ struct PolicyFile {
     audit: Option<String>,
     shell: ShellSettings,
     extensions: BTreeMap<String, GrantSpec>,
+    permissions: Option<PermissionsSpec>,
 }
 
 /// The policy in force: the user's grants, and the workspace's when its file
@@ -140,6 +148,12 @@ pub struct Policy {
     /// The shell tools' limits, where a file sets them.
     pub shell_max_processes: Option<u32>,
     pub shell_memory_mb: Option<u64>,
+    /// The permission rules: the user's, with a trusted workspace's `deny`
+    /// and `ask` rules added (`crate::permissions`).
+    pub permissions: Rules,
+    /// The user's `toolhost.toml`, where an "always" answer is written;
+    /// `None` when the host reads no user configuration.
+    pub user_file: Option<PathBuf>,
     /// The files applied, in order.
     pub applied: Vec<PathBuf>,
     /// Problems worth telling the user (an untrusted workspace file).
@@ -160,12 +174,17 @@ impl Policy {
             workspace_dir: workspace.to_path_buf(),
             ..Policy::default()
         };
+        // The rules of each file, read where the file is read.
+        let mut rules: (Option<(PermissionsSpec, PathBuf)>, _) = (None, None);
         if let Some(dir) = user_config {
             let path = dir.join(POLICY_FILE);
+            policy.user_file = Some(path.clone());
             let text = files::read_text(&path, MAX_POLICY_BYTES)
                 .map_err(|reason| policy_error(&path, reason))?;
             if let Some(text) = text {
-                policy.apply(parse(&text, &path)?, Origin::User, dir, &path);
+                let mut file = parse(&text, &path)?;
+                rules.0 = file.permissions.take().map(|spec| (spec, path.clone()));
+                policy.apply(file, Origin::User, dir, &path);
             }
         }
         let path = workspace.join(POLICY_FILE);
@@ -182,13 +201,54 @@ impl Policy {
                     Some(refusal) => policy.diagnostics.push(not_applied(refusal)),
                     None => {
                         let text = String::from_utf8_lossy(&bytes);
-                        let file = parse(&text, &path)?;
+                        let mut file = parse(&text, &path)?;
+                        rules.1 = file.permissions.take().map(|spec| (spec, path.clone()));
                         policy.apply(file, Origin::Workspace, workspace, &path);
                     }
                 }
             }
         }
+        policy.read_permissions(rules.0, rules.1)?;
         Ok(policy)
+    }
+
+    /// The rules of the user's file and of the trusted workspace's. A rule
+    /// that cannot be read is an error naming its file, list and rule; what
+    /// the workspace's file may not say (allow, default) is reported.
+    fn read_permissions(
+        &mut self,
+        user: Option<(PermissionsSpec, PathBuf)>,
+        workspace: Option<(PermissionsSpec, PathBuf)>,
+    ) -> Result<(), Error> {
+        let anchors = Anchors {
+            home: std::env::var_os("HOME").map(PathBuf::from),
+            workspace: self.workspace_dir.clone(),
+        };
+        // Each file alone first, so that an error names the file it is in.
+        if let Some((spec, path)) = &workspace {
+            Rules::new(&PermissionsSpec::default(), Some(spec), &anchors)
+                .map_err(|reason| policy_error(path, reason))?;
+        }
+        let user_spec = user
+            .as_ref()
+            .map(|(spec, _)| spec.clone())
+            .unwrap_or_default();
+        let (rules, warnings) =
+            Rules::new(&user_spec, workspace.as_ref().map(|(s, _)| s), &anchors).map_err(
+                |reason| {
+                    let path = user.as_ref().map_or(Path::new(POLICY_FILE), |(_, p)| p);
+                    policy_error(path, reason)
+                },
+            )?;
+        if let Some((_, path)) = &workspace {
+            self.diagnostics
+                .extend(warnings.into_iter().map(|message| Diagnostic {
+                    path: path.display().to_string(),
+                    message,
+                }));
+        }
+        self.permissions = rules;
+        Ok(())
     }
 
     fn apply(&mut self, file: PolicyFile, origin: Origin, base: &Path, path: &Path) {
@@ -516,5 +576,76 @@ mod tests {
         );
         assert!(p.grants_for("hookkit", Origin::Configured).hooks);
         assert!(!p.grants_for("hookkit", Origin::Workspace).hooks);
+    }
+
+    #[test]
+    fn permissions_come_from_the_user_and_a_workspace_may_only_restrict() {
+        use crate::permissions::{Subject, Verdict};
+        let (_tmp, ws, user) = dirs();
+        write_policy(
+            &user,
+            "[permissions]\ndefault = \"ask\"\nallow = [\"http(a.example)\"]\n",
+        );
+        write_policy(
+            &ws,
+            "[permissions]\ndefault = \"deny\"\nallow = [\"http(b.example)\"]\n\
+             deny = [\"http(a.example)\"]\nask = [\"bash(git push*)\"]\n",
+        );
+        trust_policy_of(&ws, &user);
+        let p = Policy::load(&ws, Some(&user), &TrustStore::load(&user).unwrap()).unwrap();
+        let host = |h| Subject::Host { host: h, port: 443 };
+        let verdict = |s| p.permissions.decide(&s, "blake3:x").map(|d| d.verdict);
+        assert_eq!(
+            verdict(host("a.example")),
+            Some(Verdict::Deny),
+            "deny added"
+        );
+        assert_eq!(
+            verdict(host("b.example")),
+            None,
+            "the workspace's allow is ignored"
+        );
+        assert_eq!(
+            p.permissions.default_verdict(),
+            Verdict::Ask,
+            "the user's default"
+        );
+        let messages: Vec<&str> = p.diagnostics.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            [
+                "the workspace's permissions.allow is ignored (http(b.example)): only the \
+                 user's toolhost.toml may allow",
+                "the workspace's permissions.default is ignored: only the user's toolhost.toml \
+                 sets it"
+            ]
+        );
+        assert_eq!(p.user_file, Some(user.join(POLICY_FILE)));
+
+        // A rule that cannot be read names its file, list and rule.
+        write_policy(&ws, "[permissions]\nask = [\"bash(git\"]\n");
+        trust_policy_of(&ws, &user);
+        let err = load_error_trusting(&ws, &user);
+        assert!(
+            err.contains(&ws.join(POLICY_FILE).display().to_string()),
+            "{err}"
+        );
+        assert!(
+            err.contains("the workspace's permissions.ask[0] \"bash(git\""),
+            "{err}"
+        );
+        write_policy(&user, "[permissions]\ndefault = \"maybe\"\n");
+        let err = load_error(&ws, &user);
+        assert!(
+            err.contains(&user.join(POLICY_FILE).display().to_string()),
+            "{err}"
+        );
+        assert!(err.contains("permissions.default: \"maybe\""), "{err}");
+    }
+
+    fn load_error_trusting(ws: &Path, user: &Path) -> String {
+        Policy::load(ws, Some(user), &TrustStore::load(user).unwrap())
+            .unwrap_err()
+            .to_string()
     }
 }

@@ -23,6 +23,7 @@ use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy};
 use crate::ops::protect::GitGuard;
 use crate::ops::search::{FsSearch, LocalSearch, Search};
 use crate::ops::tools::ToolSet;
+use crate::permissions::{Ask, Asker};
 use crate::registry::{Diagnostic, Registry, ToolSource};
 use crate::session::{ActiveTools, CallSettings, Session};
 use std::path::{Path, PathBuf};
@@ -70,6 +71,7 @@ pub struct HostBuilder {
     extensions: ExtensionSettings,
     audit: Option<PathBuf>,
     audit_reporter: Option<audit::Reporter>,
+    asker: Option<Arc<Asker>>,
 }
 
 impl Default for HostBuilder {
@@ -96,6 +98,7 @@ impl Default for HostBuilder {
             extensions: ExtensionSettings::default(),
             audit: None,
             audit_reporter: None,
+            asker: None,
         }
     }
 }
@@ -197,6 +200,17 @@ impl HostBuilder {
     /// Add before/after hooks; they run in the order added.
     pub fn hooks(mut self, hooks: Arc<dyn ToolHooks>) -> Self {
         self.hooks.push(hooks);
+        self
+    }
+
+    /// Ask `person` when a call needs what it was not granted, or an `ask`
+    /// rule names it (`[permissions]` in the user's `toolhost.toml`; see
+    /// [`crate::permissions`]): every batch whose front end brings no person
+    /// of its own asks here, and "for this session" lasts as long as the
+    /// host. Without one, such a call is refused with a sentence saying what
+    /// the person can grant.
+    pub fn ask(mut self, person: Arc<dyn Ask>) -> Self {
+        self.asker = Some(Asker::new(person));
         self
     }
 
@@ -725,6 +739,9 @@ impl HostBuilder {
             },
             audit_log: parts.config.audit_log,
             mutations: Default::default(),
+            permissions: Arc::new(parts.config.policy.permissions.clone()),
+            always_file: parts.config.policy.user_file.clone(),
+            asker: self.asker,
         };
         Host {
             inner: Arc::new(HostInner {

@@ -6,11 +6,12 @@ mod builder;
 
 pub use builder::{BuiltinSettings, ExtensionSettings, HostBuilder};
 
-use crate::batch::{self, BatchOutcome, Reach};
+use crate::batch::{self, BatchOutcome, Front, Reach};
 use crate::events::EventSink;
 use crate::extensions::ExtensionReport;
 use crate::message::{AssistantMessage, ToolCall, ToolResultMessage};
 use crate::ops::process::{Confinement, ProcessPolicy};
+use crate::permissions::Asker;
 use crate::registry::{Diagnostic, ToolDefinition, ToolInfo};
 use crate::session::Session;
 use std::path::{Path, PathBuf};
@@ -132,7 +133,21 @@ impl Host {
         cancel: CancellationToken,
         sink: Arc<dyn EventSink>,
     ) -> BatchOutcome {
-        self.run_batch_in(message, cancel, sink, None).await
+        self.run_batch_in(message, cancel, sink, None, None).await
+    }
+
+    /// [`Self::run_batch`], asking `asker`'s person (a front end's session)
+    /// instead of the host's ([`HostBuilder::ask`]) when a call needs what
+    /// it was not granted.
+    pub async fn run_batch_asking(
+        &self,
+        message: &AssistantMessage,
+        cancel: CancellationToken,
+        sink: Arc<dyn EventSink>,
+        asker: Arc<Asker>,
+    ) -> BatchOutcome {
+        self.run_batch_in(message, cancel, sink, None, Some(asker))
+            .await
     }
 
     /// [`Self::run_batch`] of a message that arrived when `turns` were
@@ -144,11 +159,16 @@ impl Host {
         cancel: CancellationToken,
         sink: Arc<dyn EventSink>,
         turns: Option<Vec<crate::ops::fs::Turn>>,
+        asker: Option<Arc<Asker>>,
     ) -> BatchOutcome {
         batch::run(
             self.inner.session.clone(),
             Arc::new(message.clone()),
-            (cancel, sink),
+            Front {
+                cancel,
+                sink,
+                asker,
+            },
             turns,
             Reach::Active,
         )
@@ -178,6 +198,7 @@ impl Host {
             sink: Arc::new(crate::events::NoEvents),
             active_only: false,
             turn: None,
+            asker: None,
         }
     }
 }
@@ -192,6 +213,7 @@ pub struct CallRequest<'a> {
     sink: Arc<dyn EventSink>,
     active_only: bool,
     turn: Option<crate::ops::fs::Turn>,
+    asker: Option<Arc<Asker>>,
 }
 
 impl CallRequest<'_> {
@@ -211,6 +233,13 @@ impl CallRequest<'_> {
     /// otherwise), as for a model.
     pub fn active_only(mut self) -> Self {
         self.active_only = true;
+        self
+    }
+
+    /// Ask `asker`'s person (a front end's session) instead of the host's
+    /// when the call needs what it was not granted.
+    pub fn asking(mut self, asker: Arc<Asker>) -> Self {
+        self.asker = Some(asker);
         self
     }
 
@@ -237,7 +266,11 @@ impl<'a> std::future::IntoFuture for CallRequest<'a> {
             batch::run(
                 self.host.inner.session.clone(),
                 Arc::new(AssistantMessage::from_calls(vec![self.call])),
-                (self.cancel, self.sink),
+                Front {
+                    cancel: self.cancel,
+                    sink: self.sink,
+                    asker: self.asker,
+                },
                 self.turn.map(|turn| vec![turn]),
                 reach,
             )

@@ -30,6 +30,9 @@ pub struct Capabilities {
     /// Watches what its calls change beneath the roots its programs and
     /// WASI files may write, where the Operations cannot check each write.
     pub guard: Option<Arc<protect::GitGuard>>,
+    /// Its calls' `command` argument is a shell command line (the built-in
+    /// shells): permission rules read it command by command.
+    pub shell: bool,
 }
 
 /// What a component sees through WASI: only what it was granted.

@@ -40,6 +40,10 @@ pub struct Used {
     /// could run code, and put back by the host (`crate::ops::protect`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reverted: Vec<String>,
+    /// What the person was asked, and the answer, with the front end that
+    /// asked: `send HTTP requests to api.github.com:443: session (terminal)`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub asked: Vec<String>,
     /// Distinct entries beyond [`MAX_ENTRIES`] in any list, not listed.
     #[serde(skip_serializing_if = "is_zero")]
     pub more: u32,
@@ -55,6 +59,7 @@ impl Used {
             Use::Host => &self.hosts,
             Use::Denied => &self.denied,
             Use::Reverted => &self.reverted,
+            Use::Asked => &self.asked,
         }
     }
 
@@ -66,6 +71,7 @@ impl Used {
             Use::Host => &mut self.hosts,
             Use::Denied => &mut self.denied,
             Use::Reverted => &mut self.reverted,
+            Use::Asked => &mut self.asked,
         }
     }
 }
@@ -84,6 +90,7 @@ pub enum Use {
     Host,
     Denied,
     Reverted,
+    Asked,
 }
 
 impl Usage {

@@ -27,10 +27,17 @@
 //! Precedence: deny, then ask, then allow. A workspace's `toolhost.toml`
 //! may add `deny` and `ask` rules; its `allow` rules are ignored (a file the
 //! agent's tools can write never allows anything).
+//!
+//! An allow rule may be pinned to one component, `{ rule = "http(api.github.com)",
+//! digest = "blake3:…" }`: it then allows only that component's calls. An
+//! "always" answer is written so ([`always`]).
 
+pub(crate) mod always;
+pub(crate) mod ask;
 mod pattern;
 pub(crate) mod shell;
 
+pub use ask::{Answer, Ask, Asker, DEFAULT_WAIT, Need, Question, escape};
 use pattern::Pattern;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -40,9 +47,38 @@ use std::path::{Path, PathBuf};
 #[serde(default, deny_unknown_fields)]
 pub struct PermissionsSpec {
     pub default: Option<String>,
-    pub allow: Vec<String>,
+    pub allow: Vec<AllowEntry>,
     pub ask: Vec<String>,
     pub deny: Vec<String>,
+}
+
+/// An allow rule: for every component, or pinned to one by its digest.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum AllowEntry {
+    Rule(String),
+    Pinned { rule: String, digest: String },
+}
+
+impl AllowEntry {
+    fn rule(&self) -> &str {
+        match self {
+            AllowEntry::Rule(rule) | AllowEntry::Pinned { rule, .. } => rule,
+        }
+    }
+
+    fn digest(&self) -> Option<&str> {
+        match self {
+            AllowEntry::Rule(_) => None,
+            AllowEntry::Pinned { digest, .. } => Some(digest),
+        }
+    }
+}
+
+impl From<&str> for AllowEntry {
+    fn from(rule: &str) -> AllowEntry {
+        AllowEntry::Rule(rule.to_string())
+    }
 }
 
 /// What a rule, or the default, says of a call.
@@ -93,6 +129,8 @@ struct Rule {
     tool: String,
     /// `None`: every call of the tool.
     pattern: Option<Pattern>,
+    /// Only the component with this digest (allow rules).
+    digest: Option<String>,
 }
 
 /// The rules of the user's file, with a trusted workspace's deny and ask
@@ -135,7 +173,7 @@ impl Rules {
             default_ask,
             deny: parse_list(&user.deny, "permissions.deny", anchors)?,
             ask: parse_list(&user.ask, "permissions.ask", anchors)?,
-            allow: parse_list(&user.allow, "permissions.allow", anchors)?,
+            allow: parse_allow(&user.allow, anchors)?,
         };
         let mut warnings = Vec::new();
         if let Some(ws) = workspace {
@@ -149,7 +187,11 @@ impl Rules {
             if !ws.allow.is_empty() {
                 warnings.push(format!(
                     "{at}.allow is ignored ({}): only the user's toolhost.toml may allow",
-                    ws.allow.join(", ")
+                    ws.allow
+                        .iter()
+                        .map(AllowEntry::rule)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ));
             }
             if ws.default.is_some() {
@@ -171,16 +213,32 @@ impl Rules {
         }
     }
 
-    /// What the rules say of `subject`; `None` when no rule speaks of it.
-    pub fn decide(&self, subject: &Subject<'_>) -> Option<Decision> {
+    /// Whether the rules change nothing: no rule, and the default refuses.
+    pub fn is_inert(&self) -> bool {
+        !self.default_ask && self.deny.is_empty() && self.ask.is_empty() && self.allow.is_empty()
+    }
+
+    /// Whether any rule names `tool` (a call of a tool no rule names needs
+    /// no look at its arguments).
+    pub fn speak_of(&self, tool: &str) -> bool {
+        [&self.deny, &self.ask, &self.allow]
+            .iter()
+            .any(|list| list.iter().any(|r| r.tool == tool))
+    }
+
+    /// What the rules say of `subject` needed by a call of the component
+    /// `digest`; `None` when no rule speaks of it.
+    pub fn decide(&self, subject: &Subject<'_>, digest: &str) -> Option<Decision> {
         let tool = subject.tool();
-        fn of_tool<'r>(list: &'r [Rule], tool: &str) -> Vec<&'r Rule> {
-            list.iter().filter(|r| r.tool == tool).collect()
+        fn of_tool<'r>(list: &'r [Rule], tool: &str, digest: &str) -> Vec<&'r Rule> {
+            list.iter()
+                .filter(|r| r.tool == tool && r.digest.as_ref().is_none_or(|d| d == digest))
+                .collect()
         }
         let (deny, ask, allow) = (
-            of_tool(&self.deny, tool),
-            of_tool(&self.ask, tool),
-            of_tool(&self.allow, tool),
+            of_tool(&self.deny, tool, digest),
+            of_tool(&self.ask, tool, digest),
+            of_tool(&self.allow, tool, digest),
         );
         let decided = |verdict, rule: &Rule| {
             Some(Decision {
@@ -251,7 +309,8 @@ impl Rule {
             return true;
         };
         match subject {
-            Subject::Command { line, .. } => pattern.matches_text(line),
+            // Commands are matched one by one (`decide`), never as a line.
+            Subject::Command { .. } => false,
             Subject::Path { path, .. } => pattern.matches_path(path),
             Subject::Host { host, port } => pattern.matches_host(host, *port),
             Subject::Call { arguments, .. } => pattern.matches_text(arguments),
@@ -264,6 +323,27 @@ fn parse_list(list: &[String], at: &str, anchors: &Anchors) -> Result<Vec<Rule>,
     list.iter()
         .enumerate()
         .map(|(i, text)| parse_rule(text, anchors).map_err(|e| format!("{at}[{i}] {text:?}: {e}")))
+        .collect()
+}
+
+/// The user's allow rules, each with its pin.
+fn parse_allow(list: &[AllowEntry], anchors: &Anchors) -> Result<Vec<Rule>, String> {
+    list.iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            let text = entry.rule();
+            let at = |e: String| format!("permissions.allow[{i}] {text:?}: {e}");
+            let mut rule = parse_rule(text, anchors).map_err(at)?;
+            if let Some(digest) = entry.digest() {
+                if !digest.starts_with("blake3:") {
+                    return Err(at(format!(
+                        "the digest {digest:?} is not a component's (blake3:…)"
+                    )));
+                }
+                rule.digest = Some(digest.to_string());
+            }
+            Ok(rule)
+        })
         .collect()
 }
 
@@ -296,6 +376,7 @@ fn parse_rule(text: &str, anchors: &Anchors) -> Result<Rule, String> {
         text: text.to_string(),
         tool: tool.to_string(),
         pattern,
+        digest: None,
     })
 }
 

@@ -57,6 +57,7 @@ mod grant;
 #[cfg(test)]
 mod tests;
 
+use crate::permissions::{Need, Subject};
 pub use address::special;
 use body::{Incoming, Limited};
 use grant::*;
@@ -87,6 +88,8 @@ impl Refusal {
 pub trait CallWatch: Send + Sync {
     fn cancel(&self) -> &CancellationToken;
     fn usage(&self) -> &Usage;
+    /// How the call asks for a host it was not granted.
+    fn asking(&self) -> Option<&crate::permissions::ask::CallAsking>;
 }
 
 /// The per-call `wasi:http` state of a call's store: the context
@@ -209,15 +212,43 @@ async fn send(
             "not-granted",
         ));
     };
-    let Some(grant) = policy.grant_for(&target) else {
-        return Err(refused(
-            format!(
+    // A host beyond the grant: what the rules or the person say (spec:
+    // `crate::permissions`), else the refusal.
+    let asked;
+    let grant = match policy.grant_for(&target) {
+        Some(grant) => grant,
+        None => {
+            let reason = format!(
                 "{} is not granted (granted: {})",
                 target.as_entry(),
                 policy.granted_list()
-            ),
-            "not-granted",
-        ));
+            );
+            let Some(asking) = signals.asking() else {
+                return Err(refused(reason, "not-granted"));
+            };
+            let host = target.host_text();
+            let (subject, need) = (
+                Subject::Host {
+                    host: &host,
+                    port: target.port,
+                },
+                Need::Host {
+                    host: host.clone(),
+                    port: target.port,
+                },
+            );
+            let refusal = format!("HTTP request to {} refused: {reason}", target.url);
+            if let Err(text) = asking
+                .need(subject, need, &refusal, signals.cancel(), usage)
+                .await
+            {
+                usage.note(Use::Denied, &format!("http {}: not-granted", target.url));
+                return Err(internal(text));
+            }
+            asked = HttpGrant::parse(&target.as_entry())
+                .map_err(|reason| refused(reason, "not-granted"))?;
+            &asked
+        }
     };
     let bound = |asked: Option<Duration>| asked.map_or(policy.time, |t| t.min(policy.time));
     let connect_timeout = bound(options.and_then(|o| o.connect_timeout));

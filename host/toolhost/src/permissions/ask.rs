@@ -1,0 +1,483 @@
+//! Asking the person.
+//!
+//! A call that needs what it was not granted (an HTTP host for an
+//! extension), or that an `ask` rule names, may ask the person behind the
+//! front end: the terminal of `toolhost run`, a `serve` client, an MCP
+//! client that can elicit, or an embedder's callback ([`Ask`]). Only the
+//! front end ever answers: nothing the model writes (its arguments) and
+//! nothing a tool can write (a workspace file) reaches the answer.
+//!
+//! One [`Asker`] serves one session of a front end: it asks one question at
+//! a time, keeps what was allowed "for this session", and bounds the wait
+//! for an answer. A call reaches it through its [`CallAsking`], which knows
+//! the call (its tool, component and arguments) and says what the rules,
+//! the session's answers and the person decide.
+
+use super::{Decision, Rules, Subject, Verdict};
+use crate::ops::usage::{Usage, Use};
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// How long a question waits for its answer by default.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(300);
+
+/// What a call needs that the person may allow.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Need {
+    /// The call itself, with its arguments, which an `ask` rule names.
+    Call,
+    /// A shell tool's command line, which an `ask` rule names or which the
+    /// rules cannot read.
+    Command { line: String },
+    /// An HTTP host (and port) the component was not granted.
+    Host { host: String, port: u16 },
+}
+
+impl Need {
+    /// What it asks for, as a clause: `run the command: git push`.
+    pub fn describe(&self) -> String {
+        match self {
+            Need::Call => "make this call".into(),
+            Need::Command { line } => format!("run the command: {}", escape(line)),
+            Need::Host { host, port } => {
+                format!("send HTTP requests to {}:{port}", escape(host))
+            }
+        }
+    }
+
+    /// The allow rule an "always" answer writes; `None` when the need can
+    /// only be allowed for a session.
+    pub fn rule(&self) -> Option<String> {
+        match self {
+            Need::Host { host, port } => Some(format!("http({host}:{port})")),
+            Need::Call | Need::Command { .. } => None,
+        }
+    }
+}
+
+/// A question to the person.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Question {
+    /// The tool whose call asks.
+    pub tool: String,
+    pub tool_call_id: String,
+    /// Where the tool's component came from: `built-in` or its file.
+    pub component: String,
+    /// The component's digest (`blake3:…`): an "always" answer is pinned to it.
+    pub digest: String,
+    pub need: Need,
+    /// The call's arguments, as the model wrote them.
+    pub arguments: Value,
+    /// The `ask` rule that asks; `None` when nothing was granted and the
+    /// default is to ask, or when the rules could not read a command line.
+    pub rule: Option<String>,
+    /// Whether "always" is an answer (not to an `ask` rule: the rule would
+    /// ask again, so what it asks is allowed once or for the session).
+    pub always: bool,
+}
+
+impl Question {
+    /// The question as a person reads it, every control character of what
+    /// the model or a tool chose escaped (`\n`, `\u{1b}`):
+    ///
+    /// ```text
+    /// Tool wc (component /home/u/.config/toolhost/extensions/wc.wasm, blake3:4f2a…)
+    /// wants to send HTTP requests to api.github.com:443
+    /// because nothing grants it (permissions.default = "ask").
+    /// Arguments: {"url":"https://api.github.com/x"}
+    /// ```
+    pub fn text(&self) -> String {
+        let why = match (&self.rule, &self.need) {
+            (Some(rule), _) => format!("the rule ask = [{:?}] asks about it", escape(rule)),
+            (None, Need::Command { .. }) => {
+                "the permission rules cannot tell which commands it runs".into()
+            }
+            (None, _) => "nothing grants it (permissions.default = \"ask\")".into(),
+        };
+        let arguments = serde_json::to_string(&self.arguments).unwrap_or_default();
+        format!(
+            "Tool {} (component {}, {})\nwants to {}\nbecause {why}.\nArguments: {}",
+            escape(&self.tool),
+            escape(&self.component),
+            self.digest,
+            self.need.describe(),
+            escape(&arguments),
+        )
+    }
+
+    /// The answers the person may give, as their wire names.
+    pub fn answers(&self) -> &'static [&'static str] {
+        if self.always {
+            &["once", "session", "always", "deny"]
+        } else {
+            &["once", "session", "deny"]
+        }
+    }
+}
+
+/// `text` with every control character escaped (`\n`, `\t`, `\u{1b}`), so
+/// that what a person reads is what the text is.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}') {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The person's answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "answer", rename_all = "camelCase")]
+pub enum Answer {
+    /// Allowed for this call.
+    Once,
+    /// Allowed for the rest of the session.
+    Session,
+    /// Allowed from now on: written to the user's `toolhost.toml`, pinned
+    /// to the component's digest.
+    Always,
+    /// Refused, with a reason the model sees.
+    Deny {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+}
+
+impl Answer {
+    /// The answer's wire name, for the audit log.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Answer::Once => "once",
+            Answer::Session => "session",
+            Answer::Always => "always",
+            Answer::Deny { .. } => "deny",
+        }
+    }
+
+    /// The answer a front end's words name (`once`, `session`, `always`,
+    /// `deny`), with the reason a denial gives.
+    pub fn from_name(name: &str, reason: Option<String>) -> Option<Answer> {
+        Some(match name {
+            "once" => Answer::Once,
+            "session" => Answer::Session,
+            "always" => Answer::Always,
+            "deny" => Answer::Deny {
+                reason: reason.filter(|r| !r.trim().is_empty()),
+            },
+            _ => return None,
+        })
+    }
+}
+
+/// A front end that can ask its person ([`crate::HostBuilder::ask`] for an
+/// embedder's own).
+pub trait Ask: Send + Sync {
+    /// The front end's name, for the audit log: `terminal`, `serve`, `mcp`,
+    /// `library`.
+    fn front_end(&self) -> &str;
+
+    /// Ask `question`; `None` when no person can answer here (a pipe, a
+    /// client that cannot be asked). Dropping the future withdraws the
+    /// question.
+    fn ask<'a>(&'a self, question: &'a Question) -> BoxFuture<'a, Option<Answer>>;
+}
+
+/// One session's asking (see the module docs).
+pub struct Asker {
+    person: Arc<dyn Ask>,
+    /// What was allowed for the session: (digest, need).
+    session: Mutex<HashSet<(String, Need)>>,
+    one_at_a_time: tokio::sync::Mutex<()>,
+    wait: Duration,
+}
+
+impl std::fmt::Debug for Asker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Asker")
+            .field("front_end", &self.person.front_end())
+            .finish()
+    }
+}
+
+impl Asker {
+    /// A session asking through `person`, each question waiting at most
+    /// [`DEFAULT_WAIT`].
+    pub fn new(person: Arc<dyn Ask>) -> Arc<Asker> {
+        Self::with_wait(person, DEFAULT_WAIT)
+    }
+
+    /// A session asking through `person`, each question waiting at most `wait`.
+    pub fn with_wait(person: Arc<dyn Ask>, wait: Duration) -> Arc<Asker> {
+        Arc::new(Asker {
+            person,
+            session: Mutex::new(HashSet::new()),
+            one_at_a_time: tokio::sync::Mutex::new(()),
+            wait,
+        })
+    }
+
+    fn allowed_for_session(&self, digest: &str, need: &Need) -> bool {
+        let session = self.session.lock().expect("session answers");
+        session.contains(&(digest.to_string(), need.clone()))
+    }
+
+    fn allow_for_session(&self, digest: &str, need: &Need) {
+        let mut session = self.session.lock().expect("session answers");
+        session.insert((digest.to_string(), need.clone()));
+    }
+}
+
+/// What a call asks with: the rules, its session's [`Asker`] (none: no
+/// person), where "always" is written, and who the call is.
+pub(crate) struct CallAsking {
+    pub rules: Arc<Rules>,
+    pub asker: Option<Arc<Asker>>,
+    /// The user's `toolhost.toml`, where "always" answers go (none: the host
+    /// reads no user file, and "always" is for the session).
+    pub always: Option<PathBuf>,
+    pub tool: String,
+    pub tool_call_id: String,
+    pub component: String,
+    pub digest: String,
+    pub arguments: Value,
+    /// Time spent waiting for answers, in microseconds: it does not count
+    /// against the call's time limit.
+    waited: AtomicU64,
+}
+
+impl CallAsking {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        rules: Arc<Rules>,
+        asker: Option<Arc<Asker>>,
+        always: Option<PathBuf>,
+        tool: &str,
+        tool_call_id: &str,
+        component: String,
+        digest: &str,
+        arguments: Value,
+    ) -> CallAsking {
+        CallAsking {
+            rules,
+            asker,
+            always,
+            tool: tool.to_string(),
+            tool_call_id: tool_call_id.to_string(),
+            component,
+            digest: digest.to_string(),
+            arguments,
+            waited: AtomicU64::new(0),
+        }
+    }
+
+    /// How long the call has waited for answers.
+    pub(crate) fn waited(&self) -> Duration {
+        Duration::from_micros(self.waited.load(Ordering::Relaxed))
+    }
+
+    /// What the rules say of the call itself, before it runs: `Err` with
+    /// the text the model sees when a rule denies it or the person does.
+    /// A call no `deny` or `ask` rule names goes on.
+    pub(crate) async fn check_call(
+        &self,
+        subject: Subject<'_>,
+        need: Need,
+        cancel: &CancellationToken,
+        usage: &Usage,
+    ) -> Result<(), String> {
+        match self.rules.decide(&subject, &self.digest) {
+            None
+            | Some(Decision {
+                verdict: Verdict::Allow,
+                ..
+            }) => Ok(()),
+            Some(decision) => self.settle(need, decision, None, cancel, usage).await,
+        }
+    }
+
+    /// A need the call's grants do not cover: `refusal` (the text the model
+    /// saw before asking existed) unless a rule or the person allows it.
+    pub(crate) async fn need(
+        &self,
+        subject: Subject<'_>,
+        need: Need,
+        refusal: &str,
+        cancel: &CancellationToken,
+        usage: &Usage,
+    ) -> Result<(), String> {
+        let decision = self
+            .rules
+            .decide(&subject, &self.digest)
+            .unwrap_or(Decision {
+                verdict: self.rules.default_verdict(),
+                rule: None,
+            });
+        self.settle(need, decision, Some(refusal), cancel, usage)
+            .await
+    }
+
+    async fn settle(
+        &self,
+        need: Need,
+        decision: Decision,
+        refusal: Option<&str>,
+        cancel: &CancellationToken,
+        usage: &Usage,
+    ) -> Result<(), String> {
+        let rule = decision.rule.clone();
+        match decision.verdict {
+            Verdict::Allow => Ok(()),
+            Verdict::Deny => Err(match (rule, refusal) {
+                (Some(rule), _) => format!(
+                    "Permission denied: the rule deny = [{:?}] in toolhost.toml refuses to {}.",
+                    escape(&rule),
+                    need.describe()
+                ),
+                (None, Some(refusal)) => refusal.to_string(),
+                (None, None) => format!("Permission denied: {}.", need.describe()),
+            }),
+            Verdict::Ask => self.ask(need, rule, refusal, cancel, usage).await,
+        }
+    }
+
+    async fn ask(
+        &self,
+        need: Need,
+        rule: Option<String>,
+        refusal: Option<&str>,
+        cancel: &CancellationToken,
+        usage: &Usage,
+    ) -> Result<(), String> {
+        let Some(asker) = &self.asker else {
+            return Err(no_person(&need, rule.as_deref(), refusal));
+        };
+        if asker.allowed_for_session(&self.digest, &need) {
+            return Ok(());
+        }
+        let question = Question {
+            tool: self.tool.clone(),
+            tool_call_id: self.tool_call_id.clone(),
+            component: self.component.clone(),
+            digest: self.digest.clone(),
+            need,
+            arguments: self.arguments.clone(),
+            always: rule.is_none() && self.always.is_some(),
+            rule,
+        };
+        let started = Instant::now();
+        let answer = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => Err(crate::call::OPERATION_ABORTED.to_string()),
+            answer = async {
+                let _turn = asker.one_at_a_time.lock().await;
+                // Another call of the session may have been allowed the same
+                // while this one waited its turn.
+                if asker.allowed_for_session(&self.digest, &question.need) {
+                    return Ok(Some(Answer::Session));
+                }
+                tokio::time::timeout(asker.wait, asker.person.ask(&question))
+                    .await
+                    .map_err(|_| {
+                        format!(
+                            "No answer came within {} s: the person was asked whether tool {} \
+                             may {}, and did not answer.",
+                            asker.wait.as_secs(),
+                            question.tool,
+                            question.need.describe()
+                        )
+                    })
+            } => answer,
+        };
+        let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.waited.fetch_add(micros, Ordering::Relaxed);
+        let front_end = asker.person.front_end();
+        let noted = |said: &str| {
+            usage.note(
+                Use::Asked,
+                &format!("{}: {said} ({front_end})", question.need.describe()),
+            )
+        };
+        let answer = match answer {
+            Err(text) => {
+                noted("no answer");
+                return Err(text);
+            }
+            Ok(None) => {
+                noted("nobody to ask");
+                let rule = question.rule.as_deref();
+                return Err(no_person(&question.need, rule, refusal));
+            }
+            Ok(Some(answer)) => answer,
+        };
+        noted(answer.name());
+        match answer {
+            Answer::Once => Ok(()),
+            Answer::Session => {
+                asker.allow_for_session(&self.digest, &question.need);
+                Ok(())
+            }
+            Answer::Always => {
+                asker.allow_for_session(&self.digest, &question.need);
+                if let (true, Some(path), Some(rule)) =
+                    (question.always, &self.always, question.need.rule())
+                {
+                    // The answer stands for this session even when the file
+                    // cannot take it; the person hears why in the result.
+                    if let Err(e) = super::always::write(path, &rule, &self.digest) {
+                        usage.note(Use::Asked, &format!("always not written: {e}"));
+                    }
+                }
+                Ok(())
+            }
+            Answer::Deny { reason } => Err(match reason {
+                Some(reason) => format!(
+                    "The person denied permission to {}: {}",
+                    question.need.describe(),
+                    escape(&reason)
+                ),
+                None => format!(
+                    "The person denied permission to {}.",
+                    question.need.describe()
+                ),
+            }),
+        }
+    }
+}
+
+/// The refusal of a call that would have been asked about where no person
+/// can answer, saying what the person can do instead.
+fn no_person(need: &Need, rule: Option<&str>, refusal: Option<&str>) -> String {
+    let asked = format!(
+        "Permission to {} needs the person's answer, and no person can be asked here \
+         (toolhost runs without a terminal or a client that can ask).",
+        need.describe()
+    );
+    let how = match (rule, need.rule()) {
+        (Some(rule), _) => format!(
+            "The person can run it where toolhost can ask them, or change the rule ask = [{:?}] \
+             in their toolhost.toml.",
+            escape(rule)
+        ),
+        (None, Some(allow)) => format!(
+            "The person can grant it in their toolhost.toml: [permissions] allow = [{allow:?}]."
+        ),
+        (None, None) => "The person can run it where toolhost can ask them.".into(),
+    };
+    match refusal {
+        Some(refusal) => format!("{refusal}\n{asked} {how}"),
+        None => format!("{asked} {how}"),
+    }
+}
