@@ -205,3 +205,54 @@ fn mcp_a_tool_changing_the_active_set_reaches_the_client_as_list_changed() {
     drop(stdin);
     child.wait().unwrap();
 }
+
+#[test]
+fn a_2025_11_25_client_with_elicitation_answers_and_one_without_gets_the_refusal() {
+    let ws = Workspace::new();
+    user_policy(&ws, "[permissions]\nask = [\"bash(echo *)\"]\n");
+    let summary = script_summary(
+        Command::new(python_with_mcp())
+            .arg(repo_root().join("tests/mcp_ask.py"))
+            .arg(toolhost_bin())
+            .arg(&ws.path)
+            .arg("legacy")
+            .env("XDG_CONFIG_HOME", ws.config_home()),
+        "mcp_ask.py legacy",
+    );
+    assert_eq!(
+        summary["texts"],
+        json!([
+            ["one\n", false],
+            [
+                "The person denied permission to run the command: echo two: not two",
+                true
+            ],
+            [
+                "The person denied permission to run the command: echo three.",
+                true
+            ],
+        ])
+    );
+    let first = &summary["questions"][0];
+    let message = first["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("toolhost: permission needed\nTool bash (component built-in, blake3:"),
+        "{message}"
+    );
+    assert!(
+        message.contains("wants to run the command: echo one"),
+        "{message}"
+    );
+    assert_eq!(
+        first["schema"]["properties"]["answer"]["enum"],
+        json!(["once", "session", "deny"])
+    );
+    let (text, is_error) = (&summary["noPerson"][0], &summary["noPerson"][1]);
+    assert_eq!(is_error, true);
+    assert!(
+        text.as_str()
+            .unwrap()
+            .contains("no person can be asked here"),
+        "{text}"
+    );
+}

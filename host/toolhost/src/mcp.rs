@@ -13,6 +13,8 @@
 //! * Cancellation: `notifications/cancelled` cancels the request's token in
 //!   rmcp, which is the batch's token: the tool sees the abort (Pi's
 //!   `Operation aborted`) and, as MCP requires, no response is sent.
+//! * Permission questions ([`crate::permissions`]): `elicitation/create` to
+//!   a client that declared elicitation (`ask`).
 //! * `notifications/tools/list_changed` whenever the active tools change
 //!   ([`Host::changes`]) and, with [`Reload`], when the extension files change
 //!   and reloading them changes the tool list.
@@ -70,6 +72,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 #[cfg(feature = "http")]
+mod ask;
 pub mod sessions;
 #[cfg(feature = "http")]
 pub use sessions::SessionBounds;
@@ -116,6 +119,8 @@ struct Shared {
     /// by the first client.
     generation: watch::Sender<u64>,
     watching: OnceLock<tokio::task::JoinHandle<()>>,
+    /// The person behind each recent client session that can be asked.
+    askers: ask::Askers,
 }
 
 impl Drop for Shared {
@@ -139,6 +144,7 @@ impl McpServer {
                 reload,
                 generation: watch::channel(0).0,
                 watching: OnceLock::new(),
+                askers: Default::default(),
             }),
         }
     }
@@ -563,13 +569,16 @@ impl ServerHandler for McpServer {
         });
         let cancel = call_token(&context);
         // A client calls what it was offered: the active tools.
-        let result = host
+        let mut request = host
             .call(call)
             .turn(Arrival::of(&context))
             .active_only()
             .cancel(cancel.clone())
-            .events(sink)
-            .await;
+            .events(sink);
+        if let Some(asker) = self.shared.askers.of(&context) {
+            request = request.asking(asker);
+        }
+        let result = request.await;
         if let Some(progress) = progress {
             progress.finish().await;
         }

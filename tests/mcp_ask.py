@@ -1,0 +1,55 @@
+"""Answer toolhost's permission questions as an MCP client's person would, with the official
+MCP Python SDK's elicitation callback.
+
+Run by tests/it/mcp.rs with the virtualenv scripts/setup creates. The user's toolhost.toml
+(XDG_CONFIG_HOME) holds `ask = ["bash(echo *)"]`. A client with the callback answers the first
+question `once`, the second `deny` with a reason, and declines the third; a client without the
+callback (no elicitation capability) is never asked. Prints a JSON summary on the last line.
+
+Usage: mcp_ask.py TOOLHOST WORKSPACE MODE   (MODE: `legacy`, the initialize handshake)
+"""
+
+import json
+import os
+import sys
+
+import anyio
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import get_default_environment, stdio_client
+
+
+def text_of(result):
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
+async def main(toolhost, workspace, mode):
+    env = {**get_default_environment(), "XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"]}
+    params = StdioServerParameters(command=toolhost, args=["--workspace", workspace, "mcp"], env=env)
+    questions = []
+    replies = [
+        types.ElicitResult(action="accept", content={"answer": "once"}),
+        types.ElicitResult(action="accept", content={"answer": "deny", "reason": "not two"}),
+        types.ElicitResult(action="decline"),
+    ]
+
+    async def on_elicit(context, params):
+        questions.append({"message": params.message, "schema": params.requested_schema})
+        return replies[len(questions) - 1]
+
+    summary = {}
+    async with Client(stdio_client(params), mode=mode, elicitation_callback=on_elicit) as client:
+        texts = []
+        for command in ["echo one", "echo two", "echo three"]:
+            result = await client.call_tool("bash", {"command": command})
+            texts.append([text_of(result), result.is_error])
+        summary["texts"] = texts
+        summary["questions"] = questions
+    async with Client(stdio_client(params), mode=mode) as client:
+        result = await client.call_tool("bash", {"command": "echo one"})
+        summary["noPerson"] = [text_of(result), result.is_error]
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    anyio.run(main, *sys.argv[1:4])
