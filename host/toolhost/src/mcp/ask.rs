@@ -4,21 +4,32 @@
 //! `answer` (`once`, `session`, `always` where offered, `deny`), and an
 //! optional `reason`; declining or cancelling the form is a denial.
 //!
-//! A client that did not declare the capability, or a 2026-07-28 client
-//! (whose revision forbids requests from the server), is not asked: the call
-//! gets the refusal, saying what the person can grant.
+//! A 2026-07-28 client, whose revision forbids requests from the server,
+//! is asked by the input-required result instead ([`Round`]): the call stops
+//! where it needed the answer, the result carries the elicitation and a
+//! `requestState`, and the client's retry carries the answer. The state is
+//! sealed by the host (a keyed BLAKE3 MAC under a key of this process),
+//! bound to the tool, its arguments and the question, valid for the wait's
+//! bound, and used once: a forged, altered, replayed or misapplied state is
+//! refused. The retry runs the call again from its start, with the answers
+//! given so far.
+//!
+//! A client that did not declare the capability is not asked: the call gets
+//! the refusal, saying what the person can grant.
 //!
 //! "For this session" lasts as long as the client's session: an [`Asker`]
 //! per MCP session id (`"stdio"` for the one client on stdio), the most
 //! recent [`SESSIONS`] kept.
 
-use crate::permissions::{Answer, Ask, Asker, Question};
+use crate::permissions::{Answer, Ask, Asker, Need, Question};
 use futures::future::BoxFuture;
 use rmcp::model::{ElicitRequestParams, ElicitationAction};
 use rmcp::service::{Peer, RequestContext, RoleServer};
-use serde_json::json;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
 
 /// How many sessions' askers are kept (older sessions are asked again).
 pub(super) const SESSIONS: usize = 256;
@@ -32,10 +43,7 @@ impl Askers {
     /// be asked.
     pub(super) fn of(&self, context: &RequestContext<RoleServer>) -> Option<Arc<Asker>> {
         let peer = &context.peer;
-        let can_elicit = peer
-            .peer_info()
-            .is_some_and(|info| info.capabilities.elicitation.is_some());
-        if !can_elicit {
+        if !can_elicit(context) {
             return None;
         }
         let key = session_key(context);
@@ -50,6 +58,21 @@ impl Askers {
         askers.push_back((key, asker.clone()));
         Some(asker)
     }
+}
+
+/// Whether the client of `context` declared elicitation.
+pub(super) fn can_elicit(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .is_some_and(|c| c.elicitation.is_some())
+}
+
+/// Whether the request is of a revision without server requests
+/// (2026-07-28): asked by input-required results.
+pub(super) fn stateless(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28)
 }
 
 /// The session's id over HTTP (`Mcp-Session-Id`), `stdio` otherwise.
@@ -79,42 +102,293 @@ impl Ask for Client {
 
     fn ask<'a>(&'a self, question: &'a Question) -> BoxFuture<'a, Option<Answer>> {
         Box::pin(async move {
-            let answers = question.answers();
-            let params = json!({
-                "mode": "form",
-                "message": format!("toolhost: permission needed\n{}", question.text()),
-                "requestedSchema": {
-                    "type": "object",
-                    "properties": {
-                        "answer": {
-                            "type": "string",
-                            "title": "Allow?",
-                            "enum": answers,
-                        },
-                        "reason": {
-                            "type": "string",
-                            "title": "Reason (told to the model when you deny)",
-                        },
-                    },
-                    "required": ["answer"],
-                },
-            });
-            let params: ElicitRequestParams = serde_json::from_value(params).ok()?;
+            let params: ElicitRequestParams = serde_json::from_value(form(question)).ok()?;
             let result = self.peer.create_elicitation(params).await.ok()?;
-            if result.action != ElicitationAction::Accept {
-                // Declined or cancelled: the person said no.
-                return Some(Answer::Deny { reason: None });
-            }
-            let content = result.content?;
-            let name = content.get("answer")?.as_str()?;
-            if !answers.contains(&name) {
-                return None;
-            }
-            let reason = content
-                .get("reason")
-                .and_then(|r| r.as_str())
-                .map(str::to_string);
-            Answer::from_name(name, reason)
+            answer_of(question, &serde_json::to_value(result).ok()?)
         })
+    }
+}
+
+/// The elicitation form of `question`.
+fn form(question: &Question) -> Value {
+    json!({
+        "mode": "form",
+        "message": format!("toolhost: permission needed\n{}", question.text()),
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                "answer": {
+                    "type": "string",
+                    "title": "Allow?",
+                    "enum": question.answers(),
+                },
+                "reason": {
+                    "type": "string",
+                    "title": "Reason (told to the model when you deny)",
+                },
+            },
+            "required": ["answer"],
+        },
+    })
+}
+
+/// The answer an elicitation result gives `question`: declined or
+/// cancelled is a denial; an answer not offered is none.
+fn answer_of(question: &Question, result: &Value) -> Option<Answer> {
+    let action: ElicitationAction = serde_json::from_value(result.get("action")?.clone()).ok()?;
+    if action != ElicitationAction::Accept {
+        return Some(Answer::Deny { reason: None });
+    }
+    let content = result.get("content")?;
+    let name = content.get("answer")?.as_str()?;
+    if !question.answers().contains(&name) {
+        return None;
+    }
+    let reason = content
+        .get("reason")
+        .and_then(|r| r.as_str())
+        .map(str::to_string);
+    Answer::from_name(name, reason)
+}
+
+/// One round of a 2026-07-28 `tools/call`: the answers its retry brought,
+/// and the first question it needs that has none (the call is stopped
+/// there, and answered with an input-required result).
+pub(super) struct Round {
+    cancel: CancellationToken,
+    answered: Vec<Answered>,
+    needed: Mutex<Option<Question>>,
+}
+
+/// A question answered in an earlier round.
+#[derive(Clone, Serialize, Deserialize)]
+struct Answered {
+    need: Need,
+    digest: String,
+    answer: Answer,
+}
+
+impl Ask for Round {
+    fn front_end(&self) -> &str {
+        "mcp"
+    }
+
+    fn ask<'a>(&'a self, question: &'a Question) -> BoxFuture<'a, Option<Answer>> {
+        let answered = self
+            .answered
+            .iter()
+            .find(|a| a.need == question.need && a.digest == question.digest);
+        let answer = match answered {
+            Some(a) => Some(a.answer.clone()),
+            None => {
+                let mut needed = self.needed.lock().expect("round lock");
+                needed.get_or_insert_with(|| question.clone());
+                // Nothing more of the call runs: it is asked and run again.
+                self.cancel.cancel();
+                None
+            }
+        };
+        Box::pin(async move { answer })
+    }
+}
+
+/// What a sealed `requestState` holds.
+#[derive(Serialize, Deserialize)]
+struct State {
+    /// Used once.
+    nonce: String,
+    /// Seconds since the Unix epoch after which it is refused.
+    expires: u64,
+    /// The call it belongs to: the tool and a digest of its arguments.
+    tool: String,
+    arguments: String,
+    /// The answers of the earlier rounds.
+    answered: Vec<Answered>,
+    /// The question this round asks, under its key in `inputRequests`.
+    key: String,
+    asked: Asked,
+}
+
+/// The question a state's round asks.
+#[derive(Serialize, Deserialize)]
+struct Asked {
+    need: Need,
+    digest: String,
+    /// Whether "always" was offered.
+    always: bool,
+}
+
+/// The key of the one question in an input-required result.
+const KEY: &str = "permission";
+
+/// Seals and opens `requestState`s, and remembers which were used.
+pub(super) struct States {
+    key: [u8; 32],
+    used: Mutex<VecDeque<(String, u64)>>,
+}
+
+/// How many used states are remembered (each also expires).
+const USED_STATES: usize = 4096;
+
+impl Default for States {
+    fn default() -> States {
+        let mut key = [0u8; 32];
+        crate::files::getrandom(&mut key).expect("the kernel's random source");
+        States {
+            key,
+            used: Mutex::default(),
+        }
+    }
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// A digest of a call's arguments, as the state binds them.
+fn arguments_digest(arguments: &Value) -> String {
+    blake3::hash(arguments.to_string().as_bytes())
+        .to_hex()
+        .to_string()
+}
+
+impl States {
+    fn seal(&self, state: &State) -> String {
+        let payload = serde_json::to_vec(state).expect("a state serializes");
+        let mac = blake3::keyed_hash(&self.key, &payload);
+        format!("{}.{}", hex(&payload), mac.to_hex())
+    }
+
+    /// The state `sealed`, when this process sealed it, it has not expired,
+    /// was not used, and belongs to `tool` called with `arguments`.
+    fn open(&self, sealed: &str, tool: &str, arguments: &Value) -> Result<State, String> {
+        let refused = |why: &str| format!("requestState refused: {why}");
+        let (payload, mac) = sealed
+            .split_once('.')
+            .ok_or_else(|| refused("it is not a state this server issued"))?;
+        let payload =
+            unhex(payload).ok_or_else(|| refused("it is not a state this server issued"))?;
+        let mac = unhex(mac)
+            .and_then(|m| <[u8; 32]>::try_from(m).ok())
+            .ok_or_else(|| refused("it is not a state this server issued"))?;
+        // Constant-time comparison (blake3's Hash equality).
+        if blake3::keyed_hash(&self.key, &payload) != blake3::Hash::from(mac) {
+            return Err(refused("it was not issued by this server, or was altered"));
+        }
+        let state: State = serde_json::from_slice(&payload)
+            .map_err(|_| refused("it is not a state this server issued"))?;
+        if state.expires < now() {
+            return Err(refused("it has expired; call the tool again"));
+        }
+        if state.tool != tool || state.arguments != arguments_digest(arguments) {
+            return Err(refused("it was issued for another call"));
+        }
+        let mut used = self.used.lock().expect("used states lock");
+        let at = now();
+        used.retain(|(_, expires)| *expires >= at);
+        if used.iter().any(|(nonce, _)| *nonce == state.nonce) {
+            return Err(refused("it was used already"));
+        }
+        if used.len() >= USED_STATES {
+            used.pop_front();
+        }
+        used.push_back((state.nonce.clone(), state.expires));
+        Ok(state)
+    }
+
+    /// The round of a call of `tool` with `arguments` whose retry brought
+    /// `request_state` and `responses`: the answers so far. `Err` is the
+    /// refusal of a state that cannot be trusted.
+    pub(super) fn round(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        request_state: Option<&str>,
+        responses: Option<&rmcp::model::InputResponses>,
+        cancel: CancellationToken,
+    ) -> Result<Arc<Round>, String> {
+        let mut answered = Vec::new();
+        if let Some(sealed) = request_state {
+            let state = self.open(sealed, tool, arguments)?;
+            answered = state.answered;
+            // The question asked is answered by the response under its key.
+            let response = responses.and_then(|r| r.get(&state.key));
+            let question = Question {
+                tool: tool.into(),
+                tool_call_id: String::new(),
+                component: String::new(),
+                digest: state.asked.digest,
+                need: state.asked.need,
+                arguments: Value::Null,
+                rule: None,
+                always: state.asked.always,
+            };
+            if let Some(answer) = response.and_then(|r| answer_of(&question, r)) {
+                answered.push(Answered {
+                    need: question.need,
+                    digest: question.digest,
+                    answer,
+                });
+            }
+        }
+        Ok(Arc::new(Round {
+            cancel,
+            answered,
+            needed: Mutex::new(None),
+        }))
+    }
+
+    /// The input-required result of a round that stopped at `question`.
+    pub(super) fn input_required(
+        &self,
+        round: &Round,
+        question: &Question,
+        tool: &str,
+        arguments: &Value,
+        wait: std::time::Duration,
+    ) -> Value {
+        let state = State {
+            nonce: crate::files::random_hex(16).expect("the kernel's random source"),
+            expires: now() + wait.as_secs(),
+            tool: tool.into(),
+            arguments: arguments_digest(arguments),
+            answered: round.answered.clone(),
+            key: KEY.into(),
+            asked: Asked {
+                need: question.need.clone(),
+                digest: question.digest.clone(),
+                always: question.always,
+            },
+        };
+        json!({
+            "resultType": "input_required",
+            "inputRequests": {
+                KEY: {"method": "elicitation/create", "params": form(question)},
+            },
+            "requestState": self.seal(&state),
+        })
+    }
+}
+
+impl Round {
+    /// The question the round stopped at, if it did.
+    pub(super) fn needed(&self) -> Option<Question> {
+        self.needed.lock().expect("round lock").clone()
     }
 }
