@@ -81,11 +81,15 @@ fn the_person_at_a_terminal_answers_once_then_for_the_session_then_deny() {
         call("c4", "echo bye\u{1b}[2J"),
     ]});
     let file = ws.write("batch.json", batch.to_string());
+    let log = ws.config_home().join("audit.jsonl");
+    let log = log.to_str().unwrap();
     let (code, out) = on_a_terminal_answering(
         &ws,
         &[
             "--workspace",
             ws.str(),
+            "--audit",
+            log,
             "run",
             file.to_str().unwrap(),
             "--json",
@@ -122,6 +126,39 @@ fn the_person_at_a_terminal_answers_once_then_for_the_session_then_deny() {
             "The person denied permission to run the command: echo bye\\u{1b}[2J: not now"
         ]
     );
+    // `toolhost audit --asked` lists the calls that asked, with the answers.
+    let out = toolhost(&ws, &["audit", log, "--asked", "--json"], None);
+    let asked: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // In the order the calls ended; c3 was not asked.
+    let mut seen: Vec<(&str, &Value)> = asked
+        .iter()
+        .map(|e| (e["toolCallId"].as_str().unwrap(), &e["used"]["asked"]))
+        .collect();
+    seen.sort_by_key(|(id, _)| *id);
+    assert_eq!(
+        seen,
+        [
+            ("c1", &json!(["run the command: echo hi: once (terminal)"])),
+            (
+                "c2",
+                &json!(["run the command: echo hi: session (terminal)"])
+            ),
+            (
+                "c4",
+                &json!(["run the command: echo bye\\u{1b}[2J: deny (terminal)"])
+            ),
+        ]
+    );
+    let shown = String::from_utf8_lossy(&toolhost(&ws, &["audit", log, "--asked"], None).stdout)
+        .into_owned();
+    assert!(
+        shown.contains("    asked: run the command: echo hi: once (terminal)"),
+        "{shown}"
+    );
+    assert!(shown.ends_with("3 calls (2 ok, 1 not)\n"), "{shown}");
 }
 
 #[test]

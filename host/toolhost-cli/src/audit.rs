@@ -27,6 +27,10 @@ pub struct Query {
     /// Calls that started before this time (as --since).
     #[arg(long, value_name = "WHEN")]
     pub until: Option<String>,
+    /// Only calls that asked the person: each question, its answer and the
+    /// front end that asked.
+    #[arg(long)]
+    pub asked: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -71,6 +75,7 @@ pub fn run(query: Query, global: Option<&Path>, workspace: Option<&Path>) -> Res
             .map_err(|e| anyhow::anyhow!("--outcome: {e}"))?,
         since: when(&query.since, "since")?,
         until: when(&query.until, "until")?,
+        asked: query.asked,
     };
     let read = audit::read(&path, &filter)
         .with_context(|| format!("reading the audit log {}", path.display()))?;

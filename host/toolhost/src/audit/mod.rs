@@ -339,10 +339,15 @@ pub struct Filter {
     pub since: Option<SystemTime>,
     /// Entries that started before this time.
     pub until: Option<SystemTime>,
+    /// Only calls that asked the person (`toolhost audit --asked`).
+    pub asked: bool,
 }
 
 impl Filter {
     pub fn keeps(&self, entry: &Entry) -> bool {
+        if self.asked && entry.used.asked.is_empty() {
+            return false;
+        }
         if self.tool.as_ref().is_some_and(|t| *t != entry.tool) {
             return false;
         }

@@ -30,9 +30,11 @@ pub(super) async fn run(ctx: &Arc<Batch>) -> Vec<Settled> {
     // order could be seen otherwise: with before hooks (Pi runs the hook of
     // call N+1 before call N executes, and a hook may look, or change the
     // active tools a later call is looked up in), or when a tool of the batch
-    // may change the active tools itself.
+    // may change the active tools itself, or when a call may ask the
+    // person before it runs (the questions come in the message's order).
     let overlap = calls.len() > 1
         && ctx.session.hooks.is_empty()
+        && ctx.session.permissions.is_inert()
         && !calls.iter().any(|call| {
             ctx.lookup(call)
                 .is_some_and(|t| t.sandbox.may_change_tools())

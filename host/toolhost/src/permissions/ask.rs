@@ -384,12 +384,13 @@ impl CallAsking {
             answer = async {
                 let _turn = asker.one_at_a_time.lock().await;
                 // Another call of the session may have been allowed the same
-                // while this one waited its turn.
+                // while this one waited its turn: not asked.
                 if asker.allowed_for_session(&self.digest, &question.need) {
-                    return Ok(Some(Answer::Session));
+                    return Ok(None);
                 }
                 tokio::time::timeout(asker.wait, asker.person.ask(&question))
                     .await
+                    .map(Some)
                     .map_err(|_| {
                         format!(
                             "No answer came within {} s: the person was asked whether tool {} \
@@ -415,12 +416,13 @@ impl CallAsking {
                 noted("no answer");
                 return Err(text);
             }
-            Ok(None) => {
+            Ok(None) => return Ok(()),
+            Ok(Some(None)) => {
                 noted("nobody to ask");
                 let rule = question.rule.as_deref();
                 return Err(no_person(&question.need, rule, refusal));
             }
-            Ok(Some(answer)) => answer,
+            Ok(Some(Some(answer))) => answer,
         };
         noted(answer.name());
         match answer {
