@@ -39,6 +39,8 @@ pub enum Need {
     Command { line: String },
     /// An HTTP host (and port) the component was not granted.
     Host { host: String, port: u16 },
+    /// A program the component was not granted, as it names it.
+    Program { program: String },
 }
 
 impl Need {
@@ -50,14 +52,26 @@ impl Need {
             Need::Host { host, port } => {
                 format!("send HTTP requests to {}:{port}", escape(host))
             }
+            Need::Program { program } => format!("run the program {}", escape(program)),
         }
     }
 
     /// The allow rule an "always" answer writes; `None` when the need can
     /// only be allowed for a session.
     pub fn rule(&self) -> Option<String> {
+        // A name that a pattern would read as more than itself (`*`, a
+        // parenthesis) is never written as a rule: it would allow more
+        // than the person was asked about.
+        let plain = |text: &str| {
+            !text
+                .chars()
+                .any(|c| matches!(c, '*' | '(' | ')') || c.is_whitespace() || c.is_control())
+        };
         match self {
+            Need::Host { host, .. } if !plain(host) => None,
+            Need::Program { program } if !plain(program) => None,
             Need::Host { host, port } => Some(format!("http({host}:{port})")),
+            Need::Program { program } => Some(format!("process({program})")),
             Need::Call | Need::Command { .. } => None,
         }
     }
@@ -372,9 +386,9 @@ impl CallAsking {
             tool_call_id: self.tool_call_id.clone(),
             component: self.component.clone(),
             digest: self.digest.clone(),
+            always: rule.is_none() && self.always.is_some() && need.rule().is_some(),
             need,
             arguments: self.arguments.clone(),
-            always: rule.is_none() && self.always.is_some(),
             rule,
         };
         let started = Instant::now();

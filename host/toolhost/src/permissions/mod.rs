@@ -22,6 +22,7 @@
 //!   home directory and a relative pattern the workspace's;
 //! - `http(host)`: an extension's request to a host (`*.example.com` for
 //!   its subdomains, `host:port` for one port);
+//! - `process(program)`: a program an extension starts, as it names it;
 //! - any other tool: its arguments as compact JSON, `*` any text.
 //!
 //! Precedence: deny, then ask, then allow. A workspace's `toolhost.toml`
@@ -98,6 +99,8 @@ pub enum Subject<'a> {
     Path { tool: &'a str, path: &'a Path },
     /// A host an extension's HTTP request goes to.
     Host { host: &'a str, port: u16 },
+    /// A program an extension starts, as it names it (`process(curl)`).
+    Program { program: &'a str },
     /// Any other call: its arguments as compact JSON.
     Call { tool: &'a str, arguments: &'a str },
 }
@@ -109,6 +112,7 @@ impl Subject<'_> {
             | Subject::Path { tool, .. }
             | Subject::Call { tool, .. } => tool,
             Subject::Host { .. } => "http",
+            Subject::Program { .. } => "process",
         }
     }
 }
@@ -314,6 +318,7 @@ impl Rule {
             Subject::Path { path, .. } => pattern.matches_path(path),
             Subject::Host { host, port } => pattern.matches_host(host, *port),
             Subject::Call { arguments, .. } => pattern.matches_text(arguments),
+            Subject::Program { program } => pattern.matches_text(program),
         }
     }
 }

@@ -26,6 +26,8 @@ pub struct OpsCtx<'a> {
     pub spawned: &'a crate::ops::process::Spawned,
     /// Its place in the order of file mutations (see `crate::ops::fs::lock`).
     pub(crate) turn: Option<&'a crate::ops::fs::TurnSlot>,
+    /// How it asks the person for what it was not granted.
+    pub(crate) asking: Option<&'a crate::permissions::ask::CallAsking>,
     pub table: &'a mut ResourceTable,
 }
 
@@ -51,6 +53,7 @@ impl OpsView for CallState {
             usage: &self.signals.usage,
             spawned: &self.signals.spawned,
             turn: Some(&self.signals.turn),
+            asking: self.signals.asking.get().map(|a| a.as_ref()),
             table: &mut self.table,
         }
     }

@@ -49,6 +49,7 @@ macro_rules! bindings {
             world: "tool-component",
             imports: {
                 "toolhost:tool/fs-write.lock": async | trappable,
+                "toolhost:tool/process.spawn": async | trappable,
                 "toolhost:tool/process.[method]child.next": async | trappable,
                 "toolhost:tool/process.[method]child.next-within": async | trappable,
                 "toolhost:tool/search.grep": async | trappable,

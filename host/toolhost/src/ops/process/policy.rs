@@ -312,6 +312,20 @@ impl ProcessPolicy {
         }
     }
 
+    /// Why `program` may not be run under this policy, if it may not (it
+    /// is not among the granted programs).
+    pub fn refusal_of(&self, program: &str) -> Option<ProcessError> {
+        (!self.programs.iter().any(|p| p == program)).then(|| {
+            error(
+                ProcessErrorCode::NotAllowed,
+                format!(
+                    "{program} is not a program this tool may run (allowed: {})",
+                    self.programs.join(", ")
+                ),
+            )
+        })
+    }
+
     /// Start `command` (see the module docs for what the child gets). The
     /// child is stopped when `cancel` fires, when its timeout runs out, or
     /// when the returned [`Child`] is dropped. Needs a tokio runtime.
@@ -365,15 +379,8 @@ impl ProcessPolicy {
         if cancel.is_cancelled() {
             return Err(error(ProcessErrorCode::Cancelled, "the call was cancelled"));
         }
-        if !self.programs.contains(&command.program) {
-            return Err(error(
-                ProcessErrorCode::NotAllowed,
-                format!(
-                    "{} is not a program this tool may run (allowed: {})",
-                    command.program,
-                    self.programs.join(", ")
-                ),
-            ));
+        if let Some(refusal) = self.refusal_of(&command.program) {
+            return Err(refusal);
         }
         let has_nul = |s: &str| s.contains('\0');
         if command.args.iter().any(|a| has_nul(a.as_str()))

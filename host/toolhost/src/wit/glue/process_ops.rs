@@ -3,7 +3,9 @@
 use super::super::process;
 use crate::ops::process::{self as ops, Child};
 use crate::ops::usage::Use;
+use crate::permissions::{Need, Subject};
 use crate::wit::OpsCtx;
+use std::sync::Arc;
 use std::time::Duration;
 use wasmtime::component::Resource;
 
@@ -59,17 +61,37 @@ impl From<ops::ChildEvent> for process::ChildEvent {
 }
 
 impl process::Host for OpsCtx<'_> {
-    fn spawn(
+    async fn spawn(
         &mut self,
         command: process::Command,
     ) -> wasmtime::Result<Result<Resource<Child>, process::ProcessError>> {
-        let Some(policy) = self.caps.process.clone() else {
+        let Some(mut policy) = self.caps.process.clone() else {
             return Ok(Err(process::ProcessError {
                 code: process::ProcessErrorCode::NotAllowed,
                 message: "this component may not run programs".into(),
             }));
         };
         let program = command.program.clone();
+        // A program beyond the grant: what the rules or the person say.
+        if let (Some(asking), Some(refusal)) = (self.asking, policy.refusal_of(&program)) {
+            let subject = Subject::Program { program: &program };
+            let need = Need::Program {
+                program: program.clone(),
+            };
+            let refusal = refusal.message.clone();
+            if let Err(text) = asking
+                .need(subject, need, &refusal, self.cancel, self.usage)
+                .await
+            {
+                self.usage
+                    .note(Use::Denied, &format!("process {program}: not-allowed"));
+                return Ok(Err(process::ProcessError {
+                    code: process::ProcessErrorCode::NotAllowed,
+                    message: text,
+                }));
+            }
+            policy = Arc::new(policy.as_ref().clone().program(program.clone()));
+        }
         match policy.spawn_for(command.into(), self.cancel.clone(), self.spawned) {
             Ok(child) => {
                 self.usage.note(Use::Program, &program);
