@@ -306,7 +306,9 @@ impl toolhost::permissions::Ask for Scripted {
         question: &'a toolhost::permissions::Question,
     ) -> futures::future::BoxFuture<'a, Option<toolhost::permissions::Answer>> {
         self.asked.lock().unwrap().push(question.clone());
-        let answer = self.answers.lock().unwrap().drain(..1).next();
+        // None when the answers ran out: nobody to ask.
+        let mut answers = self.answers.lock().unwrap();
+        let answer = (!answers.is_empty()).then(|| answers.remove(0));
         Box::pin(async move { answer })
     }
 }
@@ -393,4 +395,183 @@ fn an_embedders_callback_answers_for_a_program_an_extension_was_not_granted() {
     assert_eq!(asked[0].component, runprobe);
     let written = std::fs::read_to_string(config.join("toolhost.toml")).unwrap();
     assert!(!written.contains("process(*)"), "{written}");
+}
+
+/// A host of `ws` whose user file is `policy` and whose person answers
+/// `answers` in turn.
+fn asking_host(
+    ws: &Workspace,
+    policy: &str,
+    answers: Vec<toolhost::permissions::Answer>,
+) -> (toolhost::Host, std::sync::Arc<Scripted>, std::path::PathBuf) {
+    let config = ws.config_home().join("toolhost");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("toolhost.toml"), policy).unwrap();
+    let person = std::sync::Arc::new(Scripted {
+        answers: std::sync::Mutex::new(answers),
+        asked: Default::default(),
+    });
+    let host = built(
+        builder(ws)
+            .user_config_dir(Some(config.clone()))
+            .ask(person.clone()),
+    );
+    (host, person, config)
+}
+
+#[test]
+fn a_path_outside_the_workspace_is_asked_about_by_its_real_path_and_read_there() {
+    use toolhost::permissions::{Answer, Need};
+    let ws = Workspace::new();
+    let outside = tempfile::tempdir().unwrap();
+    let notes = outside.path().canonicalize().unwrap().join("notes");
+    std::fs::create_dir(&notes).unwrap();
+    std::fs::write(notes.join("a.md"), "outside note\n").unwrap();
+    std::fs::write(notes.join("secret.txt"), "not approved\n").unwrap();
+    // The model names a link in the workspace; the person is asked about
+    // where it leads.
+    ws.symlink("link.md", notes.join("a.md"));
+    let (host, person, _) = asking_host(
+        &ws,
+        "[permissions]\ndefault = \"ask\"\n",
+        vec![
+            Answer::Once,
+            Answer::Deny {
+                reason: Some("private".into()),
+            },
+        ],
+    );
+    let link = format!("{}/link.md", ws.str());
+    let r = call(&host, "read", json!({"path": link}));
+    assert_eq!(r.text(), "outside note\n");
+    // Once: the next call asks again (and is denied, with the reason).
+    let r = call(&host, "read", json!({"path": link}));
+    assert!(r.is_error);
+    assert_eq!(
+        r.text(),
+        format!(
+            "Path is outside the workspace: {link}\nThe person denied permission to read {} \
+             (outside the granted roots): private",
+            notes.join("a.md").display()
+        )
+    );
+    let asked = person.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 2);
+    assert_eq!(
+        asked[0].need,
+        Need::Path {
+            path: notes.join("a.md").display().to_string(),
+            write: false,
+            directory: false
+        }
+    );
+    assert!(asked[0].always, "{:?}", asked[0]);
+    // A sibling of an approved file was never approved.
+    let (host, person, _) = asking_host(&ws, "[permissions]\ndefault = \"ask\"\n", vec![]);
+    let r = call(
+        &host,
+        "read",
+        json!({"path": notes.join("secret.txt").display().to_string()}),
+    );
+    assert!(r.is_error, "{}", r.text());
+    assert_eq!(
+        person.asked.lock().unwrap().len(),
+        1,
+        "asked, and no answer"
+    );
+}
+
+#[test]
+fn a_protected_path_is_never_asked_about_and_without_a_person_the_refusal_says_what_to_grant() {
+    use toolhost::permissions::Answer;
+    let ws = Workspace::new();
+    let (host, person, config) = asking_host(
+        &ws,
+        "[permissions]\ndefault = \"ask\"\n",
+        vec![Answer::Always],
+    );
+    let policy = config.join("toolhost.toml").display().to_string();
+    let r = call(
+        &host,
+        "write",
+        json!({"path": policy, "content": "[permissions]\ndefault = \"allow\"\n"}),
+    );
+    assert!(r.is_error);
+    assert_eq!(r.text(), format!("Path is protected: {policy}"));
+    assert!(person.asked.lock().unwrap().is_empty(), "never asked");
+    assert!(!std::fs::read_to_string(&policy).unwrap().contains("allow"));
+
+    // Without a person: the refusal, what the person can grant, and how.
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().canonicalize().unwrap().join("out.txt");
+    let target = target.display().to_string();
+    user_policy(&ws, "[permissions]\ndefault = \"ask\"\n");
+    let (text, is_error) = cli_call(&ws, "write", json!({"path": target, "content": "x"}));
+    assert!(is_error);
+    assert_eq!(
+        text,
+        format!(
+            "Path is outside the workspace: {target}\nPermission to write {target} (outside the \
+             granted roots) needs the person's answer, and no person can be asked here \
+             (toolhost runs without a terminal or a client that can ask). The person can grant \
+             it in their toolhost.toml: [permissions] allow = [\"write({target})\"]."
+        )
+    );
+    assert!(!std::path::Path::new(&target).exists());
+}
+
+#[test]
+fn a_write_outside_the_workspace_allowed_always_lands_at_the_approved_path_and_stays_allowed() {
+    use toolhost::permissions::Answer;
+    let ws = Workspace::new();
+    let outside = tempfile::tempdir().unwrap();
+    let dir = outside.path().canonicalize().unwrap();
+    let target = dir.join("new/report.txt");
+    let (host, person, config) = asking_host(
+        &ws,
+        "[permissions]\ndefault = \"ask\"\n",
+        vec![Answer::Always, Answer::Once],
+    );
+    let path = target.display().to_string();
+    let r = call(&host, "write", json!({"path": path, "content": "done\n"}));
+    assert!(!r.is_error, "{}", r.text());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "done\n");
+    let r = call(
+        &host,
+        "edit",
+        json!({"path": path, "edits": [{"oldText": "done", "newText": "edited"}]}),
+    );
+    assert!(!r.is_error, "{}", r.text());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "edited\n");
+    let asked = person.asked.lock().unwrap().clone();
+    let tools: Vec<&str> = asked.iter().map(|q| q.tool.as_str()).collect();
+    assert_eq!(tools, ["write", "edit"], "each tool is asked for itself");
+    let written = std::fs::read_to_string(config.join("toolhost.toml")).unwrap();
+    assert!(
+        written.contains(&format!("rule = \"write({path})\"")),
+        "{written}"
+    );
+    // A new host: the always rule allows the write without a person.
+    let (host, person, _) = asking_host_keeping(&ws, &config);
+    let r = call(&host, "write", json!({"path": path, "content": "again\n"}));
+    assert!(!r.is_error, "{}", r.text());
+    assert!(person.asked.lock().unwrap().is_empty());
+}
+
+/// A host of `ws` whose user configuration is `config` as it stands, with a
+/// person who has no answers.
+fn asking_host_keeping(
+    ws: &Workspace,
+    config: &std::path::Path,
+) -> (toolhost::Host, std::sync::Arc<Scripted>, std::path::PathBuf) {
+    let person = std::sync::Arc::new(Scripted {
+        answers: std::sync::Mutex::new(vec![]),
+        asked: Default::default(),
+    });
+    let host = built(
+        builder(ws)
+            .user_config_dir(Some(config.to_path_buf()))
+            .ask(person.clone()),
+    );
+    (host, person, config.to_path_buf())
 }

@@ -117,9 +117,16 @@ pub fn protected_message(raw: &str) -> String {
 
 /// The model-facing text of a failed operation `op` on `abs` (resolved from
 /// the argument `raw`): the sandbox refusal, `Operation aborted`, or Node's text.
+///
+/// A refusal the host explains further (the permission rules, what the
+/// person can grant: the lines after the first of its message) keeps that
+/// explanation on the lines after the sandbox's.
 pub fn error_text(err: &FsError, op: &str, abs: &str, raw: &str, ctx: &Context) -> String {
     match err.code {
-        ErrorCode::OutsideRoots => outside_message(raw, ctx),
+        ErrorCode::OutsideRoots => match err.message.split_once('\n') {
+            Some((_, why)) => format!("{}\n{why}", outside_message(raw, ctx)),
+            None => outside_message(raw, ctx),
+        },
         ErrorCode::Protected => protected_message(raw),
         ErrorCode::Cancelled => OPERATION_ABORTED.to_string(),
         code => node_message(code, op, abs),

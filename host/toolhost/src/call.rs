@@ -308,6 +308,7 @@ pub(crate) async fn prepare(scope: &dyn Scope, i: usize) -> Preflight {
             tool.source.to_string(),
             &tool.digest,
             ctx.args.clone(),
+            session.protected.clone(),
         ));
         let _ = signals.asking.set(asking.clone());
         if rules.speak_of(name) {

@@ -33,6 +33,8 @@ pub(crate) struct Session {
     pub mutations: Arc<crate::ops::fs::MutationOrder>,
     /// The permission rules, and where an "always" answer is written.
     pub permissions: Arc<Rules>,
+    /// The paths no tool writes, and no question asks about.
+    pub protected: Arc<crate::ops::fs::ProtectedPaths>,
     pub always_file: Option<PathBuf>,
     /// The embedder's person to ask ([`crate::HostBuilder::ask`]), for
     /// batches whose front end brings none.

@@ -740,6 +740,7 @@ impl HostBuilder {
             audit_log: parts.config.audit_log,
             mutations: Default::default(),
             permissions: Arc::new(parts.config.policy.permissions.clone()),
+            protected: Arc::new(parts.config.protected.clone()),
             always_file: parts.config.policy.user_file.clone(),
             asker: self.asker,
         };

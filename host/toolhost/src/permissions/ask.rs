@@ -41,6 +41,13 @@ pub enum Need {
     Host { host: String, port: u16 },
     /// A program the component was not granted, as it names it.
     Program { program: String },
+    /// A path outside the granted roots (its real path): a file, or a
+    /// directory with everything in it; to read, or to write.
+    Path {
+        path: String,
+        write: bool,
+        directory: bool,
+    },
 }
 
 impl Need {
@@ -53,12 +60,26 @@ impl Need {
                 format!("send HTTP requests to {}:{port}", escape(host))
             }
             Need::Program { program } => format!("run the program {}", escape(program)),
+            Need::Path {
+                path, write: true, ..
+            } => format!("write {} (outside the granted roots)", escape(path)),
+            Need::Path {
+                path,
+                directory: true,
+                ..
+            } => format!(
+                "read the directory {} and everything in it (outside the granted roots)",
+                escape(path)
+            ),
+            Need::Path { path, .. } => {
+                format!("read {} (outside the granted roots)", escape(path))
+            }
         }
     }
 
-    /// The allow rule an "always" answer writes; `None` when the need can
-    /// only be allowed for a session.
-    pub fn rule(&self) -> Option<String> {
+    /// The allow rule an "always" answer to `tool`'s question writes;
+    /// `None` when the need can only be allowed for a session.
+    pub fn rule(&self, tool: &str) -> Option<String> {
         // A name that a pattern would read as more than itself (`*`, a
         // parenthesis) is never written as a rule: it would allow more
         // than the person was asked about.
@@ -67,9 +88,21 @@ impl Need {
                 .chars()
                 .any(|c| matches!(c, '*' | '(' | ')') || c.is_whitespace() || c.is_control())
         };
+        let plain_path = |path: &str| {
+            !path.chars().any(|c| {
+                matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '(' | ')') || c.is_control()
+            })
+        };
         match self {
             Need::Host { host, .. } if !plain(host) => None,
             Need::Program { program } if !plain(program) => None,
+            Need::Path { path, .. } if !plain_path(path) => None,
+            Need::Path {
+                path,
+                directory: true,
+                ..
+            } => Some(format!("{tool}({path}/**)")),
+            Need::Path { path, .. } => Some(format!("{tool}({path})")),
             Need::Host { host, port } => Some(format!("http({host}:{port})")),
             Need::Program { program } => Some(format!("process({program})")),
             Need::Call | Need::Command { .. } => None,
@@ -267,6 +300,10 @@ pub(crate) struct CallAsking {
     pub component: String,
     pub digest: String,
     pub arguments: Value,
+    /// Never asked about.
+    pub protected: Arc<crate::ops::fs::ProtectedPaths>,
+    /// The places outside the roots this call was allowed (`paths`).
+    pub(super) places: Mutex<Vec<super::paths::Place>>,
     /// Time spent waiting for answers, in microseconds: it does not count
     /// against the call's time limit.
     waited: AtomicU64,
@@ -283,11 +320,14 @@ impl CallAsking {
         component: String,
         digest: &str,
         arguments: Value,
+        protected: Arc<crate::ops::fs::ProtectedPaths>,
     ) -> CallAsking {
         CallAsking {
             rules,
             asker,
             always,
+            protected,
+            places: Mutex::default(),
             tool: tool.to_string(),
             tool_call_id: tool_call_id.to_string(),
             component,
@@ -376,7 +416,7 @@ impl CallAsking {
         usage: &Usage,
     ) -> Result<(), String> {
         let Some(asker) = &self.asker else {
-            return Err(no_person(&need, rule.as_deref(), refusal));
+            return Err(no_person(&self.tool, &need, rule.as_deref(), refusal));
         };
         if asker.allowed_for_session(&self.digest, &need) {
             return Ok(());
@@ -386,7 +426,7 @@ impl CallAsking {
             tool_call_id: self.tool_call_id.clone(),
             component: self.component.clone(),
             digest: self.digest.clone(),
-            always: rule.is_none() && self.always.is_some() && need.rule().is_some(),
+            always: rule.is_none() && self.always.is_some() && need.rule(&self.tool).is_some(),
             need,
             arguments: self.arguments.clone(),
             rule,
@@ -434,7 +474,7 @@ impl CallAsking {
             Ok(Some(None)) => {
                 noted("nobody to ask");
                 let rule = question.rule.as_deref();
-                return Err(no_person(&question.need, rule, refusal));
+                return Err(no_person(&self.tool, &question.need, rule, refusal));
             }
             Ok(Some(Some(answer))) => answer,
         };
@@ -447,9 +487,11 @@ impl CallAsking {
             }
             Answer::Always => {
                 asker.allow_for_session(&self.digest, &question.need);
-                if let (true, Some(path), Some(rule)) =
-                    (question.always, &self.always, question.need.rule())
-                {
+                if let (true, Some(path), Some(rule)) = (
+                    question.always,
+                    &self.always,
+                    question.need.rule(&self.tool),
+                ) {
                     // The answer stands for this session even when the file
                     // cannot take it; the person hears why in the result.
                     if let Err(e) = super::always::write(path, &rule, &self.digest) {
@@ -475,13 +517,13 @@ impl CallAsking {
 
 /// The refusal of a call that would have been asked about where no person
 /// can answer, saying what the person can do instead.
-fn no_person(need: &Need, rule: Option<&str>, refusal: Option<&str>) -> String {
+fn no_person(tool: &str, need: &Need, rule: Option<&str>, refusal: Option<&str>) -> String {
     let asked = format!(
         "Permission to {} needs the person's answer, and no person can be asked here \
          (toolhost runs without a terminal or a client that can ask).",
         need.describe()
     );
-    let how = match (rule, need.rule()) {
+    let how = match (rule, need.rule(tool)) {
         (Some(rule), _) => format!(
             "The person can run it where toolhost can ask them, or change the rule ask = [{:?}] \
              in their toolhost.toml.",

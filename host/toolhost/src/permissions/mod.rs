@@ -35,6 +35,7 @@
 
 pub(crate) mod always;
 pub(crate) mod ask;
+mod paths;
 mod pattern;
 pub(crate) mod shell;
 

@@ -313,6 +313,7 @@ mod asking {
             "/x/httpget.wasm".into(),
             "blake3:aa",
             serde_json::json!({"url": "https://api.example.com/\u{1b}[2J", "note": "approved"}),
+            Default::default(),
         )
     }
 

@@ -59,7 +59,7 @@ impl OpsView for CallState {
     }
 }
 
-impl OpsCtx<'_> {
+impl<'a> OpsCtx<'a> {
     /// The granted backend, unless the call was cancelled.
     pub(super) fn granted<T: ?Sized>(
         &self,
@@ -86,6 +86,35 @@ impl OpsCtx<'_> {
 
     pub(super) fn writer(&self) -> Result<Arc<dyn FsWrite>, FsError> {
         self.granted(&self.caps.fs_write, "fs-write")
+    }
+
+    /// `r`, the outcome of an Operation on `path`; when it was refused as
+    /// outside the roots and a rule or the person allows the place (see
+    /// `crate::permissions`), `op` run again on its real path, through a
+    /// backend rooted at the approved place.
+    pub(super) fn or_beyond<'s, T: 's>(
+        &self,
+        r: Result<T, FsError>,
+        path: &'s str,
+        (write, mkdir): (bool, bool),
+        op: impl FnOnce(&crate::ops::fs::LocalFs, &str) -> Result<T, FsError> + Send + 's,
+    ) -> impl std::future::Future<Output = Result<T, FsError>> + Send + 's
+    where
+        'a: 's,
+        T: Send,
+    {
+        let (asking, cancel, usage) = (self.asking, self.cancel, self.usage);
+        async move {
+            match (r, asking) {
+                (Err(refused), Some(asking)) if refused.code == fs::ErrorCode::OutsideRoots => {
+                    let (fs, real) = asking
+                        .beyond(path, write, mkdir, &refused, cancel, usage)
+                        .await?;
+                    op(&fs, &real)
+                }
+                (r, _) => r,
+            }
+        }
     }
 
     /// Record what an operation on `path` did: used as `kind` when it

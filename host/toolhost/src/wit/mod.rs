@@ -48,6 +48,13 @@ macro_rules! bindings {
             path: $path,
             world: "tool-component",
             imports: {
+                "toolhost:tool/fs-read.stat": async | trappable,
+                "toolhost:tool/fs-read.read-file": async | trappable,
+                "toolhost:tool/fs-read.list-dir": async | trappable,
+                "toolhost:tool/fs-write.write-file": async | trappable,
+                "toolhost:tool/fs-write.append-file": async | trappable,
+                "toolhost:tool/fs-write.create-dir-all": async | trappable,
+                "toolhost:tool/fs-write.access": async | trappable,
                 "toolhost:tool/fs-write.lock": async | trappable,
                 "toolhost:tool/process.spawn": async | trappable,
                 "toolhost:tool/process.[method]child.next": async | trappable,

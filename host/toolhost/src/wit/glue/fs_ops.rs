@@ -2,7 +2,7 @@
 //! edge, and their glue.
 
 use super::super::{fs_read, fs_types, fs_write};
-use crate::ops::fs::{self, FsError, MutationLock, lock_file_in_turn};
+use crate::ops::fs::{self, FsError, FsRead, FsWrite, MutationLock, lock_file_in_turn};
 use crate::ops::usage::Use;
 use crate::wit::OpsCtx;
 use wasmtime::component::Resource;
@@ -65,6 +65,12 @@ impl From<fs::DirEntry> for fs_types::DirEntry {
     }
 }
 
+/// What an Operation does to a path outside the roots, as
+/// [`OpsCtx::or_beyond`] asks about it: (write, create as a directory).
+const READ: (bool, bool) = (false, false);
+const WRITE: (bool, bool) = (true, false);
+const MKDIR: (bool, bool) = (true, true);
+
 /// A result of the Operations, in the interface's types.
 fn wit<T, U: From<T>>(r: Result<T, FsError>) -> wasmtime::Result<Result<U, fs_types::FsError>> {
     Ok(r.map(U::from).map_err(Into::into))
@@ -73,15 +79,16 @@ fn wit<T, U: From<T>>(r: Result<T, FsError>) -> wasmtime::Result<Result<U, fs_ty
 impl fs_types::Host for OpsCtx<'_> {}
 
 impl fs_read::Host for OpsCtx<'_> {
-    fn stat(
+    async fn stat(
         &mut self,
         path: String,
     ) -> wasmtime::Result<Result<fs_types::Metadata, fs_types::FsError>> {
         let r = self.reader().and_then(|fs| fs.stat(&path));
+        let r = self.or_beyond(r, &path, READ, |fs, p| fs.stat(p)).await;
         wit(self.noted(r, Use::Read, &path))
     }
 
-    fn read_file(
+    async fn read_file(
         &mut self,
         path: String,
         offset: u64,
@@ -90,14 +97,20 @@ impl fs_read::Host for OpsCtx<'_> {
         let r = self
             .reader()
             .and_then(|fs| fs.read(&path, offset, max_bytes));
+        let r = self
+            .or_beyond(r, &path, READ, |fs, p| fs.read(p, offset, max_bytes))
+            .await;
         wit(self.noted(r, Use::Read, &path))
     }
 
-    fn list_dir(
+    async fn list_dir(
         &mut self,
         path: String,
     ) -> wasmtime::Result<Result<Vec<fs_types::DirEntry>, fs_types::FsError>> {
         let entries = self.reader().and_then(|fs| fs.list_dir(&path));
+        let entries = self
+            .or_beyond(entries, &path, READ, |fs, p| fs.list_dir(p))
+            .await;
         Ok(self
             .noted(entries, Use::Read, &path)
             .map(|entries| entries.into_iter().map(Into::into).collect())
@@ -106,16 +119,19 @@ impl fs_read::Host for OpsCtx<'_> {
 }
 
 impl fs_write::Host for OpsCtx<'_> {
-    fn write_file(
+    async fn write_file(
         &mut self,
         path: String,
         contents: Vec<u8>,
     ) -> wasmtime::Result<Result<(), fs_types::FsError>> {
         let r = self.writer().and_then(|fs| fs.write_file(&path, &contents));
+        let r = self
+            .or_beyond(r, &path, WRITE, |fs, p| fs.write_file(p, &contents))
+            .await;
         wit(self.noted(r, Use::Written, &path))
     }
 
-    fn append_file(
+    async fn append_file(
         &mut self,
         path: String,
         contents: Vec<u8>,
@@ -123,23 +139,37 @@ impl fs_write::Host for OpsCtx<'_> {
         let r = self
             .writer()
             .and_then(|fs| fs.append_file(&path, &contents));
+        let r = self
+            .or_beyond(r, &path, WRITE, |fs, p| fs.append_file(p, &contents))
+            .await;
         wit(self.noted(r, Use::Written, &path))
     }
 
-    fn create_dir_all(&mut self, path: String) -> wasmtime::Result<Result<(), fs_types::FsError>> {
+    async fn create_dir_all(
+        &mut self,
+        path: String,
+    ) -> wasmtime::Result<Result<(), fs_types::FsError>> {
         let r = self.writer().and_then(|fs| fs.create_dir_all(&path));
+        let r = self
+            .or_beyond(r, &path, MKDIR, |fs, p| fs.create_dir_all(p))
+            .await;
         wit(self.noted(r, Use::Written, &path))
     }
 
-    fn access(&mut self, path: String) -> wasmtime::Result<Result<(), fs_types::FsError>> {
-        wit(self.writer().and_then(|fs| fs.access(&path)))
+    async fn access(&mut self, path: String) -> wasmtime::Result<Result<(), fs_types::FsError>> {
+        let r = self.writer().and_then(|fs| fs.access(&path));
+        wit(self.or_beyond(r, &path, WRITE, |fs, p| fs.access(p)).await)
     }
 
     async fn lock(
         &mut self,
         path: String,
     ) -> wasmtime::Result<Result<Resource<MutationLock>, fs_types::FsError>> {
-        let key = match self.writer().and_then(|fs| fs.lock_key(&path)) {
+        let key = self.writer().and_then(|fs| fs.lock_key(&path));
+        let key = match self
+            .or_beyond(key, &path, WRITE, |fs, p| fs.lock_key(p))
+            .await
+        {
             Ok(key) => key,
             Err(e) => return Ok(Err(e.into())),
         };
