@@ -247,6 +247,23 @@ impl Policy {
                     message,
                 }));
         }
+        let at = |path: Option<&PathBuf>| {
+            path.map_or(POLICY_FILE.to_string(), |p| p.display().to_string())
+        };
+        let file = at(user
+            .as_ref()
+            .map(|(_, p)| p)
+            .or(workspace.as_ref().map(|(_, p)| p)));
+        for rule in rules.inside(&self.workspace_dir) {
+            self.diagnostics.push(Diagnostic {
+                path: file.clone(),
+                message: format!(
+                    "the permission rule {rule:?} names a place inside the workspace, where \
+                     the grants decide and path rules are not consulted: path rules speak of \
+                     places outside the granted roots"
+                ),
+            });
+        }
         self.permissions = rules;
         Ok(())
     }
@@ -641,6 +658,22 @@ mod tests {
             "{err}"
         );
         assert!(err.contains("permissions.default: \"maybe\""), "{err}");
+    }
+
+    #[test]
+    fn a_path_rule_that_would_never_be_consulted_is_reported() {
+        let (_tmp, ws, user) = dirs();
+        write_policy(
+            &user,
+            "[permissions]\ndeny = [\"read(.env)\", \"read(~/.ssh/**)\"]\n",
+        );
+        let p = Policy::load(&ws, Some(&user), &TrustStore::empty()).unwrap();
+        let messages: Vec<&str> = p.diagnostics.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert!(
+            messages[0].starts_with("the permission rule \"read(.env)\" names a place inside"),
+            "{messages:?}"
+        );
     }
 
     fn load_error_trusting(ws: &Path, user: &Path) -> String {

@@ -208,6 +208,21 @@ impl Rules {
         Ok((rules, warnings))
     }
 
+    /// The `deny` and `ask` rules of the built-in path tools that name a
+    /// place inside `root` (a granted root: the workspace), where the grants
+    /// decide and such a rule would never be consulted: said to the person
+    /// at load, so that no rule is silently without effect.
+    pub fn inside(&self, root: &Path) -> Vec<String> {
+        const PATH_TOOLS: &[&str] = &["read", "write", "edit", "ls", "find", "grep"];
+        self.deny
+            .iter()
+            .chain(&self.ask)
+            .filter(|r| PATH_TOOLS.contains(&r.tool.as_str()))
+            .filter(|r| r.pattern.as_ref().is_some_and(|p| p.starts_inside(root)))
+            .map(|r| r.text.clone())
+            .collect()
+    }
+
     /// What a call that needs something it was not granted gets when no
     /// rule speaks of it: `Deny` (today's refusal) or `Ask`.
     pub fn default_verdict(&self) -> Verdict {

@@ -41,6 +41,22 @@ impl Pattern {
         Ok(Pattern { text, path, host })
     }
 
+    /// Whether every path the pattern can match lies under `root` (its
+    /// literal part before the first glob character is inside `root`).
+    pub(super) fn starts_inside(&self, root: &Path) -> bool {
+        let Some(glob) = &self.path else {
+            return false;
+        };
+        let text = glob.glob().glob();
+        // The directories before the first glob character (`/w*` can match
+        // `/www`, so its literal part is `/`).
+        let literal = match text.find(['*', '?', '[', '{']) {
+            Some(at) => text[..at].rsplit_once('/').map_or("", |(dir, _)| dir),
+            None => text,
+        };
+        Path::new(literal).starts_with(root)
+    }
+
     pub(super) fn matches_text(&self, text: &str) -> bool {
         self.text.is_match(text)
     }

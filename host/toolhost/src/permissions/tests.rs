@@ -499,3 +499,23 @@ mod asking {
         assert_eq!(asked.await, Err(crate::call::OPERATION_ABORTED.into()));
     }
 }
+
+#[test]
+fn a_path_rule_inside_the_workspace_is_reported_not_silently_ignored() {
+    let r = rules(
+        &["read(src/**)"],
+        &["edit(/w/docs/*.md)"],
+        &[
+            "read(.env)",
+            "read(~/.ssh/**)",
+            "bash(cat .env)",
+            "read(/w*)",
+        ],
+    );
+    assert_eq!(
+        r.inside(Path::new("/w")),
+        ["read(.env)", "edit(/w/docs/*.md)"],
+        "deny and ask rules of path tools under the workspace; not allow rules, \
+         not places outside, not other tools, not a pattern that reaches beyond it"
+    );
+}
