@@ -92,7 +92,7 @@ impl<'a> OpsCtx<'a> {
     /// outside the roots and a rule or the person allows the place (see
     /// `crate::permissions`), `op` run again on its real path, through a
     /// backend rooted at the approved place.
-    pub(super) fn or_beyond<'s, T: 's>(
+    pub(super) fn or_beyond<'s, T>(
         &self,
         r: Result<T, FsError>,
         path: &'s str,
@@ -101,7 +101,7 @@ impl<'a> OpsCtx<'a> {
     ) -> impl std::future::Future<Output = Result<T, FsError>> + Send + 's
     where
         'a: 's,
-        T: Send,
+        T: Send + 's,
     {
         let (asking, cancel, usage) = (self.asking, self.cancel, self.usage);
         async move {
