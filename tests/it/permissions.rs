@@ -215,6 +215,13 @@ fn always_is_written_pinned_to_the_component_and_survives_a_restart() {
         )])
     );
 
+    // `toolhost ext list` shows it beside the component it is pinned to.
+    let listed =
+        String::from_utf8_lossy(&toolhost(&ws, &["ext", "list"], None).stdout).into_owned();
+    assert!(
+        listed.contains(&format!("  always allowed: {rule}\n")),
+        "{listed}"
+    );
     // A new host, without a terminal: allowed by the written rule, no
     // question asked.
     let (text, is_error) = cli_call(&ws, "http_get", json!({"url": url}));

@@ -935,6 +935,9 @@ fn ext_list(host: &Host, json: bool) -> Result<ExitCode> {
                 summary(&serde_json::to_value(requested)?)
             );
         }
+        if !r.always.is_empty() {
+            println!("  always allowed: {}", escape(&r.always.join(", ")));
+        }
         match &r.refused {
             Some(reason) => println!("  refused: {}", escape(reason)),
             None => println!("  tools: {}", escape(&r.tools.join(", "))),

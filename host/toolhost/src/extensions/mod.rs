@@ -95,6 +95,10 @@ pub struct ExtensionReport {
     pub hooks: bool,
     /// Why it did not load, when it did not.
     pub refused: Option<String>,
+    /// The user's allow rules pinned to its digest: what the person
+    /// answered "always" for (`crate::permissions`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub always: Vec<String>,
 }
 
 impl ExtensionReport {
@@ -110,6 +114,7 @@ impl ExtensionReport {
             tools: Vec::new(),
             hooks: false,
             refused: None,
+            always: Vec::new(),
         }
     }
 

@@ -744,11 +744,17 @@ impl HostBuilder {
             always_file: parts.config.policy.user_file.clone(),
             asker: self.asker,
         };
+        let mut reports = parts.reports;
+        for report in &mut reports {
+            if let Some(digest) = &report.digest {
+                report.always = session.permissions.pinned_to(&digest.to_string());
+            }
+        }
         Host {
             inner: Arc::new(HostInner {
                 session: Arc::new(session),
                 diagnostics: parts.diagnostics,
-                extensions: parts.reports,
+                extensions: reports,
                 temp_dir: parts.confined.temp_dir,
                 process,
                 confinement: std::sync::OnceLock::new(),

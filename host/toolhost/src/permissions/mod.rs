@@ -233,6 +233,15 @@ impl Rules {
         }
     }
 
+    /// The allow rules pinned to the component `digest`.
+    pub fn pinned_to(&self, digest: &str) -> Vec<String> {
+        self.allow
+            .iter()
+            .filter(|r| r.digest.as_deref() == Some(digest))
+            .map(|r| r.text.clone())
+            .collect()
+    }
+
     /// Whether the rules change nothing: no rule, and the default refuses.
     pub fn is_inert(&self) -> bool {
         !self.default_ask && self.deny.is_empty() && self.ask.is_empty() && self.allow.is_empty()
