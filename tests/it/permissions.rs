@@ -582,3 +582,59 @@ fn asking_host_keeping(
     );
     (host, person, config.to_path_buf())
 }
+
+#[test]
+fn a_command_without_the_network_gets_it_only_when_a_rule_or_the_person_says_so() {
+    use toolhost::permissions::{Answer, Need};
+    let server = Server::start("127.0.0.1:0", 1);
+    let ws = Workspace::new();
+    let config = ws.config_home().join("toolhost");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("toolhost.toml"),
+        "[permissions]\nallow = [\"network(curl -s http://127.0.0.1:*)\"]\n\
+         ask = [\"network(wget *)\"]\n",
+    )
+    .unwrap();
+    let person = std::sync::Arc::new(Scripted {
+        answers: std::sync::Mutex::new(vec![Answer::Deny { reason: None }, Answer::Session]),
+        asked: Default::default(),
+    });
+    let host = built(
+        builder(&ws)
+            .user_config_dir(Some(config))
+            .commands(|p| p.network(false))
+            .ask(person.clone()),
+    );
+    let bash = |command: String| call(&host, "bash", json!({ "command": command }));
+    let url = format!("http://127.0.0.1:{}/hello", server.port);
+    // Allowed by its rule: reaches the server.
+    let r = bash(format!("curl -s {url}"));
+    assert_eq!(r.text(), "hello from the test server\n", "{}", r.text());
+    let reached = server.connections();
+    assert_eq!(reached, 1);
+    // No rule allows the whole line: without the network, as before.
+    let r = bash(format!("curl -s {url}; curl -s {url} | cat"));
+    assert!(!r.text().contains("hello"), "{}", r.text());
+    assert_eq!(
+        server.connections(),
+        reached,
+        "no connection without the network"
+    );
+    // Asked: denied, then allowed for the session.
+    let wget = format!("wget -q -O - {url}");
+    let r = bash(wget.clone());
+    assert!(r.is_error);
+    assert_eq!(
+        r.text(),
+        format!("The person denied permission to use the network in the command: {wget}.")
+    );
+    let r = bash(wget.clone());
+    assert_eq!(r.text(), "hello from the test server\n", "{}", r.text());
+    let r = bash(wget.clone());
+    assert!(!r.is_error, "{}", r.text());
+    let asked = person.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 2, "the session's answer covers the third");
+    assert_eq!(asked[0].need, Need::Network { line: wget });
+    assert_eq!(server.connections(), reached + 2);
+}

@@ -337,6 +337,17 @@ pub(crate) async fn prepare(scope: &dyn Scope, i: usize) -> Preflight {
                 return done(call, text, false, trace.ended(Outcome::Blocked));
             }
         }
+        // A shell command without the network (`--no-network`) may get it
+        // from the `network(…)` rules or the person.
+        if let Some(line) = ctx.args.get("command").and_then(Value::as_str)
+            && tool.sandbox.runs_shell()
+            && !tool.sandbox.programs_have_network()
+            && rules.speak_of("network")
+            && let Err(text) = asking.check_network(line, cancel, &signals.usage).await
+        {
+            trace.used = signals.usage.used();
+            return done(call, text, false, trace.ended(Outcome::Blocked));
+        }
     }
     Preflight::Ready(Box::new(ReadyCall {
         call: call.clone(),

@@ -352,6 +352,11 @@ impl Sandbox {
         self.caps.shell
     }
 
+    /// Whether the programs it starts have the network.
+    pub(crate) fn programs_have_network(&self) -> bool {
+        self.caps.process.as_ref().is_some_and(|p| p.has_network())
+    }
+
     /// Whether its calls can take a file's mutation lock (`fs-write`).
     pub(crate) fn may_lock_files(&self) -> bool {
         self.caps.fs_write.is_some()

@@ -41,6 +41,8 @@ pub enum Need {
     Host { host: String, port: u16 },
     /// A program the component was not granted, as it names it.
     Program { program: String },
+    /// The network for a shell command line run without it (`--no-network`).
+    Network { line: String },
     /// A path outside the granted roots (its real path): a file, or a
     /// directory with everything in it; to read, or to write.
     Path {
@@ -60,6 +62,9 @@ impl Need {
                 format!("send HTTP requests to {}:{port}", escape(host))
             }
             Need::Program { program } => format!("run the program {}", escape(program)),
+            Need::Network { line } => {
+                format!("use the network in the command: {}", escape(line))
+            }
             Need::Path {
                 path, write: true, ..
             } => format!("write {} (outside the granted roots)", escape(path)),
@@ -103,6 +108,11 @@ impl Need {
                 ..
             } => Some(format!("{tool}({path}/**)")),
             Need::Path { path, .. } => Some(format!("{tool}({path})")),
+            // The exact line, when no character of it reads as a pattern.
+            Need::Network { line } if plain_path(line) && !line.contains('\n') => {
+                Some(format!("network({line})"))
+            }
+            Need::Network { .. } => None,
             Need::Host { host, port } => Some(format!("http({host}:{port})")),
             Need::Program { program } => Some(format!("process({program})")),
             Need::Call | Need::Command { .. } => None,
@@ -304,6 +314,9 @@ pub(crate) struct CallAsking {
     pub protected: Arc<crate::ops::fs::ProtectedPaths>,
     /// The places outside the roots this call was allowed (`paths`).
     pub(super) places: Mutex<Vec<super::paths::Place>>,
+    /// Its commands get the network, which the shell's policy withholds
+    /// (`network(…)` rules, or the person).
+    network: std::sync::atomic::AtomicBool,
     /// Time spent waiting for answers, in microseconds: it does not count
     /// against the call's time limit.
     waited: AtomicU64,
@@ -328,6 +341,7 @@ impl CallAsking {
             always,
             protected,
             places: Mutex::default(),
+            network: Default::default(),
             tool: tool.to_string(),
             tool_call_id: tool_call_id.to_string(),
             component,
@@ -359,6 +373,46 @@ impl CallAsking {
                 ..
             }) => Ok(()),
             Some(decision) => self.settle(need, decision, None, cancel, usage).await,
+        }
+    }
+
+    /// Whether the call's commands get the network the shell withholds.
+    pub(crate) fn network(&self) -> bool {
+        self.network.load(Ordering::Relaxed)
+    }
+
+    /// The network for the shell command `line`, which runs without it:
+    /// given when the `network(…)` rules allow every command of the line, or
+    /// the person does when one asks; `Err` when a rule or the person
+    /// refused, no rule speaking of it (the line runs without, as before).
+    pub(crate) async fn check_network(
+        &self,
+        line: &str,
+        cancel: &CancellationToken,
+        usage: &Usage,
+    ) -> Result<(), String> {
+        let subject = Subject::Command {
+            tool: "network",
+            line,
+        };
+        let Some(decision) = self.rules.decide(&subject, &self.digest) else {
+            return Ok(());
+        };
+        let need = Need::Network {
+            line: line.to_string(),
+        };
+        match decision.verdict {
+            // Without the network, as the host was told.
+            Verdict::Deny => Ok(()),
+            Verdict::Allow => {
+                self.network.store(true, Ordering::Relaxed);
+                Ok(())
+            }
+            Verdict::Ask => {
+                self.ask(need, decision.rule, None, cancel, usage).await?;
+                self.network.store(true, Ordering::Relaxed);
+                Ok(())
+            }
         }
     }
 

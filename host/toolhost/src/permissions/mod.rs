@@ -23,6 +23,8 @@
 //! - `http(host)`: an extension's request to a host (`*.example.com` for
 //!   its subdomains, `host:port` for one port);
 //! - `process(program)`: a program an extension starts, as it names it;
+//! - `network(command)`: the network for a shell command run without it
+//!   (`--no-network`), read command by command as for `bash`;
 //! - any other tool: its arguments as compact JSON, `*` any text.
 //!
 //! Precedence: deny, then ask, then allow. A workspace's `toolhost.toml`

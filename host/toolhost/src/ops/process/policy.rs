@@ -236,6 +236,11 @@ impl ProcessPolicy {
         self
     }
 
+    /// Whether its children have the network.
+    pub fn has_network(&self) -> bool {
+        self.network
+    }
+
     /// Let children use the network. Off by default: a program that can
     /// read files (Landlock leaves reading open) could otherwise send them
     /// anywhere. Enforced by a seccomp filter (no IPv4 or IPv6 socket can be

@@ -92,6 +92,10 @@ impl process::Host for OpsCtx<'_> {
             }
             policy = Arc::new(policy.as_ref().clone().program(program.clone()));
         }
+        // A shell command the network rules or the person gave the network.
+        if self.asking.is_some_and(|a| a.network()) && !policy.has_network() {
+            policy = Arc::new(policy.as_ref().clone().network(true));
+        }
         match policy.spawn_for(command.into(), self.cancel.clone(), self.spawned) {
             Ok(child) => {
                 self.usage.note(Use::Program, &program);
