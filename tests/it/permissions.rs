@@ -105,7 +105,7 @@ fn the_person_at_a_terminal_answers_once_then_for_the_session_then_deny() {
     // shown escaped, not obeyed.
     assert_eq!(out.matches(PROMPT).count(), 3, "{out}");
     assert!(
-        out.contains("wants to run the command: echo bye\\u{1b}[2J"),
+        out.contains("wants to run the command: echo bye\\x1b[2J"),
         "{out}"
     );
     assert!(
@@ -123,7 +123,7 @@ fn the_person_at_a_terminal_answers_once_then_for_the_session_then_deny() {
             "hi\n",
             "hi\n",
             "hi\n",
-            "The person denied permission to run the command: echo bye\\u{1b}[2J: not now"
+            "The person denied permission to run the command: echo bye\\x1b[2J: not now"
         ]
     );
     // `toolhost audit --asked` lists the calls that asked, with the answers.
@@ -148,7 +148,7 @@ fn the_person_at_a_terminal_answers_once_then_for_the_session_then_deny() {
             ),
             (
                 "c4",
-                &json!(["run the command: echo bye\\u{1b}[2J: deny (terminal)"])
+                &json!(["run the command: echo bye\\x1b[2J: deny (terminal)"])
             ),
         ]
     );
@@ -637,4 +637,40 @@ fn a_command_without_the_network_gets_it_only_when_a_rule_or_the_person_says_so(
     assert_eq!(asked.len(), 2, "the session's answer covers the third");
     assert_eq!(asked[0].need, Need::Network { line: wget });
     assert_eq!(server.connections(), reached + 2);
+}
+
+#[test]
+fn find_and_grep_outside_the_workspace_ask_about_the_directory_they_search() {
+    use toolhost::permissions::{Answer, Need};
+    let ws = Workspace::new();
+    let outside = tempfile::tempdir().unwrap();
+    let notes = outside.path().canonicalize().unwrap().join("notes");
+    std::fs::create_dir_all(notes.join("sub")).unwrap();
+    std::fs::write(notes.join("a.md"), "alpha\n").unwrap();
+    std::fs::write(notes.join("sub/b.md"), "beta alpha\n").unwrap();
+    let (host, person, _) = asking_host(
+        &ws,
+        "[permissions]\ndefault = \"ask\"\n",
+        vec![Answer::Once, Answer::Deny { reason: None }],
+    );
+    let dir = notes.display().to_string();
+    let r = call(&host, "find", json!({"pattern": "*.md", "path": dir}));
+    assert_eq!(r.text(), "a.md\nsub/b.md", "{}", r.text());
+    let r = call(&host, "grep", json!({"pattern": "alpha", "path": dir}));
+    assert!(r.is_error);
+    assert_eq!(
+        r.text(),
+        format!(
+            "Path is outside the workspace: {dir}\nThe person denied permission to read the \
+             directory {dir} and everything in it (outside the granted roots)."
+        )
+    );
+    let asked = person.asked.lock().unwrap().clone();
+    let seen: Vec<(&str, &Need)> = asked.iter().map(|q| (q.tool.as_str(), &q.need)).collect();
+    let need = Need::Path {
+        path: dir.clone(),
+        write: false,
+        directory: true,
+    };
+    assert_eq!(seen, [("find", &need), ("grep", &need)]);
 }

@@ -70,7 +70,11 @@ fn error_text(err: SearchError, abs: &str, raw: &str, pattern: &str, ctx: &Conte
         SearchError::InvalidGlob(reason) | SearchError::InvalidPattern(reason) => {
             format!("Invalid glob '{pattern}': {reason}")
         }
-        SearchError::OutsideRoots(_) => fs::outside_message(raw, ctx),
+        // The host's explanation, if it gave one, follows on its own lines.
+        SearchError::OutsideRoots(named) => match named.split_once('\n') {
+            Some((_, why)) => format!("{}\n{why}", fs::outside_message(raw, ctx)),
+            None => fs::outside_message(raw, ctx),
+        },
         SearchError::Cancelled => return ToolError::aborted(),
         SearchError::Other(message) => message,
     })

@@ -91,7 +91,11 @@ fn error_text(
         SearchError::InvalidGlob(reason) => {
             format!("Invalid glob '{}': {reason}", glob.unwrap_or_default())
         }
-        SearchError::OutsideRoots(_) => fs::outside_message(raw, ctx),
+        // The host's explanation, if it gave one, follows on its own lines.
+        SearchError::OutsideRoots(named) => match named.split_once('\n') {
+            Some((_, why)) => format!("{}\n{why}", fs::outside_message(raw, ctx)),
+            None => fs::outside_message(raw, ctx),
+        },
         SearchError::Cancelled => return ToolError::aborted(),
         SearchError::Other(message) => message,
     })

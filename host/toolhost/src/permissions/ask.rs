@@ -144,7 +144,8 @@ pub struct Question {
 
 impl Question {
     /// The question as a person reads it, every control character of what
-    /// the model or a tool chose escaped (`\n`, `\u{1b}`):
+    /// the model or a tool chose escaped (`\x0a`, `\x1b`), the arguments
+    /// cut at 2,000 characters:
     ///
     /// ```text
     /// Tool wc (component /home/u/.config/toolhost/extensions/wc.wasm, blake3:4f2a…)
@@ -160,7 +161,12 @@ impl Question {
             }
             (None, _) => "nothing grants it (permissions.default = \"ask\")".into(),
         };
-        let arguments = serde_json::to_string(&self.arguments).unwrap_or_default();
+        let mut arguments = serde_json::to_string(&self.arguments).unwrap_or_default();
+        if let Some((cut, _)) = arguments.char_indices().nth(SHOWN_ARGUMENTS) {
+            let more = arguments.len() - cut;
+            arguments.truncate(cut);
+            arguments.push_str(&format!("… ({more} more bytes)"));
+        }
         format!(
             "Tool {} (component {}, {})\nwants to {}\nbecause {why}.\nArguments: {}",
             escape(&self.tool),
@@ -181,19 +187,15 @@ impl Question {
     }
 }
 
-/// `text` with every control character escaped (`\n`, `\t`, `\u{1b}`), so
-/// that what a person reads is what the text is.
+/// `text` as a person may read it: every character a terminal would obey or
+/// hide escaped (`\x1b`, `\u{202e}`; [`crate::display::escape`]).
 pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}') {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    crate::display::escape(text).into_owned()
 }
+
+/// The most of a call's arguments a question shows: a flood of them must
+/// not push what is asked off the person's screen.
+const SHOWN_ARGUMENTS: usize = 2000;
 
 /// The person's answer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

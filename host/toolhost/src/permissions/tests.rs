@@ -380,7 +380,7 @@ mod asking {
             need(&c, "b.example").await,
             Err(
                 "The person denied permission to send HTTP requests to b.example:443: \
-                 not\\u{1b}[31m today"
+                 not\\x1b[31m today"
                     .into()
             )
         );
@@ -517,5 +517,28 @@ fn a_path_rule_inside_the_workspace_is_reported_not_silently_ignored() {
         ["read(.env)", "edit(/w/docs/*.md)"],
         "deny and ask rules of path tools under the workspace; not allow rules, \
          not places outside, not other tools, not a pattern that reaches beyond it"
+    );
+}
+
+#[test]
+fn a_flood_of_arguments_does_not_push_the_question_off_the_screen() {
+    let question = Question {
+        tool: "bash".into(),
+        tool_call_id: "c".into(),
+        component: "built-in".into(),
+        digest: "blake3:aa".into(),
+        need: Need::Command {
+            line: "git push".into(),
+        },
+        arguments: serde_json::json!({"command": "git push", "pad": "x".repeat(100_000)}),
+        rule: Some("bash(git push*)".into()),
+        always: false,
+    };
+    let text = question.text();
+    assert!(text.len() < 2_200, "{}", text.len());
+    assert!(text.ends_with(" more bytes)"), "{text}");
+    assert!(
+        text.contains("wants to run the command: git push\n"),
+        "{text}"
     );
 }

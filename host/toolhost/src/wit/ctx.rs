@@ -174,6 +174,50 @@ impl OpsCtx<'_> {
         found
     }
 
+    /// `found`, a search of `root`; when it was refused as outside the
+    /// roots and a rule or the person allows reading the place (see
+    /// [`Self::or_beyond`]), `run` again on its real path, over a backend
+    /// rooted at the approved place. A refusal that stands keeps the root's
+    /// name on its first line and says why on the next.
+    pub(super) async fn search_beyond<T: Send + 'static>(
+        &mut self,
+        found: Result<T, search::SearchError>,
+        root: String,
+        run: impl FnOnce(
+            &dyn search::Search,
+            &search::StopFlag,
+            String,
+        ) -> Result<T, search::SearchError>
+        + Send
+        + 'static,
+    ) -> Result<T, search::SearchError> {
+        let (named, asking) = match (&found, self.asking) {
+            (Err(search::SearchError::OutsideRoots(named)), Some(asking)) => {
+                (named.clone(), asking)
+            }
+            _ => return found,
+        };
+        let refused = fs::fs_error(fs::ErrorCode::OutsideRoots, named);
+        let (place, real) = match asking
+            .beyond(&root, false, false, &refused, self.cancel, self.usage)
+            .await
+        {
+            Ok(allowed) => allowed,
+            // Never asked about: refused as before.
+            Err(e) if e.code == fs::ErrorCode::Protected => return found,
+            Err(e) => return Err(search::SearchError::OutsideRoots(e.message)),
+        };
+        let backend: Arc<dyn search::Search> = Arc::new(search::LocalSearch::new(place));
+        let found = run_search(backend, self.cancel.clone(), move |b, stop| {
+            run(b, stop, real)
+        })
+        .await;
+        if found.is_ok() {
+            self.usage.note(Use::Read, &root);
+        }
+        found
+    }
+
     /// The granted tool set.
     pub(super) fn tool_set(&self) -> wasmtime::Result<&ToolSet> {
         // Linked only with the grant: reaching this without it is a host bug.

@@ -86,8 +86,24 @@ impl search::Host for OpsCtx<'_> {
     ) -> wasmtime::Result<Result<search::GrepResult, search::SearchError>> {
         let request = ops::GrepRequest::from(request);
         let root = request.root.clone();
-        let found = self.searched(root, move |backend, stop| backend.grep(&request, stop));
-        Ok(found.await.map(Into::into).map_err(Into::into))
+        let again = request.clone();
+        let found = self
+            .searched(root.clone(), move |backend, stop| {
+                backend.grep(&request, stop)
+            })
+            .await;
+        let found = self
+            .search_beyond(found, root, move |backend, stop, real| {
+                backend.grep(
+                    &ops::GrepRequest {
+                        root: real,
+                        ..again
+                    },
+                    stop,
+                )
+            })
+            .await;
+        Ok(found.map(Into::into).map_err(Into::into))
     }
 
     async fn glob(
@@ -96,7 +112,23 @@ impl search::Host for OpsCtx<'_> {
     ) -> wasmtime::Result<Result<search::GlobResult, search::SearchError>> {
         let request = ops::GlobRequest::from(request);
         let root = request.root.clone();
-        let found = self.searched(root, move |backend, stop| backend.glob(&request, stop));
-        Ok(found.await.map(Into::into).map_err(Into::into))
+        let again = request.clone();
+        let found = self
+            .searched(root.clone(), move |backend, stop| {
+                backend.glob(&request, stop)
+            })
+            .await;
+        let found = self
+            .search_beyond(found, root, move |backend, stop, real| {
+                backend.glob(
+                    &ops::GlobRequest {
+                        root: real,
+                        ..again
+                    },
+                    stop,
+                )
+            })
+            .await;
+        Ok(found.map(Into::into).map_err(Into::into))
     }
 }
