@@ -7,18 +7,6 @@ use crate::support::*;
 use serde_json::{Value, json};
 use std::path::Path;
 
-fn call_text(ws: &Workspace, tool: &str, args: Value) -> (String, bool) {
-    let out = toolhost(ws, &["call", tool, &args.to_string(), "--json"], None);
-    let msg = json_out(&out);
-    (
-        msg["content"][0]["text"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
-        msg["isError"].as_bool().unwrap(),
-    )
-}
-
 /// The probe extension reading `path`: its text and whether it is an error.
 fn probe(ws: &Workspace, path: &str) -> (String, bool) {
     call_text(ws, "probe", json!({ "path": path }))

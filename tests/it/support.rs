@@ -649,3 +649,18 @@ pub fn jailed_bash_args(command: &str) -> [String; 4] {
         serde_json::json!({ "command": command }).to_string(),
     ]
 }
+
+/// `toolhost call TOOL ARGS --json` on `ws`: the result's first text and
+/// whether it is an error.
+#[track_caller]
+pub fn call_text(ws: &Workspace, tool: &str, args: Value) -> (String, bool) {
+    let out = toolhost(ws, &["call", tool, &args.to_string(), "--json"], None);
+    let msg = json_out(&out);
+    (
+        msg["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        msg["isError"].as_bool().unwrap(),
+    )
+}

@@ -31,8 +31,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio_util::sync::CancellationToken;
 
-/// Pi's text for a call that noticed the abort.
-pub const OPERATION_ABORTED: &str = "Operation aborted";
+pub use crate::message::OPERATION_ABORTED;
 
 /// What a call needs of the batch it belongs to.
 pub(crate) trait Scope: Send + Sync + 'static {

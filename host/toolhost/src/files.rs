@@ -282,3 +282,28 @@ impl std::fmt::Display for Digest {
         f.write_str(&self.0)
     }
 }
+
+/// A policy file (`toolhost.toml`), parsed for editing with its comments
+/// and layout (empty when missing); an error names the file.
+pub(crate) fn read_policy(path: &Path) -> Result<toml_edit::DocumentMut, crate::error::Error> {
+    let text = read_text(path, MAX_POLICY_BYTES)
+        .map_err(|reason| policy_error(path, reason))?
+        .unwrap_or_default();
+    text.parse()
+        .map_err(|e: toml_edit::TomlError| policy_error(path, e.to_string().trim()))
+}
+
+/// Write a policy file edited with [`read_policy`] (mode `0600`).
+pub(crate) fn write_policy(
+    path: &Path,
+    doc: &toml_edit::DocumentMut,
+) -> Result<(), crate::error::Error> {
+    write_private(path, doc.to_string().as_bytes()).map_err(|e| policy_error(path, e.to_string()))
+}
+
+fn policy_error(path: &Path, reason: impl Into<String>) -> crate::error::Error {
+    crate::error::Error::Policy {
+        path: path.display().to_string(),
+        reason: reason.into(),
+    }
+}

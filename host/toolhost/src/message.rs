@@ -2,6 +2,9 @@
 //! an agent loop written against Pi's types reads them unchanged.
 
 use serde::{Deserialize, Serialize};
+
+/// Pi's text for a call that noticed the abort.
+pub const OPERATION_ABORTED: &str = "Operation aborted";
 use serde_json::Value;
 
 /// One block of a tool result.

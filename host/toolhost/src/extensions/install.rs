@@ -13,7 +13,7 @@ use crate::extensions::policy::grant_line;
 use crate::extensions::policy::{GrantSpec, POLICY_FILE};
 use crate::extensions::trust::Digest;
 use crate::files::write_private;
-use crate::files::{self, MAX_COMPONENT_BYTES, MAX_POLICY_BYTES};
+use crate::files::{self, MAX_COMPONENT_BYTES};
 use crate::loader::{Inspection, inspect_bytes};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -53,18 +53,7 @@ fn policy_error(path: &Path, reason: impl Into<String>) -> Error {
     }
 }
 
-/// The user's policy file, parsed for editing (empty when missing).
-pub(crate) fn read_policy(path: &Path) -> Result<toml_edit::DocumentMut, Error> {
-    let text = files::read_text(path, MAX_POLICY_BYTES)
-        .map_err(|reason| policy_error(path, reason))?
-        .unwrap_or_default();
-    text.parse()
-        .map_err(|e: toml_edit::TomlError| policy_error(path, e.to_string().trim()))
-}
-
-pub(crate) fn write_policy(path: &Path, doc: &toml_edit::DocumentMut) -> Result<(), Error> {
-    write_private(path, doc.to_string().as_bytes()).map_err(|e| policy_error(path, e.to_string()))
-}
+use crate::files::{read_policy, write_policy};
 
 /// Install the component `file` as the extension `name` (default: the file's
 /// stem) in `user_config`'s extensions directory, granting it `grant` with its

@@ -10,7 +10,7 @@
 //! Only the user's file is ever written: it lies outside every tool's reach.
 
 use crate::error::Error;
-use crate::extensions::install::{read_policy, write_policy};
+use crate::files::{read_policy, write_policy};
 use std::path::Path;
 
 /// Add `rule`, pinned to `digest`, to the allow list of the policy file

@@ -490,7 +490,7 @@ impl CallAsking {
         let started = Instant::now();
         let answer = tokio::select! {
             biased;
-            _ = cancel.cancelled() => Err(crate::call::OPERATION_ABORTED.to_string()),
+            _ = cancel.cancelled() => Err(crate::message::OPERATION_ABORTED.to_string()),
             answer = async {
                 let _turn = asker.one_at_a_time.lock().await;
                 // Another call of the session may have been allowed the same

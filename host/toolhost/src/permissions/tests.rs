@@ -496,7 +496,7 @@ mod asking {
         let usage = Usage::default();
         let asked = c.need(subject, need, "R", &cancel, &usage);
         cancel.cancel();
-        assert_eq!(asked.await, Err(crate::call::OPERATION_ABORTED.into()));
+        assert_eq!(asked.await, Err(crate::message::OPERATION_ABORTED.into()));
     }
 }
 
