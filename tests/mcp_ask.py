@@ -54,6 +54,12 @@ async def main(toolhost, workspace, mode):
     async with Client(stdio_client(params), mode=mode) as client:
         result = await client.call_tool("bash", {"command": "echo one"})
         summary["noPerson"] = [text_of(result), result.is_error]
+        # What the handshake tells the client's model, and a log level the
+        # server accepts (logging is a part of 2025-11-25 only).
+        summary["instructions"] = client.instructions
+        if mode == "legacy":
+            await client.set_logging_level("notice")
+            summary["logLevelSet"] = True
     print(json.dumps(summary))
 
 

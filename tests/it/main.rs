@@ -6,6 +6,7 @@ mod audit;
 mod bash;
 mod cases;
 mod cli;
+mod conformance;
 mod edit;
 mod examples;
 mod extensions;

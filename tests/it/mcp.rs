@@ -262,7 +262,20 @@ fn a_client_answers_questions(mode: &str) -> Value {
 
 #[test]
 fn a_2025_11_25_client_with_elicitation_answers_and_one_without_gets_the_refusal() {
-    a_client_answers_questions("legacy");
+    let summary = a_client_answers_questions("legacy");
+    // The handshake tells the model what `toolhost prompt` would, and a
+    // level can be set.
+    let instructions = summary["instructions"].as_str().unwrap_or_default();
+    assert!(
+        instructions.starts_with("toolhost runs these tools in "),
+        "{instructions}"
+    );
+    assert!(
+        instructions.contains("Available tools:\n- read: "),
+        "{instructions}"
+    );
+    assert!(instructions.contains("Guidelines:\n"), "{instructions}");
+    assert_eq!(summary["logLevelSet"], true);
 }
 
 #[test]

@@ -377,6 +377,9 @@ impl Guard {
 
     fn origin_allowed(&self, origin: &str) -> bool {
         let origin = origin.to_ascii_lowercase();
+        if self.own_origin(&origin) {
+            return true;
+        }
         self.options.allowed_origins.iter().any(|allowed| {
             let allowed = allowed.to_ascii_lowercase();
             match allowed.strip_suffix(":*") {
@@ -392,6 +395,29 @@ impl Guard {
                 None => allowed == origin,
             }
         })
+    }
+}
+
+impl Guard {
+    /// Whether `origin` (lowercase) is this server's own: `http://` a
+    /// loopback name or the address listened on, and the port listened on.
+    /// Only a page this server served could carry it, and it serves none; a
+    /// page of another local server (another port) or of a name rebound to
+    /// loopback carries its own.
+    fn own_origin(&self, origin: &str) -> bool {
+        let Some(authority) = origin.strip_prefix("http://") else {
+            return false;
+        };
+        let port = self.local.port().to_string();
+        let Some(name) = authority
+            .strip_suffix(port.as_str())
+            .and_then(|rest| rest.strip_suffix(':'))
+        else {
+            return false;
+        };
+        let name = name.trim_start_matches('[').trim_end_matches(']');
+        matches!(name, "localhost" | "127.0.0.1" | "::1")
+            || name.parse::<IpAddr>().is_ok_and(|ip| ip == self.local.ip())
     }
 }
 
@@ -609,6 +635,28 @@ mod tests {
             status(&g, &[host, ("origin", "http://localhost:3000")]),
             Some(StatusCode::FORBIDDEN)
         );
+        // The server's own origin (a loopback name, its port) is same-origin.
+        for own in [
+            "http://127.0.0.1:8765",
+            "http://localhost:8765",
+            "http://[::1]:8765",
+        ] {
+            assert_eq!(status(&g, &[host, ("origin", own)]), None, "{own}");
+        }
+        for other in [
+            "http://127.0.0.1:87650",
+            "http://127.0.0.1:876",
+            "https://127.0.0.1:8765",
+            "http://evil.example:8765",
+            "http://127.0.0.2:8765",
+            "http://localhost.evil.example:8765",
+        ] {
+            assert_eq!(
+                status(&g, &[host, ("origin", other)]),
+                Some(StatusCode::FORBIDDEN),
+                "{other}"
+            );
+        }
     }
 
     #[test]

@@ -53,11 +53,14 @@ use crate::formats::{self, ToolFormat};
 use crate::host::Host;
 use crate::message::{ToolCall, text_of};
 use crate::watch::Watcher;
+// Logging: deprecated from 2026-07-28 on (SEP-2577), a part of 2025-11-25.
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
     ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
+#[allow(deprecated)]
+use rmcp::model::{LoggingLevel, SetLevelRequestParams};
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
@@ -123,6 +126,8 @@ struct Shared {
     askers: ask::Askers,
     /// The `requestState`s of 2026-07-28 questions.
     states: ask::States,
+    /// Each recent session's `logging/setLevel`.
+    log_levels: ask::LogLevels,
 }
 
 impl Drop for Shared {
@@ -148,6 +153,7 @@ impl McpServer {
                 watching: OnceLock::new(),
                 askers: Default::default(),
                 states: Default::default(),
+                log_levels: Default::default(),
             }),
         }
     }
@@ -174,6 +180,19 @@ impl McpServer {
 
     fn log_line(&self, line: &str) {
         (self.shared.log)(line)
+    }
+
+    /// What a client's model is told of the server in the handshake: what
+    /// toolhost is, and the active tools' snippets and guidelines, as
+    /// `toolhost prompt` gives them.
+    fn instructions(&self) -> String {
+        let host = self.host();
+        format!(
+            "toolhost runs these tools in {}, each in a sandbox that reaches only what it was \
+             granted.\n\n{}",
+            host.workspace().display(),
+            formats::system_prompt_section(&host.definitions())
+        )
     }
 
     /// Serve the client on this process's stdin and stdout (as an MCP client
@@ -490,14 +509,30 @@ fn internal(what: &str, e: impl std::fmt::Display) -> McpError {
 }
 
 impl ServerHandler for McpServer {
+    // `enable_logging`: 2025-11-25 clients may set a level.
+    #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_logging()
             .build();
         ServerConfig::new(capabilities)
             .with_protocol_version(HANDSHAKE_VERSION)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+            .with_instructions(self.instructions())
+    }
+
+    /// `logging/setLevel`: the least severe level of the log messages the
+    /// session is sent (toolhost's notes on its calls: a call cancelled).
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.shared.log_levels.set(&context, request.level);
+        Ok(())
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -622,11 +657,15 @@ impl ServerHandler for McpServer {
             progress.finish().await;
         }
         if cancel.is_cancelled() {
-            self.log_line(&format!(
+            let line = format!(
                 "tools/call {name} (request {}) was cancelled; the tool answered: {}",
                 context.id,
                 result.text()
-            ));
+            );
+            self.log_line(&line);
+            #[allow(deprecated)]
+            let notice = LoggingLevel::Notice;
+            self.shared.log_levels.send(&context, notice, &line).await;
         }
         let mut reply = json!({
             "content": result.content,

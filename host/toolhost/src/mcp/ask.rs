@@ -392,3 +392,64 @@ impl Round {
         self.needed.lock().expect("round lock").clone()
     }
 }
+
+/// The `logging/setLevel` of each recent session (by the key its askers
+/// have; the most recent [`SESSIONS`] kept). A session that set none is sent
+/// no log message. (Logging is deprecated from 2026-07-28 on, SEP-2577; the
+/// 2025-11-25 revision has it.)
+#[derive(Default)]
+#[allow(deprecated)]
+pub(super) struct LogLevels(Mutex<VecDeque<(String, rmcp::model::LoggingLevel)>>);
+
+/// A level's severity, least first.
+#[allow(deprecated)]
+fn severity(level: rmcp::model::LoggingLevel) -> u8 {
+    use rmcp::model::LoggingLevel as L;
+    match level {
+        L::Debug => 0,
+        L::Info => 1,
+        L::Notice => 2,
+        L::Warning => 3,
+        L::Error => 4,
+        L::Critical => 5,
+        L::Alert => 6,
+        L::Emergency => 7,
+    }
+}
+
+#[allow(deprecated)]
+impl LogLevels {
+    pub(super) fn set(
+        &self,
+        context: &RequestContext<RoleServer>,
+        level: rmcp::model::LoggingLevel,
+    ) {
+        let key = session_key(context);
+        let mut levels = self.0.lock().expect("log levels lock");
+        levels.retain(|(k, _)| *k != key);
+        if levels.len() >= SESSIONS {
+            levels.pop_front();
+        }
+        levels.push_back((key, level));
+    }
+
+    /// Send `text` at `level` to the session of `context`, if it asked for
+    /// messages that severe.
+    pub(super) async fn send(
+        &self,
+        context: &RequestContext<RoleServer>,
+        level: rmcp::model::LoggingLevel,
+        text: &str,
+    ) {
+        let key = session_key(context);
+        let wanted = {
+            let levels = self.0.lock().expect("log levels lock");
+            levels.iter().find(|(k, _)| *k == key).map(|(_, l)| *l)
+        };
+        if wanted.is_some_and(|wanted| severity(level) >= severity(wanted)) {
+            let params = rmcp::model::LoggingMessageNotificationParam::new(level, json!(text))
+                .with_logger("toolhost");
+            let _ = context.peer.notify_logging_message(params).await;
+        }
+    }
+}

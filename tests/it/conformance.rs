@@ -1,0 +1,59 @@
+//! The official MCP conformance suite (npm `@modelcontextprotocol/conformance`,
+//! pinned in tests/conformance/, installed into target/conformance by
+//! scripts/setup with the Node 22 it needs) against `toolhost mcp --http`,
+//! every server scenario of each revision's requirements. A failure not in
+//! tests/conformance/expected-failures.yml fails the test, and so does an
+//! entry that passes (the file must shrink as toolhost learns).
+
+use crate::support::*;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The suite's Node and its command-line entry point.
+fn suite() -> (PathBuf, PathBuf) {
+    let dir = repo_root().join("target/conformance/node_modules");
+    let node = dir.join(".bin/node");
+    let cli = dir.join(".bin/conformance");
+    assert!(
+        node.exists() && cli.exists(),
+        "the MCP conformance suite is not installed in {}: run scripts/setup",
+        dir.display()
+    );
+    (node, cli)
+}
+
+/// Run every server scenario `revision` requires against a fresh server;
+/// the suite's summary lines and whether it exited 0.
+fn run(revision: &str) -> (String, bool) {
+    let (node, cli) = suite();
+    let ws = Workspace::new();
+    let server = Listening::start(&ws, &["mcp", "--http", "127.0.0.1:0", "--no-auth"]);
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = Command::new(node)
+        .arg(cli)
+        .args(["server", "--url", &server.url, "--requirements", revision])
+        .arg("--expected-failures")
+        .arg(repo_root().join("tests/conformance/expected-failures.yml"))
+        .arg("-o")
+        .arg(out_dir.path())
+        .output()
+        .expect("running the conformance suite");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (text, out.status.success())
+}
+
+#[test]
+fn the_official_conformance_suite_passes_at_2025_11_25_but_for_the_expected_failures() {
+    let (text, passed) = run("2025-11-25");
+    assert!(passed, "{text}");
+}
+
+#[test]
+fn the_official_conformance_suite_passes_at_2026_07_28_but_for_the_expected_failures() {
+    let (text, passed) = run("2026-07-28");
+    assert!(passed, "{text}");
+}
