@@ -60,6 +60,17 @@ async def main(toolhost, workspace, mode):
         if mode == "legacy":
             await client.set_logging_level("notice")
             summary["logLevelSet"] = True
+            # A silent command still sends progress (a heartbeat), which keeps a client that
+            # times calls out unless progress comes (Pi's) waiting.
+            beats = []
+
+            async def on_progress(value, total, message):
+                beats.append(message)
+
+            result = await client.call_tool(
+                "bash", {"command": "sleep 13; printf done"}, progress_callback=on_progress
+            )
+            summary["silent"] = [text_of(result), beats]
     print(json.dumps(summary))
 
 

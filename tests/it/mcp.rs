@@ -276,6 +276,15 @@ fn a_2025_11_25_client_with_elicitation_answers_and_one_without_gets_the_refusal
     );
     assert!(instructions.contains("Guidelines:\n"), "{instructions}");
     assert_eq!(summary["logLevelSet"], true);
+    // 13 silent seconds: a heartbeat (no message) before the output.
+    assert_eq!(summary["silent"][0], "done");
+    let beats = summary["silent"][1].as_array().unwrap();
+    let heartbeat = beats.iter().position(Value::is_null);
+    let output = beats.iter().position(|b| b == "done");
+    assert!(
+        heartbeat.is_some() && heartbeat < output,
+        "a heartbeat came before the output: {beats:?}"
+    );
 }
 
 #[test]

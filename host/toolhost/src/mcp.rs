@@ -9,7 +9,9 @@
 //!   `mcp-{request id}`.
 //! * Progress: when the request carries a progress token, each
 //!   `tool_execution_update` becomes a `notifications/progress` (progress = the
-//!   update's number, message = its text), all sent before the response.
+//!   update's number, message = its text), all sent before the response;
+//!   after [`HEARTBEAT`] without an update, one without a message, so that a
+//!   silent command does not time out a client that waits on progress.
 //! * Cancellation: `notifications/cancelled` cancels the request's token in
 //!   rmcp, which is the batch's token: the tool sees the abort (Pi's
 //!   `Operation aborted`) and, as MCP requires, no response is sent.
@@ -682,6 +684,10 @@ impl ServerHandler for McpServer {
     }
 }
 
+/// The longest a call with a progress token goes without a progress
+/// notification: one without a message is sent after this much silence.
+pub const HEARTBEAT: Duration = Duration::from_secs(12);
+
 /// Updates of one call that may wait for a slow client at once, and their
 /// bytes; past either, the newest waiting one is replaced by the next.
 const QUEUED_UPDATES: usize = 16;
@@ -731,21 +737,30 @@ impl Progress {
             let mut n = 0.0;
             loop {
                 let text = match pending.pop() {
-                    Some(text) => text,
+                    Some(text) => Some(text),
                     None => {
                         tokio::select! {
                             biased;
                             () = pending.ready.notified() => continue,
                             () = finished.cancelled() => match pending.pop() {
-                                Some(text) => text,
+                                Some(text) => Some(text),
                                 None => return,
                             },
+                            // A call that says nothing for a while still
+                            // runs: clients that time a call out unless
+                            // progress comes (Pi's resets on progress) keep
+                            // waiting.
+                            () = tokio::time::sleep(HEARTBEAT) => None,
                         }
                     }
                 };
                 // MCP wants progress to grow with every notification.
                 n += 1.0;
-                let param = ProgressNotificationParam::new(token.clone(), n).with_message(text);
+                let param = ProgressNotificationParam::new(token.clone(), n);
+                let param = match text {
+                    Some(text) => param.with_message(text),
+                    None => param,
+                };
                 if peer.notify_progress(param).await.is_err() {
                     return;
                 }
