@@ -315,3 +315,70 @@ fn a_2026_07_28_client_answers_input_required_and_a_tampered_or_replayed_state_i
         "{refusals}"
     );
 }
+
+/// Runs tests/pi_mcp_client.mjs (Pi 1.6's MCP client, on the Node 22 that
+/// scripts/setup installs in target/conformance) over `transport`, and
+/// checks what Pi's agent relies on.
+fn pi_drives_toolhost_mcp(transport: &str) {
+    let modules = repo_root().join("target/conformance/node_modules");
+    let node = modules.join(".bin/node");
+    let index = modules.join("@earendil-works/pi-mcp/dist/index.js");
+    assert!(
+        node.exists() && index.exists(),
+        "Pi's MCP client is not installed in {}: run scripts/setup",
+        modules.display()
+    );
+    let ws = Workspace::new();
+    ws.write("a.txt", "Hello, Pi!\n");
+    let mut cmd = Command::new(node);
+    cmd.arg(repo_root().join("tests/pi_mcp_client.mjs"))
+        .arg(&index)
+        .arg(transport)
+        .env("XDG_CONFIG_HOME", ws.config_home());
+    let server;
+    if transport == "stdio" {
+        cmd.arg(toolhost_bin())
+            .arg(&ws.path)
+            .arg(toolhost_tests::TESTKIT);
+    } else {
+        server = Listening::start(&ws, &["mcp", "--http", "127.0.0.1:0"]);
+        cmd.arg(&server.url).arg(server.token.as_deref().unwrap());
+    }
+    let summary = script_summary(&mut cmd, &format!("pi_mcp_client.mjs {transport}"));
+    assert_eq!(summary["serverName"], "toolhost");
+    assert_eq!(summary["protocolVersion"], "2025-11-25");
+    let tools = summary["tools"].as_array().unwrap();
+    for name in ["bash", "read", "fast"] {
+        assert!(tools.contains(&json!(name)), "{name} in {tools:?}");
+    }
+    assert_eq!(summary["read"], json!(["Hello, Pi!\n", false]));
+    let bash_error = &summary["bashError"];
+    assert_eq!(bash_error[1], true, "{bash_error}");
+    assert!(
+        bash_error[0].as_str().unwrap().contains("broken"),
+        "{bash_error}"
+    );
+    assert_eq!(summary["extension"][1], false, "{}", summary["extension"]);
+    // 70 silent seconds under Pi's 60-second timeout: the heartbeats keep
+    // it waiting, and the command's output arrives.
+    assert_eq!(summary["silent"], json!(["done\n", false]));
+    assert!(summary["silentSeconds"].as_u64().unwrap() >= 70);
+    assert!(summary["silentProgress"].as_u64().unwrap() >= 5);
+    assert!(
+        summary["instructions"]
+            .as_str()
+            .is_some_and(|i| i.contains("Available tools:")),
+        "{}",
+        summary["instructions"]
+    );
+}
+
+#[test]
+fn pis_own_mcp_client_drives_toolhost_mcp_on_stdio_through_a_70_second_silence() {
+    pi_drives_toolhost_mcp("stdio");
+}
+
+#[test]
+fn pis_own_mcp_client_drives_toolhost_mcp_over_http_through_a_70_second_silence() {
+    pi_drives_toolhost_mcp("http");
+}
