@@ -5,7 +5,8 @@
 //!   input schema, the label as title, behaviour hints for the built-ins).
 //! * `tools/call`: a one-call batch through [`Host::run_batch`], so the whole
 //!   pipeline applies (validation, hooks, sandbox); the result's text and image
-//!   blocks become MCP content and `isError` is kept. The tool sees the call id
+//!   blocks become MCP content and `isError` is kept. A tool not in the active
+//!   set is MCP's protocol error, `-32602 Unknown tool: NAME`. The tool sees the call id
 //!   `mcp-{request id}`.
 //! * Progress: when the request carries a progress token, each
 //!   `tool_execution_update` becomes a `notifications/progress` (progress = the
@@ -588,6 +589,14 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, McpError> {
         let host = self.host();
         let name = request.name.to_string();
+        // MCP makes an unknown tool a protocol error (-32602, every
+        // revision), not a tool's error result.
+        if !host.active_tools().contains(&name) {
+            return Err(McpError::invalid_params(
+                format!("Unknown tool: {name}"),
+                None,
+            ));
+        }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let call = ToolCall {
             id: format!("mcp-{}", context.id),
