@@ -15,6 +15,7 @@ const GUESTS: &[(&str, &str)] = &[
     ("SEARCHPROBE", "searchprobe"),
     ("BENCHTOOL", "benchtool"),
     ("HOSTILE", "hostile"),
+    ("MCPTOOLS", "mcptools"),
 ];
 
 fn main() {

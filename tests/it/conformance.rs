@@ -3,7 +3,8 @@
 //! scripts/setup with the Node 22 it needs) against `toolhost mcp --http`,
 //! every server scenario of each revision's requirements. A failure not in
 //! tests/conformance/expected-failures.yml fails the test, and so does an
-//! entry that passes (the file must shrink as toolhost learns).
+//! entry that passes (the file must shrink as toolhost learns). The server
+//! has the testkit and the conformance tools (tests/guests/mcptools).
 
 use crate::support::*;
 use std::path::PathBuf;
@@ -27,7 +28,18 @@ fn suite() -> (PathBuf, PathBuf) {
 fn run(revision: &str) -> (String, bool) {
     let (node, cli) = suite();
     let ws = Workspace::new();
-    let server = Listening::start(&ws, &["mcp", "--http", "127.0.0.1:0", "--no-auth"]);
+    // The tools the scenarios call by name (tests/guests/mcptools).
+    let server = Listening::start(
+        &ws,
+        &[
+            "--extension",
+            toolhost_tests::MCPTOOLS,
+            "mcp",
+            "--http",
+            "127.0.0.1:0",
+            "--no-auth",
+        ],
+    );
     let out_dir = tempfile::tempdir().unwrap();
     let out = Command::new(node)
         .arg(cli)
