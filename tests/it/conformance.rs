@@ -28,7 +28,9 @@ fn suite() -> (PathBuf, PathBuf) {
 fn run(revision: &str) -> (String, bool) {
     let (node, cli) = suite();
     let ws = Workspace::new();
-    // The tools the scenarios call by name (tests/guests/mcptools).
+    // The tools the scenarios call by name (tests/guests/mcptools); one
+    // changes the tool list.
+    user_policy(&ws, "[extensions.mcptools]\ntools = true\n");
     let server = Listening::start(
         &ws,
         &[

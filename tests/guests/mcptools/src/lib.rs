@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 use toolhost_sdk::serde_json::Value;
-use toolhost_sdk::{Content, Context, Definition, Tool, ToolError, ToolOutput};
+use toolhost_sdk::{Content, Context, Definition, Tool, ToolError, ToolOutput, tools};
 
 /// No arguments.
 const NONE: &str = r#"{"type":"object","properties":{}}"#;
@@ -118,10 +118,37 @@ impl Tool for Schema202012 {
     }
 }
 
+/// `test_trigger_tool_change`: changes the tool list, so that the server
+/// announces it: `ls` joins the active tools, or leaves them if it is there
+/// (no scenario calls `ls`).
+struct TriggerToolChange;
+impl Tool for TriggerToolChange {
+    fn definition(&self) -> Definition {
+        Definition::new(
+            "test_trigger_tool_change",
+            "Trigger tool change",
+            "Changes the list of tools (MCP conformance).",
+            NONE,
+        )
+    }
+    fn execute(&self, _ctx: &Context, _args: Value) -> Result<ToolOutput, ToolError> {
+        let mut active = tools::active();
+        match active.iter().position(|name| name == "ls") {
+            Some(i) => {
+                active.remove(i);
+            }
+            None => active.push("ls".into()),
+        }
+        tools::set_active(&active);
+        Ok(ToolOutput::text("The tool list changed."))
+    }
+}
+
 toolhost_sdk::export_tools!(
     SimpleText,
     ImageContent,
     ErrorHandling,
     WithProgress,
-    Schema202012
+    Schema202012,
+    TriggerToolChange
 );
