@@ -12,15 +12,8 @@ use std::process::Command;
 
 /// The suite's Node and its command-line entry point.
 fn suite() -> (PathBuf, PathBuf) {
-    let dir = repo_root().join("target/conformance/node_modules");
-    let node = dir.join(".bin/node");
-    let cli = dir.join(".bin/conformance");
-    assert!(
-        node.exists() && cli.exists(),
-        "the MCP conformance suite is not installed in {}: run scripts/setup",
-        dir.display()
-    );
-    (node, cli)
+    let (node, modules) = node_modules(".bin/conformance");
+    (node, modules.join(".bin/conformance"))
 }
 
 /// Run every server scenario `revision` requires against a fresh server;

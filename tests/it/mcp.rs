@@ -320,14 +320,8 @@ fn a_2026_07_28_client_answers_input_required_and_a_tampered_or_replayed_state_i
 /// scripts/setup installs in target/conformance) over `transport`, and
 /// checks what Pi's agent relies on.
 fn pi_drives_toolhost_mcp(transport: &str) {
-    let modules = repo_root().join("target/conformance/node_modules");
-    let node = modules.join(".bin/node");
+    let (node, modules) = node_modules("@earendil-works/pi-mcp/dist/index.js");
     let index = modules.join("@earendil-works/pi-mcp/dist/index.js");
-    assert!(
-        node.exists() && index.exists(),
-        "Pi's MCP client is not installed in {}: run scripts/setup",
-        modules.display()
-    );
     let ws = Workspace::new();
     ws.write("a.txt", "Hello, Pi!\n");
     let mut cmd = Command::new(node);

@@ -664,3 +664,18 @@ pub fn call_text(ws: &Workspace, tool: &str, args: Value) -> (String, bool) {
         msg["isError"].as_bool().unwrap(),
     )
 }
+
+/// The npm modules scripts/setup installs in target/conformance (the MCP
+/// conformance suite, Pi's MCP client) and the Node 22 that runs them; a
+/// failure saying how to install them when they are missing.
+#[track_caller]
+pub fn node_modules(wanted: &str) -> (PathBuf, PathBuf) {
+    let modules = repo_root().join("target/conformance/node_modules");
+    let node = modules.join(".bin/node");
+    assert!(
+        node.exists() && modules.join(wanted).exists(),
+        "{wanted} is not installed in {}: run scripts/setup",
+        modules.display()
+    );
+    (node, modules)
+}
