@@ -83,6 +83,7 @@ fn the_person_at_a_terminal_answers_once_then_for_the_session_then_deny() {
         &[],
         PROMPT,
         &["o", "session", "d not now"],
+        0,
     );
     let out = String::from_utf8_lossy(&out);
     assert_eq!(code, 0, "{out}");
@@ -174,6 +175,7 @@ fn always_is_written_pinned_to_the_component_and_survives_a_restart() {
         &[],
         PROMPT,
         &["a"],
+        0,
     );
     let out = String::from_utf8_lossy(&out);
     assert_eq!(code, 0, "{out}");
@@ -659,4 +661,38 @@ fn find_and_grep_outside_the_workspace_ask_about_the_directory_they_search() {
         directory: true,
     };
     assert_eq!(seen, [("find", &need), ("grep", &need)]);
+}
+
+#[test]
+fn the_terminal_view_of_run_keeps_the_question_readable_while_it_waits() {
+    let ws = Workspace::new();
+    user_policy(&ws, "[permissions]\nask = [\"bash(echo *)\"]\n");
+    let batch = json!({"role": "assistant", "stopReason": "toolUse", "content": [
+        {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "echo hi"}},
+    ]});
+    let file = ws.write("batch.json", batch.to_string());
+    let (code, out) = on_a_terminal_answering(
+        &ws,
+        &["--workspace", ws.str(), "run", file.to_str().unwrap()],
+        &[],
+        PROMPT,
+        // Long enough for the spinners to redraw many times meanwhile.
+        &["o"],
+        1500,
+    );
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out));
+    let screen = crate::view::screen(&out);
+    for line in [
+        "toolhost: permission needed",
+        "  wants to run the command: echo hi",
+        "  because the rule ask = [\"bash(echo *)\"] asks about it.",
+        "Allow? [o]nce, [s]ession, [d]eny (a reason may follow): o",
+        "toolhost: allowed once",
+    ] {
+        assert!(
+            screen.lines().any(|l| l == line),
+            "{line:?} is not on the screen:\n{screen}"
+        );
+    }
+    assert!(screen.contains("✓ bash echo hi"), "{screen}");
 }

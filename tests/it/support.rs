@@ -525,24 +525,27 @@ pub fn on_a_terminal(
 ) -> (i32, Vec<u8>) {
     let (prompt, reply) = answer.unwrap_or(("", ""));
     let replies: &[&str] = if prompt.is_empty() { &[] } else { &[reply] };
-    on_a_terminal_answering(ws, args, env, prompt, replies)
+    on_a_terminal_answering(ws, args, env, prompt, replies, 0)
 }
 
 /// [`on_a_terminal`], typing `replies` in turn, one each time `prompt`
-/// appears again in what toolhost wrote.
+/// appears again in what toolhost wrote, `think_ms` after it appeared (a
+/// person reads before answering).
 pub fn on_a_terminal_answering(
     ws: &Workspace,
     args: &[&str],
     env: &[(&str, &str)],
     prompt: &str,
     replies: &[&str],
+    think_ms: u64,
 ) -> (i32, Vec<u8>) {
-    let script = "import os, pty, sys, fcntl, termios, struct, json\n\
+    let script = "import os, pty, sys, fcntl, termios, struct, json, time\n\
                   prompt, replies = sys.argv[1].encode(), json.loads(sys.argv[2])\n\
+                  think = float(sys.argv[3]) / 1000\n\
                   pid, fd = pty.fork()\n\
                   if pid == 0:\n\
                   \x20   fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack('HHHH', 40, 120, 0, 0))\n\
-                  \x20   os.execv(sys.argv[3], sys.argv[3:])\n\
+                  \x20   os.execv(sys.argv[4], sys.argv[4:])\n\
                   out, answered = b'', 0\n\
                   while True:\n\
                   \x20   try:\n\
@@ -553,6 +556,7 @@ pub fn on_a_terminal_answering(
                   \x20       break\n\
                   \x20   out += chunk\n\
                   \x20   while prompt and answered < len(replies) and out.count(prompt) > answered:\n\
+                  \x20       time.sleep(think)\n\
                   \x20       os.write(fd, replies[answered].encode() + b'\\n')\n\
                   \x20       answered += 1\n\
                   _, status = os.waitpid(pid, 0)\n\
@@ -560,7 +564,7 @@ pub fn on_a_terminal_answering(
                   sys.exit(os.waitstatus_to_exitcode(status))\n";
     let replies = serde_json::to_string(replies).unwrap();
     let out = Command::new("python3")
-        .args(["-c", script, prompt, &replies])
+        .args(["-c", script, prompt, &replies, &think_ms.to_string()])
         .arg(toolhost_bin())
         .args(args)
         .env("XDG_CONFIG_HOME", ws.config_home())

@@ -22,9 +22,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use toolhost::permissions::{Answer, Ask, Question, escape};
 
+/// Called with `true` before a question is shown and `false` after its
+/// answer: what else draws on the terminal stops meanwhile.
+type Hush = Arc<dyn Fn(bool) + Send + Sync>;
+
 /// The person at the controlling terminal.
 pub struct Terminal {
     tty: Mutex<File>,
+    hush: Mutex<Option<Hush>>,
 }
 
 impl Terminal {
@@ -37,7 +42,14 @@ impl Terminal {
             .ok()?;
         Some(Arc::new(Terminal {
             tty: Mutex::new(tty),
+            hush: Mutex::new(None),
         }))
+    }
+
+    /// While a question is shown, call `hush` (see [`Hush`]): `run`'s view
+    /// stops drawing its spinners.
+    pub fn while_asking(&self, hush: impl Fn(bool) + Send + Sync + 'static) {
+        *self.hush.lock().expect("terminal") = Some(Arc::new(hush));
     }
 }
 
@@ -56,12 +68,22 @@ impl Ask for Terminal {
         // the reading thread sees it within its poll interval.
         let withdrawn = Arc::new(AtomicBool::new(false));
         let guard = Withdraw(withdrawn.clone());
+        let hush = self.hush.lock().expect("terminal").clone();
         Box::pin(async move {
             let _guard = guard;
-            tokio::task::spawn_blocking(move || prompt(tty, &question, &withdrawn))
-                .await
-                .ok()
-                .flatten()
+            tokio::task::spawn_blocking(move || {
+                if let Some(hush) = &hush {
+                    hush(true);
+                }
+                let answer = prompt(tty, &question, &withdrawn);
+                if let Some(hush) = &hush {
+                    hush(false);
+                }
+                answer
+            })
+            .await
+            .ok()
+            .flatten()
         })
     }
 }

@@ -523,10 +523,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     }
     // `run` and `call` ask the person at the terminal, if there is one;
     // `serve` and `mcp` ask through their clients.
-    if matches!(cli.command, Command::Call { .. } | Command::Run { .. })
-        && let Some(terminal) = ask::Terminal::open()
-    {
-        builder = builder.ask(terminal);
+    let terminal = matches!(cli.command, Command::Call { .. } | Command::Run { .. })
+        .then(ask::Terminal::open)
+        .flatten();
+    if let Some(terminal) = &terminal {
+        builder = builder.ask(terminal.clone());
     }
     let host = builder.build().await.context("loading the tools")?;
     for d in host.diagnostics() {
@@ -561,7 +562,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Call { name, args, json } => call(&host, name, &args, json).await,
-        Command::Run { file, json } => run_batch(&host, &file, json).await,
+        Command::Run { file, json } => run_batch(&host, &file, json, terminal.as_deref()).await,
         Command::Serve { http } if http.http.is_some() => {
             let addr = http.http.expect("checked");
             serve_http("serve", &http, addr, |max_body, _| {
@@ -1147,7 +1148,12 @@ async fn call(host: &Host, name: String, args: &str, json: bool) -> Result<ExitC
     })
 }
 
-async fn run_batch(host: &Host, file: &str, json: bool) -> Result<ExitCode> {
+async fn run_batch(
+    host: &Host,
+    file: &str,
+    json: bool,
+    terminal: Option<&ask::Terminal>,
+) -> Result<ExitCode> {
     let text = if file == "-" {
         let mut s = String::new();
         std::io::stdin()
@@ -1166,6 +1172,10 @@ async fn run_batch(host: &Host, file: &str, json: bool) -> Result<ExitCode> {
     use std::io::IsTerminal;
     if !json && std::io::stdout().is_terminal() {
         let view = Arc::new(view::View::new());
+        if let Some(terminal) = terminal {
+            let quiet = view.clone();
+            terminal.while_asking(move |on| quiet.hush(on));
+        }
         let shown = view.clone();
         let sink = Arc::new(move |event: Event| shown.event(&event));
         host.run_batch(&message, cancel_on_ctrl_c(), sink).await;

@@ -48,6 +48,18 @@ struct Call {
 }
 
 impl View {
+    /// Stop drawing (`quiet`), clearing what is drawn, while the terminal
+    /// asks the person a question: the spinners' redraws would overwrite
+    /// it. Drawing starts again, below it, when it is answered.
+    pub fn hush(&self, quiet: bool) {
+        if quiet {
+            let _ = self.bars.clear();
+            self.bars.set_draw_target(ProgressDrawTarget::hidden());
+        } else {
+            self.bars.set_draw_target(ProgressDrawTarget::stdout());
+        }
+    }
+
     pub fn new() -> View {
         // NO_COLOR (https://no-color.org): any non-empty value.
         if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
