@@ -25,6 +25,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
+/// The most questions one call asks the person.
+pub const MAX_QUESTIONS: u32 = 8;
+
+/// What one call asked.
+#[derive(Default)]
+struct Asked {
+    count: u32,
+    /// Needs the person refused, with the refusal's text.
+    refused: Vec<(Need, String)>,
+}
+
 /// How long a question waits for its answer by default.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(300);
 
@@ -319,6 +330,8 @@ pub(crate) struct CallAsking {
     /// Its commands get the network, which the shell's policy withholds
     /// (`network(…)` rules, or the person).
     network: std::sync::atomic::AtomicBool,
+    /// How many questions it asked, and what the person refused it.
+    asked: Mutex<Asked>,
     /// Time spent waiting for answers, in microseconds: it does not count
     /// against the call's time limit.
     waited: AtomicU64,
@@ -344,6 +357,7 @@ impl CallAsking {
             protected,
             places: Mutex::default(),
             network: Default::default(),
+            asked: Mutex::default(),
             tool: tool.to_string(),
             tool_call_id: tool_call_id.to_string(),
             component,
@@ -477,6 +491,22 @@ impl CallAsking {
         if asker.allowed_for_session(&self.digest, &need) {
             return Ok(());
         }
+        // A call does not ask again what its person refused, nor more than
+        // a few questions: a hostile tool cannot flood the person.
+        {
+            let mut asked = self.asked.lock().expect("asked lock");
+            if let Some(refused) = asked.refused.iter().find(|(n, _)| *n == need) {
+                return Err(refused.1.clone());
+            }
+            if asked.count >= MAX_QUESTIONS {
+                return Err(format!(
+                    "{}\nThe call asked the person {MAX_QUESTIONS} questions already; toolhost \
+                     asks no more for one call.",
+                    refusal.unwrap_or("Permission refused.")
+                ));
+            }
+            asked.count += 1;
+        }
         let question = Question {
             tool: self.tool.clone(),
             tool_call_id: self.tool_call_id.clone(),
@@ -556,17 +586,22 @@ impl CallAsking {
                 }
                 Ok(())
             }
-            Answer::Deny { reason } => Err(match reason {
-                Some(reason) => format!(
-                    "The person denied permission to {}: {}",
-                    question.need.describe(),
-                    escape(&reason)
-                ),
-                None => format!(
-                    "The person denied permission to {}.",
-                    question.need.describe()
-                ),
-            }),
+            Answer::Deny { reason } => {
+                let text = match reason {
+                    Some(reason) => format!(
+                        "The person denied permission to {}: {}",
+                        question.need.describe(),
+                        escape(&reason)
+                    ),
+                    None => format!(
+                        "The person denied permission to {}.",
+                        question.need.describe()
+                    ),
+                };
+                let mut asked = self.asked.lock().expect("asked lock");
+                asked.refused.push((question.need.clone(), text.clone()));
+                Err(text)
+            }
         }
     }
 }

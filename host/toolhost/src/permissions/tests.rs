@@ -542,3 +542,77 @@ fn a_flood_of_arguments_does_not_push_the_question_off_the_screen() {
         "{text}"
     );
 }
+
+mod flooding {
+    use super::*;
+    use crate::ops::usage::Usage;
+    use crate::permissions::ask::{CallAsking, MAX_QUESTIONS};
+    use futures::future::BoxFuture;
+    use std::sync::{Arc, Mutex};
+    use tokio_util::sync::CancellationToken;
+
+    /// Denies everything, counting the questions.
+    struct Denier(Mutex<u32>);
+
+    impl Ask for Denier {
+        fn front_end(&self) -> &str {
+            "script"
+        }
+
+        fn ask<'a>(&'a self, _question: &'a Question) -> BoxFuture<'a, Option<Answer>> {
+            *self.0.lock().unwrap() += 1;
+            Box::pin(async { Some(Answer::Deny { reason: None }) })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_asks_at_most_a_few_questions_and_never_one_the_person_refused() {
+        let spec = PermissionsSpec {
+            default: Some("ask".into()),
+            ..Default::default()
+        };
+        let rules = Arc::new(Rules::new(&spec, None, &anchors()).unwrap().0);
+        let person = Arc::new(Denier(Mutex::new(0)));
+        let c = CallAsking::new(
+            rules,
+            Some(Asker::new(person.clone())),
+            None,
+            "wc",
+            "c",
+            "x.wasm".into(),
+            "blake3:aa",
+            serde_json::json!({}),
+            Default::default(),
+        );
+        let ask = |host: String| {
+            let c = &c;
+            async move {
+                let subject = Subject::Host {
+                    host: &host,
+                    port: 443,
+                };
+                let need = Need::Host {
+                    host: host.clone(),
+                    port: 443,
+                };
+                c.need(
+                    subject,
+                    need,
+                    "R",
+                    &CancellationToken::new(),
+                    &Usage::default(),
+                )
+                .await
+            }
+        };
+        assert!(ask("a.example".into()).await.is_err());
+        assert!(ask("a.example".into()).await.is_err(), "refused again");
+        assert_eq!(*person.0.lock().unwrap(), 1, "without asking again");
+        for i in 0..20 {
+            let _ = ask(format!("h{i}.example")).await;
+        }
+        assert_eq!(*person.0.lock().unwrap(), MAX_QUESTIONS);
+        let last = ask("z.example".into()).await.unwrap_err();
+        assert!(last.contains("asks no more for one call"), "{last}");
+    }
+}
