@@ -376,3 +376,52 @@ fn pis_own_mcp_client_drives_toolhost_mcp_on_stdio_through_a_70_second_silence()
 fn pis_own_mcp_client_drives_toolhost_mcp_over_http_through_a_70_second_silence() {
     pi_drives_toolhost_mcp("http");
 }
+
+/// Runs tests/ts_sdk_client.mjs (the TypeScript SDK v2 client) over
+/// `transport`.
+fn ts_sdk_drives_toolhost_mcp(transport: &str) -> Value {
+    let (node, modules) = node_modules("@modelcontextprotocol/client/dist/index.mjs");
+    let ws = Workspace::new();
+    ws.write("a.txt", "Hello, TypeScript!\n");
+    let mut cmd = Command::new(node);
+    cmd.arg(repo_root().join("tests/ts_sdk_client.mjs"))
+        .arg(modules.join("@modelcontextprotocol/client"))
+        .arg(transport)
+        .env("XDG_CONFIG_HOME", ws.config_home());
+    let server;
+    if transport == "stdio" {
+        cmd.arg(toolhost_bin())
+            .arg(&ws.path)
+            .arg(toolhost_tests::TESTKIT);
+    } else {
+        server = Listening::start(&ws, &["mcp", "--http", "127.0.0.1:0"]);
+        cmd.arg(&server.url).arg(server.token.as_deref().unwrap());
+    }
+    let summary = script_summary(&mut cmd, &format!("ts_sdk_client.mjs {transport}"));
+    let tools = summary["tools"].as_array().unwrap();
+    for name in ["bash", "read", "fast"] {
+        assert!(tools.contains(&json!(name)), "{name} in {tools:?}");
+    }
+    assert_eq!(summary["read"], json!(["Hello, TypeScript!\n", false]));
+    assert_eq!(summary["bashError"][1], true, "{}", summary["bashError"]);
+    assert_eq!(summary["extension"][1], false, "{}", summary["extension"]);
+    assert!(
+        summary["unknown"]
+            .as_str()
+            .unwrap()
+            .contains("Unknown tool: no_such_tool"),
+        "{}",
+        summary["unknown"]
+    );
+    summary
+}
+
+#[test]
+fn the_typescript_sdk_v2_client_drives_toolhost_mcp_on_stdio() {
+    ts_sdk_drives_toolhost_mcp("stdio");
+}
+
+#[test]
+fn the_typescript_sdk_v2_client_drives_toolhost_mcp_over_http() {
+    ts_sdk_drives_toolhost_mcp("http");
+}
