@@ -425,3 +425,101 @@ fn the_typescript_sdk_v2_client_drives_toolhost_mcp_on_stdio() {
 fn the_typescript_sdk_v2_client_drives_toolhost_mcp_over_http() {
     ts_sdk_drives_toolhost_mcp("http");
 }
+
+/// `mcp-inspector --cli` (the MCP Inspector 2.12's command line) against
+/// `target` (a command, or a URL with `header`), invoking `method` with
+/// `more`: its JSON output, and whether it exited 0.
+fn inspector(ws: &Workspace, target: &[&str], method: &str, more: &[&str]) -> (Value, bool) {
+    let (node, modules) = node_modules(".bin/mcp-inspector");
+    // Its own settings and caches go to a home of the test's, never the
+    // developer's.
+    let home = ws.config_home().join("inspector-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let out = Command::new(node)
+        .arg(modules.join(".bin/mcp-inspector"))
+        .arg("--cli")
+        .args(target)
+        .args(["--method", method])
+        .args(more)
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", ws.config_home())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The result, then on a failure a line of its own saying why.
+    let first: Value = serde_json::Deserializer::from_str(&stdout)
+        .into_iter::<Value>()
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or_else(|| {
+            panic!(
+                "no JSON from the inspector:\n{stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    (first, out.status.success())
+}
+
+/// Lists the tools and calls read, a failing bash and an extension tool
+/// through the inspector's CLI.
+fn inspector_drives_toolhost_mcp(ws: &Workspace, target: &[&str]) {
+    let (listed, ok) = inspector(ws, target, "tools/list", &[]);
+    assert!(ok, "{listed}");
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for name in ["read", "bash", "fast"] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    let (read, ok) = inspector(
+        ws,
+        target,
+        "tools/call",
+        &["--tool-name", "read", "--tool-arg", "path=a.txt"],
+    );
+    assert!(ok, "{read}");
+    assert_eq!(read["content"][0]["text"], "Hello, Inspector!\n");
+    let (failed, ok) = inspector(
+        ws,
+        target,
+        "tools/call",
+        &["--tool-name", "bash", "--tool-arg", "command=exit 3"],
+    );
+    assert!(!ok, "an error result is a failure of the command: {failed}");
+    assert_eq!(failed["isError"], true, "{failed}");
+    let (fast, ok) = inspector(ws, target, "tools/call", &["--tool-name", "fast"]);
+    assert!(ok, "{fast}");
+    assert_eq!(fast["isError"], false, "{fast}");
+}
+
+#[test]
+fn the_mcp_inspector_cli_drives_toolhost_mcp_on_stdio() {
+    let ws = Workspace::new();
+    ws.write("a.txt", "Hello, Inspector!\n");
+    let bin = toolhost_bin();
+    let bin = bin.to_str().unwrap();
+    let target = [
+        "-e",
+        &format!("XDG_CONFIG_HOME={}", ws.config_home().display()),
+        bin,
+        "--workspace",
+        ws.str(),
+        "--extension",
+        toolhost_tests::TESTKIT,
+        "mcp",
+    ];
+    inspector_drives_toolhost_mcp(&ws, &target);
+}
+
+#[test]
+fn the_mcp_inspector_cli_drives_toolhost_mcp_over_http() {
+    let ws = Workspace::new();
+    ws.write("a.txt", "Hello, Inspector!\n");
+    let server = Listening::start(&ws, &["mcp", "--http", "127.0.0.1:0"]);
+    let header = format!("Authorization: Bearer {}", server.token.as_deref().unwrap());
+    let target = [server.url.as_str(), "--header", &header];
+    inspector_drives_toolhost_mcp(&ws, &target);
+}
