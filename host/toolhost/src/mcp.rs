@@ -570,6 +570,20 @@ impl ServerHandler for McpServer {
         }
     }
 
+    /// A tool of the active set in MCP's shape, by name: what rmcp checks a
+    /// `tools/call`'s `Mcp-Param-*` headers against over HTTP (SEP-2243:
+    /// a parameter its schema marks `x-mcp-header` must be mirrored, and
+    /// match).
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        let host = self.host();
+        let info = host
+            .active_tool_infos()
+            .into_iter()
+            .find(|t| t.definition.name == name)?;
+        let listing = formats::tools_as(&[info], ToolFormat::Mcp);
+        serde_json::from_value(listing["tools"][0].clone()).ok()
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,

@@ -144,7 +144,28 @@ impl Tool for TriggerToolChange {
     }
 }
 
+/// `test_headers`: a parameter mirrored in an HTTP header (SEP-2243's
+/// `x-mcp-header`), which the server checks against the argument.
+struct Headers;
+impl Tool for Headers {
+    fn definition(&self) -> Definition {
+        Definition::new(
+            "test_headers",
+            "Headers",
+            "Takes a region that clients mirror in the Mcp-Param-Region header (MCP conformance).",
+            r#"{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}},"required":["region"]}"#,
+        )
+    }
+    fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(format!(
+            "region: {}",
+            args["region"].as_str().unwrap_or_default()
+        )))
+    }
+}
+
 toolhost_sdk::export_tools!(
+    Headers,
     SimpleText,
     ImageContent,
     ErrorHandling,
