@@ -50,7 +50,49 @@ fn run(revision: &str) -> (String, bool) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    let stale = stale_entries(out_dir.path());
+    assert!(
+        stale.is_empty(),
+        "expected-failures.yml lists checks that pass now; remove them: {stale:?}"
+    );
     (text, out.status.success())
+}
+
+/// The entries of expected-failures.yml whose every check in the run's
+/// results (`out_dir`, one `checks.json` per scenario) passed. The suite
+/// reports a stale entry only in some modes; this holds in every one.
+fn stale_entries(out_dir: &std::path::Path) -> Vec<String> {
+    use std::collections::HashMap;
+    // "scenario:check" → whether every occurrence passed.
+    let mut passed: HashMap<String, bool> = HashMap::new();
+    for dir in std::fs::read_dir(out_dir).unwrap().flatten() {
+        let name = dir.file_name().to_string_lossy().into_owned();
+        // server-<scenario>-<timestamp>
+        let Some(scenario) = name
+            .strip_prefix("server-")
+            .and_then(|rest| rest.rsplitn(2, "-20").nth(1))
+        else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(dir.path().join("checks.json")) else {
+            continue;
+        };
+        let checks: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap_or_default();
+        for check in checks {
+            let key = format!("{scenario}:{}", check["id"].as_str().unwrap_or_default());
+            let ok = check["status"] == "SUCCESS";
+            passed.entry(key).and_modify(|all| *all &= ok).or_insert(ok);
+        }
+    }
+    let baseline =
+        std::fs::read_to_string(repo_root().join("tests/conformance/expected-failures.yml"))
+            .unwrap();
+    baseline
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("- "))
+        .filter(|entry| passed.get(*entry) == Some(&true))
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
