@@ -67,11 +67,18 @@ fn stale_entries(out_dir: &std::path::Path) -> Vec<String> {
     let mut passed: HashMap<String, bool> = HashMap::new();
     for dir in std::fs::read_dir(out_dir).unwrap().flatten() {
         let name = dir.file_name().to_string_lossy().into_owned();
-        // server-<scenario>-<timestamp>
-        let Some(scenario) = name
-            .strip_prefix("server-")
-            .and_then(|rest| rest.rsplitn(2, "-20").nth(1))
-        else {
+        // server-<scenario>-<YYYY-MM-DDTHH-MM-SS-mmmZ>
+        let Some(scenario) = name.strip_prefix("server-").and_then(|rest| {
+            let stamp = rest.char_indices().find(|&(i, c)| {
+                let tail = rest.as_bytes().get(i + 1..i + 12).unwrap_or_default();
+                c == '-'
+                    && tail.len() == 11
+                    && tail[..4].iter().all(u8::is_ascii_digit)
+                    && tail[4] == b'-'
+                    && tail[10] == b'T'
+            })?;
+            Some(&rest[..stamp.0])
+        }) else {
             continue;
         };
         let Ok(text) = std::fs::read_to_string(dir.path().join("checks.json")) else {
