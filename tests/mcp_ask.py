@@ -51,6 +51,26 @@ async def main(toolhost, workspace, mode):
         summary["questions"] = questions
         if mode == "auto":
             summary["refusals"] = await tampered(client)
+    if mode == "legacy":
+        # A question still open when its call is cancelled is withdrawn: the client is told
+        # (notifications/cancelled), and its form goes away.
+        withdrawn = []
+
+        async def never_answers(context, params):
+            try:
+                await anyio.sleep_forever()
+            except anyio.get_cancelled_exc_class():
+                withdrawn.append(params.message)
+                raise
+
+        async with Client(stdio_client(params), mode=mode, elicitation_callback=never_answers) as client:
+            with anyio.move_on_after(3):
+                await client.call_tool("bash", {"command": "echo cancel me"})
+            with anyio.move_on_after(20):
+                while not withdrawn:
+                    await anyio.sleep(0.05)
+            # Counted while the client is still open: closing it cancels its callbacks too.
+            summary["withdrawn"] = len(withdrawn)
     async with Client(stdio_client(params), mode=mode) as client:
         result = await client.call_tool("bash", {"command": "echo one"})
         summary["noPerson"] = [text_of(result), result.is_error]

@@ -276,6 +276,8 @@ fn a_2025_11_25_client_with_elicitation_answers_and_one_without_gets_the_refusal
     );
     assert!(instructions.contains("Guidelines:\n"), "{instructions}");
     assert_eq!(summary["logLevelSet"], true);
+    // A question open when its call was cancelled was withdrawn.
+    assert_eq!(summary["withdrawn"], 1, "{summary}");
     // 13 silent seconds: a heartbeat (no message) before the output.
     assert_eq!(summary["silent"][0], "done");
     let beats = summary["silent"][1].as_array().unwrap();

@@ -23,8 +23,8 @@
 
 use crate::permissions::{Answer, Ask, Asker, Need, Question};
 use futures::future::BoxFuture;
-use rmcp::model::{ElicitRequestParams, ElicitationAction};
-use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::model::{ClientResult, ElicitRequestParams, ElicitationAction, ServerRequest};
+use rmcp::service::{Peer, PeerRequestOptions, RequestContext, RoleServer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -103,9 +103,50 @@ impl Ask for Client {
     fn ask<'a>(&'a self, question: &'a Question) -> BoxFuture<'a, Option<Answer>> {
         Box::pin(async move {
             let params: ElicitRequestParams = serde_json::from_value(form(question)).ok()?;
-            let result = self.peer.create_elicitation(params).await.ok()?;
-            answer_of(question, &serde_json::to_value(result).ok()?)
+            let request = ServerRequest::from(rmcp::model::ElicitRequest::new(params));
+            let handle = self
+                .peer
+                .send_cancellable_request(request, PeerRequestOptions::no_options())
+                .await
+                .ok()?;
+            // Withdrawn (`notifications/cancelled`) if the question is
+            // dropped unanswered: its call was cancelled, or the wait ran out.
+            let mut withdraw = Withdraw {
+                peer: self.peer.clone(),
+                id: Some(handle.id.clone()),
+            };
+            let response = handle.await_response().await;
+            withdraw.id = None;
+            match response.ok()? {
+                ClientResult::ElicitResult(result) => {
+                    answer_of(question, &serde_json::to_value(result).ok()?)
+                }
+                _ => None,
+            }
         })
+    }
+}
+
+/// Tells the client a question is withdrawn when dropped unanswered.
+struct Withdraw {
+    peer: Peer<RoleServer>,
+    id: Option<rmcp::model::RequestId>,
+}
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        let reason = "toolhost withdrew the question: its call was cancelled or timed out";
+        let param = rmcp::model::CancelledNotificationParam::new(Some(id), Some(reason.into()));
+        let notification = rmcp::model::CancelledNotification::new(param);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = peer.send_notification(notification.into()).await;
+            });
+        }
     }
 }
 
