@@ -696,3 +696,36 @@ fn the_terminal_view_of_run_keeps_the_question_readable_while_it_waits() {
     }
     assert!(screen.contains("✓ bash echo hi"), "{screen}");
 }
+
+#[test]
+fn a_home_rule_matches_when_home_is_reached_through_a_link() {
+    let ws = Workspace::new();
+    let place = tempfile::tempdir().unwrap();
+    let real = place.path().canonicalize().unwrap().join("real-home");
+    std::fs::create_dir_all(real.join("secret")).unwrap();
+    std::fs::write(real.join("secret/key.txt"), "hidden").unwrap();
+    let link = place.path().join("home-link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    user_policy(
+        &ws,
+        "[permissions]\ndefault = \"ask\"\ndeny = [\"read(~/secret/**)\"]\n",
+    );
+    let path = real.join("secret/key.txt").display().to_string();
+    let out = toolhost_with_env(
+        &ws,
+        &[
+            "call",
+            "read",
+            &json!({ "path": path }).to_string(),
+            "--json",
+        ],
+        None,
+        &[("HOME", link.to_str().unwrap())],
+    );
+    let msg = json_out(&out);
+    let text = msg["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("Permission denied: the rule deny = [\"read(~/secret/**)\"]"),
+        "the rule written with ~ names the real home: {text}"
+    );
+}

@@ -220,8 +220,11 @@ impl Policy {
         user: Option<(PermissionsSpec, PathBuf)>,
         workspace: Option<(PermissionsSpec, PathBuf)>,
     ) -> Result<(), Error> {
+        // Real paths, as the paths rules are matched against are (the
+        // workspace's is already).
+        let home = std::env::var_os("HOME").map(PathBuf::from);
         let anchors = Anchors {
-            home: std::env::var_os("HOME").map(PathBuf::from),
+            home: home.map(|h| h.canonicalize().unwrap_or(h)),
             workspace: self.workspace_dir.clone(),
         };
         // Each file alone first, so that an error names the file it is in.
