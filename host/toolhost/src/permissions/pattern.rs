@@ -81,16 +81,52 @@ impl Pattern {
 }
 
 /// A path pattern made absolute: `~/…` under the home directory, a relative
-/// one under the workspace. `None` for `~` without a home.
+/// one under the workspace. `None` for `~` without a home. Its directories
+/// before the first glob character are taken as their real path where they
+/// exist, as the paths it is matched against are real: `/data/**` with
+/// `/data` a link to `/mnt/data` speaks of `/mnt/data/**`.
 fn anchored(pattern: &str, anchors: &Anchors) -> Option<PathBuf> {
-    if pattern == "~" || pattern.starts_with("~/") {
+    let absolute = if pattern == "~" || pattern.starts_with("~/") {
         let home = anchors.home.as_ref()?;
-        return Some(home.join(pattern.trim_start_matches('~').trim_start_matches('/')));
-    }
-    let path = Path::new(pattern);
-    Some(if path.is_absolute() {
-        path.to_path_buf()
+        home.join(pattern.trim_start_matches('~').trim_start_matches('/'))
+    } else if Path::new(pattern).is_absolute() {
+        PathBuf::from(pattern)
     } else {
-        anchors.workspace.join(path)
-    })
+        anchors.workspace.join(pattern)
+    };
+    Some(real_prefix(&absolute))
+}
+
+/// `path` with the longest existing run of its literal directories (those
+/// before any glob character) replaced by their real path.
+fn real_prefix(path: &Path) -> PathBuf {
+    let text = path.to_string_lossy();
+    let literal_end = text.find(['*', '?', '[', '{']).unwrap_or(text.len());
+    // Whole components only: the literal part ends at the last separator.
+    let literal = &text[..literal_end];
+    let cut = if literal_end == text.len() {
+        literal.len()
+    } else {
+        literal.rfind('/').unwrap_or(0)
+    };
+    let (head, tail) = text.split_at(cut);
+    let mut existing = PathBuf::from(head);
+    let mut missing: Vec<String> = Vec::new();
+    loop {
+        if let Ok(mut real) = existing.canonicalize() {
+            for name in missing.iter().rev() {
+                real.push(name);
+            }
+            let mut out = real.to_string_lossy().into_owned();
+            out.push_str(tail);
+            return PathBuf::from(out);
+        }
+        match (existing.file_name(), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                missing.push(name.to_string_lossy().into_owned());
+                existing = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
 }

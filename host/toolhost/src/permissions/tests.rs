@@ -616,3 +616,40 @@ mod flooding {
         assert!(last.contains("asks no more for one call"), "{last}");
     }
 }
+
+#[test]
+fn a_path_rule_names_the_real_place_behind_a_linked_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    std::fs::create_dir_all(base.join("mnt/data")).unwrap();
+    std::os::unix::fs::symlink(base.join("mnt/data"), base.join("data")).unwrap();
+    let spec = PermissionsSpec {
+        deny: vec![
+            format!("read({}/data/**)", base.display()),
+            format!("read({}/data/new/file.txt)", base.display()),
+        ],
+        ..Default::default()
+    };
+    let anchors = Anchors {
+        home: None,
+        workspace: base.clone(),
+    };
+    let (r, _) = Rules::new(&spec, None, &anchors).unwrap();
+    let verdict = |p: &str| {
+        r.decide(
+            &Subject::Path {
+                tool: "read",
+                path: &base.join(p),
+            },
+            "blake3:t",
+        )
+        .map(|d| d.verdict)
+    };
+    assert_eq!(verdict("mnt/data/secret.txt"), Some(Verdict::Deny));
+    assert_eq!(
+        verdict("mnt/data/new/file.txt"),
+        Some(Verdict::Deny),
+        "a missing tail"
+    );
+    assert_eq!(verdict("mnt/other.txt"), None);
+}
