@@ -3,16 +3,17 @@
 // error result as an error and an unknown tool as a protocol error. Run by tests/it/mcp.rs with
 // the Node 22 of target/conformance.
 //
-// Usage: node ts_sdk_client.mjs CLIENT_DIR stdio TOOLHOST WORKSPACE EXTENSION
-//        node ts_sdk_client.mjs CLIENT_DIR http URL TOKEN
+// Usage: node ts_sdk_client.mjs CLIENT_INDEX stdio TOOLHOST WORKSPACE EXTENSION
+//        node ts_sdk_client.mjs CLIENT_INDEX http URL TOKEN
+// (CLIENT_INDEX: the package's dist/index.mjs)
 // Prints a JSON summary on its last line.
 
 import { pathToFileURL } from "node:url";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
-const [clientDir, transport, ...rest] = process.argv.slice(2);
-const sdk = await import(pathToFileURL(join(clientDir, "dist/index.mjs")).href);
-const { StdioClientTransport } = await import(pathToFileURL(join(clientDir, "dist/stdio.mjs")).href);
+const [clientIndex, transport, ...rest] = process.argv.slice(2);
+const sdk = await import(pathToFileURL(clientIndex).href);
+const { StdioClientTransport } = await import(pathToFileURL(join(dirname(clientIndex), "stdio.mjs")).href);
 
 const connection =
 	transport === "stdio"

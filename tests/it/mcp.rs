@@ -318,17 +318,18 @@ fn a_2026_07_28_client_answers_input_required_and_a_tampered_or_replayed_state_i
     );
 }
 
-/// Runs tests/pi_mcp_client.mjs (Pi 1.6's MCP client, on the Node 22 that
-/// scripts/setup installs in target/conformance) over `transport`, and
-/// checks what Pi's agent relies on.
-fn pi_drives_toolhost_mcp(transport: &str) {
-    let (node, modules) = node_modules("@earendil-works/pi-mcp/dist/index.js");
-    let index = modules.join("@earendil-works/pi-mcp/dist/index.js");
+/// Runs the Node client `script` of tests/ (given the path of `module`,
+/// installed in target/conformance) against `toolhost mcp` over
+/// `transport`, with the testkit, in a workspace whose a.txt says hello;
+/// its summary, after the checks every client shares: the tools listed and
+/// a.txt read.
+fn node_client(script: &str, module: &str, transport: &str) -> Value {
+    let (node, modules) = node_modules(module);
     let ws = Workspace::new();
-    ws.write("a.txt", "Hello, Pi!\n");
+    ws.write("a.txt", "Hello, Node!\n");
     let mut cmd = Command::new(node);
-    cmd.arg(repo_root().join("tests/pi_mcp_client.mjs"))
-        .arg(&index)
+    cmd.arg(repo_root().join("tests").join(script))
+        .arg(modules.join(module))
         .arg(transport)
         .env("XDG_CONFIG_HOME", ws.config_home());
     let server;
@@ -340,14 +341,26 @@ fn pi_drives_toolhost_mcp(transport: &str) {
         server = Listening::start(&ws, &["mcp", "--http", "127.0.0.1:0"]);
         cmd.arg(&server.url).arg(server.token.as_deref().unwrap());
     }
-    let summary = script_summary(&mut cmd, &format!("pi_mcp_client.mjs {transport}"));
-    assert_eq!(summary["serverName"], "toolhost");
-    assert_eq!(summary["protocolVersion"], "2025-11-25");
+    let summary = script_summary(&mut cmd, &format!("{script} {transport}"));
     let tools = summary["tools"].as_array().unwrap();
     for name in ["bash", "read", "fast"] {
         assert!(tools.contains(&json!(name)), "{name} in {tools:?}");
     }
-    assert_eq!(summary["read"], json!(["Hello, Pi!\n", false]));
+    assert_eq!(summary["read"], json!(["Hello, Node!\n", false]));
+    summary
+}
+
+/// Runs tests/pi_mcp_client.mjs (Pi 1.6's MCP client, on the Node 22 that
+/// scripts/setup installs in target/conformance) over `transport`, and
+/// checks what Pi's agent relies on.
+fn pi_drives_toolhost_mcp(transport: &str) {
+    let summary = node_client(
+        "pi_mcp_client.mjs",
+        "@earendil-works/pi-mcp/dist/index.js",
+        transport,
+    );
+    assert_eq!(summary["serverName"], "toolhost");
+    assert_eq!(summary["protocolVersion"], "2025-11-25");
     let bash_error = &summary["bashError"];
     assert_eq!(bash_error[1], true, "{bash_error}");
     assert!(
@@ -382,29 +395,11 @@ fn pis_own_mcp_client_drives_toolhost_mcp_over_http_through_a_70_second_silence(
 /// Runs tests/ts_sdk_client.mjs (the TypeScript SDK v2 client) over
 /// `transport`.
 fn ts_sdk_drives_toolhost_mcp(transport: &str) -> Value {
-    let (node, modules) = node_modules("@modelcontextprotocol/client/dist/index.mjs");
-    let ws = Workspace::new();
-    ws.write("a.txt", "Hello, TypeScript!\n");
-    let mut cmd = Command::new(node);
-    cmd.arg(repo_root().join("tests/ts_sdk_client.mjs"))
-        .arg(modules.join("@modelcontextprotocol/client"))
-        .arg(transport)
-        .env("XDG_CONFIG_HOME", ws.config_home());
-    let server;
-    if transport == "stdio" {
-        cmd.arg(toolhost_bin())
-            .arg(&ws.path)
-            .arg(toolhost_tests::TESTKIT);
-    } else {
-        server = Listening::start(&ws, &["mcp", "--http", "127.0.0.1:0"]);
-        cmd.arg(&server.url).arg(server.token.as_deref().unwrap());
-    }
-    let summary = script_summary(&mut cmd, &format!("ts_sdk_client.mjs {transport}"));
-    let tools = summary["tools"].as_array().unwrap();
-    for name in ["bash", "read", "fast"] {
-        assert!(tools.contains(&json!(name)), "{name} in {tools:?}");
-    }
-    assert_eq!(summary["read"], json!(["Hello, TypeScript!\n", false]));
+    let summary = node_client(
+        "ts_sdk_client.mjs",
+        "@modelcontextprotocol/client/dist/index.mjs",
+        transport,
+    );
     assert_eq!(summary["bashError"][1], true, "{}", summary["bashError"]);
     assert_eq!(summary["extension"][1], false, "{}", summary["extension"]);
     assert!(
