@@ -20,7 +20,8 @@ use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use toolhost::permissions::{Answer, Ask, Question, escape};
+use toolhost::display::escape;
+use toolhost::permissions::{Answer, Ask, Question};
 
 /// Called with `true` before a question is shown and `false` after its
 /// answer: what else draws on the terminal stops meanwhile.

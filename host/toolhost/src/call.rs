@@ -22,7 +22,7 @@ use crate::ops::process::STOP_GRACE;
 use crate::ops::protect::guard::{self as git_guard, GitGuard, Reverted};
 use crate::ops::usage::{Usage, Use, Used};
 use crate::permissions::ask::CallAsking;
-use crate::permissions::{Asker, Need, Subject};
+use crate::permissions::{Asker, Need};
 use crate::registry::RegisteredTool;
 use crate::session::Session;
 use crate::validate;
@@ -311,27 +311,13 @@ pub(crate) async fn prepare(scope: &dyn Scope, i: usize) -> Preflight {
         ));
         let _ = signals.asking.set(asking.clone());
         if rules.speak_of(name) {
-            let arguments;
-            let (subject, need) = match ctx.args.get("command").and_then(Value::as_str) {
-                Some(line) if tool.sandbox.runs_shell() => (
-                    Subject::Command { tool: name, line },
-                    Need::Command {
-                        line: line.to_string(),
-                    },
-                ),
-                _ => {
-                    arguments = ctx.args.to_string();
-                    let subject = Subject::Call {
-                        tool: name,
-                        arguments: &arguments,
-                    };
-                    (subject, Need::Call)
-                }
+            let need = match ctx.args.get("command").and_then(Value::as_str) {
+                Some(line) if tool.sandbox.runs_shell() => Need::Command {
+                    line: line.to_string(),
+                },
+                _ => Need::Call,
             };
-            if let Err(text) = asking
-                .check_call(subject, need, cancel, &signals.usage)
-                .await
-            {
+            if let Err(text) = asking.check_call(need, cancel, &signals.usage).await {
                 trace.used = signals.usage.used();
                 return done(call, text, false, trace.ended(Outcome::Blocked));
             }

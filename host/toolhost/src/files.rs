@@ -283,6 +283,25 @@ impl std::fmt::Display for Digest {
     }
 }
 
+/// The real path of `path`, or where it would be: its longest existing
+/// ancestor resolved, the missing rest appended.
+pub(crate) fn real_or_planned(path: &Path) -> std::path::PathBuf {
+    let mut missing = Vec::new();
+    let mut current = path.to_path_buf();
+    loop {
+        if let Ok(real) = current.canonicalize() {
+            return missing.iter().rev().fold(real, |p, name| p.join(name));
+        }
+        match (current.file_name(), current.parent()) {
+            (Some(name), Some(parent)) => {
+                missing.push(name.to_os_string());
+                current = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
 /// A policy file (`toolhost.toml`), parsed for editing with its comments
 /// and layout (empty when missing); an error names the file.
 pub(crate) fn read_policy(path: &Path) -> Result<toml_edit::DocumentMut, crate::error::Error> {

@@ -31,12 +31,57 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
-/// How many sessions' askers are kept (older sessions are asked again).
+/// How many sessions' state is kept (older sessions start again: are asked
+/// again, send no log messages).
 pub(super) const SESSIONS: usize = 256;
 
-/// The askers of the recent sessions, by session key.
+/// A value for each of the [`SESSIONS`] most recent sessions, by session
+/// key ([`session_key`]).
+struct PerSession<T>(Mutex<VecDeque<(String, T)>>);
+
+impl<T> Default for PerSession<T> {
+    fn default() -> Self {
+        PerSession(Mutex::default())
+    }
+}
+
+impl<T: Clone> PerSession<T> {
+    fn get(&self, key: &str) -> Option<T> {
+        let values = self.0.lock().expect("per-session lock");
+        values
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    }
+
+    /// The value of `key`, made by `make` when it has none.
+    fn get_or_insert_with(&self, key: String, make: impl FnOnce() -> T) -> T {
+        let mut values = self.0.lock().expect("per-session lock");
+        if let Some((_, value)) = values.iter().find(|(k, _)| *k == key) {
+            return value.clone();
+        }
+        let value = make();
+        Self::push(&mut values, key, value.clone());
+        value
+    }
+
+    fn set(&self, key: String, value: T) {
+        let mut values = self.0.lock().expect("per-session lock");
+        values.retain(|(k, _)| *k != key);
+        Self::push(&mut values, key, value);
+    }
+
+    fn push(values: &mut VecDeque<(String, T)>, key: String, value: T) {
+        if values.len() >= SESSIONS {
+            values.pop_front();
+        }
+        values.push_back((key, value));
+    }
+}
+
+/// The askers of the recent sessions.
 #[derive(Default)]
-pub(super) struct Askers(Mutex<VecDeque<(String, Arc<Asker>)>>);
+pub(super) struct Askers(PerSession<Arc<Asker>>);
 
 impl Askers {
     /// The asker of the session `context` belongs to, when its client can
@@ -46,17 +91,8 @@ impl Askers {
         if !can_elicit(context) {
             return None;
         }
-        let key = session_key(context);
-        let mut askers = self.0.lock().expect("askers lock");
-        if let Some((_, asker)) = askers.iter().find(|(k, _)| *k == key) {
-            return Some(asker.clone());
-        }
-        let asker = Asker::new(Arc::new(Client { peer: peer.clone() }));
-        if askers.len() >= SESSIONS {
-            askers.pop_front();
-        }
-        askers.push_back((key, asker.clone()));
-        Some(asker)
+        let make = || Asker::new(Arc::new(Client { peer: peer.clone() }));
+        Some(self.0.get_or_insert_with(session_key(context), make))
     }
 }
 
@@ -440,7 +476,7 @@ impl Round {
 /// 2025-11-25 revision has it.)
 #[derive(Default)]
 #[allow(deprecated)]
-pub(super) struct LogLevels(Mutex<VecDeque<(String, rmcp::model::LoggingLevel)>>);
+pub(super) struct LogLevels(PerSession<rmcp::model::LoggingLevel>);
 
 /// A level's severity, least first.
 #[allow(deprecated)]
@@ -465,13 +501,7 @@ impl LogLevels {
         context: &RequestContext<RoleServer>,
         level: rmcp::model::LoggingLevel,
     ) {
-        let key = session_key(context);
-        let mut levels = self.0.lock().expect("log levels lock");
-        levels.retain(|(k, _)| *k != key);
-        if levels.len() >= SESSIONS {
-            levels.pop_front();
-        }
-        levels.push_back((key, level));
+        self.0.set(session_key(context), level);
     }
 
     /// Send `text` at `level` to the session of `context`, if it asked for
@@ -482,11 +512,7 @@ impl LogLevels {
         level: rmcp::model::LoggingLevel,
         text: &str,
     ) {
-        let key = session_key(context);
-        let wanted = {
-            let levels = self.0.lock().expect("log levels lock");
-            levels.iter().find(|(k, _)| *k == key).map(|(_, l)| *l)
-        };
+        let wanted = self.0.get(&session_key(context));
         if wanted.is_some_and(|wanted| severity(level) >= severity(wanted)) {
             let params = rmcp::model::LoggingMessageNotificationParam::new(level, json!(text))
                 .with_logger("toolhost");

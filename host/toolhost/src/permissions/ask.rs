@@ -14,6 +14,7 @@
 //! the session's answers and the person decide.
 
 use super::{Decision, Rules, Subject, Verdict};
+use crate::display::escape;
 use crate::ops::usage::{Usage, Use};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -198,12 +199,6 @@ impl Question {
     }
 }
 
-/// `text` as a person may read it: every character a terminal would obey or
-/// hide escaped (`\x1b`, `\u{202e}`; [`crate::display::escape`]).
-pub fn escape(text: &str) -> String {
-    crate::display::escape(text).into_owned()
-}
-
 /// The most of a call's arguments a question shows: a flood of them must
 /// not push what is asked off the person's screen.
 const SHOWN_ARGUMENTS: usize = 2000;
@@ -372,17 +367,47 @@ impl CallAsking {
         Duration::from_micros(self.waited.load(Ordering::Relaxed))
     }
 
-    /// What the rules say of the call itself, before it runs: `Err` with
-    /// the text the model sees when a rule denies it or the person does.
-    /// A call no `deny` or `ask` rule names goes on.
+    /// What the rules say of `need` of this call: the subject they match is
+    /// the need itself, so that what is judged is what is asked about.
+    fn decide(&self, need: &Need) -> Option<Decision> {
+        let arguments;
+        let subject = match need {
+            Need::Call => {
+                arguments = self.arguments.to_string();
+                Subject::Call {
+                    tool: &self.tool,
+                    arguments: &arguments,
+                }
+            }
+            Need::Command { line } => Subject::Command {
+                tool: &self.tool,
+                line,
+            },
+            Need::Network { line } => Subject::Command {
+                tool: "network",
+                line,
+            },
+            Need::Host { host, port } => Subject::Host { host, port: *port },
+            Need::Program { program } => Subject::Program { program },
+            Need::Path { path, .. } => Subject::Path {
+                tool: &self.tool,
+                path: std::path::Path::new(path),
+            },
+        };
+        self.rules.decide(&subject, &self.digest)
+    }
+
+    /// What the rules say of the call itself (`Need::Call`, or a shell
+    /// tool's `Need::Command`), before it runs: `Err` with the text the
+    /// model sees when a rule denies it or the person does. A call no `deny`
+    /// or `ask` rule names goes on.
     pub(crate) async fn check_call(
         &self,
-        subject: Subject<'_>,
         need: Need,
         cancel: &CancellationToken,
         usage: &Usage,
     ) -> Result<(), String> {
-        match self.rules.decide(&subject, &self.digest) {
+        match self.decide(&need) {
             None
             | Some(Decision {
                 verdict: Verdict::Allow,
@@ -399,23 +424,20 @@ impl CallAsking {
 
     /// The network for the shell command `line`, which runs without it:
     /// given when the `network(…)` rules allow every command of the line, or
-    /// the person does when one asks; `Err` when a rule or the person
-    /// refused, no rule speaking of it (the line runs without, as before).
+    /// the person does when one asks. `Err` when the person refused (or
+    /// could not be asked); a `deny` rule, or no rule speaking of the line,
+    /// leaves it running without, as before.
     pub(crate) async fn check_network(
         &self,
         line: &str,
         cancel: &CancellationToken,
         usage: &Usage,
     ) -> Result<(), String> {
-        let subject = Subject::Command {
-            tool: "network",
-            line,
-        };
-        let Some(decision) = self.rules.decide(&subject, &self.digest) else {
-            return Ok(());
-        };
         let need = Need::Network {
             line: line.to_string(),
+        };
+        let Some(decision) = self.decide(&need) else {
+            return Ok(());
         };
         match decision.verdict {
             // Without the network, as the host was told.
@@ -436,19 +458,15 @@ impl CallAsking {
     /// saw before asking existed) unless a rule or the person allows it.
     pub(crate) async fn need(
         &self,
-        subject: Subject<'_>,
         need: Need,
         refusal: &str,
         cancel: &CancellationToken,
         usage: &Usage,
     ) -> Result<(), String> {
-        let decision = self
-            .rules
-            .decide(&subject, &self.digest)
-            .unwrap_or(Decision {
-                verdict: self.rules.default_verdict(),
-                rule: None,
-            });
+        let decision = self.decide(&need).unwrap_or(Decision {
+            verdict: self.rules.default_verdict(),
+            rule: None,
+        });
         self.settle(need, decision, Some(refusal), cancel, usage)
             .await
     }
@@ -579,7 +597,7 @@ impl CallAsking {
                     question.need.rule(&self.tool),
                 ) {
                     // The answer stands for this session even when the file
-                    // cannot take it; the person hears why in the result.
+                    // cannot take it; the audit line says why.
                     if let Err(e) = super::always::write(path, &rule, &self.digest) {
                         usage.note(Use::Asked, &format!("always not written: {e}"));
                     }

@@ -41,7 +41,7 @@ mod paths;
 mod pattern;
 pub(crate) mod shell;
 
-pub use ask::{Answer, Ask, Asker, DEFAULT_WAIT, Need, Question, escape};
+pub use ask::{Answer, Ask, Asker, DEFAULT_WAIT, Need, Question};
 use pattern::Pattern;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};

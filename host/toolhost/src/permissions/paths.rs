@@ -13,11 +13,11 @@
 //! on the same place are not asked again); "session" and "always" answers
 //! are the asker's and the rules'.
 
-use super::Subject;
 use super::ask::{CallAsking, Need};
+use crate::files::real_or_planned;
 use crate::ops::fs::{ErrorCode, FsError, LocalFs, fs_error};
 use crate::ops::usage::Usage;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -41,37 +41,11 @@ impl Place {
     }
 }
 
-/// `path` (absolute) with `.` and `..` resolved lexically, then every
-/// symbolic link of its longest existing prefix; `None` when it is not
-/// absolute or nothing of it exists.
+/// `path` (absolute) with `.` and `..` resolved lexically (as Pi resolves
+/// them), then every symbolic link of its longest existing prefix; `None`
+/// when it is not absolute.
 pub(crate) fn real_path(path: &str) -> Option<PathBuf> {
-    let path = Path::new(path);
-    if !path.is_absolute() {
-        return None;
-    }
-    let mut lexical = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::ParentDir => {
-                lexical.pop();
-            }
-            Component::CurDir => {}
-            other => lexical.push(other),
-        }
-    }
-    let mut rest = Vec::new();
-    let mut existing = lexical.as_path();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            let mut real = real;
-            for name in rest.iter().rev() {
-                real.push(name);
-            }
-            return Some(real);
-        }
-        rest.push(existing.file_name()?.to_os_string());
-        existing = existing.parent()?;
-    }
+    crate::ops::fs::normalize(path).map(|lexical| real_or_planned(&lexical))
 }
 
 /// The nearest directory at or above `path` that exists.
@@ -115,19 +89,12 @@ impl CallAsking {
             return Ok((fs, real_text));
         }
         let directory = mkdir || real.is_dir();
-        let subject = Subject::Path {
-            tool: &self.tool,
-            path: &real,
-        };
         let need = Need::Path {
             path: real_text.clone(),
             write,
             directory,
         };
-        if let Err(text) = self
-            .need(subject, need, &refused.message, cancel, usage)
-            .await
-        {
+        if let Err(text) = self.need(need, &refused.message, cancel, usage).await {
             let message = if text.starts_with(&refused.message) {
                 text
             } else {

@@ -110,23 +110,9 @@ fn real_prefix(path: &Path) -> PathBuf {
         literal.rfind('/').unwrap_or(0)
     };
     let (head, tail) = text.split_at(cut);
-    let mut existing = PathBuf::from(head);
-    let mut missing: Vec<String> = Vec::new();
-    loop {
-        if let Ok(mut real) = existing.canonicalize() {
-            for name in missing.iter().rev() {
-                real.push(name);
-            }
-            let mut out = real.to_string_lossy().into_owned();
-            out.push_str(tail);
-            return PathBuf::from(out);
-        }
-        match (existing.file_name(), existing.parent()) {
-            (Some(name), Some(parent)) => {
-                missing.push(name.to_string_lossy().into_owned());
-                existing = parent.to_path_buf();
-            }
-            _ => return path.to_path_buf(),
-        }
-    }
+    let mut real = crate::files::real_or_planned(Path::new(head))
+        .to_string_lossy()
+        .into_owned();
+    real.push_str(tail);
+    PathBuf::from(real)
 }

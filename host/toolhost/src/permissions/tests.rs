@@ -304,11 +304,21 @@ mod asking {
     }
 
     fn call(rules: Arc<Rules>, asker: Option<Arc<Asker>>, always: Option<PathBuf>) -> CallAsking {
+        call_of("http_get", rules, asker, always)
+    }
+
+    /// A call of `tool` asking with `rules` and `asker`.
+    fn call_of(
+        tool: &str,
+        rules: Arc<Rules>,
+        asker: Option<Arc<Asker>>,
+        always: Option<PathBuf>,
+    ) -> CallAsking {
         CallAsking::new(
             rules,
             asker,
             always,
-            "http_get",
+            tool,
             "call_1",
             "/x/httpget.wasm".into(),
             "blake3:aa",
@@ -318,13 +328,11 @@ mod asking {
     }
 
     async fn need(c: &CallAsking, host: &str) -> Result<(), String> {
-        let subject = Subject::Host { host, port: 443 };
         let need = Need::Host {
             host: host.into(),
             port: 443,
         };
         c.need(
-            subject,
             need,
             "REFUSED",
             &CancellationToken::new(),
@@ -447,13 +455,17 @@ mod asking {
         };
         let tmp = tempfile::tempdir().unwrap();
         let file = tmp.path().join("toolhost.toml");
-        let c = call(rules, Some(Asker::new(person.clone())), Some(file.clone()));
+        let c = call_of(
+            "bash",
+            rules,
+            Some(Asker::new(person.clone())),
+            Some(file.clone()),
+        );
         let check = |line: &'static str| {
             let c = &c;
             async move {
-                let subject = Subject::Command { tool: "bash", line };
                 let need = Need::Command { line: line.into() };
-                c.check_call(subject, need, &CancellationToken::new(), &Usage::default())
+                c.check_call(need, &CancellationToken::new(), &Usage::default())
                     .await
             }
         };
@@ -485,16 +497,12 @@ mod asking {
             None,
         );
         let cancel = CancellationToken::new();
-        let subject = Subject::Host {
-            host: "a.example",
-            port: 443,
-        };
         let need = Need::Host {
             host: "a.example".into(),
             port: 443,
         };
         let usage = Usage::default();
-        let asked = c.need(subject, need, "R", &cancel, &usage);
+        let asked = c.need(need, "R", &cancel, &usage);
         cancel.cancel();
         assert_eq!(asked.await, Err(crate::message::OPERATION_ABORTED.into()));
     }
@@ -587,22 +595,9 @@ mod flooding {
         let ask = |host: String| {
             let c = &c;
             async move {
-                let subject = Subject::Host {
-                    host: &host,
-                    port: 443,
-                };
-                let need = Need::Host {
-                    host: host.clone(),
-                    port: 443,
-                };
-                c.need(
-                    subject,
-                    need,
-                    "R",
-                    &CancellationToken::new(),
-                    &Usage::default(),
-                )
-                .await
+                let need = Need::Host { host, port: 443 };
+                c.need(need, "R", &CancellationToken::new(), &Usage::default())
+                    .await
             }
         };
         assert!(ask("a.example".into()).await.is_err());

@@ -159,7 +159,7 @@ fn outside(path: &str) -> FsError {
 }
 
 /// Lexically normalise an absolute path; `None` if it is not absolute.
-fn normalize(path: &str) -> Option<PathBuf> {
+pub(crate) fn normalize(path: &str) -> Option<PathBuf> {
     path.starts_with('/')
         .then(|| PathBuf::from(pi_compat::path::normalize(path)))
 }

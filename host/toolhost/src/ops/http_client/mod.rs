@@ -57,7 +57,7 @@ mod grant;
 #[cfg(test)]
 mod tests;
 
-use crate::permissions::{Need, Subject};
+use crate::permissions::Need;
 pub use address::special;
 use body::{Incoming, Limited};
 use grant::*;
@@ -226,22 +226,12 @@ async fn send(
             let Some(asking) = signals.asking() else {
                 return Err(refused(reason, "not-granted"));
             };
-            let host = target.host_text();
-            let (subject, need) = (
-                Subject::Host {
-                    host: &host,
-                    port: target.port,
-                },
-                Need::Host {
-                    host: host.clone(),
-                    port: target.port,
-                },
-            );
+            let need = Need::Host {
+                host: target.host_text(),
+                port: target.port,
+            };
             let refusal = format!("HTTP request to {} refused: {reason}", target.url);
-            if let Err(text) = asking
-                .need(subject, need, &refusal, signals.cancel(), usage)
-                .await
-            {
+            if let Err(text) = asking.need(need, &refusal, signals.cancel(), usage).await {
                 usage.note(Use::Denied, &format!("http {}: not-granted", target.url));
                 return Err(internal(text));
             }

@@ -22,6 +22,7 @@ pub mod guard;
 
 pub use guard::GitGuard;
 
+use crate::files::real_or_planned;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
@@ -163,25 +164,6 @@ fn names(config: &Path, base: &Path, path: &Path, home: Option<&Path>, depth: us
                 included == path || names(&included, base, path, home, depth + 1)
             })
         })
-}
-
-/// The real path of `path`, or where it would be: its longest existing
-/// ancestor resolved, the missing rest appended.
-fn real_or_planned(path: &Path) -> PathBuf {
-    let mut missing = Vec::new();
-    let mut current = path.to_path_buf();
-    loop {
-        if let Ok(real) = current.canonicalize() {
-            return missing.iter().rev().fold(real, |p, name| p.join(name));
-        }
-        match (current.file_name(), current.parent()) {
-            (Some(name), Some(parent)) => {
-                missing.push(name.to_os_string());
-                current = parent.to_path_buf();
-            }
-            _ => return path.to_path_buf(),
-        }
-    }
 }
 
 #[cfg(test)]

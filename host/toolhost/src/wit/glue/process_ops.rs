@@ -3,7 +3,7 @@
 use super::super::process;
 use crate::ops::process::{self as ops, Child};
 use crate::ops::usage::Use;
-use crate::permissions::{Need, Subject};
+use crate::permissions::Need;
 use crate::wit::OpsCtx;
 use std::sync::Arc;
 use std::time::Duration;
@@ -74,13 +74,11 @@ impl process::Host for OpsCtx<'_> {
         let program = command.program.clone();
         // A program beyond the grant: what the rules or the person say.
         if let (Some(asking), Some(refusal)) = (self.asking, policy.refusal_of(&program)) {
-            let subject = Subject::Program { program: &program };
             let need = Need::Program {
                 program: program.clone(),
             };
-            let refusal = refusal.message.clone();
             if let Err(text) = asking
-                .need(subject, need, &refusal, self.cancel, self.usage)
+                .need(need, &refusal.message, self.cancel, self.usage)
                 .await
             {
                 self.usage
