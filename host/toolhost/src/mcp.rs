@@ -575,11 +575,7 @@ impl ServerHandler for McpServer {
     /// a parameter its schema marks `x-mcp-header` must be mirrored, and
     /// match).
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        let host = self.host();
-        let info = host
-            .active_tool_infos()
-            .into_iter()
-            .find(|t| t.definition.name == name)?;
+        let info = self.host().active_tool_info(name)?;
         let listing = formats::tools_as(&[info], ToolFormat::Mcp);
         serde_json::from_value(listing["tools"][0].clone()).ok()
     }
@@ -605,7 +601,7 @@ impl ServerHandler for McpServer {
         let name = request.name.to_string();
         // MCP makes an unknown tool a protocol error (-32602, every
         // revision), not a tool's error result.
-        if !host.active_tools().contains(&name) {
+        if !host.is_active(&name) {
             return Err(McpError::invalid_params(
                 format!("Unknown tool: {name}"),
                 None,

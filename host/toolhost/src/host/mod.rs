@@ -95,6 +95,29 @@ impl Host {
             .collect()
     }
 
+    /// The active tool `name` with its source; `None` when no active tool
+    /// has that name.
+    #[cfg(feature = "mcp")]
+    pub(crate) fn active_tool_info(&self, name: &str) -> Option<ToolInfo> {
+        let tool = self.inner.session.registry().get_active(name)?;
+        Some(ToolInfo {
+            definition: tool.definition.clone(),
+            source: tool.source.clone(),
+            active: true,
+        })
+    }
+
+    /// Whether `name` is an active tool.
+    #[cfg(feature = "mcp")]
+    pub(crate) fn is_active(&self, name: &str) -> bool {
+        self.inner
+            .session
+            .registry()
+            .active()
+            .iter()
+            .any(|a| a == name)
+    }
+
     pub fn active_tools(&self) -> Vec<String> {
         self.inner.session.tools.current().to_vec()
     }
