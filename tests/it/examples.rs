@@ -130,7 +130,7 @@ fn rust_wordcount_counts_files_in_its_granted_directory_only() {
     assert_eq!(ext[0]["name"], "wordcount");
     assert_eq!(
         ext[0]["refused"],
-        "imports toolhost:tool/fs-read@0.2.0 (read files), which is not granted to it; \
+        "imports toolhost:tool/fs-read@0.3.0 (read files), which is not granted to it; \
          grant it in toolhost.toml: [extensions.wordcount] fs-read = [\"<directory>\"]"
     );
     assert_eq!(
@@ -401,9 +401,10 @@ fn crc32(bytes: &[u8]) -> u32 {
 #[test]
 fn examples_are_inspected_without_grants() {
     let ws = Workspace::new();
-    // jsonquery is built for toolhost:tool@0.1.0, the others for 0.2.0.
+    // jsonquery is built for toolhost:tool@0.1.0, csvstats for 0.2.0, the
+    // Rust ones (on the SDK) for 0.3.0.
     for (name, tool, capabilities, version, required) in [
-        ("wordcount", "wc", json!(["fs-read"]), "0.2.0", "path"),
+        ("wordcount", "wc", json!(["fs-read"]), "0.3.0", "path"),
         (
             "jsonquery",
             "json_query",
@@ -412,7 +413,7 @@ fn examples_are_inspected_without_grants() {
             "path",
         ),
         ("csvstats", "csv_stats", json!([]), "0.2.0", "path"),
-        ("httpget", "http_get", json!(["http"]), "0.2.0", "url"),
+        ("httpget", "http_get", json!(["http"]), "0.3.0", "url"),
     ] {
         drop_in(&ws.user_extensions(), name);
         let path = example(name);
@@ -435,14 +436,23 @@ fn examples_are_inspected_without_grants() {
 }
 
 #[test]
-fn components_of_both_package_versions_load_and_run_side_by_side() {
+fn components_of_every_package_version_load_and_run_side_by_side() {
     // jsonquery stays on toolhost:tool@0.1.0 (its wit/deps point at the
-    // frozen wit/v0.1); wordcount and the built-ins are on 0.2.0. One host
-    // loads them all, serves each its own version of the same Operations,
-    // and only the 0.2.0 tool has an output schema and structured content.
+    // frozen wit/v0.1), csvstats on 0.2.0 (wit/v0.2); wordcount and the
+    // built-ins are on 0.3.0. One host loads them all, serves each its own
+    // version of the same Operations, and only the tools of 0.2.0 on have an
+    // output schema and structured content.
     let ws = Workspace::new();
     ws.write("data/pkg.json", r#"{"name":"demo"}"#);
-    let host = built(reading_data(&ws, &["jsonquery", "wordcount"]).all_tools_active());
+    ws.write("data/n.csv", "n\n1\n2\n");
+    let host = built(reading_data(&ws, &["jsonquery", "csvstats", "wordcount"]).all_tools_active());
+    let middle = call(&host, "csv_stats", json!({"path": "data/n.csv"}));
+    assert!(!middle.is_error, "{:?}", middle.content);
+    assert!(
+        middle.text().starts_with("data/n.csv: 2 rows, 1 column,"),
+        "{}",
+        middle.text()
+    );
     let old = call(
         &host,
         "json_query",

@@ -573,6 +573,39 @@ fn hostile_progress_floods_are_capped() {
 }
 
 #[test]
+fn hostile_log_floods_are_capped_and_cut_at_a_character() {
+    let ws = Workspace::new();
+    let host = hostile_host(&ws, "", limits(60, 64));
+    let logs = |args: Value| {
+        let message =
+            toolhost::AssistantMessage::from_calls(vec![tool_call("c1", "hostile", args)]);
+        let (outcome, recorder) = run(&host, &message, toolhost::CancellationToken::new());
+        assert_eq!(outcome.results[0].text(), "logs sent");
+        let events = recorder.events.lock().unwrap();
+        events
+            .iter()
+            .filter_map(|e| match e {
+                toolhost::Event::ToolExecutionLog {
+                    message, logger, ..
+                } => Some((message.len(), message.ends_with('l'), logger.clone())),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    let cap = toolhost::client::MAX_LOG_MESSAGES as usize;
+    let flood = logs(json!({"mode": "logs", "count": cap * 3, "bytes": 1}));
+    assert_eq!(flood.len(), cap);
+    assert_eq!(flood[0], (5, false, Some("flood".into())));
+    // 20,000 bytes and a four-byte character: cut at 16 KiB, before the
+    // character it would have split.
+    let long = logs(json!({"mode": "logs", "count": 2, "bytes": 20_000}));
+    assert_eq!(long, vec![(16384, true, Some("flood".into())); 2]);
+    let split = logs(json!({"mode": "logs", "count": 1, "bytes": 16_382}));
+    assert_eq!(split, vec![(16382, true, Some("flood".into()))]);
+    assert_hostile_serves(&host);
+}
+
+#[test]
 fn hostile_huge_definitions_are_refused_at_load() {
     // Refused before any schema is parsed: loading them would hold the
     // host's start for minutes, and send megabytes to the model each turn.
@@ -903,11 +936,11 @@ fn hostile_ungranted_imports_are_refused_at_load_naming_the_grant() {
             ),
             format!(
                 "{}: imports toolhost:tool/fs-read@0.9.0: built for toolhost:tool@0.9.0, but \
-                 this host loads toolhost:tool@0.1.0 and @0.2.0",
+                 this host loads toolhost:tool@0.1.0, @0.2.0 and @0.3.0",
                 future.display()
             ),
             format!(
-                "{}: imports toolhost:tool/fs-write@0.2.0 (write files), which is not granted \
+                "{}: imports toolhost:tool/fs-write@0.3.0 (write files), which is not granted \
                  to it; grant it in toolhost.toml: [extensions.hostile] fs-write = \
                  [\"<directory>\"]",
                 toolhost_tests::HOSTILE

@@ -6,6 +6,7 @@ mod audit;
 mod bash;
 mod cases;
 mod cli;
+mod client;
 mod conformance;
 mod edit;
 mod examples;

@@ -520,3 +520,119 @@ fn the_mcp_inspector_cli_drives_toolhost_mcp_over_http() {
     let target = [server.url.as_str(), "--header", &header];
     inspector_drives_toolhost_mcp(&ws, &target);
 }
+
+/// Runs tests/mcp_tool_asks.py in the SDK's connect `mode`: the conformance
+/// tools, granted forms and roots but not sampling, ask a client that
+/// answers through the SDK's callbacks.
+#[track_caller]
+fn a_tool_asks_the_client(mode: &str) -> Value {
+    let ws = Workspace::new();
+    user_policy(
+        &ws,
+        "[extensions.mcptools]\ntools = true\nclient = [\"elicitation\", \"roots\"]\n",
+    );
+    let summary = script_summary(
+        Command::new(python_with_mcp())
+            .arg(repo_root().join("tests/mcp_tool_asks.py"))
+            .arg(toolhost_bin())
+            .arg(&ws.path)
+            .arg(mode)
+            .arg(toolhost_tests::MCPTOOLS)
+            .env("XDG_CONFIG_HOME", ws.config_home()),
+        &format!("mcp_tool_asks.py {mode}"),
+    );
+    let calls = &summary["calls"];
+    assert_eq!(
+        calls["test_elicitation"],
+        json!([
+            r#"User response: action=accept, content={"name":"Ada","username":"ada","email":"ada@example.org"}"#,
+            false
+        ]),
+        "{summary}"
+    );
+    assert_eq!(
+        calls["test_input_required_result_list_roots"],
+        json!(["Roots: file:///srv/project", false])
+    );
+    assert_eq!(
+        calls["test_input_required_result_multi_round"],
+        json!([
+            r#"action=accept, content={"name":"Ada","username":"ada","email":"ada@example.org"}; action=accept, content={"color":"blue"}"#,
+            false
+        ])
+    );
+    // Not granted: refused in the host, and the client's model never asked.
+    let (text, is_error) = (&calls["test_sampling"][0], &calls["test_sampling"][1]);
+    assert_eq!(is_error, true);
+    assert!(
+        text.as_str().unwrap().contains(
+            "asking the client for sampling is not granted; grant it in toolhost.toml: client = [\"sampling\"]"
+        ),
+        "{text}"
+    );
+    assert_eq!(summary["samplings"], json!([]));
+    // A tool's form names the tool first, so that it cannot pass for
+    // toolhost's own permission question.
+    let forms = summary["forms"].as_array().unwrap();
+    assert_eq!(
+        forms[0]["message"], "Tool test_elicitation asks:\nWho are you?",
+        "{forms:?}"
+    );
+    assert!(
+        forms
+            .iter()
+            .all(|f| !f["message"].as_str().unwrap().starts_with("toolhost")),
+        "{forms:?}"
+    );
+    assert_eq!(forms[0]["schema"]["required"], json!(["username", "email"]));
+    assert_eq!(summary["rootsAsked"], 1);
+    // The tool's log messages, under its name.
+    let logs: Vec<(&str, &str)> = summary["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["logger"] == "test_tool_with_logging")
+        .map(|l| (l["level"].as_str().unwrap(), l["data"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        logs,
+        [
+            ("info", "Tool execution started"),
+            ("info", "Tool processing data"),
+            ("info", "Tool execution completed")
+        ],
+        "{summary}"
+    );
+    summary
+}
+
+#[test]
+fn a_tool_asks_a_2025_11_25_client_and_one_that_declared_nothing_gets_an_error_result() {
+    let summary = a_tool_asks_the_client("legacy");
+    // The request went to the client as it came: once per form.
+    assert_eq!(summary["forms"].as_array().unwrap().len(), 3, "{summary}");
+    let undeclared = &summary["undeclared"]["result"];
+    assert_eq!(undeclared[1], true, "{summary}");
+    assert!(
+        undeclared[0]
+            .as_str()
+            .unwrap()
+            .contains("the client cannot be asked for elicitation"),
+        "{undeclared}"
+    );
+}
+
+#[test]
+fn a_tool_asks_a_2026_07_28_client_by_input_required_rounds_and_one_that_declared_nothing_gets_32021()
+ {
+    let summary = a_tool_asks_the_client("auto");
+    // Each round asks what is not answered yet: the second round of
+    // multi_round asks only its second form.
+    let forms = summary["forms"].as_array().unwrap();
+    assert_eq!(forms.len(), 3, "{forms:?}");
+    let error = summary["undeclared"]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("Missing required client capability"),
+        "{summary}"
+    );
+}

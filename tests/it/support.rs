@@ -265,6 +265,7 @@ impl Recorder {
                     extension,
                     ..
                 } => format!("extension_error {tool_call_id} {extension}"),
+                Event::ToolExecutionLog { tool_call_id, .. } => format!("log {tool_call_id}"),
             })
             .collect()
     }

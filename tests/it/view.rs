@@ -75,11 +75,12 @@ const DEMO_SCREEN: &str = "\
     README.md
     tool.wit
     v0.1/
+    v0.2/
 ✓ read wit/tool.wit limit=3  (N ms)
-    package toolhost:tool@0.2.0;
+    package toolhost:tool@0.3.0;
 
     /// Data types shared by every interface of the contract.
-    [457 more lines in file. Use offset=4 to continue.]
+    [617 more lines in file. Use offset=4 to continue.]
 ✗ read /etc/passwd  (N ms)
     Path is outside the workspace: /etc/passwd
 ✗ read  (N ms)

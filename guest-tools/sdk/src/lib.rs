@@ -29,10 +29,13 @@
 //!
 //! A component's imports are its capability request: calling [`fs`] reading
 //! functions makes the component import `toolhost:tool/fs-read`, writing ones
-//! `fs-write`, [`process`] `process` and [`search`] `search`; the host links
-//! each only when the policy grants it. A tool imports only what it calls.
+//! `fs-write`, [`process`] `process`, [`search`] `search` and [`client`]
+//! `client`; the host links each only when the policy grants it. A tool
+//! imports only what it calls. [`client::log`] (the `logging` interface)
+//! needs no grant.
 
 pub mod args;
+pub mod client;
 pub mod fs;
 pub mod notices;
 pub mod process;

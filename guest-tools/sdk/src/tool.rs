@@ -108,15 +108,39 @@ pub enum Content {
         data: String,
         mime_type: String,
     },
+    /// Base64 data and its MIME type (MCP clients play it; Pi's front ends
+    /// show a line naming it).
+    Audio {
+        data: String,
+        mime_type: String,
+    },
+    /// A resource carried in the result: its URI, MIME type and text.
+    Resource {
+        uri: String,
+        mime_type: Option<String>,
+        text: String,
+    },
 }
 
 impl Content {
-    fn into_wit(self) -> wit::ContentBlock {
+    pub(crate) fn into_wit(self) -> wit::ContentBlock {
         match self {
             Content::Text(t) => wit::ContentBlock::Text(t),
             Content::Image { data, mime_type } => {
                 wit::ContentBlock::Image(wit::Image { data, mime_type })
             }
+            Content::Audio { data, mime_type } => {
+                wit::ContentBlock::Audio(wit::Audio { data, mime_type })
+            }
+            Content::Resource {
+                uri,
+                mime_type,
+                text,
+            } => wit::ContentBlock::Resource(wit::EmbeddedResource {
+                uri,
+                mime_type,
+                contents: wit::ResourceContents::Text(text),
+            }),
         }
     }
 }

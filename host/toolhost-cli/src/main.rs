@@ -1138,6 +1138,10 @@ async fn call(host: &Host, name: String, args: &str, json: bool) -> Result<ExitC
                 ContentBlock::Image { data, mime_type } => {
                     writeln!(out, "[image {mime_type}, {} bytes of base64]", data.len())?
                 }
+                other => {
+                    let line = other.described().unwrap_or_default();
+                    writeln!(out, "{}", toolhost::display::escape(&line))?
+                }
             }
         }
     }

@@ -142,6 +142,20 @@ impl View {
                 );
                 let _ = self.bars.println(line);
             }
+            Event::ToolExecutionLog {
+                tool_name,
+                level,
+                message,
+                ..
+            } => {
+                let line = format!(
+                    "{} {}: {}",
+                    style(format!("{level:?}").to_lowercase()).dim(),
+                    escape(tool_name),
+                    escape(message)
+                );
+                let _ = self.bars.println(line);
+            }
             Event::MessageStart { .. } | Event::MessageEnd { .. } => {}
         }
     }
@@ -245,6 +259,8 @@ fn finished(call: &Call, result: &ToolResult, is_error: bool) -> String {
                 "\n    {}",
                 style(format!("[image {}, {kib} KiB]", escape(mime_type))).dim()
             ));
+        } else if let Some(line) = block.described() {
+            out.push_str(&format!("\n    {}", style(escape(&line)).dim()));
         }
     }
     if let Some(notice) = notice {

@@ -43,6 +43,8 @@ pub(crate) trait Scope: Send + Sync + 'static {
     fn lookup(&self, call: &ToolCall) -> Option<Arc<RegisteredTool>>;
     /// The person to ask, when the front end has one.
     fn asker(&self) -> Option<&Arc<Asker>>;
+    /// The person's client, when the front end has one.
+    fn client(&self) -> Option<&Arc<dyn crate::ops::client::Client>>;
     /// Call `i`'s place in the order of file mutations (once).
     fn take_turn(&self, i: usize) -> Option<Turn>;
     /// An event of an executing call (its progress, a hook's report).
@@ -379,7 +381,27 @@ pub(crate) async fn execute(scope: Arc<dyn Scope>, ready: ReadyCall) -> Finished
             }
         },
     };
-    let (id, name, raw_args) = (call.id.clone(), call.name.clone(), call.arguments.clone());
+    let raw_args = call.arguments.clone();
+    let logs = scope.clone();
+    let (id, name) = (call.id.clone(), call.name.clone());
+    signals.on_log(move |level, logger, message| {
+        logs.emit_executing(Event::ToolExecutionLog {
+            tool_call_id: id.clone(),
+            tool_name: name.clone(),
+            level,
+            logger,
+            message,
+        })
+    });
+    if let Some(client) = scope.client() {
+        let _ = signals
+            .client
+            .set(Arc::new(crate::ops::client::CallClient::new(
+                client.clone(),
+                call.name.clone(),
+            )));
+    }
+    let (id, name) = (call.id.clone(), call.name.clone());
     let updates = scope.clone();
     signals.on_progress(move |partial: PartialResult| {
         updates.emit_executing(Event::ToolExecutionUpdate {

@@ -25,6 +25,17 @@ pub enum Event {
         args: Value,
         partial_result: PartialResult,
     },
+    /// A running call's log message (a tool of `toolhost:tool@0.3.0`
+    /// imports `logging`). Not a Pi event; MCP clients get it as
+    /// `notifications/message`.
+    ToolExecutionLog {
+        tool_call_id: String,
+        tool_name: String,
+        level: crate::ops::client::LogLevel,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        logger: Option<String>,
+        message: String,
+    },
     /// A call finished (in parallel mode: in completion order).
     ToolExecutionEnd {
         tool_call_id: String,

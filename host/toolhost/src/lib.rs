@@ -100,6 +100,17 @@ pub mod backend {
     pub use crate::ops::search;
 }
 
+/// The person's client, as a front end lends it to a call: a tool of
+/// `toolhost:tool@0.3.0` granted `client` may ask it for a form
+/// (elicitation), a completion of its model (sampling) or its roots
+/// ([`CallRequest::client`]); and the levels of a tool's log messages.
+pub mod client {
+    pub use crate::ops::client::{
+        Client, ClientCaps, ClientError, ClientMethod, ClientRequest, LogLevel, MAX_LOG_BYTES,
+        MAX_LOG_MESSAGES, NoClient,
+    };
+}
+
 /// What this machine offers the confinement (`toolhost doctor`): the jail,
 /// Landlock, and how resource limits are enforced.
 pub mod doctor {
@@ -140,8 +151,8 @@ pub use hooks::{
 pub use host::{BuiltinSettings, CallRequest, ExtensionSettings, Host, HostBuilder};
 pub use loader::{Inspection, inspect};
 pub use message::{
-    AssistantMessage, ContentBlock, PartialResult, StopReason, ToolCall, ToolResult,
-    ToolResultMessage,
+    AssistantMessage, ContentBlock, EmbeddedResource, PartialResult, StopReason, ToolCall,
+    ToolResult, ToolResultMessage,
 };
 pub use ops::process::{Confinement, JailMode, ProcessLimits, ProcessPolicy};
 pub use registry::{Diagnostic, ExecutionMode, ToolDefinition, ToolInfo, ToolSource};

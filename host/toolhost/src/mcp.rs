@@ -620,33 +620,64 @@ impl ServerHandler for McpServer {
             .get_progress_token()
             .map(|token| Progress::start(token, context.peer.clone()));
         let updates = progress.as_ref().map(|p| p.queue.clone());
-        let sink = Arc::new(move |event: Event| {
-            if let (Some(updates), Event::ToolExecutionUpdate { partial_result, .. }) =
-                (&updates, event)
-            {
-                updates.push(text_of(&partial_result.content));
+        // A tool's log messages go to a client that asked for them.
+        let logs = self
+            .shared
+            .log_levels
+            .wanted(&context)
+            .map(|wanted| ask::ToolLogs::start(context.peer.clone(), wanted));
+        let log_sender = logs.as_ref().map(ask::ToolLogs::sender);
+        let sink = Arc::new(move |event: Event| match event {
+            Event::ToolExecutionUpdate { partial_result, .. } => {
+                if let Some(updates) = &updates {
+                    updates.push(text_of(&partial_result.content));
+                }
             }
+            Event::ToolExecutionLog {
+                tool_name,
+                level,
+                logger,
+                message,
+                ..
+            } => {
+                if let (Some(sender), Ok(level)) =
+                    (&log_sender, serde_json::from_value(json!(level)))
+                {
+                    let logger = logger.unwrap_or(tool_name);
+                    let _ = sender.send((level, logger, message));
+                }
+            }
+            _ => {}
         });
         let cancel = call_token(&context);
         // A question of a 2026-07-28 round stops the call (its own token),
         // not the request.
         let run = cancel.child_token();
-        let round = if ask::stateless(&context) && ask::can_elicit(&context) {
+        let round = if ask::stateless(&context) {
             let state = request.request_state.as_deref();
             let responses = request.input_responses.as_ref();
+            let declared = ask::declared(&context);
             let round = self
                 .shared
                 .states
-                .round(&name, &arguments, state, responses, run.clone())
+                .round(&name, &arguments, state, responses, declared, run.clone())
                 .map_err(|refused| McpError::invalid_params(refused, None))?;
             Some(round)
         } else {
             None
         };
         let asker = match &round {
-            Some(round) => Some(crate::permissions::Asker::new(round.clone())),
-            None if ask::stateless(&context) => None,
+            Some(round) if ask::can_elicit(&context) => {
+                Some(crate::permissions::Asker::new(round.clone()))
+            }
+            Some(_) => None,
             None => self.shared.askers.of(&context),
+        };
+        // A tool's own requests to the client: answered by the retry of a
+        // 2026-07-28 round, sent as they come to an older session.
+        let client: Arc<dyn crate::ops::client::Client> = match &round {
+            Some(round) => round.clone(),
+            None => Arc::new(ask::LiveClient::of(&context)),
         };
         // A client calls what it was offered: the active tools.
         let mut call = host
@@ -654,18 +685,27 @@ impl ServerHandler for McpServer {
             .turn(Arrival::of(&context))
             .active_only()
             .cancel(run)
-            .events(sink);
+            .events(sink)
+            .client(client);
         if let Some(asker) = asker {
             call = call.asking(asker);
         }
         let result = call.await;
-        if let Some((round, question)) = round.and_then(|r| r.needed().map(|q| (r, q))) {
+        if let Some(logs) = logs {
+            logs.finish().await;
+        }
+        if let Some((round, needed)) = round.and_then(|r| r.needed().map(|n| (r, n))) {
             if let Some(progress) = progress {
                 progress.finish().await;
             }
+            if let ask::Needed::Missing(method) = needed {
+                let required = serde_json::from_value(json!({ method.name(): {} }))
+                    .map_err(|e| internal("naming the missing capability", e))?;
+                return Err(McpError::missing_required_client_capability(required));
+            }
             let required = self.shared.states.input_required(
                 &round,
-                &question,
+                &needed,
                 &name,
                 &arguments,
                 crate::permissions::DEFAULT_WAIT,

@@ -20,11 +20,77 @@ pub enum ContentBlock {
         #[serde(rename = "mimeType")]
         mime_type: String,
     },
+    /// Not one of Pi's: from a tool of `toolhost:tool@0.3.0` (MCP's audio
+    /// content).
+    Audio {
+        /// Base64 data.
+        data: String,
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+    /// Not one of Pi's: from a tool of `toolhost:tool@0.3.0` (MCP's
+    /// embedded resource).
+    Resource {
+        resource: EmbeddedResource,
+    },
+}
+
+/// A resource carried in a result: MCP's `{uri, mimeType?, text | blob}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EmbeddedResource {
+    pub uri: String,
+    #[serde(rename = "mimeType", skip_serializing_if = "Option::is_none", default)]
+    pub mime_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub text: Option<String>,
+    /// Base64 data.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub blob: Option<String>,
 }
 
 impl ContentBlock {
     pub fn text(text: impl Into<String>) -> Self {
         ContentBlock::Text { text: text.into() }
+    }
+
+    /// A line saying what a block that is not text or an image holds, for
+    /// those who read only text and images (a hook of an older contract, a
+    /// terminal): `[audio: audio/wav, 1,024 bytes of base64]`.
+    pub fn described(&self) -> Option<String> {
+        match self {
+            ContentBlock::Text { .. } | ContentBlock::Image { .. } => None,
+            ContentBlock::Audio { data, mime_type } => Some(format!(
+                "[audio: {mime_type}, {} bytes of base64]",
+                data.len()
+            )),
+            ContentBlock::Resource { resource } => Some(format!(
+                "[resource: {}{}]",
+                resource.uri,
+                resource
+                    .mime_type
+                    .as_ref()
+                    .map(|m| format!(", {m}"))
+                    .unwrap_or_default()
+            )),
+        }
+    }
+
+    /// The bytes a guest chose for it (texts, data, names), as the output
+    /// limits weigh them.
+    pub(crate) fn weight(&self) -> usize {
+        match self {
+            ContentBlock::Text { text } => text.len(),
+            ContentBlock::Image { data, mime_type } | ContentBlock::Audio { data, mime_type } => {
+                data.len() + mime_type.len()
+            }
+            ContentBlock::Resource { resource } => {
+                let len = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+                resource.uri.len()
+                    + len(&resource.mime_type)
+                    + len(&resource.text)
+                    + len(&resource.blob)
+            }
+        }
     }
 }
 
@@ -224,7 +290,7 @@ pub(crate) fn text_of(content: &[ContentBlock]) -> String {
         .iter()
         .filter_map(|b| match b {
             ContentBlock::Text { text } => Some(text.as_str()),
-            ContentBlock::Image { .. } => None,
+            _ => None,
         })
         .collect::<Vec<_>>()
         .join("\n")

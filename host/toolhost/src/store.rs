@@ -7,6 +7,7 @@
 
 use crate::message::{ContentBlock, PartialResult};
 use crate::ops::Capabilities;
+use crate::ops::client::{CallClient, LogLevel, MAX_LOG_BYTES, MAX_LOG_MESSAGES};
 use crate::ops::usage::Usage;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -37,6 +38,8 @@ pub(crate) enum Stop {
 
 /// Where a call's progress updates go.
 type ProgressFn = Box<dyn Fn(PartialResult) + Send + Sync>;
+/// Where a call's log messages go.
+type LogFn = Box<dyn Fn(LogLevel, Option<String>, String) + Send + Sync>;
 
 /// The signals shared between the pipeline and one running call.
 pub(crate) struct CallSignals {
@@ -46,6 +49,8 @@ pub(crate) struct CallSignals {
     pub(crate) grace: Duration,
     progress: Mutex<Option<ProgressFn>>,
     updates: AtomicU32,
+    logs: Mutex<Option<LogFn>>,
+    logged: AtomicU32,
     settled: AtomicBool,
     /// What the call did with its capabilities (kept for the audit log).
     pub usage: Usage,
@@ -56,6 +61,9 @@ pub(crate) struct CallSignals {
     /// How it asks the person for what it was not granted (set once its
     /// arguments are final, before it executes).
     pub(crate) asking: std::sync::OnceLock<Arc<crate::permissions::ask::CallAsking>>,
+    /// The person's client, when the front end has one (set before the
+    /// call executes).
+    pub(crate) client: std::sync::OnceLock<Arc<CallClient>>,
 }
 
 impl CallSignals {
@@ -76,20 +84,25 @@ impl CallSignals {
             grace,
             progress: Mutex::new(None),
             updates: AtomicU32::new(0),
+            logs: Mutex::new(None),
+            logged: AtomicU32::new(0),
             settled: AtomicBool::new(false),
             usage,
             spawned: Default::default(),
             turn: crate::ops::fs::TurnSlot::new(turn),
             asking: std::sync::OnceLock::new(),
+            client: std::sync::OnceLock::new(),
         })
     }
 
     /// How long the call has waited for the person's answers: that time
     /// does not count against its time limit.
     pub(crate) fn waited(&self) -> Duration {
-        self.asking
+        let asking = self
+            .asking
             .get()
-            .map_or(Duration::ZERO, |asking| asking.waited())
+            .map_or(Duration::ZERO, |asking| asking.waited());
+        asking + self.client.get().map_or(Duration::ZERO, |c| c.waited())
     }
 
     /// Route progress updates of the call to `f` until [`Self::settle`].
@@ -103,6 +116,43 @@ impl CallSignals {
         self.turn.settle();
         self.settled.store(true, Ordering::SeqCst);
         self.progress.lock().expect("progress lock").take();
+        self.logs.lock().expect("log lock").take();
+    }
+
+    /// Route log messages of the call to `f` until [`Self::settle`].
+    pub(crate) fn on_log(
+        &self,
+        f: impl Fn(LogLevel, Option<String>, String) + Send + Sync + 'static,
+    ) {
+        *self.logs.lock().expect("log lock") = Some(Box::new(f));
+    }
+
+    /// A log message from the guest: cut to [`MAX_LOG_BYTES`] (and its
+    /// logger's name to 128), dropped past [`MAX_LOG_MESSAGES`] or once the
+    /// call has settled.
+    pub(crate) fn log(&self, level: LogLevel, logger: Option<String>, message: String) {
+        if self.settled.load(Ordering::SeqCst)
+            || self.logged.fetch_add(1, Ordering::Relaxed) >= MAX_LOG_MESSAGES
+        {
+            return;
+        }
+        let cut = |mut text: String, bytes: usize| {
+            if text.len() > bytes {
+                let mut at = bytes;
+                while !text.is_char_boundary(at) {
+                    at -= 1;
+                }
+                text.truncate(at);
+            }
+            text
+        };
+        if let Some(f) = self.logs.lock().expect("log lock").as_ref() {
+            f(
+                level,
+                logger.map(|l| cut(l, 128)),
+                cut(message, MAX_LOG_BYTES),
+            );
+        }
     }
 
     /// A progress update from the guest: weighed before its details are
@@ -220,13 +270,7 @@ pub(crate) fn guest_bytes(
     json: &[Option<&str>],
     names: &[String],
 ) -> usize {
-    let content: usize = content
-        .iter()
-        .map(|block| match block {
-            ContentBlock::Text { text } => text.len(),
-            ContentBlock::Image { data, mime_type } => data.len() + mime_type.len(),
-        })
-        .sum();
+    let content: usize = content.iter().map(ContentBlock::weight).sum();
     let json: usize = json.iter().map(|text| text.map_or(0, str::len)).sum();
     content + json + names.iter().map(String::len).sum::<usize>()
 }

@@ -24,6 +24,7 @@ use crate::audit::Outcome;
 use crate::call::{self, Finished, Preflight, Scope};
 use crate::events::{Event, EventSink};
 use crate::message::{AssistantMessage, StopReason, ToolCall, ToolResultMessage};
+use crate::ops::client::Client;
 use crate::ops::fs::{Turn, TurnSlot};
 use crate::permissions::Asker;
 use crate::registry::{ExecutionMode, RegisteredTool};
@@ -56,6 +57,8 @@ pub(crate) struct Front {
     /// The person behind the front end, if it has one to ask (else the
     /// session's, [`Session::asker`]).
     pub asker: Option<Arc<Asker>>,
+    /// The person's client, if the front end has one.
+    pub client: Option<Arc<dyn Client>>,
 }
 
 /// Run `message`'s calls in `session`, their events to `front`'s sink;
@@ -72,6 +75,7 @@ pub(crate) async fn run(
         cancel,
         sink,
         asker,
+        client,
     } = front;
     let asker = asker.or_else(|| session.asker.clone());
     let calls = message.tool_calls.len();
@@ -88,6 +92,7 @@ pub(crate) async fn run(
         cancel,
         sink,
         asker,
+        client,
         any_tool: reach == Reach::AnyLoaded,
         gate: Gate::default(),
         turns: turns
@@ -105,6 +110,7 @@ struct Batch {
     cancel: CancellationToken,
     sink: Arc<dyn EventSink>,
     asker: Option<Arc<Asker>>,
+    client: Option<Arc<dyn Client>>,
     /// Calls may name any loaded tool, not only the active ones (a call the
     /// embedder makes by name, [`crate::Host::call`]).
     any_tool: bool,
@@ -140,6 +146,10 @@ impl Scope for Batch {
 
     fn asker(&self) -> Option<&Arc<Asker>> {
         self.asker.as_ref()
+    }
+
+    fn client(&self) -> Option<&Arc<dyn Client>> {
+        self.client.as_ref()
     }
 
     fn take_turn(&self, i: usize) -> Option<Turn> {

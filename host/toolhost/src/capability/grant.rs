@@ -23,6 +23,9 @@ pub struct GrantSpec {
     /// Hosts its `wasi:http` requests may reach: `[http://|https://]host[:port]`
     /// (`crate::ops::http_client::HttpGrant`).
     pub http: Vec<String>,
+    /// What it may ask the person's client: `elicitation`, `sampling`,
+    /// `roots` (`crate::ops::client`).
+    pub client: Vec<String>,
     /// Largest HTTP response body passed to it (default 16 MiB).
     pub http_response_kb: Option<u64>,
     /// Its hooks may run: they see and may rewrite every call of every tool.

@@ -16,6 +16,7 @@
 //! [`GrantSpec`] and its glue in `wit/glue/` (`docs/architecture.md`, "Add a
 //! capability").
 
+mod client;
 mod fs_read;
 mod fs_write;
 mod grant;
@@ -210,6 +211,7 @@ pub(crate) const ALL: &[Capability] = &[
     search::CAPABILITY,
     tools::CAPABILITY,
     http::CAPABILITY,
+    client::CAPABILITY,
 ];
 
 /// Each list of `used` that a capability fills, with the word it is shown
@@ -328,6 +330,7 @@ mod tests {
             search: true,
             tools: true,
             http: vec!["example.org".into()],
+            client: vec!["sampling".into()],
             ..Default::default()
         };
         for capability in ALL {
@@ -350,6 +353,7 @@ mod tests {
             written: vec!["/w/b".into()],
             programs: vec!["/usr/bin/git".into()],
             hosts: vec!["example.org:443".into()],
+            client: vec!["sampling greeting: answered".into()],
             denied: vec!["fs-write /etc: outside-roots".into()],
             reverted: vec!["/w/.git/config".into()],
             asked: vec!["send HTTP requests to a:443: once (terminal)".into()],
@@ -366,6 +370,7 @@ mod tests {
                 ("wrote", "/w/b"),
                 ("ran", "/usr/bin/git"),
                 ("contacted", "example.org:443"),
+                ("asked the client", "sampling greeting: answered"),
                 ("denied", "fs-write /etc: outside-roots"),
                 ("put back", "/w/.git/config"),
                 ("asked", "send HTTP requests to a:443: once (terminal)"),

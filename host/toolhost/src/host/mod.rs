@@ -191,6 +191,7 @@ impl Host {
                 cancel,
                 sink,
                 asker,
+                client: None,
             },
             turns,
             Reach::Active,
@@ -222,6 +223,7 @@ impl Host {
             active_only: false,
             turn: None,
             asker: None,
+            client: None,
         }
     }
 }
@@ -237,6 +239,7 @@ pub struct CallRequest<'a> {
     active_only: bool,
     turn: Option<crate::ops::fs::Turn>,
     asker: Option<Arc<Asker>>,
+    client: Option<Arc<dyn crate::ops::client::Client>>,
 }
 
 impl CallRequest<'_> {
@@ -263,6 +266,14 @@ impl CallRequest<'_> {
     /// when the call needs what it was not granted.
     pub fn asking(mut self, asker: Arc<Asker>) -> Self {
         self.asker = Some(asker);
+        self
+    }
+
+    /// Let the tool ask `client`, the person's client (a form, a completion
+    /// of its model, its roots: `toolhost:tool/client`), within what its
+    /// grant names.
+    pub fn client(mut self, client: Arc<dyn crate::ops::client::Client>) -> Self {
+        self.client = Some(client);
         self
     }
 
@@ -293,6 +304,7 @@ impl<'a> std::future::IntoFuture for CallRequest<'a> {
                     cancel: self.cancel,
                     sink: self.sink,
                     asker: self.asker,
+                    client: self.client,
                 },
                 self.turn.map(|turn| vec![turn]),
                 reach,

@@ -21,13 +21,14 @@
 //! per MCP session id (`"stdio"` for the one client on stdio), the most
 //! recent [`SESSIONS`] kept.
 
+use crate::ops::client::{Client, ClientCaps, ClientError, ClientMethod, ClientRequest};
 use crate::permissions::{Answer, Ask, Asker, Need, Question};
 use futures::future::BoxFuture;
 use rmcp::model::{ClientResult, ElicitRequestParams, ElicitationAction, ServerRequest};
 use rmcp::service::{Peer, PeerRequestOptions, RequestContext, RoleServer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
@@ -91,7 +92,7 @@ impl Askers {
         if !can_elicit(context) {
             return None;
         }
-        let make = || Asker::new(Arc::new(Client { peer: peer.clone() }));
+        let make = || Asker::new(Arc::new(Person { peer: peer.clone() }));
         Some(self.0.get_or_insert_with(session_key(context), make))
     }
 }
@@ -127,11 +128,11 @@ fn session_key(context: &RequestContext<RoleServer>) -> String {
 }
 
 /// The person behind one client session.
-struct Client {
+struct Person {
     peer: Peer<RoleServer>,
 }
 
-impl Ask for Client {
+impl Ask for Person {
     fn front_end(&self) -> &str {
         "mcp"
     }
@@ -234,7 +235,23 @@ fn answer_of(question: &Question, result: &Value) -> Option<Answer> {
 pub(super) struct Round {
     cancel: CancellationToken,
     answered: Vec<Answered>,
-    needed: Mutex<Option<Question>>,
+    /// The answers to the tool's own requests so far, by their keys.
+    inputs: BTreeMap<String, Value>,
+    /// What the client declared it can answer (in the request's `_meta`).
+    declared: ClientCaps,
+    needed: Mutex<Option<Needed>>,
+}
+
+/// Where a round stopped.
+#[derive(Clone)]
+pub(super) enum Needed {
+    /// A permission question of the host's.
+    Question(Box<Question>),
+    /// The tool's requests that have no answer yet (their params as the
+    /// client sees them).
+    Inputs(Vec<ClientRequest>),
+    /// The tool asked for what the client did not declare.
+    Missing(ClientMethod),
 }
 
 /// A question answered in an earlier round.
@@ -258,14 +275,154 @@ impl Ask for Round {
         let answer = match answered {
             Some(a) => Some(a.answer.clone()),
             None => {
-                let mut needed = self.needed.lock().expect("round lock");
-                needed.get_or_insert_with(|| question.clone());
-                // Nothing more of the call runs: it is asked and run again.
-                self.cancel.cancel();
+                self.stop(Needed::Question(Box::new(question.clone())));
                 None
             }
         };
         Box::pin(async move { answer })
+    }
+}
+
+impl Round {
+    /// Stop the call at `needed` (the first thing it needs, if several
+    /// calls of it ask): nothing more of it runs; it is asked and run again.
+    fn stop(&self, needed: Needed) {
+        let mut first = self.needed.lock().expect("round lock");
+        first.get_or_insert(needed);
+        self.cancel.cancel();
+    }
+}
+
+/// A tool's requests on a 2026-07-28 round: answered from the retry's
+/// `inputResponses` (and the earlier rounds' answers its state carries),
+/// or the call stops and the client is sent the rest.
+impl Client for Round {
+    fn capabilities(&self) -> ClientCaps {
+        self.declared
+    }
+
+    fn request<'a>(
+        &'a self,
+        tool: &'a str,
+        requests: &'a [ClientRequest],
+    ) -> BoxFuture<'a, Result<Vec<Value>, ClientError>> {
+        let answers = if let Some(r) = requests.iter().find(|r| !self.declared.has(r.method)) {
+            // The revision forbids relying on what the client did not
+            // declare: the call ends with MissingRequiredClientCapability.
+            self.stop(Needed::Missing(r.method));
+            Err(ClientError::Cancelled)
+        } else {
+            let unanswered: Vec<ClientRequest> = requests
+                .iter()
+                .filter(|r| !self.inputs.get(&r.key).is_some_and(|a| fits(r.method, a)))
+                .map(|r| attributed(tool, r))
+                .collect();
+            if unanswered.is_empty() {
+                Ok(requests
+                    .iter()
+                    .map(|r| self.inputs[&r.key].clone())
+                    .collect())
+            } else {
+                self.stop(Needed::Inputs(unanswered));
+                Err(ClientError::Cancelled)
+            }
+        };
+        Box::pin(async move { answers })
+    }
+}
+
+/// Whether `answer` has the shape of a result of `method`; a response
+/// that does not is asked for again (SEP-2322: validate what comes back).
+fn fits(method: ClientMethod, answer: &Value) -> bool {
+    match method {
+        ClientMethod::Elicitation => answer.get("action").is_some_and(Value::is_string),
+        ClientMethod::Sampling => answer
+            .get("content")
+            .is_some_and(|c| c.is_object() || c.is_array()),
+        ClientMethod::Roots => answer.get("roots").is_some_and(Value::is_array),
+    }
+}
+
+/// `request` as the client is sent it: a form's message first names the
+/// tool that asks, so that no tool's form passes for toolhost's own
+/// permission question (which begins `toolhost: permission needed`).
+fn attributed(tool: &str, request: &ClientRequest) -> ClientRequest {
+    let mut request = request.clone();
+    if request.method == ClientMethod::Elicitation {
+        let message = request.params["message"].as_str().unwrap_or_default();
+        request.params["message"] = json!(format!("Tool {tool} asks:\n{message}"));
+    }
+    request
+}
+
+/// What the client of `context` declared it can answer.
+pub(super) fn declared(context: &RequestContext<RoleServer>) -> ClientCaps {
+    let caps = context.client_capabilities();
+    let caps = caps.as_ref();
+    ClientCaps {
+        elicitation: caps.is_some_and(|c| c.elicitation.is_some()),
+        sampling: caps.is_some_and(|c| c.sampling.is_some()),
+        roots: caps.is_some_and(|c| c.roots.is_some()),
+    }
+}
+
+/// The client of a session that takes requests from the server
+/// (2025-11-25 and earlier): each request is sent as it is, in turn.
+pub(super) struct LiveClient {
+    peer: Peer<RoleServer>,
+    declared: ClientCaps,
+}
+
+impl LiveClient {
+    pub(super) fn of(context: &RequestContext<RoleServer>) -> LiveClient {
+        LiveClient {
+            peer: context.peer.clone(),
+            declared: declared(context),
+        }
+    }
+}
+
+impl Client for LiveClient {
+    fn capabilities(&self) -> ClientCaps {
+        self.declared
+    }
+
+    fn request<'a>(
+        &'a self,
+        tool: &'a str,
+        requests: &'a [ClientRequest],
+    ) -> BoxFuture<'a, Result<Vec<Value>, ClientError>> {
+        Box::pin(async move {
+            let mut answers = Vec::with_capacity(requests.len());
+            for request in requests {
+                if !self.declared.has(request.method) {
+                    return Err(ClientError::NotSupported(request.method));
+                }
+                let request = attributed(tool, request);
+                let wire = json!({"method": request.method.method(), "params": request.params});
+                let wire: ServerRequest = serde_json::from_value(wire).map_err(|e| {
+                    ClientError::Failed(format!("the request {} is malformed: {e}", request.key))
+                })?;
+                let handle = self
+                    .peer
+                    .send_cancellable_request(wire, PeerRequestOptions::no_options())
+                    .await
+                    .map_err(|e| ClientError::Failed(format!("sending the request: {e}")))?;
+                let mut withdraw = Withdraw {
+                    peer: self.peer.clone(),
+                    id: Some(handle.id.clone()),
+                };
+                let response = handle.await_response().await;
+                withdraw.id = None;
+                let response =
+                    response.map_err(|e| ClientError::Failed(format!("the client: {e}")))?;
+                answers.push(
+                    serde_json::to_value(response)
+                        .map_err(|e| ClientError::Failed(format!("the client's answer: {e}")))?,
+                );
+            }
+            Ok(answers)
+        })
     }
 }
 
@@ -281,9 +438,12 @@ struct State {
     arguments: String,
     /// The answers of the earlier rounds.
     answered: Vec<Answered>,
-    /// The question this round asks, under its key in `inputRequests`.
-    key: String,
-    asked: Asked,
+    /// The answers to the tool's own requests so far.
+    #[serde(default)]
+    inputs: BTreeMap<String, Value>,
+    /// The permission question this round asks, under [`KEY`] in
+    /// `inputRequests`, if it asks one.
+    asked: Option<Asked>,
 }
 
 /// The question a state's round asks.
@@ -295,7 +455,8 @@ struct Asked {
     always: bool,
 }
 
-/// The key of the one question in an input-required result.
+/// The key of a permission question in an input-required result (a
+/// response under it answers that question, never a tool's request).
 const KEY: &str = "permission";
 
 /// Seals and opens `requestState`s, and remembers which were used.
@@ -398,74 +559,111 @@ impl States {
         arguments: &Value,
         request_state: Option<&str>,
         responses: Option<&rmcp::model::InputResponses>,
+        declared: ClientCaps,
         cancel: CancellationToken,
     ) -> Result<Arc<Round>, String> {
         let mut answered = Vec::new();
+        let mut inputs = BTreeMap::new();
+        let mut permission_asked = false;
         if let Some(sealed) = request_state {
             let state = self.open(sealed, tool, arguments)?;
             answered = state.answered;
-            // The question asked is answered by the response under its key.
-            let response = responses.and_then(|r| r.get(&state.key));
-            let question = Question {
-                tool: tool.into(),
-                tool_call_id: String::new(),
-                component: String::new(),
-                digest: state.asked.digest,
-                need: state.asked.need,
-                arguments: Value::Null,
-                rule: None,
-                always: state.asked.always,
-            };
-            if let Some(answer) = response.and_then(|r| answer_of(&question, r)) {
-                answered.push(Answered {
-                    need: question.need,
-                    digest: question.digest,
-                    answer,
-                });
+            inputs = state.inputs;
+            if let Some(asked) = state.asked {
+                permission_asked = true;
+                // The question asked is answered by the response under its key.
+                let response = responses.and_then(|r| r.get(KEY));
+                let question = Question {
+                    tool: tool.into(),
+                    tool_call_id: String::new(),
+                    component: String::new(),
+                    digest: asked.digest,
+                    need: asked.need,
+                    arguments: Value::Null,
+                    rule: None,
+                    always: asked.always,
+                };
+                if let Some(answer) = response.and_then(|r| answer_of(&question, r)) {
+                    answered.push(Answered {
+                        need: question.need,
+                        digest: question.digest,
+                        answer,
+                    });
+                }
+            }
+        }
+        // The tool's requests are answered by the responses under their
+        // keys; what an earlier round's state holds stays as it was. (These
+        // are the tool's data, which the client could give it anyway: they
+        // need no state, unlike a permission.)
+        for (key, response) in responses.into_iter().flat_map(|r| r.iter()) {
+            if permission_asked && key == KEY {
+                continue;
+            }
+            if let Ok(response) = serde_json::to_value(response) {
+                inputs.entry(key.clone()).or_insert(response);
             }
         }
         Ok(Arc::new(Round {
             cancel,
             answered,
+            inputs,
+            declared,
             needed: Mutex::new(None),
         }))
     }
 
-    /// The input-required result of a round that stopped at `question`.
+    /// The input-required result of a round that stopped at `needed` (a
+    /// question, or the tool's requests).
     pub(super) fn input_required(
         &self,
         round: &Round,
-        question: &Question,
+        needed: &Needed,
         tool: &str,
         arguments: &Value,
         wait: std::time::Duration,
     ) -> Value {
+        let (asked, requests) = match needed {
+            Needed::Question(question) => (
+                Some(Asked {
+                    need: question.need.clone(),
+                    digest: question.digest.clone(),
+                    always: question.always,
+                }),
+                json!({KEY: {"method": "elicitation/create", "params": form(question)}}),
+            ),
+            Needed::Inputs(requests) => {
+                let mut map = serde_json::Map::new();
+                for r in requests {
+                    map.insert(
+                        r.key.clone(),
+                        json!({"method": r.method.method(), "params": r.params}),
+                    );
+                }
+                (None, Value::Object(map))
+            }
+            Needed::Missing(_) => (None, json!({})),
+        };
         let state = State {
             nonce: crate::files::random_hex(16).expect("the kernel's random source"),
             expires: now() + wait.as_secs(),
             tool: tool.into(),
             arguments: arguments_digest(arguments),
             answered: round.answered.clone(),
-            key: KEY.into(),
-            asked: Asked {
-                need: question.need.clone(),
-                digest: question.digest.clone(),
-                always: question.always,
-            },
+            inputs: round.inputs.clone(),
+            asked,
         };
         json!({
             "resultType": "input_required",
-            "inputRequests": {
-                KEY: {"method": "elicitation/create", "params": form(question)},
-            },
+            "inputRequests": requests,
             "requestState": self.seal(&state),
         })
     }
 }
 
 impl Round {
-    /// The question the round stopped at, if it did.
-    pub(super) fn needed(&self) -> Option<Question> {
+    /// Where the round stopped, if it did.
+    pub(super) fn needed(&self) -> Option<Needed> {
         self.needed.lock().expect("round lock").clone()
     }
 }
@@ -504,6 +702,19 @@ impl LogLevels {
         self.0.set(session_key(context), level);
     }
 
+    /// The least severe level the client of `context` wants: the
+    /// request's own (`_meta`, 2026-07-28), else its session's
+    /// `logging/setLevel`; none when it asked for no messages.
+    pub(super) fn wanted(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<rmcp::model::LoggingLevel> {
+        context
+            .meta
+            .log_level()
+            .or_else(|| self.0.get(&session_key(context)))
+    }
+
     /// Send `text` at `level` to the session of `context`, if it asked for
     /// messages that severe.
     pub(super) async fn send(
@@ -512,11 +723,66 @@ impl LogLevels {
         level: rmcp::model::LoggingLevel,
         text: &str,
     ) {
-        let wanted = self.0.get(&session_key(context));
-        if wanted.is_some_and(|wanted| severity(level) >= severity(wanted)) {
+        if self
+            .wanted(context)
+            .is_some_and(|wanted| severity(level) >= severity(wanted))
+        {
             let params = rmcp::model::LoggingMessageNotificationParam::new(level, json!(text))
                 .with_logger("toolhost");
             let _ = context.peer.notify_logging_message(params).await;
         }
+    }
+}
+
+/// A tool's log messages on their way to the client: one task sends them
+/// in order, those at or above the level it wants.
+#[allow(deprecated)]
+pub(super) struct ToolLogs {
+    sender: tokio::sync::mpsc::UnboundedSender<(rmcp::model::LoggingLevel, String, String)>,
+    done: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+#[allow(deprecated)]
+impl ToolLogs {
+    pub(super) fn start(peer: Peer<RoleServer>, wanted: rmcp::model::LoggingLevel) -> ToolLogs {
+        let (sender, mut receiver) =
+            tokio::sync::mpsc::unbounded_channel::<(rmcp::model::LoggingLevel, String, String)>();
+        let done = CancellationToken::new();
+        let finished = done.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let next = tokio::select! {
+                    biased;
+                    next = receiver.recv() => next,
+                    () = finished.cancelled() => receiver.try_recv().ok(),
+                };
+                let Some((level, logger, text)) = next else {
+                    return;
+                };
+                if severity(level) < severity(wanted) {
+                    continue;
+                }
+                let params = rmcp::model::LoggingMessageNotificationParam::new(level, json!(text))
+                    .with_logger(logger);
+                if peer.notify_logging_message(params).await.is_err() {
+                    return;
+                }
+            }
+        });
+        ToolLogs { sender, done, task }
+    }
+
+    /// A sender of the tool's messages: its level, its logger, its text.
+    pub(super) fn sender(
+        &self,
+    ) -> tokio::sync::mpsc::UnboundedSender<(rmcp::model::LoggingLevel, String, String)> {
+        self.sender.clone()
+    }
+
+    /// Send what is queued, then stop (before the call's response).
+    pub(super) async fn finish(self) {
+        self.done.cancel();
+        let _ = self.task.await;
     }
 }

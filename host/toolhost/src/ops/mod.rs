@@ -4,6 +4,7 @@
 //! implementations; the WIT glue that serves them to a component lives in
 //! [`crate::wit`]. [`usage`] is what one call did with them.
 
+pub mod client;
 pub mod fs;
 pub mod http_client;
 pub mod process;
@@ -24,6 +25,8 @@ pub struct Capabilities {
     pub tools: Option<tools::ToolSet>,
     /// `wasi:http` outgoing requests to the granted hosts.
     pub http: Option<Arc<http_client::HttpPolicy>>,
+    /// What it may ask the person's client.
+    pub client: Option<client::ClientGrant>,
     /// The same directories and variables through WASI, for guests whose
     /// standard library reads files (Python's `open`, JavaScript's fs).
     pub wasi: WasiCapabilities,

@@ -33,6 +33,10 @@ pub struct Used {
     pub programs: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<String>,
+    /// What it asked the person's client, by kind and key:
+    /// `elicitation user_name: accept`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub client: Vec<String>,
     /// What the Operations refused it: `fs-write /etc/passwd: outside-roots`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub denied: Vec<String>,
@@ -57,6 +61,7 @@ impl Used {
             Use::Written => &self.written,
             Use::Program => &self.programs,
             Use::Host => &self.hosts,
+            Use::Client => &self.client,
             Use::Denied => &self.denied,
             Use::Reverted => &self.reverted,
             Use::Asked => &self.asked,
@@ -69,6 +74,7 @@ impl Used {
             Use::Written => &mut self.written,
             Use::Program => &mut self.programs,
             Use::Host => &mut self.hosts,
+            Use::Client => &mut self.client,
             Use::Denied => &mut self.denied,
             Use::Reverted => &mut self.reverted,
             Use::Asked => &mut self.asked,
@@ -88,6 +94,7 @@ pub enum Use {
     Written,
     Program,
     Host,
+    Client,
     Denied,
     Reverted,
     Asked,

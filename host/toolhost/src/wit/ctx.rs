@@ -28,6 +28,8 @@ pub struct OpsCtx<'a> {
     pub(crate) turn: Option<&'a crate::ops::fs::TurnSlot>,
     /// How it asks the person for what it was not granted.
     pub(crate) asking: Option<&'a crate::permissions::ask::CallAsking>,
+    /// The person's client, when the call's front end has one.
+    pub(crate) client: Option<&'a crate::ops::client::CallClient>,
     pub table: &'a mut ResourceTable,
 }
 
@@ -54,6 +56,7 @@ impl OpsView for CallState {
             spawned: &self.signals.spawned,
             turn: Some(&self.signals.turn),
             asking: self.signals.asking.get().map(|a| a.as_ref()),
+            client: self.signals.client.get().map(|c| c.as_ref()),
             table: &mut self.table,
         }
     }

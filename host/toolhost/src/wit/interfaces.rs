@@ -33,7 +33,20 @@ const ALWAYS: &[Interface] = &[
         what: "see its call cancelled",
         serving: Serving::Call,
     },
+    Interface {
+        name: "logging",
+        what: "send log messages to the person's client",
+        serving: Serving::Call,
+    },
 ];
+
+/// The interfaces that came with 0.3.0 (the versions before it lack them).
+const SINCE_0_3: &[&str] = &["logging", "client"];
+
+/// Whether the package's version `version` has the interface `name`.
+pub fn in_version(name: &str, version: &str) -> bool {
+    !SINCE_0_3.contains(&name) || !matches!(version, "0.1.0" | "0.2.0")
+}
 
 /// Every interface of the package a component may import: [`ALWAYS`], then
 /// each capability imported from the package.
@@ -92,7 +105,7 @@ pub fn classify(import: &str) -> Import<'_> {
     if !super::CONTRACTS.iter().any(|c| c.version == version) {
         return Import::OtherVersion { version };
     }
-    match interfaces().find(|i| i.name == name) {
+    match interfaces().find(|i| i.name == name && in_version(name, version)) {
         Some(interface) => Import::Known { interface, version },
         None => Import::Unknown,
     }
@@ -116,7 +129,11 @@ mod tests {
     #[test]
     fn the_table_lists_exactly_the_packages_interfaces() {
         let wit = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../wit");
-        for file in [wit.join("tool.wit"), wit.join("v0.1/tool.wit")] {
+        for (file, version) in [
+            (wit.join("tool.wit"), "0.3.0"),
+            (wit.join("v0.2/tool.wit"), "0.2.0"),
+            (wit.join("v0.1/tool.wit"), "0.1.0"),
+        ] {
             let text = std::fs::read_to_string(&file).unwrap();
             let mut declared: Vec<String> = text
                 .lines()
@@ -126,7 +143,10 @@ mod tests {
                 .filter(|n| n != "tool" && n != "hook")
                 .collect();
             declared.sort();
-            let mut listed: Vec<String> = interfaces().map(|i| i.name.to_string()).collect();
+            let mut listed: Vec<String> = interfaces()
+                .filter(|i| in_version(i.name, version))
+                .map(|i| i.name.to_string())
+                .collect();
             listed.sort();
             assert_eq!(declared, listed, "{}", file.display());
         }
@@ -134,7 +154,15 @@ mod tests {
 
     #[test]
     fn import_names_are_classified() {
-        for version in ["0.1.0", "0.2.0"] {
+        assert!(matches!(
+            classify("toolhost:tool/client@0.2.0"),
+            Import::Unknown
+        ));
+        assert!(matches!(
+            classify("toolhost:tool/client@0.3.0"),
+            Import::Known { interface, .. } if interface.name == "client"
+        ));
+        for version in ["0.1.0", "0.2.0", "0.3.0"] {
             let name = format!("toolhost:tool/fs-read@{version}");
             assert!(matches!(
                 classify(&name),
@@ -142,8 +170,8 @@ mod tests {
             ));
         }
         assert!(matches!(
-            classify("toolhost:tool/fs-read@0.3.0"),
-            Import::OtherVersion { version: "0.3.0" }
+            classify("toolhost:tool/fs-read@0.4.0"),
+            Import::OtherVersion { version: "0.4.0" }
         ));
         assert!(matches!(
             classify("toolhost:tool/net@0.1.0"),

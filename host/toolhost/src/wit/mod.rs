@@ -3,8 +3,9 @@
 //! Everything generated from the WIT package, and every conversion between
 //! its types and the host's own, lives here, one module per released
 //! version of the package (`v0_1` for `toolhost:tool@0.1.0`, `v0_2` for
-//! `0.2.0`), as Zed's `since_v*` modules do. The host loads both: a
-//! component is served the version it exports ([`Contract`]).
+//! `0.2.0`, `v0_3` for `0.3.0`), as Zed's `since_v*` modules do. The host
+//! loads them all: a component is served the version it exports
+//! ([`Contract`]).
 //!
 //! The Operations (`crate::ops`) have plain Rust types and backend traits;
 //! the glue in `glue/` serves them to a component through a narrow view of
@@ -30,8 +31,15 @@
 /// for a file's mutation lock, a child's output, or a search running on the
 /// blocking pool. Exports are called asynchronously so that epoch
 /// interruption can yield to the scheduler and a call can be dropped.
+///
+/// A version with interfaces the others lack names them after `own:`
+/// (`logging = "toolhost:tool/logging"`), and its waiting imports after
+/// `waits:`.
 macro_rules! bindings {
     ($path:literal, $version:literal) => {
+        bindings!($path, $version, waits: [], own: []);
+    };
+    ($path:literal, $version:literal, waits: [$($wait:literal),*], own: [$($own:ident = $own_name:literal),*]) => {
         /// The package's version, as it appears in an import's name.
         pub const VERSION: &str = $version;
 
@@ -61,6 +69,7 @@ macro_rules! bindings {
                 "toolhost:tool/process.[method]child.next-within": async | trappable,
                 "toolhost:tool/search.grep": async | trappable,
                 "toolhost:tool/search.glob": async | trappable,
+                $($wait: async | trappable,)*
                 default: trappable,
             },
             exports: { default: async },
@@ -72,6 +81,7 @@ macro_rules! bindings {
 
         pub(crate) use self::toolhost::tool::{
             cancellation, fs_read, fs_types, fs_write, process, progress, search, tools, types,
+            $($own,)*
         };
 
         /// Bindings of the `hook-component` world. Its imports are the same
@@ -91,6 +101,7 @@ macro_rules! bindings {
                     "toolhost:tool/process": super::toolhost::tool::process,
                     "toolhost:tool/search": super::toolhost::tool::search,
                     "toolhost:tool/tools": super::toolhost::tool::tools,
+                    $($own_name: super::toolhost::tool::$own,)*
                 },
             });
 
@@ -103,6 +114,7 @@ mod ctx;
 pub mod interfaces;
 pub mod v0_1;
 pub mod v0_2;
+pub mod v0_3;
 
 pub(crate) use ctx::HasOps;
 pub use ctx::{OpsCtx, OpsView};
@@ -141,15 +153,19 @@ pub(crate) type FindExports = fn(
 pub(crate) type Guests = (Option<Arc<dyn ToolGuest>>, Option<Arc<dyn HookGuest>>);
 
 /// Every version of the package the host loads, oldest first.
-pub(crate) const CONTRACTS: &[&Contract] = &[&v0_1::CONTRACT, &v0_2::CONTRACT];
+pub(crate) const CONTRACTS: &[&Contract] = &[&v0_1::CONTRACT, &v0_2::CONTRACT, &v0_3::CONTRACT];
 
-/// The versions the host loads, for messages: `toolhost:tool@0.1.0 and @0.2.0`.
+/// The versions the host loads, for messages: `toolhost:tool@0.1.0, @0.2.0 and @0.3.0`.
 pub fn versions_text() -> String {
     let versions: Vec<String> = CONTRACTS
         .iter()
         .map(|c| format!("@{}", c.version))
         .collect();
-    format!("toolhost:tool{}", versions.join(" and "))
+    let (last, rest) = versions.split_last().expect("a version");
+    if rest.is_empty() {
+        return format!("toolhost:tool{last}");
+    }
+    format!("toolhost:tool{} and {last}", rest.join(", "))
 }
 
 /// The version a component is built for, read from what it exports.

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use toolhost_sdk::bindings::exports::toolhost::tool::tool::Guest;
 use toolhost_sdk::bindings::toolhost::tool::fs_types::FsError;
-use toolhost_sdk::bindings::toolhost::tool::{fs_read, fs_write, progress, types as wit};
+use toolhost_sdk::bindings::toolhost::tool::{fs_read, fs_write, logging, progress, types as wit};
 use toolhost_sdk::serde_json::{self, Value, json};
 
 struct Hostile;
@@ -295,6 +295,16 @@ fn run(_ctx: &wit::CallContext, args: &Value) -> Result<wit::ToolResult, String>
                 });
             }
             Ok(text("progress sent"))
+        }
+        // `count` log messages of `bytes` bytes each, every one ending in
+        // a character of four bytes (where a cut must not split it).
+        "logs" => {
+            let mut message = "l".repeat(num_arg(args, "bytes"));
+            message.push('🦀');
+            for _ in 0..num_arg(args, "count") {
+                logging::log(logging::Level::Warning, Some("flood"), &message);
+            }
+            Ok(text("logs sent"))
         }
         other => Err(format!("unknown mode {other}")),
     }

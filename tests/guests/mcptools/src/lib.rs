@@ -1,14 +1,15 @@
 //! The tools the official MCP conformance suite's server scenarios call by
 //! name, each doing what its scenario asks (the scenario's text is the
-//! specification), for `tests/it/conformance.rs`. Only what the package's
-//! contract can say is here: text, images, errors, progress and a JSON
-//! Schema 2020-12 parameter schema. Tools that need audio or embedded
-//! resources in a result, or that ask the client (sampling, elicitation,
-//! roots, input-required rounds), wait for the contract to carry them; the
-//! expected-failures file says so.
+//! specification), for `tests/it/conformance.rs`: text, images, audio and
+//! embedded resources, errors, progress, log messages, a JSON Schema
+//! 2020-12 parameter schema, and tools that ask the client (elicitation,
+//! sampling, roots: `toolhost:tool/client`, granted `client = [...]`), which
+//! on MCP 2026-07-28 become input-required rounds.
 
 use std::time::Duration;
+use toolhost_sdk::client::{self, InputRequest, InputResponse, Level};
 use toolhost_sdk::serde_json::Value;
+use toolhost_sdk::serde_json::json;
 use toolhost_sdk::{Content, Context, Definition, Tool, ToolError, ToolOutput, tools};
 
 /// No arguments.
@@ -164,7 +165,462 @@ impl Tool for Headers {
     }
 }
 
+/// A tool of the scenarios that is one function of its arguments.
+struct Fixed {
+    name: &'static str,
+    description: &'static str,
+    parameters: &'static str,
+    run: fn(Value) -> Result<ToolOutput, ToolError>,
+}
+
+impl Tool for Fixed {
+    fn definition(&self) -> Definition {
+        Definition::new(self.name, self.name, self.description, self.parameters)
+    }
+    fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+        (self.run)(args)
+    }
+}
+
+fn blocks(content: Vec<Content>) -> Result<ToolOutput, ToolError> {
+    Ok(ToolOutput {
+        content,
+        ..Default::default()
+    })
+}
+
+/// A WAV file of one silent sample (8 kHz, 8 bits, mono), base64.
+const SILENT_WAV: &str = "UklGRiUAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQEAAACA";
+
+/// Ask the client, each request under its key; the answers by key.
+fn ask(requests: Vec<(&str, InputRequest)>) -> Result<Vec<InputResponse>, ToolError> {
+    let requests = requests
+        .into_iter()
+        .map(|(key, request)| (key.to_string(), request))
+        .collect::<Vec<_>>();
+    client::request(&requests).map_err(|e| {
+        let why = match e {
+            client::ClientError::NotGranted(m)
+            | client::ClientError::NotSupported(m)
+            | client::ClientError::InvalidInput(m)
+            | client::ClientError::Failed(m) => m,
+            client::ClientError::Cancelled => "the call was cancelled".into(),
+        };
+        ToolError::new(format!("asking the client: {why}"))
+    })
+}
+
+/// What an answer says, in a line.
+fn said(response: &InputResponse) -> String {
+    match response {
+        InputResponse::Elicitation(e) => {
+            let action = match e.action {
+                client::ElicitationAction::Accept => "accept",
+                client::ElicitationAction::Decline => "decline",
+                client::ElicitationAction::Cancel => "cancel",
+            };
+            format!(
+                "action={action}, content={}",
+                e.content.as_deref().unwrap_or("{}")
+            )
+        }
+        InputResponse::Sampling(s) => match &s.content {
+            toolhost_sdk::bindings::toolhost::tool::types::ContentBlock::Text(t) => t.clone(),
+            _ => "(not text)".into(),
+        },
+        InputResponse::Roots(roots) => roots
+            .iter()
+            .map(|r| r.uri.clone())
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+fn form(message: &str, properties: Value, required: &[&str]) -> InputRequest {
+    client::elicitation(
+        message,
+        &json!({"type": "object", "properties": properties, "required": required}),
+    )
+}
+
+const PROMPT: &str =
+    r#"{"type":"object","properties":{"prompt":{"type":"string"}},"required":["prompt"]}"#;
+const MESSAGE: &str =
+    r#"{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}"#;
+
+static AUDIO: Fixed = Fixed {
+    name: "test_audio_content",
+    description: "Returns a short WAV (MCP conformance).",
+    parameters: NONE,
+    run: |_| {
+        blocks(vec![Content::Audio {
+            data: SILENT_WAV.into(),
+            mime_type: "audio/wav".into(),
+        }])
+    },
+};
+
+static EMBEDDED: Fixed = Fixed {
+    name: "test_embedded_resource",
+    description: "Returns an embedded resource (MCP conformance).",
+    parameters: NONE,
+    run: |_| {
+        blocks(vec![Content::Resource {
+            uri: "test://embedded-resource".into(),
+            mime_type: Some("text/plain".into()),
+            text: "This is an embedded resource content.".into(),
+        }])
+    },
+};
+
+static MIXED: Fixed = Fixed {
+    name: "test_multiple_content_types",
+    description: "Returns text, an image and a resource (MCP conformance).",
+    parameters: NONE,
+    run: |_| {
+        blocks(vec![
+            Content::Text("Multiple content types test:".into()),
+            Content::Image {
+                data: RED_PIXEL.into(),
+                mime_type: "image/png".into(),
+            },
+            Content::Resource {
+                uri: "test://mixed-content-resource".into(),
+                mime_type: Some("application/json".into()),
+                text: r#"{"test":"data","value":123}"#.into(),
+            },
+        ])
+    },
+};
+
+fn three_logs(_: Value) -> Result<ToolOutput, ToolError> {
+    let steps = [
+        "Tool execution started",
+        "Tool processing data",
+        "Tool execution completed",
+    ];
+    for (i, step) in steps.into_iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        client::log(Level::Info, step);
+    }
+    Ok(ToolOutput::text("Tool with logging executed successfully"))
+}
+
+static LOGGING: Fixed = Fixed {
+    name: "test_tool_with_logging",
+    description: "Sends three log messages (MCP conformance).",
+    parameters: NONE,
+    run: three_logs,
+};
+
+static LOGGING_2575: Fixed = Fixed {
+    name: "test_logging_tool",
+    description: "Sends three log messages (MCP conformance, SEP-2575).",
+    parameters: NONE,
+    run: three_logs,
+};
+
+static SAMPLING: Fixed = Fixed {
+    name: "test_sampling",
+    description: "Asks the client's model (MCP conformance).",
+    parameters: PROMPT,
+    run: |args| {
+        let prompt = args["prompt"].as_str().unwrap_or_default();
+        let answers = ask(vec![("completion", client::sampling(prompt, 100))])?;
+        Ok(ToolOutput::text(format!(
+            "LLM response: {}",
+            said(&answers[0])
+        )))
+    },
+};
+
+fn user_form(message: &str) -> InputRequest {
+    form(
+        message,
+        json!({
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"},
+        }),
+        &["username", "email"],
+    )
+}
+
+static ELICITATION: Fixed = Fixed {
+    name: "test_elicitation",
+    description: "Asks the person for a name and an email (MCP conformance).",
+    parameters: MESSAGE,
+    run: |args| {
+        let message = args["message"].as_str().unwrap_or_default();
+        let answers = ask(vec![("user", user_form(message))])?;
+        Ok(ToolOutput::text(format!(
+            "User response: {}",
+            said(&answers[0])
+        )))
+    },
+};
+
+static STREAMING_ELICITATION: Fixed = Fixed {
+    name: "test_streaming_elicitation",
+    description: "Asks the person for a name and an email (MCP conformance, SEP-2575).",
+    parameters: NONE,
+    run: |_| {
+        let answers = ask(vec![("user", user_form("Please provide your information"))])?;
+        Ok(ToolOutput::text(format!(
+            "User response: {}",
+            said(&answers[0])
+        )))
+    },
+};
+
+static DEFAULTS: Fixed = Fixed {
+    name: "test_elicitation_sep1034_defaults",
+    description: "A form whose fields have defaults (MCP conformance, SEP-1034).",
+    parameters: NONE,
+    run: |_| {
+        let request = form(
+            "Please review your details",
+            json!({
+                "name": {"type": "string", "default": "John Doe"},
+                "age": {"type": "integer", "default": 30},
+                "score": {"type": "number", "default": 95.5},
+                "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+                "verified": {"type": "boolean", "default": true},
+            }),
+            &[],
+        );
+        let answers = ask(vec![("details", request)])?;
+        Ok(ToolOutput::text(format!(
+            "Elicitation completed: {}",
+            said(&answers[0])
+        )))
+    },
+};
+
+static ENUMS: Fixed = Fixed {
+    name: "test_elicitation_sep1330_enums",
+    description: "A form with every kind of enum (MCP conformance, SEP-1330).",
+    parameters: NONE,
+    run: |_| {
+        let request = form(
+            "Please choose",
+            json!({
+                "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+                "titledSingle": {"type": "string", "oneOf": [
+                    {"const": "value1", "title": "First Option"},
+                    {"const": "value2", "title": "Second Option"},
+                    {"const": "value3", "title": "Third Option"},
+                ]},
+                "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                    "enumNames": ["Option One", "Option Two", "Option Three"]},
+                "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                "titledMulti": {"type": "array", "items": {"anyOf": [
+                    {"const": "value1", "title": "First Choice"},
+                    {"const": "value2", "title": "Second Choice"},
+                    {"const": "value3", "title": "Third Choice"},
+                ]}},
+            }),
+            &[],
+        );
+        let answers = ask(vec![("choices", request)])?;
+        Ok(ToolOutput::text(format!(
+            "Elicitation completed: {}",
+            said(&answers[0])
+        )))
+    },
+};
+
+static MISSING_CAPABILITY: Fixed = Fixed {
+    name: "test_missing_capability",
+    description: "Asks the client's model without looking at what it declared (MCP conformance).",
+    parameters: NONE,
+    run: |_| {
+        let answers = ask(vec![("completion", client::sampling("Say hello", 10))])?;
+        Ok(ToolOutput::text(said(&answers[0])))
+    },
+};
+
+fn name_form() -> InputRequest {
+    form(
+        "What is your name?",
+        json!({"name": {"type": "string"}}),
+        &["name"],
+    )
+}
+
+static IR_ELICITATION: Fixed = Fixed {
+    name: "test_input_required_result_elicitation",
+    description: "Asks the person's name (MCP conformance, SEP-2322).",
+    parameters: NONE,
+    run: |_| {
+        let answers = ask(vec![("user_name", name_form())])?;
+        let name = match &answers[0] {
+            InputResponse::Elicitation(e) => e
+                .content
+                .as_deref()
+                .and_then(|c| toolhost_sdk::serde_json::from_str::<Value>(c).ok())
+                .and_then(|c| c["name"].as_str().map(str::to_string)),
+            _ => None,
+        };
+        Ok(ToolOutput::text(format!(
+            "Hello, {}!",
+            name.unwrap_or_else(|| "whoever you are".into())
+        )))
+    },
+};
+
+static IR_SAMPLING: Fixed = Fixed {
+    name: "test_input_required_result_sampling",
+    description: "Asks the client's model a question (MCP conformance, SEP-2322).",
+    parameters: NONE,
+    run: |_| {
+        let question = client::sampling("What is the capital of France?", 100);
+        let answers = ask(vec![("capital_question", question)])?;
+        Ok(ToolOutput::text(said(&answers[0])))
+    },
+};
+
+static IR_ROOTS: Fixed = Fixed {
+    name: "test_input_required_result_list_roots",
+    description: "Asks the client's roots (MCP conformance, SEP-2322).",
+    parameters: NONE,
+    run: |_| {
+        let answers = ask(vec![("client_roots", InputRequest::Roots)])?;
+        Ok(ToolOutput::text(format!("Roots: {}", said(&answers[0]))))
+    },
+};
+
+fn confirm(_: Value) -> Result<ToolOutput, ToolError> {
+    let request = form(
+        "Please confirm",
+        json!({"ok": {"type": "boolean"}}),
+        &["ok"],
+    );
+    let answers = ask(vec![("confirm", request)])?;
+    // The host opened and checked the request state before the tool ran
+    // again with the answer.
+    Ok(ToolOutput::text(format!("state-ok: {}", said(&answers[0]))))
+}
+
+static IR_STATE: Fixed = Fixed {
+    name: "test_input_required_result_request_state",
+    description: "Asks for a confirmation (MCP conformance, SEP-2322).",
+    parameters: NONE,
+    run: confirm,
+};
+
+static IR_TAMPERED: Fixed = Fixed {
+    name: "test_input_required_result_tampered_state",
+    description: "Asks for a confirmation (MCP conformance, SEP-2322).",
+    parameters: NONE,
+    run: confirm,
+};
+
+static IR_MULTIPLE: Fixed = Fixed {
+    name: "test_input_required_result_multiple_inputs",
+    description: "Asks three things at once (MCP conformance, SEP-2322).",
+    parameters: NONE,
+    run: |_| {
+        let answers = ask(vec![
+            ("user_name", name_form()),
+            ("greeting", client::sampling("Generate a greeting", 50)),
+            ("client_roots", InputRequest::Roots),
+        ])?;
+        let said: Vec<String> = answers.iter().map(said).collect();
+        Ok(ToolOutput::text(said.join("; ")))
+    },
+};
+
+static IR_MULTI_ROUND: Fixed = Fixed {
+    name: "test_input_required_result_multi_round",
+    description: "Asks twice, the second after the first answer (MCP conformance, SEP-2322).",
+    parameters: NONE,
+    run: |_| {
+        let name = ask(vec![("step1", name_form())])?;
+        let color = form(
+            "Step 2: What is your favorite color?",
+            json!({"color": {"type": "string"}}),
+            &["color"],
+        );
+        let color = ask(vec![("step2", color)])?;
+        Ok(ToolOutput::text(format!(
+            "{}; {}",
+            said(&name[0]),
+            said(&color[0])
+        )))
+    },
+};
+
+static IR_CAPABILITIES: Fixed = Fixed {
+    name: "test_input_required_result_capabilities",
+    description: "Asks only what the client declared it can answer (MCP conformance, SEP-2322).",
+    parameters: NONE,
+    run: |_| {
+        let can = client::capabilities();
+        let mut requests = Vec::new();
+        if can.elicitation {
+            requests.push(("user_name", name_form()));
+        }
+        if can.sampling {
+            requests.push(("greeting", client::sampling("Generate a greeting", 50)));
+        }
+        if can.roots {
+            requests.push(("client_roots", InputRequest::Roots));
+        }
+        if requests.is_empty() {
+            return Ok(ToolOutput::text("The client can be asked nothing."));
+        }
+        let answers = ask(requests)?;
+        let said: Vec<String> = answers.iter().map(said).collect();
+        Ok(ToolOutput::text(said.join("; ")))
+    },
+};
+
+/// Not a conformance tool: asks the client `count` times in a loop, for the
+/// host's bound on how often one call may ask (`tests/it/client.rs`).
+static ASK_IN_A_LOOP: Fixed = Fixed {
+    name: "ask_in_a_loop",
+    description: "Asks the client again and again (toolhost's own test).",
+    parameters: r#"{"type":"object","properties":{"count":{"type":"integer"}},"required":["count"]}"#,
+    run: |args| {
+        let count = args["count"].as_u64().unwrap_or(1);
+        let mut answered = 0;
+        for i in 0..count {
+            let key = format!("q{i}");
+            if let Err(e) = ask(vec![(key.as_str(), InputRequest::Roots)]) {
+                return Ok(ToolOutput::text(format!(
+                    "answered {answered}; then {}",
+                    e.message()
+                )));
+            }
+            answered += 1;
+        }
+        Ok(ToolOutput::text(format!("answered {answered}")))
+    },
+};
+
 toolhost_sdk::export_tools!(
+    ASK_IN_A_LOOP,
+    AUDIO,
+    EMBEDDED,
+    MIXED,
+    LOGGING,
+    LOGGING_2575,
+    SAMPLING,
+    ELICITATION,
+    STREAMING_ELICITATION,
+    DEFAULTS,
+    ENUMS,
+    MISSING_CAPABILITY,
+    IR_ELICITATION,
+    IR_SAMPLING,
+    IR_ROOTS,
+    IR_STATE,
+    IR_TAMPERED,
+    IR_MULTIPLE,
+    IR_MULTI_ROUND,
+    IR_CAPABILITIES,
     Headers,
     SimpleText,
     ImageContent,

@@ -3,7 +3,9 @@
 //! `super` here is that version's module, with its bindings. The versions
 //! share these interfaces' shapes, so one text serves every one of them;
 //! the fields a version adds are taken by the version module itself
-//! (`output_schema`, `structured_content`).
+//! (`output_schema`, `structured_content`), and so are its content blocks
+//! (`content_from_wit`, `content_to_wit`) and its own interfaces
+//! (`link_own`).
 //!
 //! Each Operation's glue is a narrow view of the call's state
 //! ([`OpsCtx`]) that converts arguments, calls the Operation's backend trait
@@ -27,10 +29,9 @@ use super::{
     ToolComponent, ToolComponentIndices, cancellation, fs_read, fs_types, fs_write, process,
     progress, search, tools, types,
 };
-use crate::message::ContentBlock;
 use crate::ops::Capabilities;
 use crate::store::CallState;
-use crate::wit::interfaces::{Serving, interfaces};
+use crate::wit::interfaces::{Serving, in_version, interfaces};
 use crate::wit::{self, HasOps, OpsCtx, OpsView, StoreFuture};
 use std::sync::Arc;
 use wasmtime::Store;
@@ -47,7 +48,13 @@ pub(super) fn link(linker: &mut Linker<CallState>, caps: &Capabilities) -> wasmt
     progress::add_to_linker::<_, HasSelf<CallState>>(linker, |s| s)?;
     cancellation::add_to_linker::<_, HasSelf<CallState>>(linker, |s| s)?;
     for interface in interfaces() {
-        if matches!(interface.serving, Serving::Call) || !interface.granted(caps) {
+        if !in_version(interface.name, super::VERSION) || !interface.granted(caps) {
+            continue;
+        }
+        if matches!(interface.serving, Serving::Call) {
+            if !matches!(interface.name, "types" | "progress" | "cancellation") {
+                super::link_own(interface.name, linker)?;
+            }
             continue;
         }
         let view = ops_of::<CallState>;
@@ -58,7 +65,7 @@ pub(super) fn link(linker: &mut Linker<CallState>, caps: &Capabilities) -> wasmt
             "process" => process::add_to_linker::<_, HasOps>(linker, view)?,
             "search" => search::add_to_linker::<_, HasOps>(linker, view)?,
             "tools" => tools::add_to_linker::<_, HasOps>(linker, view)?,
-            other => unreachable!("interface {other} has no Operations glue"),
+            other => super::link_own(other, linker)?,
         }
     }
     Ok(())
@@ -68,7 +75,11 @@ impl types::Host for CallState {}
 
 impl progress::Host for CallState {
     fn update(&mut self, partial: types::PartialResult) -> wasmtime::Result<()> {
-        let content = partial.content.into_iter().map(content_from_wit).collect();
+        let content = partial
+            .content
+            .into_iter()
+            .map(super::content_from_wit)
+            .collect();
         self.signals.update(content, partial.details);
         Ok(())
     }
@@ -211,7 +222,11 @@ impl wit::HookGuest for Hook {
             tool_name: event.tool_name,
             tool_call_id: event.tool_call_id,
             input: event.input,
-            content: event.content.into_iter().map(content_to_wit).collect(),
+            content: event
+                .content
+                .into_iter()
+                .map(super::content_to_wit)
+                .collect(),
             details: event.details,
             is_error: event.is_error,
         };
@@ -238,7 +253,7 @@ fn patch_from_wit(p: hook::ToolResultPatch) -> wit::ToolResultPatch {
     wit::ToolResultPatch {
         content: p
             .content
-            .map(|content| content.into_iter().map(content_from_wit).collect()),
+            .map(|content| content.into_iter().map(super::content_from_wit).collect()),
         details: p.details,
         is_error: p.is_error,
     }
@@ -262,30 +277,9 @@ fn definition_from_wit(mut d: types::ToolDefinition) -> wit::ToolDecl {
 fn result_from_wit(mut r: types::ToolResult) -> wit::GuestResult {
     wit::GuestResult {
         structured_content: super::structured_content(&mut r),
-        content: r.content.into_iter().map(content_from_wit).collect(),
+        content: r.content.into_iter().map(super::content_from_wit).collect(),
         details: r.details,
         terminate: r.terminate,
         added_tool_names: r.added_tool_names,
-    }
-}
-
-/// A content block from a guest.
-fn content_from_wit(block: types::ContentBlock) -> ContentBlock {
-    match block {
-        types::ContentBlock::Text(text) => ContentBlock::Text { text },
-        types::ContentBlock::Image(img) => ContentBlock::Image {
-            data: img.data,
-            mime_type: img.mime_type,
-        },
-    }
-}
-
-/// A content block for a guest (a hook sees the result).
-fn content_to_wit(block: ContentBlock) -> types::ContentBlock {
-    match block {
-        ContentBlock::Text { text } => types::ContentBlock::Text(text),
-        ContentBlock::Image { data, mime_type } => {
-            types::ContentBlock::Image(types::Image { data, mime_type })
-        }
     }
 }

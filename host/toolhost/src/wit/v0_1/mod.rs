@@ -9,6 +9,12 @@ bindings!("../../wit/v0.1", "0.1.0");
 #[path = "../glue/mod.rs"]
 mod glue;
 
+// Pi's content blocks, as every version before 0.3.0 has them.
+#[allow(clippy::duplicate_mod)]
+#[path = "../glue/pi_content.rs"]
+mod pi_content;
+use pi_content::{content_from_wit, content_to_wit, link_own};
+
 /// 0.1.0 definitions have no output schema.
 fn output_schema(_: &mut types::ToolDefinition) -> Option<String> {
     None

@@ -1,0 +1,254 @@
+//! A tool asking the person's client (`toolhost:tool/client`, since 0.3.0)
+//! through the library: an embedder's [`Client`] answers forms, its model
+//! and its roots; what the grant does not name never reaches it; a call
+//! without a client gets a clear error; the audit line says what was asked;
+//! and a component that imports `client` without the grant is refused at
+//! load. The MCP front end's clients are tested in `mcp.rs` and by the
+//! conformance suite.
+
+use crate::support::*;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use toolhost::client::{Client, ClientCaps, ClientError, ClientRequest};
+use toolhost::{Event, Host};
+
+/// A client that declares everything, answers each kind of request with a
+/// fixed answer, and records what it was asked.
+#[derive(Default)]
+struct Recording {
+    asked: Mutex<Vec<(String, String, String, Value)>>,
+}
+
+impl Client for Recording {
+    fn capabilities(&self) -> ClientCaps {
+        ClientCaps {
+            elicitation: true,
+            sampling: true,
+            roots: true,
+        }
+    }
+
+    fn request<'a>(
+        &'a self,
+        tool: &'a str,
+        requests: &'a [ClientRequest],
+    ) -> BoxFuture<'a, Result<Vec<Value>, ClientError>> {
+        let mut asked = self.asked.lock().unwrap();
+        let answers = requests
+            .iter()
+            .map(|r| {
+                asked.push((
+                    tool.to_string(),
+                    r.key.clone(),
+                    r.method.method().to_string(),
+                    r.params.clone(),
+                ));
+                match r.method.name() {
+                    "elicitation" => json!({"action": "accept", "content": {"name": "Ada"}}),
+                    "sampling" => json!({
+                        "role": "assistant",
+                        "content": {"type": "text", "text": "Hello, Ada."},
+                        "model": "test-model",
+                    }),
+                    _ => json!({"roots": [{"uri": "file:///srv/a", "name": "a"}]}),
+                }
+            })
+            .collect();
+        Box::pin(async move { Ok(answers) })
+    }
+}
+
+fn mcptools(ws: &Workspace, client: &str) -> toolhost::HostBuilder {
+    let policy = format!("[extensions.mcptools]\ntools = true\nclient = {client}\n");
+    granted(ws, &policy).extensions(|e| e.load(toolhost_tests::MCPTOOLS))
+}
+
+fn call_with(
+    host: &Host,
+    client: Option<Arc<Recording>>,
+    name: &str,
+    args: Value,
+) -> (String, bool, Vec<Event>) {
+    let (sink, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let result = block(async {
+        let call = host
+            .call(tool_call("c1", name, args))
+            .events(Arc::new(sink));
+        match client {
+            Some(client) => call.client(client).await,
+            None => call.await,
+        }
+    });
+    let mut seen = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        seen.push(event);
+    }
+    (result.text(), result.is_error, seen)
+}
+
+#[test]
+fn an_embedders_client_answers_a_tools_requests_within_its_grant() {
+    let ws = Workspace::new();
+    let log = ws.config_home().join("audit.jsonl");
+    let host = built(mcptools(&ws, r#"["elicitation", "sampling", "roots"]"#).audit_log(&log));
+    let client = Arc::new(Recording::default());
+
+    // Three kinds at once, in one request: the client sees them in order,
+    // under the tool's keys, named with the tool that asks.
+    let (text, is_error, _) = call_with(
+        &host,
+        Some(client.clone()),
+        "test_input_required_result_multiple_inputs",
+        json!({}),
+    );
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        text,
+        r#"action=accept, content={"name":"Ada"}; Hello, Ada.; file:///srv/a"#
+    );
+    let asked = client.asked.lock().unwrap().clone();
+    let keys: Vec<(&str, &str, &str)> = asked
+        .iter()
+        .map(|(tool, key, method, _)| (tool.as_str(), key.as_str(), method.as_str()))
+        .collect();
+    let tool = "test_input_required_result_multiple_inputs";
+    assert_eq!(
+        keys,
+        [
+            (tool, "user_name", "elicitation/create"),
+            (tool, "greeting", "sampling/createMessage"),
+            (tool, "client_roots", "roots/list"),
+        ]
+    );
+    assert_eq!(asked[0].3["requestedSchema"]["required"], json!(["name"]));
+    assert_eq!(
+        asked[1].3,
+        json!({
+            "messages": [{"role": "user", "content": {"type": "text", "text": "Generate a greeting"}}],
+            "maxTokens": 50,
+        })
+    );
+
+    // Log messages are events of the call, in order, under the tool's name.
+    let (_, _, events) = call_with(&host, None, "test_tool_with_logging", json!({}));
+    let logs: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolExecutionLog {
+                tool_name,
+                level,
+                message,
+                ..
+            } => Some(format!("{tool_name} {level:?} {message}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        logs,
+        [
+            "test_tool_with_logging Info Tool execution started",
+            "test_tool_with_logging Info Tool processing data",
+            "test_tool_with_logging Info Tool execution completed"
+        ]
+    );
+
+    // The audit line says what the call asked the client, and the answers
+    // (written by the log's thread, which the host's end waits for).
+    drop(host);
+    let lines = std::fs::read_to_string(&log).unwrap();
+    let asked: Vec<Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter_map(|line| line["used"].get("client").cloned())
+        .collect();
+    assert_eq!(
+        asked,
+        [json!([
+            "elicitation user_name: accept",
+            "sampling greeting: answered",
+            "roots client_roots: answered"
+        ])],
+        "{lines}"
+    );
+}
+
+#[test]
+fn what_the_grant_does_not_name_never_reaches_the_client_and_no_client_is_a_clear_error() {
+    let ws = Workspace::new();
+    let host = built(mcptools(&ws, r#"["elicitation"]"#));
+    let client = Arc::new(Recording::default());
+    // Sampling is not granted: refused in the host; the client is not asked.
+    let (text, is_error, _) = call_with(
+        &host,
+        Some(client.clone()),
+        "test_sampling",
+        json!({"prompt": "Say hi"}),
+    );
+    assert!(is_error);
+    assert!(
+        text.contains("asking the client for sampling is not granted; grant it in toolhost.toml: client = [\"sampling\"]"),
+        "{text}"
+    );
+    // Nor is a request that mixes a granted kind with one that is not.
+    let (text, is_error, _) = call_with(
+        &host,
+        Some(client.clone()),
+        "test_input_required_result_multiple_inputs",
+        json!({}),
+    );
+    assert!(
+        is_error && text.contains("sampling is not granted"),
+        "{text}"
+    );
+    assert!(client.asked.lock().unwrap().is_empty());
+
+    // A call whose front end has no client: the tool is told so.
+    let (text, is_error, _) = call_with(&host, None, "test_elicitation", json!({"message": "Hi"}));
+    assert!(is_error);
+    assert!(
+        text.contains("the client cannot be asked for elicitation (it did not declare it, or this front end has no client)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_component_importing_client_without_the_grant_is_refused_at_load() {
+    let ws = Workspace::new();
+    user_policy(&ws, "[extensions.mcptools]\ntools = true\n");
+    let out = toolhost(
+        &ws,
+        &["--extension", toolhost_tests::MCPTOOLS, "list", "--json"],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "imports toolhost:tool/client@0.3.0 (ask the person's client (forms, its model, its roots)), \
+             which is not granted to it; grant it in toolhost.toml: [extensions.mcptools] client = \
+             [\"elicitation\", \"sampling\", \"roots\"]"
+        ),
+        "{stderr}"
+    );
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(!listed.contains("test_elicitation"), "{listed}");
+}
+
+#[test]
+fn a_tool_that_asks_in_a_loop_is_stopped_after_64_requests() {
+    let ws = Workspace::new();
+    let host = built(mcptools(&ws, r#"["roots"]"#));
+    let client = Arc::new(Recording::default());
+    let (text, is_error, _) = call_with(
+        &host,
+        Some(client.clone()),
+        "ask_in_a_loop",
+        json!({"count": 1000}),
+    );
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        text,
+        "answered 64; then asking the client: this call asked the client 64 times, the most one call may"
+    );
+    assert_eq!(client.asked.lock().unwrap().len(), 64);
+}
