@@ -11,14 +11,17 @@ use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// A test HTTP/1.1 server on a port of its own, serving each connection in a
 /// thread until the test process ends, and counting the connections it saw.
 pub(crate) struct Server {
     pub(crate) port: u16,
     connections: Arc<AtomicUsize>,
+    /// Each request's path and `authorization` header (empty when none), in
+    /// the order they came.
+    seen: Arc<Mutex<Vec<(String, String)>>>,
 }
 
 impl Server {
@@ -29,15 +32,27 @@ impl Server {
         let listener = TcpListener::bind(addr).unwrap();
         let port = listener.local_addr().unwrap().port();
         let connections = Arc::new(AtomicUsize::new(0));
-        let seen = connections.clone();
+        let counted = connections.clone();
+        let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+        let requests = seen.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
-                seen.fetch_add(1, Ordering::SeqCst);
-                std::thread::spawn(move || serve(stream, other));
+                counted.fetch_add(1, Ordering::SeqCst);
+                let requests = requests.clone();
+                std::thread::spawn(move || serve(stream, other, &requests));
             }
         });
-        Server { port, connections }
+        Server {
+            port,
+            connections,
+            seen,
+        }
+    }
+
+    /// Each request's path and `authorization` header so far.
+    pub(crate) fn seen(&self) -> Vec<(String, String)> {
+        self.seen.lock().unwrap().clone()
     }
 
     pub(crate) fn connections(&self) -> usize {
@@ -46,24 +61,39 @@ impl Server {
 }
 
 /// Answer one request: `/hello` a text, `/redirect` a 302 to `other`'s
-/// `/hello`, `/big` 200 KiB without a Content-Length (read to the end).
-fn serve(stream: TcpStream, other: u16) {
+/// `/hello`, `/big` 200 KiB without a Content-Length (read to the end),
+/// `/echo` the request's headers, in the body and in response headers.
+fn serve(stream: TcpStream, other: u16, seen: &Mutex<Vec<(String, String)>>) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut request_line = String::new();
     if reader.read_line(&mut request_line).is_err() {
         return;
     }
+    let mut headers = String::new();
     loop {
         let mut line = String::new();
         match reader.read_line(&mut line) {
             Ok(0) | Err(_) => return,
             Ok(_) if line == "\r\n" => break,
-            Ok(_) => {}
+            Ok(_) => headers.push_str(&line),
         }
     }
     let path = request_line.split(' ').nth(1).unwrap_or("/").to_string();
+    let authorization = headers
+        .lines()
+        .find_map(|l| l.strip_prefix("authorization: "))
+        .unwrap_or_default()
+        .to_string();
+    seen.lock()
+        .unwrap()
+        .push((path.clone(), authorization.clone()));
     let mut out = stream;
     let response = match path.as_str() {
+        "/echo" => format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain; echo={authorization}\r\n\
+             x-echo: {authorization}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{headers}",
+            headers.len()
+        ),
         "/hello" => {
             let body = "hello from the test server\n";
             format!(
@@ -408,4 +438,229 @@ fn cancelling_the_call_aborts_a_request_in_flight() {
         result.text()
     );
     assert_eq!(server.connections(), 1);
+}
+
+/// The secret the tests declare, and where it comes from.
+const SECRET: &str = "tok-5ecret-0123456789abcdef";
+
+/// httpget granted the servers `a` and `b`, with the secret API_TOKEN
+/// declared for `a` only (and its variable granted as `env`, which must be
+/// withheld).
+fn with_a_secret(a: &Server, b: &Server, from: &str) -> Workspace {
+    installed(&format!(
+        "[extensions.httpget]\nhttp = [\"http://localhost:{a}\", \"http://localhost:{b}\"]\n\
+         env = [\"TEST_API_TOKEN\"]\n\
+         [extensions.httpget.secrets.API_TOKEN]\nfrom = \"{from}\"\n\
+         hosts = [\"http://localhost:{a}\"]\n",
+        a = a.port,
+        b = b.port,
+    ))
+}
+
+#[test]
+fn a_secret_reaches_only_its_host_and_never_the_component() {
+    let b = Server::start("127.0.0.1:0", 1);
+    let a = Server::start("127.0.0.1:0", b.port);
+    let ws = with_a_secret(&a, &b, "env:TEST_API_TOKEN");
+    let log = ws.config_home().join("audit.jsonl");
+    let call = |id: &str, url: String| json!({"type": "toolCall", "id": id, "name": "http_get", "arguments": {"url": url}});
+    let batch = json!({"role": "assistant", "stopReason": "toolUse", "content": [
+        call("a", format!("http://localhost:{}/echo", a.port)),
+        call("b", format!("http://localhost:{}/echo", b.port)),
+        call("redirected", format!("http://localhost:{}/redirect", a.port)),
+    ]});
+    let file = ws.write("batch.json", batch.to_string());
+    let out = toolhost_with_env(
+        &ws,
+        &[
+            "--audit",
+            log.to_str().unwrap(),
+            "run",
+            file.to_str().unwrap(),
+            "--json",
+        ],
+        None,
+        &[("TEST_API_TOKEN", SECRET)],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The component never holds it: its granted variable is withheld.
+    assert!(
+        stderr.contains(
+            "env grant \"TEST_API_TOKEN\": it is the source of the secret API_TOKEN, which the \
+             extension's requests carry and it never sees; withheld"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        !stdout.contains(SECRET),
+        "the secret reached the output: {stdout}"
+    );
+
+    // The server of `a` received it; `b` never did, neither asked directly
+    // nor as the target of a's redirect.
+    let bearer = format!("Bearer {SECRET}");
+    assert_eq!(
+        a.seen(),
+        [
+            ("/echo".to_string(), bearer.clone()),
+            ("/redirect".to_string(), bearer.clone())
+        ]
+    );
+    assert_eq!(
+        b.seen(),
+        [
+            ("/echo".to_string(), String::new()),
+            ("/hello".to_string(), String::new())
+        ]
+    );
+
+    // What a echoed, in its body and its headers, reached the component
+    // redacted.
+    let turn_end: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let texts = result_texts(&turn_end["toolResults"]);
+    assert!(
+        texts[0]
+            .starts_with("HTTP 200\ncontent-type: text/plain; echo=Bearer [secret API_TOKEN]\n"),
+        "{}",
+        texts[0]
+    );
+    assert!(
+        texts[0].contains("authorization: Bearer [secret API_TOKEN]"),
+        "{}",
+        texts[0]
+    );
+    assert!(!texts[1].contains("authorization"), "{}", texts[1]);
+    assert!(
+        texts[2].contains("hello from the test server"),
+        "{}",
+        texts[2]
+    );
+
+    // The audit line names the secret and the host, never the value.
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains(SECRET));
+    let entries: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let sent = |id: &str| {
+        let entry = entries.iter().find(|e| e["toolCallId"] == id).unwrap();
+        entry["used"].get("secrets").cloned().unwrap_or(json!([]))
+    };
+    let a_host = format!("http://localhost:{}", a.port);
+    assert_eq!(sent("a"), json!([format!("API_TOKEN to {a_host}")]));
+    assert_eq!(sent("b"), json!([]));
+    assert_eq!(
+        sent("redirected"),
+        json!([format!("API_TOKEN to {a_host}")])
+    );
+}
+
+#[test]
+fn a_secret_is_read_from_a_private_file_and_only_the_users_file_declares_one() {
+    let b = Server::start("127.0.0.1:0", 1);
+    let a = Server::start("127.0.0.1:0", b.port);
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, format!("{SECRET}\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let ws = with_a_secret(&a, &b, &format!("file:{}", token.display()));
+    let url = json!({"url": format!("http://localhost:{}/echo", a.port)});
+    // Readable by others: not sent, and said so.
+    let out = toolhost(&ws, &["call", "http_get", &url.to_string()], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("secret API_TOKEN is not sent: file:") && stderr.contains("mode 644"),
+        "{stderr}"
+    );
+    assert_eq!(a.seen(), [("/echo".to_string(), String::new())]);
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = toolhost(&ws, &["call", "http_get", &url.to_string()], None);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(SECRET));
+    assert_eq!(
+        a.seen()[1],
+        ("/echo".to_string(), format!("Bearer {SECRET}"))
+    );
+
+    // A trusted workspace's file cannot declare one: the agent's tools can
+    // write that file, and would choose which of the user's variables goes
+    // where.
+    let c = Server::start("127.0.0.1:0", 1);
+    let ws = installed(&format!(
+        "[extensions.httpget]\nhttp = [\"http://localhost:{}\"]\n",
+        c.port
+    ));
+    ws.write(
+        "toolhost.toml",
+        "[extensions.httpget.secrets.STOLEN]\nfrom = \"env:TEST_API_TOKEN\"\n",
+    );
+    trust_workspace(&ws);
+    let url = json!({"url": format!("http://localhost:{}/echo", c.port)});
+    let out = toolhost_with_env(
+        &ws,
+        &["call", "http_get", &url.to_string()],
+        None,
+        &[("TEST_API_TOKEN", SECRET)],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "[extensions.httpget.secrets]: secrets are declared only by the user's toolhost.toml; \
+             ignored here"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(c.seen(), [("/echo".to_string(), String::new())]);
+}
+
+#[test]
+fn ext_add_declares_a_secret_and_ext_list_says_where_it_goes() {
+    let server = Server::start("127.0.0.1:0", 1);
+    let ws = Workspace::new();
+    let host = format!("http://localhost:{}", server.port);
+    let out = toolhost(
+        &ws,
+        &[
+            "ext",
+            "add",
+            httpget().to_str().unwrap(),
+            "--http",
+            &host,
+            "--secret",
+            "API_TOKEN=env:TEST_API_TOKEN",
+        ],
+        None,
+    );
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = "secret API_TOKEN (from env:TEST_API_TOKEN) goes to every host of its http grant \
+                in Authorization";
+    assert!(printed.contains(line), "{printed}");
+    let policy = std::fs::read_to_string(ws.user_config().join("toolhost.toml")).unwrap();
+    assert!(
+        policy.contains("[extensions.httpget.secrets.API_TOKEN]\nfrom = \"env:TEST_API_TOKEN\""),
+        "{policy}"
+    );
+    let listed = toolhost(&ws, &["ext", "list"], None);
+    assert!(String::from_utf8_lossy(&listed.stdout).contains(line));
+    // And it is sent.
+    let url = json!({"url": format!("{host}/echo")});
+    let out = toolhost_with_env(
+        &ws,
+        &["call", "http_get", &url.to_string()],
+        None,
+        &[("TEST_API_TOKEN", SECRET)],
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(SECRET));
+    assert_eq!(
+        server.seen(),
+        [("/echo".to_string(), format!("Bearer {SECRET}"))]
+    );
 }

@@ -385,11 +385,34 @@ struct GrantArgs {
     /// Its tools may replace built-ins of the same name.
     #[arg(long)]
     replace_builtin: bool,
+    /// What it may ask the person's client: elicitation, sampling or roots
+    /// (repeatable).
+    #[arg(long = "client", value_name = "KIND")]
+    client: Vec<String>,
+    /// A secret its HTTP requests carry and it never sees (repeatable):
+    /// `NAME=env:VARIABLE` or `NAME=file:PATH` (mode 0600), sent as
+    /// `Authorization: Bearer …` to every host of its http grant (narrow
+    /// the hosts, or change the header, in toolhost.toml).
+    #[arg(long = "secret", value_name = "NAME=SOURCE")]
+    secret: Vec<String>,
 }
 
 impl GrantArgs {
-    fn grant(self) -> toolhost::extensions::policy::GrantSpec {
-        toolhost::extensions::policy::GrantSpec {
+    fn grant(self) -> Result<toolhost::extensions::policy::GrantSpec> {
+        let mut secrets = std::collections::BTreeMap::new();
+        for arg in &self.secret {
+            let Some((name, from)) = arg.split_once('=') else {
+                bail!("--secret {arg}: expected NAME=SOURCE (env:VARIABLE or file:PATH)");
+            };
+            let spec = toolhost::extensions::policy::SecretSpec {
+                from: from.to_string(),
+                ..Default::default()
+            };
+            secrets.insert(name.to_string(), spec);
+        }
+        Ok(toolhost::extensions::policy::GrantSpec {
+            client: self.client,
+            secrets,
             fs_read: self.fs_read,
             fs_write: self.fs_write,
             process: self.process,
@@ -401,7 +424,7 @@ impl GrantArgs {
             hooks: self.hooks,
             replace_builtin: self.replace_builtin,
             ..Default::default()
-        }
+        })
     }
 }
 
@@ -491,7 +514,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         } => return inspect(&file, json).await,
         Command::Ext {
             command: ExtCommand::Add { file, name, grant },
-        } => return ext_add(&file, name.as_deref(), grant.grant()).await,
+        } => return ext_add(&file, name.as_deref(), grant.grant()?).await,
         Command::Ext {
             command: ExtCommand::Remove { name },
         } => return ext_remove(&name),
@@ -807,6 +830,13 @@ fn print_review(review: &toolhost::extensions::review::Review) {
             .map(|g| summary(&serde_json::to_value(g).unwrap_or_default()))
             .unwrap_or_else(|| "nothing".into());
         println!("  granted by toolhost.toml: {granted}");
+        // A workspace's file declares no secret: what it writes is ignored.
+        for name in ext.grant.iter().flat_map(|g| g.secrets.keys()) {
+            println!(
+                "  secret {}: declared here and ignored (only the user's toolhost.toml declares secrets)",
+                escape(name)
+            );
+        }
     }
     for problem in &review.problems {
         println!(
@@ -864,6 +894,9 @@ async fn ext_add(
         escape_path(&installed.policy),
         summary(&serde_json::to_value(&installed.grant)?)
     );
+    for line in secret_lines(&installed.grant) {
+        println!("  {line}");
+    }
     if !installed.ungranted.is_empty() {
         println!("  not granted (it is refused at load until these are):");
         for line in &installed.ungranted {
@@ -930,6 +963,9 @@ fn ext_list(host: &Host, json: bool) -> Result<ExitCode> {
         }
         let granted = serde_json::to_value(&r.granted)?;
         println!("  granted: {}", summary(&granted));
+        for line in secret_lines(&r.granted) {
+            println!("  {line}");
+        }
         if let Some(requested) = &r.requested {
             println!(
                 "  requested: {}",
@@ -947,6 +983,24 @@ fn ext_list(host: &Host, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A line per secret of `grant`: its name, where it is read, the hosts it
+/// goes to and how (never a value: the grant holds none).
+fn secret_lines(grant: &toolhost::extensions::policy::GrantSpec) -> Vec<String> {
+    grant
+        .secrets
+        .iter()
+        .map(|(name, s)| {
+            let shown = format!(
+                "secret {name} (from {}) goes to {} in {}",
+                s.from,
+                s.hosts_text(),
+                s.header_name()
+            );
+            escape(&shown).into_owned()
+        })
+        .collect()
+}
+
 /// The non-empty fields of a grant, `key=value` each, or `nothing`; escaped
 /// (JSON leaves bidi and invisible characters in its strings as they are).
 fn summary(grant: &Value) -> String {
@@ -954,7 +1008,9 @@ fn summary(grant: &Value) -> String {
         .as_object()
         .map(|o| {
             o.iter()
-                .filter(|(_, v)| match v {
+                // Secrets have lines of their own (`secret_lines`).
+                .filter(|(k, v)| match v {
+                    _ if *k == "secrets" => false,
                     Value::Null | Value::Bool(false) => false,
                     Value::Array(a) => !a.is_empty(),
                     _ => true,

@@ -2,7 +2,9 @@
 //! extension's manifest) write them. Each capability's key is a field here;
 //! what the key means is its module's ([`super::ALL`]).
 
+use crate::ops::http_client::SecretSpec;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// One extension's grants, as written in a policy file.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
@@ -26,6 +28,11 @@ pub struct GrantSpec {
     /// What it may ask the person's client: `elicitation`, `sampling`,
     /// `roots` (`crate::ops::client`).
     pub client: Vec<String>,
+    /// Secrets its HTTP requests carry, which it never sees, by name
+    /// (`crate::ops::http_client::secrets`). Only the user's file declares
+    /// them.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub secrets: BTreeMap<String, SecretSpec>,
     /// Largest HTTP response body passed to it (default 16 MiB).
     pub http_response_kb: Option<u64>,
     /// Its hooks may run: they see and may rewrite every call of every tool.
@@ -57,6 +64,9 @@ impl GrantSpec {
             (capability.merge)(self, other);
         }
         super::merge_list(&mut self.env, &other.env);
+        for (name, secret) in &other.secrets {
+            self.secrets.insert(name.clone(), secret.clone());
+        }
         self.hooks |= other.hooks;
         self.replace_builtin |= other.replace_builtin;
         self.digest = other.digest.clone().or(self.digest.take());

@@ -2,7 +2,7 @@
 
 use super::{Capability, ForExtension, GrantSpec, Imported};
 use crate::ops::Capabilities;
-use crate::ops::http_client::HttpPolicy;
+use crate::ops::http_client::{HttpPolicy, HttpSecret};
 use crate::ops::usage::Use;
 use std::sync::Arc;
 
@@ -34,10 +34,18 @@ fn extension(
 ) {
     match HttpPolicy::new(&grant.http, x.call_time) {
         Ok(policy) => {
-            let policy = match grant.http_response_kb {
+            let mut policy = match grant.http_response_kb {
                 Some(kb) => policy.response_bytes(kb.saturating_mul(1024)),
                 None => policy,
             };
+            for (name, spec) in &grant.secrets {
+                match HttpSecret::resolve(name, spec, policy.grants()) {
+                    Ok(secret) => policy.secrets.push(Arc::new(secret)),
+                    Err(reason) => {
+                        warnings.push(format!("secret {name} is not sent: {reason}"));
+                    }
+                }
+            }
             caps.http = Some(Arc::new(policy));
         }
         Err(reason) => warnings.push(format!("{reason}; http not granted")),

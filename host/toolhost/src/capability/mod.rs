@@ -225,6 +225,7 @@ pub(crate) fn audited(used: &Used) -> Vec<(&'static str, &[String])> {
             lists.push((audited.shown_as, audited.list));
         }
     }
+    lists.push(("sent secrets", Use::Secret));
     lists.push(("denied", Use::Denied));
     lists.push(("put back", Use::Reverted));
     lists.push(("asked", Use::Asked));
@@ -354,6 +355,7 @@ mod tests {
             programs: vec!["/usr/bin/git".into()],
             hosts: vec!["example.org:443".into()],
             client: vec!["sampling greeting: answered".into()],
+            secrets: vec!["GITHUB_TOKEN to api.github.com:443".into()],
             denied: vec!["fs-write /etc: outside-roots".into()],
             reverted: vec!["/w/.git/config".into()],
             asked: vec!["send HTTP requests to a:443: once (terminal)".into()],
@@ -371,6 +373,7 @@ mod tests {
                 ("ran", "/usr/bin/git"),
                 ("contacted", "example.org:443"),
                 ("asked the client", "sampling greeting: answered"),
+                ("sent secrets", "GITHUB_TOKEN to api.github.com:443"),
                 ("denied", "fs-write /etc: outside-roots"),
                 ("put back", "/w/.git/config"),
                 ("asked", "send HTTP requests to a:443: once (terminal)"),

@@ -323,7 +323,18 @@ fn capabilities(
                     "env grant {name:?}: loader variables (LD_*) are never granted; ignored"
                 ));
             }
-            !loader
+            // A secret's source: the extension uses it and never sees it.
+            let secret = grant
+                .secrets
+                .iter()
+                .find(|(_, s)| s.env_source() == Some(name.as_str()));
+            if let Some((secret, _)) = secret {
+                warnings.push(format!(
+                    "env grant {name:?}: it is the source of the secret {secret}, which the \
+                     extension's requests carry and it never sees; withheld"
+                ));
+            }
+            !loader && secret.is_none()
         })
         .collect();
     let read_roots = directories(&grant.fs_read, cx, "fs-read", name, &mut warnings);

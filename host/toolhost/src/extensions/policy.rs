@@ -58,6 +58,7 @@ use crate::error::Diagnostic;
 use crate::error::Error;
 use crate::extensions::trust::{Digest, TrustStore};
 use crate::files::{self, MAX_POLICY_BYTES};
+pub use crate::ops::http_client::SecretSpec;
 use crate::permissions::{Anchors, PermissionsSpec, Rules};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -277,7 +278,21 @@ impl Policy {
             Origin::User | Origin::Configured => &mut self.user,
         };
         for (name, grant) in &file.extensions {
-            grants.entry(name.clone()).or_default().merge(grant);
+            let mut grant = grant.clone();
+            // The agent's tools can write the workspace's file: it must not
+            // choose where a secret goes (or which of the user's variables
+            // or files is read as one).
+            if origin == Origin::Workspace && !grant.secrets.is_empty() {
+                grant.secrets.clear();
+                self.diagnostics.push(Diagnostic {
+                    path: path.display().to_string(),
+                    message: format!(
+                        "[extensions.{name}.secrets]: secrets are declared only by the user's \
+                         toolhost.toml; ignored here"
+                    ),
+                });
+            }
+            grants.entry(name.clone()).or_default().merge(&grant);
         }
         self.extension_paths.extend(
             file.extension_paths

@@ -33,6 +33,10 @@ pub struct Used {
     pub programs: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<String>,
+    /// The secrets its HTTP requests carried, by name and host (never the
+    /// value): `GITHUB_TOKEN to api.github.com:443`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
     /// What it asked the person's client, by kind and key:
     /// `elicitation user_name: accept`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -62,6 +66,7 @@ impl Used {
             Use::Program => &self.programs,
             Use::Host => &self.hosts,
             Use::Client => &self.client,
+            Use::Secret => &self.secrets,
             Use::Denied => &self.denied,
             Use::Reverted => &self.reverted,
             Use::Asked => &self.asked,
@@ -75,6 +80,7 @@ impl Used {
             Use::Program => &mut self.programs,
             Use::Host => &mut self.hosts,
             Use::Client => &mut self.client,
+            Use::Secret => &mut self.secrets,
             Use::Denied => &mut self.denied,
             Use::Reverted => &mut self.reverted,
             Use::Asked => &mut self.asked,
@@ -94,6 +100,7 @@ pub enum Use {
     Written,
     Program,
     Host,
+    Secret,
     Client,
     Denied,
     Reverted,

@@ -64,6 +64,8 @@ pub(super) struct Incoming {
     pub(super) url: String,
     pub(super) signals: Arc<dyn CallWatch>,
     pub(super) done: bool,
+    /// Replaces the extension's secrets in what the body carries.
+    pub(super) redactor: Option<super::secrets::Redactor>,
 }
 
 impl Body for Incoming {
@@ -95,6 +97,11 @@ impl Body for Incoming {
             Poll::Ready(Some(Ok(frame))) => {
                 let next = tokio::time::Instant::now() + this.idle;
                 this.timer.as_mut().reset(next);
+                let frame = match (&mut this.redactor, frame.into_data()) {
+                    (Some(redactor), Ok(data)) => Frame::data(Bytes::from(redactor.push(&data))),
+                    (_, Ok(data)) => Frame::data(data),
+                    (_, Err(frame)) => frame,
+                };
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(e))) => {
@@ -107,7 +114,12 @@ impl Body for Incoming {
             }
             Poll::Ready(None) => {
                 this.done = true;
-                Poll::Ready(None)
+                match this.redactor.as_mut().map(|r| r.finish()) {
+                    Some(held) if !held.is_empty() => {
+                        Poll::Ready(Some(Ok(Frame::data(Bytes::from(held)))))
+                    }
+                    _ => Poll::Ready(None),
+                }
             }
             Poll::Pending => {
                 if this.timer.as_mut().poll(cx).is_ready() {

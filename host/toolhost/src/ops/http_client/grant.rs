@@ -204,6 +204,8 @@ pub struct HttpPolicy {
     /// The longest any wait of a request may be (connecting, the first
     /// byte, between bytes): the call's time limit.
     pub time: Duration,
+    /// The secrets its requests carry ([`super::secrets`]).
+    pub secrets: Vec<std::sync::Arc<super::HttpSecret>>,
 }
 
 impl HttpPolicy {
@@ -219,7 +221,13 @@ impl HttpPolicy {
             response_bytes: DEFAULT_RESPONSE_BYTES,
             request_bytes: MAX_REQUEST_BYTES,
             time,
+            secrets: Vec::new(),
         })
+    }
+
+    /// Its grant entries.
+    pub fn grants(&self) -> &[HttpGrant] {
+        &self.grants
     }
 
     /// The same policy with another response limit.

@@ -54,6 +54,7 @@ use wasmtime_wasi_http::{
 mod address;
 mod body;
 mod grant;
+mod secrets;
 #[cfg(test)]
 mod tests;
 
@@ -62,6 +63,7 @@ pub use address::special;
 use body::{Incoming, Limited};
 use grant::*;
 pub use grant::{HttpGrant, HttpPolicy, Scheme};
+pub use secrets::{HttpSecret, SecretSpec};
 
 /// Largest response body passed to the guest, unless the grant sets
 /// `http-response-kb`.
@@ -274,6 +276,14 @@ async fn send(
         .map_err(|r| refused(r.text, r.code))?;
 
     usage.note(Use::Host, &target.as_entry());
+    // The secrets that go to this host, now that every check has passed.
+    for secret in policy.secrets.iter().filter(|s| s.goes_to(&target)) {
+        secret.add_to(request.headers_mut());
+        usage.note(
+            Use::Secret,
+            &format!("{} to {}", secret.name, target.as_entry()),
+        );
+    }
     let mut last_error = None;
     let mut tcp = None;
     for addr in &addrs {
@@ -355,6 +365,18 @@ async fn send(
         .map_err(|_| WasiHttpError::ConnectionReadTimeout)?
         .map_err(|e| from_hyper(e, policy.request_bytes))?;
     let url = target.url.clone();
+    // No secret of the extension reaches it in a response: not in a
+    // header, not in the body.
+    let redactor = secrets::Redactor::of(&policy.secrets);
+    let mut response = response;
+    if let Some(redactor) = &redactor {
+        for value in response.headers_mut().values_mut() {
+            if let Some(clean) = redactor.whole(value.as_bytes()) {
+                *value = http::HeaderValue::from_bytes(&clean)
+                    .unwrap_or_else(|_| http::HeaderValue::from_static("[secret]"));
+            }
+        }
+    }
     let response = response.map(|incoming| {
         Incoming {
             inner: incoming,
@@ -366,6 +388,7 @@ async fn send(
             url: url.clone(),
             signals: signals.clone(),
             done: false,
+            redactor,
         }
         .boxed_unsync()
     });

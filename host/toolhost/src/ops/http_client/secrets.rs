@@ -1,0 +1,359 @@
+//! Secrets an extension's requests carry and the extension never sees.
+//!
+//! The user's `toolhost.toml` declares them in the extension's grant:
+//!
+//! ```toml
+//! [extensions.gh]
+//! http = ["api.github.com"]
+//!
+//! [extensions.gh.secrets.GITHUB_TOKEN]
+//! from = "env:GITHUB_TOKEN"     # env:NAME, file:PATH (mode 0600) or keyring:SERVICE/USER
+//! hosts = ["api.github.com"]    # entries of its http grant; default: all of them
+//! header = "Authorization"      # the default
+//! format = "Bearer {}"          # the default; {} is the secret
+//! ```
+//!
+//! The host reads each when it loads the extension ([`HttpSecret::resolve`]),
+//! adds it to the requests whose scheme, host and port one of its `hosts`
+//! matches, after every check of the request has passed (so never to a host
+//! the extension was not granted, and never to the next host of a redirect
+//! unless that host is listed too: each redirect is a new request), and
+//! replaces every occurrence of any of the extension's secrets in a
+//! response's headers and body before the component reads them
+//! ([`Redactor`]). The component's environment never holds one: a granted
+//! variable that is a secret's source is withheld. The audit log names the
+//! secret and the host, never the value.
+
+use super::grant::{HttpGrant, Target};
+use http::{HeaderName, HeaderValue};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// A secret as `toolhost.toml` declares it.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SecretSpec {
+    /// `env:NAME`, `file:PATH` or `keyring:SERVICE/USER`.
+    pub from: String,
+    /// The http grant entries it goes to; empty means every one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
+    /// The header it is sent in (default `Authorization`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+    /// The header's value, `{}` standing for the secret (default `Bearer {}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+}
+
+impl SecretSpec {
+    /// The environment variable it is read from, if it is read from one.
+    pub fn env_source(&self) -> Option<&str> {
+        self.from.strip_prefix("env:")
+    }
+
+    /// The header it is sent in.
+    pub fn header_name(&self) -> &str {
+        self.header.as_deref().unwrap_or("Authorization")
+    }
+
+    /// Its hosts as a person reads them: the listed entries, or `every
+    /// host of its http grant`.
+    pub fn hosts_text(&self) -> String {
+        match self.hosts.is_empty() {
+            true => "every host of its http grant".into(),
+            false => self.hosts.join(", "),
+        }
+    }
+}
+
+/// Shortest secret the host sends: a shorter one would be redacted out of
+/// ordinary text in every response.
+pub const MIN_SECRET_BYTES: usize = 8;
+
+/// A secret read, ready to be added to requests.
+pub struct HttpSecret {
+    pub name: String,
+    value: Arc<str>,
+    hosts: Vec<HttpGrant>,
+    header: HeaderName,
+    header_value: HeaderValue,
+}
+
+impl std::fmt::Debug for HttpSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpSecret")
+            .field("name", &self.name)
+            .field("header", &self.header)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpSecret {
+    /// Read the secret `name` as `spec` declares it, for an extension
+    /// granted the hosts `granted`; an error says why it is not sent.
+    pub fn resolve(
+        name: &str,
+        spec: &SecretSpec,
+        granted: &[HttpGrant],
+    ) -> Result<HttpSecret, String> {
+        let value = read_source(&spec.from)?;
+        let value = value.trim_end_matches(['\n', '\r']).to_string();
+        if value.len() < MIN_SECRET_BYTES {
+            return Err(format!(
+                "it is shorter than {MIN_SECRET_BYTES} bytes, too short to keep out of responses"
+            ));
+        }
+        let hosts = if spec.hosts.is_empty() {
+            granted.to_vec()
+        } else {
+            let mut hosts = Vec::new();
+            for entry in &spec.hosts {
+                let host = HttpGrant::parse(entry).map_err(|e| format!("host {entry:?} {e}"))?;
+                if !granted.contains(&host) {
+                    return Err(format!(
+                        "host {entry:?} is not an entry of the extension's http grant"
+                    ));
+                }
+                hosts.push(host);
+            }
+            hosts
+        };
+        let header = HeaderName::try_from(spec.header_name())
+            .map_err(|_| format!("{:?} is not a header name", spec.header_name()))?;
+        let format = spec.format.as_deref().unwrap_or("Bearer {}");
+        if !format.contains("{}") {
+            return Err(format!("its format {format:?} has no {{}} for the secret"));
+        }
+        let mut header_value = HeaderValue::try_from(format.replacen("{}", &value, 1))
+            .map_err(|_| "it cannot be sent in a header (a control character?)".to_string())?;
+        header_value.set_sensitive(true);
+        Ok(HttpSecret {
+            name: name.to_string(),
+            value: value.into(),
+            hosts,
+            header,
+            header_value,
+        })
+    }
+
+    /// Whether a request to `target` carries it.
+    pub(super) fn goes_to(&self, target: &Target) -> bool {
+        self.hosts.iter().any(|h| h.matches(target))
+    }
+
+    /// Put it in `headers` (replacing what the component set there).
+    pub(super) fn add_to(&self, headers: &mut http::HeaderMap) {
+        headers.insert(self.header.clone(), self.header_value.clone());
+    }
+
+    fn needle(&self) -> (Vec<u8>, Vec<u8>) {
+        (
+            self.value.as_bytes().to_vec(),
+            format!("[secret {}]", self.name).into_bytes(),
+        )
+    }
+}
+
+/// The value at `from`: `env:NAME`, `file:PATH` (a regular file of mode
+/// 0600 or stricter, owned by this user) or `keyring:SERVICE/USER`.
+fn read_source(from: &str) -> Result<String, String> {
+    if let Some(name) = from.strip_prefix("env:") {
+        return std::env::var(name)
+            .map_err(|_| format!("the environment variable {name} is not set"));
+    }
+    if let Some(path) = from.strip_prefix("file:") {
+        return read_file(std::path::Path::new(path));
+    }
+    if let Some(entry) = from.strip_prefix("keyring:") {
+        return read_keyring(entry);
+    }
+    Err(format!(
+        "from = {from:?} is none of env:NAME, file:PATH, keyring:SERVICE/USER"
+    ))
+}
+
+fn read_file(path: &std::path::Path) -> Result<String, String> {
+    use std::os::unix::fs::MetadataExt;
+    let shown = path.display();
+    if !path.is_absolute() {
+        return Err(format!("file:{shown} is not an absolute path"));
+    }
+    // Not through a link: the file checked is the file read.
+    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("file:{shown}: {e}"))?;
+    if !meta.file_type().is_file() {
+        return Err(format!("file:{shown} is not a regular file"));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(format!(
+            "file:{shown} may be read by others (mode {:o}); make it 0600",
+            meta.mode() & 0o777
+        ));
+    }
+    if meta.uid() != rustix::process::getuid().as_raw() {
+        return Err(format!("file:{shown} belongs to another user"));
+    }
+    let text = crate::files::read_text(path, 64 << 10)
+        .map_err(|e| format!("file:{shown}: {e}"))?
+        .ok_or_else(|| format!("file:{shown} does not exist"))?;
+    Ok(text)
+}
+
+/// The desktop keyring is not reached by this build: there is no crate
+/// for it that builds here without a session bus; said plainly.
+fn read_keyring(entry: &str) -> Result<String, String> {
+    Err(format!(
+        "keyring:{entry}: this build of toolhost reads no keyring; use env: or file:"
+    ))
+}
+
+/// Replaces every occurrence of an extension's secrets in what a response
+/// carries, across the chunks a body arrives in: bytes that could be the
+/// start of a secret are held back until the next chunk (or the end)
+/// decides.
+pub(super) struct Redactor {
+    needles: Vec<(Vec<u8>, Vec<u8>)>,
+    longest: usize,
+    pending: Vec<u8>,
+}
+
+impl Redactor {
+    /// A redactor of `secrets`; none when there are none.
+    pub(super) fn of(secrets: &[Arc<HttpSecret>]) -> Option<Redactor> {
+        if secrets.is_empty() {
+            return None;
+        }
+        let needles: Vec<(Vec<u8>, Vec<u8>)> = secrets.iter().map(|s| s.needle()).collect();
+        let longest = needles.iter().map(|(n, _)| n.len()).max().unwrap_or(1);
+        Some(Redactor {
+            needles,
+            longest,
+            pending: Vec::new(),
+        })
+    }
+
+    /// `text` with every secret replaced (a whole value: a header's).
+    pub(super) fn whole(&self, text: &[u8]) -> Option<Vec<u8>> {
+        let mut copy = Redactor {
+            needles: self.needles.clone(),
+            longest: self.longest,
+            pending: text.to_vec(),
+        };
+        let out = copy.take(true);
+        (out != text).then_some(out)
+    }
+
+    /// The next chunk's bytes that are decided.
+    pub(super) fn push(&mut self, chunk: &[u8]) -> Vec<u8> {
+        self.pending.extend_from_slice(chunk);
+        self.take(false)
+    }
+
+    /// What is held back, at the end of the body.
+    pub(super) fn finish(&mut self) -> Vec<u8> {
+        self.take(true)
+    }
+
+    fn take(&mut self, all: bool) -> Vec<u8> {
+        let pending = &self.pending;
+        // From here on a secret could begin and not have arrived whole.
+        let decided = match all {
+            true => pending.len(),
+            false => pending.len().saturating_sub(self.longest - 1),
+        };
+        let mut out = Vec::with_capacity(pending.len());
+        let mut i = 0;
+        'scan: while i < pending.len() {
+            for (needle, replacement) in &self.needles {
+                if pending[i..].starts_with(needle) {
+                    out.extend_from_slice(replacement);
+                    i += needle.len();
+                    continue 'scan;
+                }
+            }
+            if i >= decided {
+                break;
+            }
+            // Up to the next byte that could begin a secret.
+            let next = pending[i + 1..decided.max(i + 1)]
+                .iter()
+                .position(|b| self.needles.iter().any(|(n, _)| n[0] == *b))
+                .map_or(decided.max(i + 1), |p| i + 1 + p);
+            out.extend_from_slice(&pending[i..next]);
+            i = next;
+        }
+        self.pending.drain(..i);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redactor(secrets: &[&str]) -> Redactor {
+        let needles: Vec<(Vec<u8>, Vec<u8>)> = secrets
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.as_bytes().to_vec(), format!("[secret S{i}]").into_bytes()))
+            .collect();
+        let longest = needles.iter().map(|(n, _)| n.len()).max().unwrap();
+        Redactor {
+            needles,
+            longest,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Every way of cutting the text into two or three chunks gives the
+    /// same redacted text as the whole.
+    #[test]
+    fn a_secret_split_across_chunks_is_replaced() {
+        let text = b"a tok-12345678 b tok-12345678tok-12345678 c xyz-abcdefgh! tok-1234";
+        let whole = String::from_utf8(
+            redactor(&["tok-12345678", "xyz-abcdefgh"])
+                .whole(text)
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            whole,
+            "a [secret S0] b [secret S0][secret S0] c [secret S1]! tok-1234"
+        );
+        for a in 0..=text.len() {
+            for b in a..=text.len() {
+                let mut r = redactor(&["tok-12345678", "xyz-abcdefgh"]);
+                let mut out = r.push(&text[..a]);
+                out.extend(r.push(&text[a..b]));
+                out.extend(r.push(&text[b..]));
+                out.extend(r.finish());
+                assert_eq!(String::from_utf8(out).unwrap(), whole, "cut at {a}, {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn text_without_a_secret_passes_unchanged() {
+        let r = redactor(&["tok-12345678"]);
+        assert_eq!(r.whole(b"tok-1234567 and more"), None);
+    }
+
+    #[test]
+    fn a_secret_file_readable_by_others_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        std::fs::write(&path, "s3cret-value\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let from = format!("file:{}", path.display());
+        let err = read_source(&from).unwrap_err();
+        assert!(err.contains("may be read by others (mode 644)"), "{err}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(read_source(&from).unwrap(), "s3cret-value\n");
+        // Not through a link.
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        let err = read_source(&format!("file:{}", link.display())).unwrap_err();
+        assert!(err.contains("is not a regular file"), "{err}");
+    }
+}
