@@ -664,3 +664,166 @@ fn ext_add_declares_a_secret_and_ext_list_says_where_it_goes() {
         [("/echo".to_string(), format!("Bearer {SECRET}"))]
     );
 }
+
+/// `bash` with `[shell] network = entries`: the command's output (stdout
+/// and stderr) and whether the call failed.
+fn bash_with_network(entries: &str, command: &str) -> (Workspace, String) {
+    let ws = Workspace::new();
+    user_policy(&ws, &format!("[shell]\nnetwork = {entries}\n"));
+    let (text, _) = call_text(&ws, "bash", json!({ "command": command }));
+    (ws, text)
+}
+
+#[test]
+fn commands_reach_the_granted_hosts_through_the_proxy_and_nothing_else() {
+    let server = Server::start("127.0.0.1:0", 1);
+    let port = server.port;
+    let entries = format!("[\"localhost:{port}\"]");
+    // The granted port, by plain HTTP through the proxy (curl reads
+    // http_proxy), then a port that is not granted: the 403 says why.
+    let (ws, out) = bash_with_network(
+        &entries,
+        &format!(
+            "curl -sS http://localhost:{port}/hello; echo; \
+             curl -sS http://localhost:{}/hello; echo; \
+             echo proxy=$HTTPS_PROXY",
+            port + 1
+        ),
+    );
+    assert!(out.contains("hello from the test server"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "toolhost refused the connection to localhost:{}: localhost:{} is not in the network grant (granted: localhost:{port})",
+            port + 1,
+            port + 1
+        )),
+        "{out}"
+    );
+    assert!(out.contains("proxy=http://127.0.0.1:3128"), "{out}");
+    // A tunnel (CONNECT, what https takes) to the granted port works too.
+    let (_, out) = bash_with_network(
+        &entries,
+        &format!("curl -sS -p http://localhost:{port}/hello"),
+    );
+    assert!(out.contains("hello from the test server"), "{out}");
+    // Around the proxy there is no way out: a direct connection, to the
+    // granted port itself, finds no route (the jail's own namespace).
+    let (_, out) = bash_with_network(
+        &entries,
+        &format!("curl -sS --noproxy '*' http://127.0.0.1:{port}/hello || echo direct failed"),
+    );
+    assert!(out.contains("direct failed"), "{out}");
+    assert!(!out.contains("hello from the test server"), "{out}");
+    let direct = server.seen().iter().filter(|(p, _)| p == "/hello").count();
+    assert_eq!(direct, 2, "only the two proxied requests arrived");
+    drop(ws);
+}
+
+#[test]
+fn the_proxy_records_its_connections_and_a_bad_entry_means_no_network() {
+    let server = Server::start("127.0.0.1:0", 1);
+    let port = server.port;
+    let ws = Workspace::new();
+    user_policy(&ws, &format!("[shell]\nnetwork = [\"localhost:{port}\"]\n"));
+    let log = ws.config_home().join("audit.jsonl");
+    let command = format!(
+        "curl -s http://localhost:{port}/hello >/dev/null; curl -s http://localhost:{}/x >/dev/null; true",
+        port + 1
+    );
+    let args = json!({ "command": command }).to_string();
+    let out = toolhost(
+        &ws,
+        &["--audit", log.to_str().unwrap(), "call", "bash", &args],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(out);
+    let line: Value = serde_json::from_str(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        line["used"]["hosts"],
+        json!([format!("localhost:{port}")]),
+        "{line}"
+    );
+    let denied = line["used"]["denied"].to_string();
+    assert!(
+        denied.contains(&format!(
+            "network localhost:{}: localhost:{} is not in the network grant",
+            port + 1,
+            port + 1
+        )),
+        "{line}"
+    );
+
+    // A list meant to narrow the network that cannot be read gives none.
+    let ws = Workspace::new();
+    user_policy(&ws, "[shell]\nnetwork = [\"https://x.org\"]\n");
+    let out = toolhost(
+        &ws,
+        &[
+            "call",
+            "bash",
+            &json!({"command": format!("curl -sS http://localhost:{port}/hello || echo none")})
+                .to_string(),
+        ],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("[shell] network: network entry \"https://x.org\" has a scheme; write host or host:port; commands get no network"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("none"));
+}
+
+/// What the host holds for a command's proxied connections does not grow
+/// with their number: its peak memory after 2,000 connections (100 open at
+/// once, each a request and its answer) is within a bound of its peak after
+/// 20.
+#[test]
+fn two_thousand_proxied_connections_leave_the_hosts_memory_bounded() {
+    let server = Server::start("127.0.0.1:0", 1);
+    let port = server.port;
+    let ws = Workspace::new();
+    user_policy(&ws, &format!("[shell]\nnetwork = [\"localhost:{port}\"]\n"));
+    let script = format!(
+        "import socket, sys\n\
+         n = int(sys.argv[1]); ok = 0\n\
+         for start in range(0, n, 100):\n\
+         \x20   batch = [socket.create_connection(('127.0.0.1', 3128)) for _ in range(min(100, n - start))]\n\
+         \x20   for s in batch: s.sendall(b'GET http://localhost:{port}/hello HTTP/1.1\\r\\nhost: x\\r\\n\\r\\n')\n\
+         \x20   for s in batch:\n\
+         \x20       data = b''\n\
+         \x20       while True:\n\
+         \x20           chunk = s.recv(4096)\n\
+         \x20           if not chunk: break\n\
+         \x20           data += chunk\n\
+         \x20       ok += b'hello from the test server' in data\n\
+         \x20       s.close()\n\
+         print('answered', ok)\n"
+    );
+    ws.write("conns.py", &script);
+    let run = |n: usize| {
+        let args = json!({"command": format!("python3 conns.py {n}"), "timeout": 120}).to_string();
+        let (out, peak) = toolhost_peak_memory(&ws, &["call", "bash", &args]);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(stdout.contains(&format!("answered {n}")), "{stdout}");
+        peak
+    };
+    let few = run(20);
+    let many = run(2000);
+    assert!(
+        many <= few + 48,
+        "2,000 connections took the host to {many} MiB, 20 to {few} MiB"
+    );
+}

@@ -30,11 +30,12 @@
 //! Descriptors, set up by the host and named on the command line: 0 and 1
 //! `/dev/null`, 2 the jail's error pipe, `--status` the status pipe,
 //! `--control` the control pipe, `--out` and `--err` the command's stdout
-//! and stderr, `--self` this program itself (a memfd), and `--landlock` a
-//! Landlock ruleset.
+//! and stderr, `--self` this program itself (a memfd), `--landlock` a
+//! Landlock ruleset, and `--proxy` a socket on which it sends the host the
+//! egress proxy's listener, made on the jail's own loopback.
 //!
 //! Usage: `toolhost-jail-init --status FD --control FD --out FD --err FD
-//! [--self FD] [--landlock FD] [--nproc N] [--as-bytes N] [--pin PATH]… [--ro PATH]…
+//! [--self FD] [--landlock FD] [--proxy FD] [--nproc N] [--as-bytes N] [--pin PATH]… [--ro PATH]…
 //! [--hide PATH]… -- PROGRAM ARG0 [ARG...]`
 
 mod broker;
@@ -107,6 +108,7 @@ fn set_limit(resource: libc::__rlimit_resource_t, value: u64, what: &str) {
 fn main() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let (mut landlock, mut nproc, mut as_bytes, mut self_fd) = (None, None, None, None);
+    let mut proxy = None;
     let mut protect: Vec<(mounts::Op, CString)> = Vec::new();
     let mut fds = Fds {
         status: -1,
@@ -124,6 +126,7 @@ fn main() {
             Some("--err") => fds.err = fd(),
             Some("--self") => self_fd = Some(fd()),
             Some("--landlock") => landlock = Some(fd()),
+            Some("--proxy") => proxy = Some(fd()),
             Some("--nproc") => nproc = Some(number(&args, i + 1)),
             Some("--as-bytes") => as_bytes = Some(number(&args, i + 1)),
             Some(option @ ("--pin" | "--ro" | "--hide")) => {
@@ -151,6 +154,11 @@ fn main() {
     }
     if let Err(e) = mounts::apply(&protect) {
         fail(&e);
+    }
+    // Before Landlock, which lets the command connect to this port only,
+    // and lets nothing here bind one.
+    if let Some(channel) = proxy {
+        proxy_listener(channel);
     }
     // Whatever bubblewrap gave this program to mount with, nothing of it
     // reaches the command; this program keeps only what the broker needs,
@@ -303,6 +311,53 @@ fn main() {
         }
     }
     supervise(&fds, pid, n != 4, listener);
+}
+
+/// The egress proxy's port on the loopback of the jail's own network
+/// namespace: the host's `PROXY_PORT`.
+const PROXY_PORT: u16 = 3128;
+
+/// Listen on 127.0.0.1:[`PROXY_PORT`] in the jail's network namespace, and
+/// send the listener to the host on `channel`, which serves it from outside
+/// (an accepted connection keeps the jail's namespace; the host connects
+/// onward from its own).
+fn proxy_listener(channel: i32) {
+    // SAFETY: plain socket calls on a descriptor this process owns.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            fail(&format!(
+                "cannot make the proxy's socket: errno {}",
+                errno()
+            ));
+        }
+        let addr = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: PROXY_PORT.to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from_be_bytes([127, 0, 0, 1]).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        if libc::bind(fd, (&addr as *const libc::sockaddr_in).cast(), len) != 0 {
+            fail(&format!("cannot bind the proxy's port: errno {}", errno()));
+        }
+        if libc::listen(fd, 128) != 0 {
+            fail(&format!(
+                "cannot listen on the proxy's port: errno {}",
+                errno()
+            ));
+        }
+        if !broker::send_fd(channel, fd) {
+            fail(&format!(
+                "cannot hand the proxy's listener over: errno {}",
+                errno()
+            ));
+        }
+        libc::close(fd);
+        libc::close(channel);
+    }
 }
 
 /// Report the command's end, obey the control pipe until told to end, and

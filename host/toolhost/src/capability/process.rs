@@ -5,6 +5,7 @@
 use super::{BuiltinBackends, Capability, ForExtension, GrantSpec, Imported, place};
 use crate::ops::Capabilities;
 use crate::ops::fs::GrantedDir;
+use crate::ops::http_client::proxy::NetPolicy;
 use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy, View};
 use crate::ops::protect::ProtectedPaths;
 use crate::ops::usage::Use;
@@ -55,6 +56,9 @@ pub(crate) struct ShellJail {
     /// `$HOME`, when `[shell] home = "hidden"`, and what is shown of it.
     pub home_hidden: Option<PathBuf>,
     pub shown: Vec<PathBuf>,
+    /// `[shell] network`: none (`false`), or only these hosts through the
+    /// egress proxy; it narrows the template's network, never widens it.
+    pub network: Option<Result<NetPolicy, ()>>,
 }
 
 /// The process policy of the shell tools: `template` (the embedder's: the
@@ -87,6 +91,11 @@ pub(crate) fn shell_policy(
         .protect(jail.protected);
     if let Some(limits) = jail.limits {
         policy = policy.limits(limits);
+    }
+    match jail.network {
+        Some(Err(())) => policy = policy.network(false),
+        Some(Ok(hosts)) if policy.has_network() => policy = policy.network_hosts(hosts),
+        _ => {}
     }
     for root in extra_write_roots {
         policy = policy.write_root_pinned(root);

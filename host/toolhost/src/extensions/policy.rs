@@ -63,6 +63,7 @@ use crate::permissions::{Anchors, PermissionsSpec, Rules};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The policy file's name, in the workspace and in the user config directory.
 pub const POLICY_FILE: &str = "toolhost.toml";
@@ -114,6 +115,31 @@ pub struct ShellSettings {
     pub max_processes: Option<u32>,
     /// Memory one command's processes may take together (default 4,096).
     pub memory_mb: Option<u64>,
+    /// The network of commands: `true` (all of it, as Pi's bash has),
+    /// `false` (none), or the hosts they may reach through the host's
+    /// egress proxy (`["pkg.example.com", "*.github.com:443"]`).
+    pub network: Option<ShellNetwork>,
+}
+
+/// `[shell] network`: all, none, or these hosts.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum ShellNetwork {
+    All(bool),
+    Hosts(Vec<String>),
+}
+
+impl ShellNetwork {
+    /// Whether `self` allows no more than `wider` does.
+    fn within(&self, wider: &ShellNetwork) -> bool {
+        match (self, wider) {
+            (_, ShellNetwork::All(true)) | (ShellNetwork::All(false), _) => true,
+            (ShellNetwork::Hosts(mine), ShellNetwork::Hosts(theirs)) => {
+                mine.iter().all(|h| theirs.contains(h))
+            }
+            _ => false,
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -149,6 +175,9 @@ pub struct Policy {
     /// The shell tools' limits, where a file sets them.
     pub shell_max_processes: Option<u32>,
     pub shell_memory_mb: Option<u64>,
+    /// `[shell] network`, where a file sets it (a workspace's only where it
+    /// narrows the user's).
+    pub shell_network: Option<ShellNetwork>,
     /// The permission rules: the user's, with a trusted workspace's `deny`
     /// and `ask` rules added (`crate::permissions`).
     pub permissions: Rules,
@@ -329,6 +358,35 @@ impl Policy {
             (Some(HomeView::Hidden), _) => Some(HomeView::Hidden),
             (current, next) => next.or(current),
         };
+        if let Some(network) = &file.shell.network {
+            if let ShellNetwork::Hosts(hosts) = network
+                && let Err(reason) =
+                    crate::ops::http_client::proxy::NetPolicy::new(hosts, Duration::from_secs(1))
+            {
+                // A list meant to narrow the network: never all of it.
+                self.diagnostics.push(Diagnostic {
+                    path: path.display().to_string(),
+                    message: format!("[shell] network: {reason}; commands get no network"),
+                });
+                self.shell_network = Some(ShellNetwork::All(false));
+            } else {
+                let current = self
+                    .shell_network
+                    .clone()
+                    .unwrap_or(ShellNetwork::All(true));
+                match origin {
+                    Origin::Workspace if !network.within(&current) => {
+                        self.diagnostics.push(Diagnostic {
+                            path: path.display().to_string(),
+                            message: "[shell] network: a workspace may only narrow the user's; \
+                                      ignored"
+                                .into(),
+                        });
+                    }
+                    _ => self.shell_network = Some(network.clone()),
+                }
+            }
+        }
         self.shell_max_processes = file.shell.max_processes.or(self.shell_max_processes);
         self.shell_memory_mb = file.shell.memory_mb.or(self.shell_memory_mb);
         for (kind, list) in [

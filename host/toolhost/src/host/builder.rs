@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::extensions::ExtensionReport;
 use crate::extensions::discovery;
 use crate::extensions::grants::{self, Unresolved, WritePlaces};
-use crate::extensions::policy::{HomeView, Policy, ShellPath};
+use crate::extensions::policy::{HomeView, Policy, ShellNetwork, ShellPath};
 use crate::extensions::trust::TrustStore;
 use crate::extensions::{self, LoadContext};
 use crate::hooks::{ComponentHook, Hook, ToolHooks};
@@ -346,7 +346,18 @@ impl HostBuilder {
             .then(|| std::env::var_os("HOME").filter(|h| !h.is_empty()))
             .flatten()
             .map(PathBuf::from);
+        // The hosts commands may reach take the built-in calls' time limit
+        // as the longest a connection stays open.
+        let network = policy.shell_network.as_ref().and_then(|n| match n {
+            ShellNetwork::All(true) => None,
+            ShellNetwork::All(false) => Some(Err(())),
+            ShellNetwork::Hosts(hosts) => Some(
+                crate::ops::http_client::proxy::NetPolicy::new(hosts, self.builtins.limits.time)
+                    .map_err(|_| ()),
+            ),
+        });
         capability::process::ShellJail {
+            network,
             protected: protected.clone(),
             hidden,
             home_hidden,

@@ -14,11 +14,13 @@ use std::sync::Mutex;
 /// How many distinct entries each list keeps.
 pub const MAX_ENTRIES: usize = 64;
 
-/// One call's record of use (shared by the call and its instance).
-#[derive(Debug, Default)]
+/// One call's record of use (shared by the call and its instance; a clone
+/// records into the same record, for what outlives a borrow of it: the
+/// egress proxy of a command's connections).
+#[derive(Clone, Debug, Default)]
 pub struct Usage {
     /// `None` when nothing is recorded.
-    seen: Option<Mutex<Used>>,
+    seen: Option<std::sync::Arc<Mutex<Used>>>,
 }
 
 /// What a call used, as the audit log writes it.
@@ -111,7 +113,7 @@ impl Usage {
     /// A record that keeps what it is told.
     pub fn recording() -> Usage {
         Usage {
-            seen: Some(Mutex::new(Used::default())),
+            seen: Some(std::sync::Arc::new(Mutex::new(Used::default()))),
         }
     }
 

@@ -129,6 +129,21 @@ impl HttpGrant {
         }
     }
 
+    /// Whether it allows `target`'s host and port, whatever the scheme
+    /// (the egress proxy's entries: a tunnel has none).
+    pub(super) fn matches_host_port(&self, target: &Target) -> bool {
+        let target = Target {
+            scheme: self.scheme,
+            ..target.clone()
+        };
+        self.matches(&target)
+    }
+
+    /// Whether it names an address (connected to as written).
+    pub(super) fn is_ip(&self) -> bool {
+        matches!(self.host, HostPattern::Ip(_))
+    }
+
     pub(super) fn matches(&self, target: &Target) -> bool {
         if self.scheme != target.scheme || self.port != target.port {
             return false;

@@ -54,6 +54,7 @@ use wasmtime_wasi_http::{
 mod address;
 mod body;
 mod grant;
+pub mod proxy;
 mod secrets;
 #[cfg(test)]
 mod tests;

@@ -295,6 +295,8 @@ pub(crate) struct JailFds {
     init: OwnedFd,
     /// A Landlock ruleset the init restricts itself (and so the command) with.
     landlock: Option<OwnedFd>,
+    /// Where the init sends the egress proxy's listener.
+    proxy: Option<OwnedFd>,
     /// Granted directories bubblewrap binds by descriptor.
     held: Vec<OwnedFd>,
 }
@@ -319,8 +321,16 @@ impl JailFds {
             info: high(&info)?,
             init: rustix::io::fcntl_dupfd_cloexec(init_fd()?, FD_MIN)?,
             landlock: landlock.as_ref().map(high).transpose()?,
+            proxy: None,
             held: Vec::new(),
         })
+    }
+
+    /// Have the init make the egress proxy's listener in the jail's
+    /// network namespace and send it on `socket`.
+    pub(crate) fn proxy(&mut self, socket: OwnedFd) -> io::Result<()> {
+        self.proxy = Some(rustix::io::fcntl_dupfd_cloexec(&socket, FD_MIN)?);
+        Ok(())
     }
 
     /// Pass these granted directories to the jail too; for each, its path
@@ -355,6 +365,7 @@ impl JailFds {
         ]
         .into_iter()
         .chain(self.landlock.as_ref())
+        .chain(self.proxy.as_ref())
         .chain(&self.held)
         .map(|fd| fd.as_raw_fd())
         .collect()
@@ -378,6 +389,9 @@ impl JailFds {
         option("--self", &self.init);
         if let Some(fd) = &self.landlock {
             option("--landlock", fd);
+        }
+        if let Some(fd) = &self.proxy {
+            option("--proxy", fd);
         }
         args
     }

@@ -2,6 +2,64 @@
 //! [`ProcessPolicy`], its [`Confinement`] on this machine, and program lookup.
 
 use super::*;
+use crate::ops::http_client::proxy::{NetPolicy, Proxy, SystemResolver};
+use crate::ops::usage::Usage;
+
+/// The port of the egress proxy on the loopback of a jail's own network
+/// namespace (the only port a child may connect to there).
+pub const PROXY_PORT: u16 = 3128;
+
+/// The variables that point HTTP clients at the proxy.
+const PROXY_VARS: [&str; 6] = [
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+];
+
+/// The proxy's listener, which the jail's init made in the jail's network
+/// namespace and sends on `end`; none if the jail ended first.
+async fn receive_listener(end: OwnedFd) -> Option<tokio::net::TcpListener> {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+    rustix::io::ioctl_fionbio(&end, true).ok()?;
+    #[allow(unsafe_code)]
+    // SAFETY: the AsyncFd owns this OwnedFd: open, and the same socket, for
+    // as long as it lives.
+    let end =
+        unsafe { AsyncFd::register_with_interest(end, tokio::io::Interest::READABLE) }.ok()?;
+    loop {
+        let mut ready = end.readable().await.ok()?;
+        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let mut byte = [0u8; 1];
+        let read = rustix::net::recvmsg(
+            end.get_ref(),
+            &mut [std::io::IoSliceMut::new(&mut byte)],
+            &mut control,
+            RecvFlags::CMSG_CLOEXEC,
+        );
+        match read {
+            Err(Errno::AGAIN) => {
+                ready.clear_ready();
+                continue;
+            }
+            Err(_) => return None,
+            Ok(_) => {}
+        }
+        for message in control.drain() {
+            if let RecvAncillaryMessage::ScmRights(mut fds) = message
+                && let Some(fd) = fds.next()
+            {
+                let listener = std::net::TcpListener::from(fd);
+                listener.set_nonblocking(true).ok()?;
+                return tokio::net::TcpListener::from_std(listener).ok();
+            }
+        }
+        return None;
+    }
+}
 
 /// Whether children run in the namespace jail ([`jail`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -36,6 +94,9 @@ pub struct ProcessPolicy {
     default_timeout: Option<Duration>,
     require_landlock: bool,
     network: bool,
+    /// Network by name: the hosts its children reach through the host's
+    /// egress proxy, and nothing else (`crate::ops::http_client::proxy`).
+    proxy: Option<Arc<NetPolicy>>,
     jail: JailMode,
     view: Option<View>,
     protected: ProtectedPaths,
@@ -248,7 +309,24 @@ impl ProcessPolicy {
     /// Linux 6.7), by refusing TCP `connect` and `bind` too.
     pub fn network(mut self, allowed: bool) -> Self {
         self.network = allowed;
+        self.proxy = None;
         self
+    }
+
+    /// Let children reach only the hosts of `hosts`, through the host's
+    /// egress proxy: in the jail, a network namespace of their own whose
+    /// only way out is the proxy's port on its loopback
+    /// ([`PROXY_PORT`], named in `HTTP_PROXY`, `HTTPS_PROXY` and
+    /// `ALL_PROXY`); direct connections find no route. Needs the jail.
+    pub fn network_hosts(mut self, hosts: NetPolicy) -> Self {
+        self.network = false;
+        self.proxy = Some(Arc::new(hosts));
+        self
+    }
+
+    /// The hosts its children may reach through the proxy, if it names any.
+    pub fn network_hosts_policy(&self) -> Option<&NetPolicy> {
+        self.proxy.as_deref()
     }
 
     /// What one call's processes may take together.
@@ -349,8 +427,20 @@ impl ProcessPolicy {
         cancel: CancellationToken,
         spawned: &Spawned,
     ) -> Result<Child, ProcessError> {
+        self.spawn_recording(command, cancel, spawned, &Usage::default())
+    }
+
+    /// [`Self::spawn_for`], recording the hosts its proxy connects it to
+    /// (and refuses) in `usage`.
+    pub fn spawn_recording(
+        &self,
+        command: Command,
+        cancel: CancellationToken,
+        spawned: &Spawned,
+        usage: &Usage,
+    ) -> Result<Child, ProcessError> {
         let Some(parent) = &self.scratch_parent else {
-            return self.spawn_with(command, cancel, spawned, None);
+            return self.spawn_with(command, cancel, spawned, None, usage);
         };
         let scratch = super::scratch::Scratch::create(parent).map_err(|e| {
             error(
@@ -366,7 +456,7 @@ impl ProcessPolicy {
         .write_root(&own)
         .cwd_root(&own)
         .env("TMPDIR", own.to_string_lossy());
-        policy.spawn_with(command, cancel, spawned, Some(scratch))
+        policy.spawn_with(command, cancel, spawned, Some(scratch), usage)
     }
 
     /// [`Self::spawn_for`] with the child's own temp directory, if it has one
@@ -377,6 +467,7 @@ impl ProcessPolicy {
         cancel: CancellationToken,
         spawned: &Spawned,
         scratch: Option<super::scratch::Scratch>,
+        usage: &Usage,
     ) -> Result<Child, ProcessError> {
         // Held by the supervisor until the child is gone (released at once
         // if it never starts).
@@ -424,6 +515,20 @@ impl ProcessPolicy {
             &self.no_programs_from,
         )?;
         let jail = self.jail_to_use()?;
+        if self.proxy.is_some() && jail.is_none() {
+            let why = match jail::support() {
+                jail::Support::Unavailable { reason } => reason.clone(),
+                jail::Support::Available { .. } => "the jail is turned off".to_string(),
+            };
+            return Err(error(
+                ProcessErrorCode::Other,
+                format!(
+                    "{} is not started: network by name needs the process jail (its own \
+                     network namespace), and {why}",
+                    command.program
+                ),
+            ));
+        }
         let ruleset = self.ruleset(jail.is_some())?;
         let timeout = command
             .timeout_ms
@@ -447,12 +552,17 @@ impl ProcessPolicy {
         let (pipes, epoll) = output_pipes().map_err(|e| cannot("create pipes", &e))?;
         let [(stdout, stdout_w), (stderr, stderr_w)] = pipes;
         // Built here: the child may not allocate between fork and exec.
-        let socket_filter = (!self.network).then(inet_socket_filter).flatten();
+        // Through the proxy, a child makes IPv4 sockets in a namespace whose
+        // only listener is the proxy's.
+        let socket_filter = (!self.network && self.proxy.is_none())
+            .then(inet_socket_filter)
+            .flatten();
         // The call's cgroup (where this machine lets the host make one);
         // elsewhere the jail's init sets resource limits.
         let cgroup = CallCgroup::create(self.process_limits()).ok().flatten();
         // Outside the jail, the Landlock ruleset is applied before exec;
         // inside, by the jail's init (a Landlock domain may not mount).
+        let mut proxy_end = None;
         let (cmd, jail_ends, jail_fds, ruleset) = match jail {
             None => {
                 let mut cmd = std::process::Command::new(&program);
@@ -464,7 +574,7 @@ impl ProcessPolicy {
                 (cmd, None, None, ruleset)
             }
             Some((bwrap, disable_userns, init_mounts)) => {
-                let (cmd, ends, fds) = self
+                let (cmd, ends, fds, proxy) = self
                     .jailed(
                         bwrap,
                         (disable_userns, init_mounts),
@@ -477,6 +587,7 @@ impl ProcessPolicy {
                         &epoll,
                     )
                     .map_err(|e| cannot("set up the jail", &e))?;
+                proxy_end = proxy;
                 (cmd, Some(ends), Some(fds), None)
             }
         };
@@ -498,6 +609,26 @@ impl ProcessPolicy {
             error(code, format!("cannot run {}: {e}", command.program))
         })?;
         let pgid = Pid::from_child(&leader);
+        // The jail's init hands over the proxy's listener, made in the
+        // jail's network namespace; the host serves it until the call ends.
+        let proxy_stop = CancellationToken::new();
+        if let (Some(end), Some(hosts)) = (proxy_end, &self.proxy) {
+            let proxy = Arc::new(Proxy {
+                policy: hosts.clone(),
+                resolver: Arc::new(SystemResolver),
+                events: Arc::new(usage.clone()),
+            });
+            let (stop, call) = (proxy_stop.clone(), cancel.clone());
+            runtime.spawn(async move {
+                let Some(listener) = receive_listener(end).await else {
+                    return;
+                };
+                tokio::select! {
+                    () = proxy.serve(listener, stop.clone()) => {}
+                    () = call.cancelled() => stop.cancel(),
+                }
+            });
+        }
         let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);
         let control = Arc::new(Control::default());
         let supervisor = Supervisor {
@@ -519,6 +650,7 @@ impl ProcessPolicy {
             last_busy: None,
             spawned: Some(token),
             scratch,
+            _proxy: Some(proxy_stop.drop_guard()),
         };
         if let Some(pidfd) = &supervisor.pidfd
             && let Err(e) = epoll::add(
@@ -554,7 +686,12 @@ impl ProcessPolicy {
         landlock: Option<OwnedFd>,
         rlimits: Option<ProcessLimits>,
         epoll: &AsyncFd<OwnedFd>,
-    ) -> io::Result<(std::process::Command, JailEnds, jail::JailFds)> {
+    ) -> io::Result<(
+        std::process::Command,
+        JailEnds,
+        jail::JailFds,
+        Option<OwnedFd>,
+    )> {
         let (status_r, status_w) = jail::pipe()?;
         let (control_r, control_w) = jail::pipe()?;
         let (setup_r, setup_w) = jail::pipe()?;
@@ -573,6 +710,20 @@ impl ProcessPolicy {
             )?;
         }
         let mut fds = jail::JailFds::new(status_w, control_r, out, err, info_w, landlock)?;
+        // The init sends the proxy's listener back on a socket pair.
+        let proxy = match self.proxy {
+            Some(_) => {
+                let (host, jail) = rustix::net::socketpair(
+                    rustix::net::AddressFamily::UNIX,
+                    rustix::net::SocketType::STREAM,
+                    rustix::net::SocketFlags::CLOEXEC,
+                    None,
+                )?;
+                fds.proxy(jail)?;
+                Some(host)
+            }
+            None => None,
+        };
         let sources = fds.hold(&self.pinned)?;
         let spec = jail::JailSpec {
             view: self.view.unwrap_or(View::Everything),
@@ -617,6 +768,7 @@ impl ProcessPolicy {
                 leader_status: None,
             },
             fds,
+            proxy,
         ))
     }
 
@@ -693,6 +845,15 @@ impl ProcessPolicy {
         for (k, v) in self.env.iter().chain(extra) {
             set(k, v);
         }
+        // Every HTTP client's way out, and nothing exempt from it.
+        if self.proxy.is_some() {
+            let url = format!("http://127.0.0.1:{PROXY_PORT}");
+            for name in PROXY_VARS {
+                set(name, &url);
+            }
+            set("NO_PROXY", "");
+            set("no_proxy", "");
+        }
         match &self.session_id {
             Some(id) => set(SESSION_ID_VAR, id),
             None => env.retain(|(k, _)| k != SESSION_ID_VAR),
@@ -755,12 +916,18 @@ impl ProcessPolicy {
         }
         if !self.network && abi >= landlock::ABI::V4 {
             // Handled with no rule allowing a port: every TCP connect and
-            // bind is refused, so a child cannot send what it reads away.
+            // bind is refused, so a child cannot send what it reads away
+            // (through the proxy: but a connect to its port).
             ruleset = ruleset
                 .handle_access(AccessNet::from_all(abi))
                 .map_err(|e| fail(&e))?;
         }
         let mut created = ruleset.create().map_err(|e| fail(&e))?;
+        if self.proxy.is_some() && abi >= landlock::ABI::V4 {
+            created = created
+                .add_rule(landlock::NetPort::new(PROXY_PORT, AccessNet::ConnectTcp))
+                .map_err(|e| fail(&e))?;
+        }
         if !jailed {
             created = created
                 .add_rule(PathBeneath::new(

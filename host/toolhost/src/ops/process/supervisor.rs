@@ -111,6 +111,8 @@ pub(super) struct Supervisor {
     pub(super) spawned: Option<SpawnToken>,
     /// The child's own temp directory, removed once it is gone.
     pub(super) scratch: Option<super::scratch::Scratch>,
+    /// Stops the child's egress proxy, if it has one, once it is gone.
+    pub(super) _proxy: Option<tokio_util::sync::DropGuard>,
 }
 
 pub(super) const TOKEN_PIDFD: u64 = 2;
