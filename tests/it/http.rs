@@ -827,3 +827,143 @@ fn two_thousand_proxied_connections_leave_the_hosts_memory_bounded() {
         "2,000 connections took the host to {many} MiB, 20 to {few} MiB"
     );
 }
+
+#[test]
+fn an_extensions_programs_reach_only_the_hosts_its_network_list_names() {
+    let server = Server::start("127.0.0.1:0", 1);
+    let port = server.port;
+    let ws = Workspace::new();
+    let ext = ws.copy_in("runprobe.wasm", toolhost_tests::RUNPROBE);
+    user_policy(
+        &ws,
+        &format!(
+            "[extensions.runprobe]\nprocess = [\"curl\"]\nfs-read = [\".\"]\n\
+             network = [\"localhost:{port}\"]\n"
+        ),
+    );
+    let curl = |url: String| {
+        let args = json!({"program": "curl", "args": ["-sS", url]}).to_string();
+        let out = toolhost(&ws, &["--extension", &ext, "call", "run", &args], None);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(curl(format!("http://localhost:{port}/hello")).contains("hello from the test server"));
+    let refused = curl(format!("http://localhost:{}/hello", port + 1));
+    assert!(
+        refused.contains(&format!(
+            "toolhost refused the connection to localhost:{}: localhost:{} is not in the network grant",
+            port + 1,
+            port + 1
+        )),
+        "{refused}"
+    );
+}
+
+/// `npm view` against a registry stand-in on loopback, through the proxy:
+/// npm takes the proxy from the environment the host sets.
+#[test]
+fn npm_view_works_through_the_proxy_against_a_local_registry() {
+    let registry = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = registry.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in registry.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                let _ = reader.read_line(&mut line);
+                loop {
+                    let mut header = String::new();
+                    match reader.read_line(&mut header) {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) if header == "\r\n" => break,
+                        Ok(_) => {}
+                    }
+                }
+                let packument = format!(
+                    r#"{{"name":"tiny-pkg","dist-tags":{{"latest":"1.2.3"}},"versions":{{"1.2.3":{{"name":"tiny-pkg","version":"1.2.3","description":"A stand-in","dist":{{"tarball":"http://localhost:{port}/tiny-pkg-1.2.3.tgz","shasum":"0"}}}}}}}}"#
+                );
+                let mut out = stream;
+                let _ = write!(
+                    out,
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{packument}",
+                    packument.len()
+                );
+            });
+        }
+    });
+    let ws = Workspace::new();
+    user_policy(&ws, &format!("[shell]\nnetwork = [\"localhost:{port}\"]\n"));
+    // The machine's npm (scripts/setup needs it for the examples too).
+    let command = format!(
+        "npm view tiny-pkg version --registry http://localhost:{port}/ --cache $TMPDIR/npm-cache 2>&1"
+    );
+    let (text, is_error) = call_text(&ws, "bash", json!({ "command": command }));
+    assert!(!is_error, "{text}");
+    assert_eq!(text.trim(), "1.2.3", "{text}");
+}
+
+/// `pip download` against a package index stand-in on loopback, through
+/// the proxy: pip takes the proxy from the environment the host sets.
+#[test]
+fn pip_download_works_through_the_proxy_against_a_local_index() {
+    // A wheel of one empty module, built by Python's zipfile.
+    let dir = tempfile::tempdir().unwrap();
+    let wheel = dir.path().join("tiny-1.0-py3-none-any.whl");
+    let build = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sys, zipfile\n\
+             z = zipfile.ZipFile(sys.argv[1], 'w')\n\
+             z.writestr('tiny.py', '')\n\
+             z.writestr('tiny-1.0.dist-info/METADATA', 'Metadata-Version: 2.1\\nName: tiny\\nVersion: 1.0\\n')\n\
+             z.writestr('tiny-1.0.dist-info/WHEEL', 'Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')\n\
+             z.writestr('tiny-1.0.dist-info/RECORD', '')\n\
+             z.close()\n",
+        )
+        .arg(&wheel)
+        .status()
+        .unwrap();
+    assert!(build.success());
+    let bytes = std::fs::read(&wheel).unwrap();
+    let index = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = index.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in index.incoming().flatten() {
+            let bytes = bytes.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                let _ = reader.read_line(&mut line);
+                loop {
+                    let mut header = String::new();
+                    match reader.read_line(&mut header) {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) if header == "\r\n" => break,
+                        Ok(_) => {}
+                    }
+                }
+                let (kind, body) = if line.contains("/simple/tiny/") {
+                    let html = "<html><body><a href=\"/files/tiny-1.0-py3-none-any.whl\">tiny-1.0-py3-none-any.whl</a></body></html>";
+                    ("text/html", html.as_bytes().to_vec())
+                } else {
+                    ("application/octet-stream", bytes)
+                };
+                let mut out = stream;
+                let _ = write!(
+                    out,
+                    "HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = out.write_all(&body);
+            });
+        }
+    });
+    let ws = Workspace::new();
+    user_policy(&ws, &format!("[shell]\nnetwork = [\"localhost:{port}\"]\n"));
+    let command = format!(
+        "python3 -m pip download --no-deps --no-cache-dir --disable-pip-version-check -q \
+         --index-url http://localhost:{port}/simple/ -d $TMPDIR/dl tiny 2>&1; ls $TMPDIR/dl"
+    );
+    let (text, is_error) = call_text(&ws, "bash", json!({ "command": command }));
+    assert!(!is_error, "{text}");
+    assert!(text.contains("tiny-1.0-py3-none-any.whl"), "{text}");
+}

@@ -416,7 +416,7 @@ impl GrantArgs {
             fs_read: self.fs_read,
             fs_write: self.fs_write,
             process: self.process,
-            network: self.network,
+            network: toolhost::extensions::policy::ShellNetwork::All(self.network),
             env: self.env,
             search: self.search,
             http: self.http,

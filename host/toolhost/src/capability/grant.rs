@@ -3,6 +3,7 @@
 //! what the key means is its module's ([`super::ALL`]).
 
 use crate::ops::http_client::SecretSpec;
+use crate::ops::http_client::proxy::Network;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -16,9 +17,11 @@ pub struct GrantSpec {
     pub fs_read: Vec<String>,
     pub fs_write: Vec<String>,
     pub process: Vec<String>,
-    /// Its programs may use the network (IPv4 and IPv6 sockets; refused
-    /// otherwise, see `ProcessPolicy::network`).
-    pub network: bool,
+    /// The network of its programs: `true` (IPv4 and IPv6 sockets; refused
+    /// otherwise, see `ProcessPolicy::network`), `false`, or the hosts they
+    /// reach through the host's egress proxy (`ProcessPolicy::network_hosts`).
+    #[serde(skip_serializing_if = "Network::is_none")]
+    pub network: Network,
     pub env: Vec<String>,
     pub search: bool,
     pub tools: bool,

@@ -5,7 +5,7 @@
 use super::{BuiltinBackends, Capability, ForExtension, GrantSpec, Imported, place};
 use crate::ops::Capabilities;
 use crate::ops::fs::GrantedDir;
-use crate::ops::http_client::proxy::NetPolicy;
+use crate::ops::http_client::proxy::{NetPolicy, Network};
 use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy, View};
 use crate::ops::protect::ProtectedPaths;
 use crate::ops::usage::Use;
@@ -20,7 +20,7 @@ pub(super) const CAPABILITY: Capability = Capability {
     asked: |g| !g.process.is_empty(),
     merge: |mine, other| {
         super::merge_list(&mut mine.process, &other.process);
-        mine.network |= other.network;
+        mine.network = mine.network.union(&other.network);
     },
     builtin,
     extension,
@@ -150,11 +150,19 @@ fn extension(
     let mut policy = ProcessPolicy::new()
         .host_env()
         .default_timeout(Some(x.call_time))
-        .network(grant.network)
+        .network(grant.network == Network::All(true))
         .jail(x.jail)
         .limits(limits)
         .view(View::SystemOnly)
         .protect(x.protected.clone());
+    if let Network::Hosts(hosts) = &grant.network {
+        match NetPolicy::new(hosts, x.call_time) {
+            Ok(hosts) => policy = policy.network_hosts(hosts),
+            Err(reason) => warnings.push(format!(
+                "network grant of extension {name}: {reason}; its programs get no network"
+            )),
+        }
+    }
     if let Some(guard) = x.guard {
         policy = policy.git_guard(guard.clone());
     }

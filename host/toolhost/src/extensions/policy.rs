@@ -122,25 +122,7 @@ pub struct ShellSettings {
 }
 
 /// `[shell] network`: all, none, or these hosts.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(untagged)]
-pub enum ShellNetwork {
-    All(bool),
-    Hosts(Vec<String>),
-}
-
-impl ShellNetwork {
-    /// Whether `self` allows no more than `wider` does.
-    fn within(&self, wider: &ShellNetwork) -> bool {
-        match (self, wider) {
-            (_, ShellNetwork::All(true)) | (ShellNetwork::All(false), _) => true,
-            (ShellNetwork::Hosts(mine), ShellNetwork::Hosts(theirs)) => {
-                mine.iter().all(|h| theirs.contains(h))
-            }
-            _ => false,
-        }
-    }
-}
+pub use crate::ops::http_client::proxy::Network as ShellNetwork;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]

@@ -40,6 +40,52 @@ pub const MAX_HEAD_BYTES: usize = 16 << 10;
 /// Connections relayed at once; more wait for a place.
 pub const MAX_CONNECTIONS: usize = 64;
 
+/// How much of the network a grant gives programs: all of it (`true`),
+/// none (`false`), or these hosts through the proxy.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(untagged)]
+pub enum Network {
+    All(bool),
+    Hosts(Vec<String>),
+}
+
+impl Default for Network {
+    fn default() -> Network {
+        Network::All(false)
+    }
+}
+
+impl Network {
+    /// None of it.
+    pub fn is_none(&self) -> bool {
+        matches!(self, Network::All(false))
+    }
+
+    /// Whether `self` allows no more than `wider` does.
+    pub fn within(&self, wider: &Network) -> bool {
+        match (self, wider) {
+            (_, Network::All(true)) | (Network::All(false), _) => true,
+            (Network::Hosts(mine), Network::Hosts(theirs)) => {
+                mine.iter().all(|h| theirs.contains(h))
+            }
+            _ => false,
+        }
+    }
+
+    /// What two grants of it give together.
+    pub fn union(&self, other: &Network) -> Network {
+        match (self, other) {
+            (Network::All(true), _) | (_, Network::All(true)) => Network::All(true),
+            (Network::All(false), n) | (n, Network::All(false)) => n.clone(),
+            (Network::Hosts(a), Network::Hosts(b)) => {
+                let mut hosts = a.clone();
+                hosts.extend(b.iter().filter(|h| !a.contains(h)).cloned());
+                Network::Hosts(hosts)
+            }
+        }
+    }
+}
+
 /// The hosts a command may reach through the proxy.
 #[derive(Debug)]
 pub struct NetPolicy {
