@@ -28,6 +28,7 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod batch;
+mod egress;
 mod http;
 mod jail;
 mod kill;
@@ -45,7 +46,7 @@ use std::time::{Duration, Instant};
 use toolhost::HostBuilder;
 
 const SECTIONS: &[&str] = &[
-    "overhead", "batch", "kill", "memory", "startup", "search", "jail", "http", "paths",
+    "overhead", "batch", "kill", "memory", "startup", "search", "jail", "http", "egress", "paths",
 ];
 
 /// Settings shared by the sections.
@@ -133,6 +134,7 @@ fn main() {
             "search" => search::run(&cfg, &mut rows),
             "jail" => jail::run(&cfg, &mut rows),
             "http" => http::run(&cfg, &mut rows),
+            "egress" => egress::run(&cfg, &mut rows),
             "paths" => paths::run(&cfg, &mut rows),
             _ => unreachable!(),
         }
