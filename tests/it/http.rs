@@ -89,6 +89,19 @@ fn serve(stream: TcpStream, other: u16, seen: &Mutex<Vec<(String, String)>>) {
         .push((path.clone(), authorization.clone()));
     let mut out = stream;
     let response = match path.as_str() {
+        // What an attacker's favourite echo does: the request's headers,
+        // compressed (the host cannot read them for the secret).
+        "/gzip-echo" => {
+            let body = gzip(headers.as_bytes());
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-encoding: gzip\r\n\
+                 content-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = out.write_all(head.as_bytes());
+            let _ = out.write_all(&body);
+            return;
+        }
         "/echo" => format!(
             "HTTP/1.1 200 OK\r\ncontent-type: text/plain; echo={authorization}\r\n\
              x-echo: {authorization}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{headers}",
@@ -126,6 +139,18 @@ fn serve(stream: TcpStream, other: u16, seen: &Mutex<Vec<(String, String)>>) {
         _ => "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".into(),
     };
     let _ = out.write_all(response.as_bytes());
+}
+
+/// `bytes` gzipped, by the machine's gzip.
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut child = std::process::Command::new("gzip")
+        .arg("-c")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+    child.wait_with_output().unwrap().stdout
 }
 
 /// The built httpget example; panics with the build command when missing.
@@ -966,4 +991,43 @@ fn pip_download_works_through_the_proxy_against_a_local_index() {
     let (text, is_error) = call_text(&ws, "bash", json!({ "command": command }));
     assert!(!is_error, "{text}");
     assert!(text.contains("tiny-1.0-py3-none-any.whl"), "{text}");
+}
+
+/// An answer the host cannot search (compressed) is refused when its
+/// request carried a secret: an echo endpoint of the secret's own host,
+/// asked for gzip, would otherwise hand the component the secret.
+#[test]
+fn a_compressed_answer_to_a_request_carrying_a_secret_is_refused() {
+    let b = Server::start("127.0.0.1:0", 1);
+    let a = Server::start("127.0.0.1:0", b.port);
+    let ws = with_a_secret(&a, &b, "env:TEST_API_TOKEN");
+    let get = |server: &Server| {
+        let url = json!({"url": format!("http://localhost:{}/gzip-echo", server.port)});
+        let out = toolhost_with_env(
+            &ws,
+            &["call", "http_get", &url.to_string(), "--json"],
+            None,
+            &[("TEST_API_TOKEN", SECRET)],
+        );
+        let msg = json_out(&out);
+        (
+            msg["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            msg["isError"] == true,
+        )
+    };
+    let (text, is_error) = get(&a);
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains(&format!(
+            "HTTP response from http://localhost:{}/gzip-echo refused: the request carried a secret and the answer came encoded (gzip), which the host cannot search for the secret",
+            a.port
+        )),
+        "{text}"
+    );
+    // Without a secret the same answer passes, as it is.
+    let (text, is_error) = get(&b);
+    assert!(!is_error, "{text}");
 }

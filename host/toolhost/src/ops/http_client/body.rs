@@ -100,7 +100,21 @@ impl Body for Incoming {
                 let frame = match (&mut this.redactor, frame.into_data()) {
                     (Some(redactor), Ok(data)) => Frame::data(Bytes::from(redactor.push(&data))),
                     (_, Ok(data)) => Frame::data(data),
-                    (_, Err(frame)) => frame,
+                    // Trailers are headers too.
+                    (Some(redactor), Err(frame)) => match frame.into_trailers() {
+                        Ok(mut trailers) => {
+                            for value in trailers.values_mut() {
+                                if let Some(clean) = redactor.whole(value.as_bytes()) {
+                                    *value = http::HeaderValue::from_bytes(&clean).unwrap_or_else(
+                                        |_| http::HeaderValue::from_static("[secret]"),
+                                    );
+                                }
+                            }
+                            Frame::trailers(trailers)
+                        }
+                        Err(frame) => frame,
+                    },
+                    (None, Err(frame)) => frame,
                 };
                 Poll::Ready(Some(Ok(frame)))
             }

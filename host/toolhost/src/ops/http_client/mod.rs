@@ -278,12 +278,20 @@ async fn send(
 
     usage.note(Use::Host, &target.as_entry());
     // The secrets that go to this host, now that every check has passed.
+    let mut carries_secret = false;
     for secret in policy.secrets.iter().filter(|s| s.goes_to(&target)) {
         secret.add_to(request.headers_mut());
         usage.note(
             Use::Secret,
             &format!("{} to {}", secret.name, target.as_entry()),
         );
+        carries_secret = true;
+    }
+    if carries_secret {
+        // An answer the host could not read (compressed) could carry the
+        // secret past the redaction: ask for one it can.
+        request.headers_mut().remove(http::header::ACCEPT_ENCODING);
+        request.headers_mut().remove(http::header::TE);
     }
     let mut last_error = None;
     let mut tcp = None;
@@ -370,6 +378,26 @@ async fn send(
     // header, not in the body.
     let redactor = secrets::Redactor::of(&policy.secrets);
     let mut response = response;
+    let encoding = response
+        .headers()
+        .get(http::header::CONTENT_ENCODING)
+        .map(|v| {
+            String::from_utf8_lossy(v.as_bytes())
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .filter(|e| !e.is_empty() && e != "identity");
+    if let (true, Some(encoding)) = (carries_secret, encoding) {
+        usage.note(
+            Use::Denied,
+            &format!("http {}: encoded-answer-to-secret", target.url),
+        );
+        return Err(internal(format!(
+            "HTTP response from {} refused: the request carried a secret and the answer came \
+             encoded ({encoding}), which the host cannot search for the secret",
+            target.url
+        )));
+    }
     if let Some(redactor) = &redactor {
         for value in response.headers_mut().values_mut() {
             if let Some(clean) = redactor.whole(value.as_bytes()) {

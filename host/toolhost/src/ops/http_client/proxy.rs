@@ -366,7 +366,20 @@ impl Request {
         }
         let target = Target::of(&uri).map_err(|r| r.text)?;
         let path = uri.path_and_query().map_or("/", |p| p.as_str());
-        let head = format!("{method} {path} {version}\r\n{headers}");
+        // The Host header names the host checked, whatever the client wrote
+        // there (a server that routes by it serves only that host).
+        let authority = uri.authority().map_or("", |a| a.as_str());
+        let mut head = format!("{method} {path} {version}\r\nhost: {authority}\r\n");
+        for line in headers.split("\r\n") {
+            let is_host = line
+                .split_once(':')
+                .is_some_and(|(name, _)| name.trim().eq_ignore_ascii_case("host"));
+            if !is_host && !line.is_empty() {
+                head.push_str(line);
+                head.push_str("\r\n");
+            }
+        }
+        head.push_str("\r\n");
         Ok(Request {
             target,
             forward: Some(head.into_bytes()),
@@ -452,8 +465,8 @@ mod tests {
         }
     }
 
-    /// A server answering each connection with `hello` and the first line
-    /// it was sent.
+    /// A server answering each connection with the head it was sent (its
+    /// blank line left out).
     async fn upstream() -> u16 {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -465,7 +478,14 @@ mod tests {
                 tokio::spawn(async move {
                     let mut reader = tokio::io::BufReader::new(stream);
                     let mut line = String::new();
-                    let _ = reader.read_line(&mut line).await;
+                    loop {
+                        let mut next = String::new();
+                        match reader.read_line(&mut next).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(_) if next == "\r\n" => break,
+                            Ok(_) => line.push_str(&next),
+                        }
+                    }
                     let reply = format!(
                         "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{line}",
                         line.len()
@@ -526,11 +546,21 @@ mod tests {
         // Plain HTTP: the absolute URL goes on in origin form.
         let out = ask(
             proxy,
-            &format!("GET http://localhost:{port}/a?b HTTP/1.1\r\nhost: localhost\r\n\r\n"),
+            &format!(
+                "GET http://localhost:{port}/a?b HTTP/1.1\r\nHost: evil.example\r\naccept: */*\r\n\r\n"
+            ),
             "",
         )
         .await;
-        assert!(out.ends_with("GET /a?b HTTP/1.1\r\n"), "{out}");
+        // In origin form, and the Host header names the host checked,
+        // whatever the client wrote (a server routing by it cannot be
+        // steered to another of its sites).
+        assert!(
+            out.ends_with(&format!(
+                "GET /a?b HTTP/1.1\r\nhost: localhost:{port}\r\naccept: */*\r\n"
+            )),
+            "{out}"
+        );
         // Another port of the same host: refused, with the reason in a 403.
         let other = port.wrapping_add(1);
         let out = ask(

@@ -229,3 +229,77 @@ async fn a_request_body_over_the_limit_fails_naming_the_limit() {
         "HTTP request body size exceeds limit: 1024 bytes"
     );
 }
+
+/// A call that is never cancelled and records nothing.
+struct Quiet(
+    tokio_util::sync::CancellationToken,
+    crate::ops::usage::Usage,
+);
+
+impl CallWatch for Quiet {
+    fn cancel(&self) -> &tokio_util::sync::CancellationToken {
+        &self.0
+    }
+    fn usage(&self) -> &crate::ops::usage::Usage {
+        &self.1
+    }
+    fn asking(&self) -> Option<&crate::permissions::ask::CallAsking> {
+        None
+    }
+}
+
+/// A body that carries a secret split across its chunks, and a trailer
+/// that carries it whole, reaches the guest with neither.
+#[tokio::test]
+async fn a_secret_in_a_chunked_body_or_a_trailer_is_replaced() {
+    use std::os::unix::fs::PermissionsExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, "tok-0123456789").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let spec = SecretSpec {
+        from: format!("file:{}", file.display()),
+        ..Default::default()
+    };
+    let secret = Arc::new(HttpSecret::resolve("T", &spec, &[grant("example.com")]).unwrap());
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 1024];
+        let _ = s.read(&mut buf).await;
+        let answer = "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ntrailer: x-echo\r\n\r\n\
+                      8\r\nsaw tok-\r\n6\r\n012345\r\n5\r\n6789.\r\n0\r\nx-echo: Bearer tok-0123456789\r\n\r\n";
+        s.write_all(answer.as_bytes()).await.unwrap();
+    });
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let request = http::Request::get("/")
+        .header("host", "x")
+        .header("te", "trailers")
+        .body(http_body_util::Empty::<Bytes>::new())
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    let signals: Arc<dyn CallWatch> = Arc::new(Quiet(Default::default(), Default::default()));
+    let body = Incoming {
+        inner: response.into_body(),
+        read: 0,
+        limit: 1 << 20,
+        idle: Duration::from_secs(10),
+        timer: Box::pin(tokio::time::sleep(Duration::from_secs(10))),
+        cancelled: Box::pin(signals.cancel().clone().cancelled_owned()),
+        url: "http://x/".into(),
+        signals: signals.clone(),
+        done: false,
+        redactor: secrets::Redactor::of(&[secret]),
+    };
+    let collected = body.collect().await.unwrap();
+    let trailers = collected.trailers().cloned().unwrap_or_default();
+    assert_eq!(collected.to_bytes(), "saw [secret T].".as_bytes());
+    assert_eq!(trailers["x-echo"], "Bearer [secret T]");
+}
