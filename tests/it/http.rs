@@ -60,24 +60,58 @@ impl Server {
     }
 }
 
-/// Answer one request: `/hello` a text, `/redirect` a 302 to `other`'s
-/// `/hello`, `/big` 200 KiB without a Content-Length (read to the end),
-/// `/echo` the request's headers, in the body and in response headers.
-fn serve(stream: TcpStream, other: u16, seen: &Mutex<Vec<(String, String)>>) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
+/// A request's line and headers (through its blank line), and the reader
+/// that holds what follows; `None` if it ends first.
+fn read_head(stream: &TcpStream) -> Option<(String, String, BufReader<TcpStream>)> {
+    let mut reader = BufReader::new(stream.try_clone().ok()?);
     let mut request_line = String::new();
-    if reader.read_line(&mut request_line).is_err() {
-        return;
-    }
+    reader.read_line(&mut request_line).ok()?;
     let mut headers = String::new();
     loop {
         let mut line = String::new();
         match reader.read_line(&mut line) {
-            Ok(0) | Err(_) => return,
-            Ok(_) if line == "\r\n" => break,
+            Ok(0) | Err(_) => return None,
+            Ok(_) if line == "\r\n" => return Some((request_line, headers, reader)),
             Ok(_) => headers.push_str(&line),
         }
     }
+}
+
+/// A stand-in server on loopback answering each request with what
+/// `answer` gives for its request line: a content type and a body.
+fn stand_in(answer: impl Fn(&str) -> (&'static str, Vec<u8>) + Send + Sync + 'static) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let answer = Arc::new(answer);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let answer = answer.clone();
+            std::thread::spawn(move || {
+                let Some((line, _, _)) = read_head(&stream) else {
+                    return;
+                };
+                let (kind, body) = answer(&line);
+                let mut out = stream;
+                let _ = write!(
+                    out,
+                    "HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\ncontent-length: {}\r\n\
+                     connection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = out.write_all(&body);
+            });
+        }
+    });
+    port
+}
+
+/// Answer one request: `/hello` a text, `/redirect` a 302 to `other`'s
+/// `/hello`, `/big` 200 KiB without a Content-Length (read to the end),
+/// `/echo` the request's headers, in the body and in response headers.
+fn serve(stream: TcpStream, other: u16, seen: &Mutex<Vec<(String, String)>>) {
+    let Some((request_line, headers, mut reader)) = read_head(&stream) else {
+        return;
+    };
     let path = request_line.split(' ').nth(1).unwrap_or("/").to_string();
     let authorization = headers
         .lines()
@@ -887,33 +921,10 @@ fn an_extensions_programs_reach_only_the_hosts_its_network_list_names() {
 /// npm takes the proxy from the environment the host sets.
 #[test]
 fn npm_view_works_through_the_proxy_against_a_local_registry() {
-    let registry = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = registry.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in registry.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut line = String::new();
-                let _ = reader.read_line(&mut line);
-                loop {
-                    let mut header = String::new();
-                    match reader.read_line(&mut header) {
-                        Ok(0) | Err(_) => return,
-                        Ok(_) if header == "\r\n" => break,
-                        Ok(_) => {}
-                    }
-                }
-                let packument = format!(
-                    r#"{{"name":"tiny-pkg","dist-tags":{{"latest":"1.2.3"}},"versions":{{"1.2.3":{{"name":"tiny-pkg","version":"1.2.3","description":"A stand-in","dist":{{"tarball":"http://localhost:{port}/tiny-pkg-1.2.3.tgz","shasum":"0"}}}}}}}}"#
-                );
-                let mut out = stream;
-                let _ = write!(
-                    out,
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{packument}",
-                    packument.len()
-                );
-            });
-        }
+    let port = stand_in(|_| {
+        // The tarball is never fetched by `npm view`.
+        let packument = r#"{"name":"tiny-pkg","dist-tags":{"latest":"1.2.3"},"versions":{"1.2.3":{"name":"tiny-pkg","version":"1.2.3","description":"A stand-in","dist":{"tarball":"http://localhost:1/tiny-pkg-1.2.3.tgz","shasum":"0"}}}}"#;
+        ("application/json", packument.as_bytes().to_vec())
     });
     let ws = Workspace::new();
     user_policy(&ws, &format!("[shell]\nnetwork = [\"localhost:{port}\"]\n"));
@@ -949,37 +960,12 @@ fn pip_download_works_through_the_proxy_against_a_local_index() {
         .unwrap();
     assert!(build.success());
     let bytes = std::fs::read(&wheel).unwrap();
-    let index = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = index.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in index.incoming().flatten() {
-            let bytes = bytes.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut line = String::new();
-                let _ = reader.read_line(&mut line);
-                loop {
-                    let mut header = String::new();
-                    match reader.read_line(&mut header) {
-                        Ok(0) | Err(_) => return,
-                        Ok(_) if header == "\r\n" => break,
-                        Ok(_) => {}
-                    }
-                }
-                let (kind, body) = if line.contains("/simple/tiny/") {
-                    let html = "<html><body><a href=\"/files/tiny-1.0-py3-none-any.whl\">tiny-1.0-py3-none-any.whl</a></body></html>";
-                    ("text/html", html.as_bytes().to_vec())
-                } else {
-                    ("application/octet-stream", bytes)
-                };
-                let mut out = stream;
-                let _ = write!(
-                    out,
-                    "HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = out.write_all(&body);
-            });
+    let port = stand_in(move |line| {
+        if line.contains("/simple/tiny/") {
+            let html = "<html><body><a href=\"/files/tiny-1.0-py3-none-any.whl\">tiny-1.0-py3-none-any.whl</a></body></html>";
+            ("text/html", html.as_bytes().to_vec())
+        } else {
+            ("application/octet-stream", bytes.clone())
         }
     });
     let ws = Workspace::new();
