@@ -526,3 +526,80 @@ fn a_client_with_a_person_answers_questions_and_one_without_gets_the_refusal() {
     );
     server.finish();
 }
+
+/// A tool that asks the client (`toolhost:tool/client`) in a batch whose
+/// client declared it can answer: the request comes as MCP's, the answer
+/// goes back to the tool; a kind the client did not declare is not sent.
+#[test]
+fn a_client_answers_what_a_tool_asks_of_it() {
+    let ws = Workspace::new();
+    user_policy(
+        &ws,
+        "[extensions.mcptools]\ntools = true\nclient = [\"elicitation\", \"roots\"]\n",
+    );
+    let mut server = Server::start(&ws, &["--extension", toolhost_tests::MCPTOOLS]);
+    let call = json!({"type": "toolCall", "id": "a", "name": "test_elicitation",
+        "arguments": {"message": "Who are you?"}});
+    server.request(
+        json!(1),
+        "batch/run",
+        json!({"message": batch(json!([call])), "client": {"elicitation": true}}),
+    );
+    let asked = loop {
+        let line = server.next();
+        if line["method"] == "elicitation/create" {
+            break line;
+        }
+        assert!(line.get("result").is_none(), "no request came: {line}");
+    };
+    assert_eq!(
+        asked["params"]["message"],
+        "Tool test_elicitation asks:\nWho are you?"
+    );
+    assert_eq!(
+        asked["params"]["_meta"]["toolhost/tool"],
+        "test_elicitation"
+    );
+    assert_eq!(
+        asked["params"]["requestedSchema"]["required"],
+        json!(["username", "email"])
+    );
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": asked["id"], "result":
+            {"action": "accept", "content": {"username": "ada", "email": "a@x.org"}}})
+        .to_string(),
+    );
+    let response = loop {
+        let line = server.next();
+        if line["id"] == 1 {
+            break line;
+        }
+    };
+    assert_eq!(
+        result_texts(&response["result"]["toolResults"]),
+        [r#"User response: action=accept, content={"username":"ada","email":"a@x.org"}"#]
+    );
+    // Roots were not declared for this batch: the tool is told, the client
+    // is not asked.
+    let call = json!({"type": "toolCall", "id": "b", "name": "test_input_required_result_list_roots", "arguments": {}});
+    server.request(
+        json!(2),
+        "batch/run",
+        json!({"message": batch(json!([call])), "client": {"elicitation": true}}),
+    );
+    let response = loop {
+        let line = server.next();
+        assert!(
+            line.get("method").is_none_or(|m| m == "batch/event"),
+            "{line}"
+        );
+        if line["id"] == 2 {
+            break line;
+        }
+    };
+    let texts = result_texts(&response["result"]["toolResults"]);
+    assert!(
+        texts[0].contains("the client cannot be asked for roots"),
+        "{texts:?}"
+    );
+}

@@ -22,6 +22,15 @@
 //! a question withdrawn (the batch was cancelled, or the wait ran out) is
 //! said by a `permission/withdrawn` `{id}` notification. Over stdio only.
 //!
+//! A `batch/run` with `"client": {"elicitation": true, "sampling": true,
+//! "roots": true}` (any of them) says the client can answer what a tool asks
+//! of it (`toolhost:tool/client`): each request is sent to the client as the
+//! MCP request it is (`elicitation/create`, `sampling/createMessage`,
+//! `roots/list`, with MCP's params and `_meta: {"toolhost/tool": NAME}`; ids
+//! `client-N`), and its `result` is the tool's answer; one withdrawn (the
+//! call ended first) is said by a `notifications/cancelled` `{requestId}`.
+//! Over stdio only.
+//!
 //! Batches run concurrently; everything else is answered in order of arrival.
 //! Malformed input gets the JSON-RPC error codes with a message naming the
 //! cause. A JSON array (a JSON-RPC batch) is refused: with streamed events, one
@@ -108,6 +117,97 @@ impl ClientPerson {
     fn answered(&self, id: &str, response: Value) -> bool {
         let waiting = self.pending.lock().expect("pending questions").remove(id);
         waiting.is_some_and(|tx| tx.send(response).is_ok())
+    }
+}
+
+/// The client of a `batch/run` that declared what it can answer: a tool's
+/// requests go to it as MCP's requests, over the same stdio.
+struct ServeClient {
+    person: Arc<ClientPerson>,
+    declared: crate::ops::client::ClientCaps,
+}
+
+/// Withdraws a client request dropped unanswered.
+struct Unasked<'a> {
+    person: &'a ClientPerson,
+    id: Option<String>,
+}
+
+impl Drop for Unasked<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            self.person
+                .pending
+                .lock()
+                .expect("pending questions")
+                .remove(&id);
+            self.person.out.send(json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": id, "reason": "the call ended first"},
+            }));
+        }
+    }
+}
+
+impl crate::ops::client::Client for ServeClient {
+    fn capabilities(&self) -> crate::ops::client::ClientCaps {
+        self.declared
+    }
+
+    fn request<'a>(
+        &'a self,
+        tool: &'a str,
+        requests: &'a [crate::ops::client::ClientRequest],
+    ) -> BoxFuture<'a, Result<Vec<Value>, crate::ops::client::ClientError>> {
+        use crate::ops::client::ClientError;
+        Box::pin(async move {
+            let mut answers = Vec::with_capacity(requests.len());
+            for request in requests {
+                if !self.declared.has(request.method) {
+                    return Err(ClientError::NotSupported(request.method));
+                }
+                let person = &self.person;
+                let n = person
+                    .next
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                    + 1;
+                let id = format!("client-{n}");
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                person
+                    .pending
+                    .lock()
+                    .expect("pending questions")
+                    .insert(id.clone(), tx);
+                let mut params = request.attributed(tool).params;
+                params["_meta"] = json!({"toolhost/tool": tool, "toolhost/key": request.key});
+                person.out.send(json!({
+                    "jsonrpc": "2.0",
+                    "id": id,
+                    "method": request.method.method(),
+                    "params": params,
+                }));
+                let mut unasked = Unasked {
+                    person,
+                    id: Some(id),
+                };
+                let response = rx
+                    .await
+                    .map_err(|_| ClientError::Failed("the client went away".into()))?;
+                unasked.id = None;
+                match (response.get("result"), response.get("error")) {
+                    (Some(result), _) => answers.push(result.clone()),
+                    (None, error) => {
+                        let message = error
+                            .and_then(|e| e.get("message"))
+                            .and_then(Value::as_str)
+                            .unwrap_or("no result");
+                        return Err(ClientError::Failed(format!("the client: {message}")));
+                    }
+                }
+            }
+            Ok(answers)
+        })
     }
 }
 
@@ -487,7 +587,24 @@ impl RpcServer {
                 Some(Value::Bool(true)) => self.person.as_ref().map(|(_, asker)| asker.clone()),
                 _ => None,
             };
-            return match start_batch(&self.host, request, out, &self.running, asker) {
+            // What the client declared it can answer for a tool.
+            let declared = request.params.get("client").map(|c| {
+                let has = |k: &str| c.get(k).and_then(Value::as_bool).unwrap_or(false);
+                crate::ops::client::ClientCaps {
+                    elicitation: has("elicitation"),
+                    sampling: has("sampling"),
+                    roots: has("roots"),
+                }
+            });
+            let client = match (declared, &self.person) {
+                (Some(declared), Some((person, _))) => Some(Arc::new(ServeClient {
+                    person: person.clone(),
+                    declared,
+                })
+                    as Arc<dyn crate::ops::client::Client>),
+                _ => None,
+            };
+            return match start_batch(&self.host, request, out, &self.running, (asker, client)) {
                 Ok(batch) => batch,
                 Err((id, error)) => {
                     out.send(error_response(&id, error));
@@ -582,7 +699,10 @@ fn start_batch(
     request: Request,
     out: &Outbox,
     running: &Running,
-    asker: Option<Arc<Asker>>,
+    front: (
+        Option<Arc<Asker>>,
+        Option<Arc<dyn crate::ops::client::Client>>,
+    ),
 ) -> Result<Option<Batch>, (Value, RpcError)> {
     let method = "batch/run";
     let Some(id) = request.id else {
@@ -637,7 +757,7 @@ fn start_batch(
             );
         });
         let outcome = host
-            .run_batch_in(&message, cancel, sink, Some(turns), asker)
+            .run_batch_in(&message, cancel, sink, Some(turns), front)
             .await;
         running.lock().expect("running batches lock").remove(&key);
         out.send(response(

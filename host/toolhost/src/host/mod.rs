@@ -156,7 +156,8 @@ impl Host {
         cancel: CancellationToken,
         sink: Arc<dyn EventSink>,
     ) -> BatchOutcome {
-        self.run_batch_in(message, cancel, sink, None, None).await
+        self.run_batch_in(message, cancel, sink, None, (None, None))
+            .await
     }
 
     /// [`Self::run_batch`], asking `asker`'s person (a front end's session)
@@ -169,7 +170,7 @@ impl Host {
         sink: Arc<dyn EventSink>,
         asker: Arc<Asker>,
     ) -> BatchOutcome {
-        self.run_batch_in(message, cancel, sink, None, Some(asker))
+        self.run_batch_in(message, cancel, sink, None, (Some(asker), None))
             .await
     }
 
@@ -182,7 +183,10 @@ impl Host {
         cancel: CancellationToken,
         sink: Arc<dyn EventSink>,
         turns: Option<Vec<crate::ops::fs::Turn>>,
-        asker: Option<Arc<Asker>>,
+        (asker, client): (
+            Option<Arc<Asker>>,
+            Option<Arc<dyn crate::ops::client::Client>>,
+        ),
     ) -> BatchOutcome {
         batch::run(
             self.inner.session.clone(),
@@ -191,7 +195,7 @@ impl Host {
                 cancel,
                 sink,
                 asker,
-                client: None,
+                client,
             },
             turns,
             Reach::Active,

@@ -315,7 +315,7 @@ impl Client for Round {
             let unanswered: Vec<ClientRequest> = requests
                 .iter()
                 .filter(|r| !self.inputs.get(&r.key).is_some_and(|a| fits(r.method, a)))
-                .map(|r| attributed(tool, r))
+                .map(|r| r.attributed(tool))
                 .collect();
             if unanswered.is_empty() {
                 Ok(requests
@@ -341,18 +341,6 @@ fn fits(method: ClientMethod, answer: &Value) -> bool {
             .is_some_and(|c| c.is_object() || c.is_array()),
         ClientMethod::Roots => answer.get("roots").is_some_and(Value::is_array),
     }
-}
-
-/// `request` as the client is sent it: a form's message first names the
-/// tool that asks, so that no tool's form passes for toolhost's own
-/// permission question (which begins `toolhost: permission needed`).
-fn attributed(tool: &str, request: &ClientRequest) -> ClientRequest {
-    let mut request = request.clone();
-    if request.method == ClientMethod::Elicitation {
-        let message = request.params["message"].as_str().unwrap_or_default();
-        request.params["message"] = json!(format!("Tool {tool} asks:\n{message}"));
-    }
-    request
 }
 
 /// What the client of `context` declared it can answer.
@@ -398,7 +386,7 @@ impl Client for LiveClient {
                 if !self.declared.has(request.method) {
                     return Err(ClientError::NotSupported(request.method));
                 }
-                let request = attributed(tool, request);
+                let request = request.attributed(tool);
                 let wire = json!({"method": request.method.method(), "params": request.params});
                 let wire: ServerRequest = serde_json::from_value(wire).map_err(|e| {
                     ClientError::Failed(format!("the request {} is malformed: {e}", request.key))

@@ -120,6 +120,20 @@ pub struct ClientRequest {
     pub params: Value,
 }
 
+impl ClientRequest {
+    /// The request as a client is sent it: a form's message first names the
+    /// tool that asks, so that no tool's form passes for toolhost's own
+    /// permission question (which begins `toolhost: permission needed`).
+    pub fn attributed(&self, tool: &str) -> ClientRequest {
+        let mut request = self.clone();
+        if request.method == ClientMethod::Elicitation {
+            let message = request.params["message"].as_str().unwrap_or_default();
+            request.params["message"] = serde_json::json!(format!("Tool {tool} asks:\n{message}"));
+        }
+        request
+    }
+}
+
 /// Why a request got no answer.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ClientError {
