@@ -1022,3 +1022,33 @@ fn a_compressed_answer_to_a_request_carrying_a_secret_is_refused() {
     let (text, is_error) = get(&b);
     assert!(!is_error, "{text}");
 }
+
+/// Under a network list, the jail's loopback holds one port a command may
+/// connect to, the proxy's: Landlock refuses binding any port and
+/// connecting to any other (a second layer behind the namespace, which has
+/// nothing else to reach).
+#[test]
+fn under_a_network_list_a_command_may_connect_to_the_proxys_port_only() {
+    let abi = toolhost::doctor::landlock().as_ref().map(|abi| *abi as u32);
+    assert!(
+        abi.is_ok_and(|abi| abi >= 4),
+        "this machine's Landlock has no network rules (ABI < 4: {abi:?}); the claim needs them"
+    );
+    let script = "import socket\n\
+                  for what, f in [('bind', lambda s: s.bind(('127.0.0.1', 5555))),\n\
+                  \x20                ('connect', lambda s: s.connect(('127.0.0.1', 5556))),\n\
+                  \x20                ('proxy', lambda s: s.connect(('127.0.0.1', 3128)))]:\n\
+                  \x20   s = socket.socket()\n\
+                  \x20   try:\n\
+                  \x20       f(s); print(what, 'ok')\n\
+                  \x20   except OSError as e:\n\
+                  \x20       print(what, e.strerror)\n";
+    let (ws, _) = bash_with_network("[\"localhost:1\"]", "true");
+    ws.write("net.py", script);
+    let (text, _) = call_text(&ws, "bash", json!({"command": "python3 net.py"}));
+    assert_eq!(
+        text.trim(),
+        "bind Permission denied\nconnect Permission denied\nproxy ok",
+        "{text}"
+    );
+}
