@@ -714,6 +714,13 @@ fn ext_add_declares_a_secret_and_ext_list_says_where_it_goes() {
     );
     let listed = toolhost(&ws, &["ext", "list"], None);
     assert!(String::from_utf8_lossy(&listed.stdout).contains(line));
+    let installed = ws.user_extensions().join("httpget.wasm");
+    let inspected = toolhost(&ws, &["ext", "inspect", installed.to_str().unwrap()], None);
+    assert!(
+        String::from_utf8_lossy(&inspected.stdout).contains(line),
+        "{}",
+        String::from_utf8_lossy(&inspected.stdout)
+    );
     // And it is sent.
     let url = json!({"url": format!("{host}/echo")});
     let out = toolhost_with_env(

@@ -933,6 +933,11 @@ async fn inspect(file: &std::path::Path, json: bool) -> Result<ExitCode> {
         escape(&inspection.capabilities.join(", ")).into_owned()
     };
     println!("  requests: {caps}");
+    // Where the secrets the user's toolhost.toml declares for an extension
+    // of this name would go (it inspects a file; the grant is by name).
+    for line in user_secret_lines(file) {
+        println!("  {line}");
+    }
     for tool in &inspection.tools {
         print_definition(tool)?;
     }
@@ -981,6 +986,26 @@ fn ext_list(host: &Host, json: bool) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The secret lines of the user's grant to an extension named like `file`
+/// (its stem); none when there is no such grant or file.
+fn user_secret_lines(file: &std::path::Path) -> Vec<String> {
+    let (Some(name), Ok(dir)) = (file.file_stem().and_then(|s| s.to_str()), user_config_dir())
+    else {
+        return Vec::new();
+    };
+    let path = dir.join(toolhost::extensions::policy::POLICY_FILE);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Vec::new();
+    };
+    toolhost::extensions::policy::parse_text(&text, &path, &dir)
+        .ok()
+        .and_then(|policy| policy.grants.get(name).map(secret_lines))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|line| format!("{line} (granted in {})", escape_path(&path)))
+        .collect()
 }
 
 /// A line per secret of `grant`: its name, where it is read, the hosts it
