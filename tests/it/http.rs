@@ -1059,3 +1059,57 @@ fn under_a_network_list_a_command_may_connect_to_the_proxys_port_only() {
         "{text}"
     );
 }
+
+/// A secret read from the OS's key store (`keyring:SERVICE/USER`), where
+/// the `keyring` crate (and tools built on it) put it.
+#[test]
+fn a_secret_is_read_from_the_keyring() {
+    let b = Server::start("127.0.0.1:0", 1);
+    let a = Server::start("127.0.0.1:0", b.port);
+    let service = format!("toolhost-test-{}", std::process::id());
+    // Stored as `keyctl padd user keyring-rs:api@SERVICE @u` stores it (the
+    // description the keyring crate gives an entry), in the user's keyring.
+    let description = std::ffi::CString::new(format!("keyring-rs:api@{service}")).unwrap();
+    #[allow(unsafe_code)]
+    // SAFETY: add_key with NUL-terminated strings and a live payload.
+    let key = unsafe {
+        libc::syscall(
+            libc::SYS_add_key,
+            c"user".as_ptr(),
+            description.as_ptr(),
+            SECRET.as_ptr(),
+            SECRET.len(),
+            -4 as libc::c_long,
+        )
+    };
+    assert!(key > 0, "add_key: {}", std::io::Error::last_os_error());
+    let ws = with_a_secret(&a, &b, &format!("keyring:{service}/api"));
+    let url = json!({"url": format!("http://localhost:{}/echo", a.port)});
+    let out = toolhost(&ws, &["call", "http_get", &url.to_string()], None);
+    #[allow(unsafe_code)]
+    // SAFETY: keyctl(KEYCTL_INVALIDATE) takes a key's serial number.
+    unsafe {
+        libc::syscall(libc::SYS_keyctl, 21 as libc::c_long, key);
+    }
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains(SECRET),
+        "the component saw it"
+    );
+    assert_eq!(
+        a.seen(),
+        [("/echo".to_string(), format!("Bearer {SECRET}"))],
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // An entry that is not there: said at load, nothing sent.
+    let ws = with_a_secret(&a, &b, &format!("keyring:{service}/missing"));
+    let out = toolhost(&ws, &["call", "http_get", &url.to_string()], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "secret API_TOKEN is not sent: keyring:{service}/missing:"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(a.seen()[1], ("/echo".to_string(), String::new()));
+}

@@ -199,12 +199,67 @@ fn read_file(path: &std::path::Path) -> Result<String, String> {
     Ok(text)
 }
 
-/// The desktop keyring is not reached by this build: there is no crate
-/// for it that builds here without a session bus; said plainly.
+/// The entry `SERVICE/USER` of the kernel's key store (keyutils), as the
+/// `keyring` crate and tools built on it store it (a `user` key described
+/// `keyring-rs:USER@SERVICE`), or as `keyctl padd user keyring-rs:USER@SERVICE
+/// @u` does: found from this process's own keyrings (the session's, else
+/// the user's), which confers possession, and read once; nothing is
+/// linked or changed. The desktop's Secret Service (GNOME Keyring, KWallet)
+/// needs a session bus, which this build does not use.
 fn read_keyring(entry: &str) -> Result<String, String> {
-    Err(format!(
-        "keyring:{entry}: this build of toolhost reads no keyring; use env: or file:"
-    ))
+    let (service, user) = entry
+        .split_once('/')
+        .ok_or_else(|| format!("keyring:{entry} is not keyring:SERVICE/USER"))?;
+    let description = std::ffi::CString::new(format!("keyring-rs:{user}@{service}"))
+        .map_err(|_| format!("keyring:{entry} holds a NUL byte"))?;
+    const KEYCTL_SEARCH: libc::c_long = 10;
+    const KEYCTL_READ: libc::c_long = 11;
+    const SESSION: libc::c_long = -3;
+    const USER: libc::c_long = -4;
+    let kind = c"user";
+    let mut key = -1;
+    for keyring in [SESSION, USER] {
+        #[allow(unsafe_code)]
+        // SAFETY: keyctl with NUL-terminated strings that live across the call.
+        let found = unsafe {
+            libc::syscall(
+                libc::SYS_keyctl,
+                KEYCTL_SEARCH,
+                keyring,
+                kind.as_ptr(),
+                description.as_ptr(),
+                0 as libc::c_long,
+            )
+        };
+        if found >= 0 {
+            key = found;
+            break;
+        }
+    }
+    if key < 0 {
+        return Err(format!(
+            "keyring:{entry}: no such entry in this session's key store"
+        ));
+    }
+    let mut buffer = vec![0u8; 64 << 10];
+    #[allow(unsafe_code)]
+    // SAFETY: the buffer is live and as long as said.
+    let read = unsafe {
+        libc::syscall(
+            libc::SYS_keyctl,
+            KEYCTL_READ,
+            key,
+            buffer.as_mut_ptr(),
+            buffer.len(),
+        )
+    };
+    let read = usize::try_from(read)
+        .map_err(|_| format!("keyring:{entry}: {}", std::io::Error::last_os_error()))?;
+    if read > buffer.len() {
+        return Err(format!("keyring:{entry}: larger than 64 KiB"));
+    }
+    buffer.truncate(read);
+    String::from_utf8(buffer).map_err(|_| format!("keyring:{entry} is not UTF-8 text"))
 }
 
 /// Replaces every occurrence of an extension's secrets in what a response
