@@ -252,3 +252,65 @@ fn a_tool_that_asks_in_a_loop_is_stopped_after_64_requests() {
     );
     assert_eq!(client.asked.lock().unwrap().len(), 64);
 }
+
+/// At a terminal, `toolhost call` fills in a tool's form with the person:
+/// the tool's message, then a line per field (choices, defaults, what is
+/// required), each answer checked against the field's type.
+#[test]
+fn a_person_at_the_terminal_fills_in_a_tools_form() {
+    let ws = Workspace::new();
+    user_policy(
+        &ws,
+        "[extensions.mcptools]\ntools = true\nclient = [\"elicitation\", \"roots\"]\n",
+    );
+    let args = [
+        "--extension",
+        toolhost_tests::MCPTOOLS,
+        "call",
+        "test_elicitation_sep1034_defaults",
+        "{}",
+        "--json",
+    ];
+    // Yes; the name as it is (its default); an age that is not a number,
+    // then one; the rest as they are.
+    let (code, out) = on_a_terminal_answering(
+        &ws,
+        &args,
+        &[],
+        " › ",
+        &["y", "", "thirty", "31", "", "pending", "no"],
+        50,
+    );
+    let out = String::from_utf8_lossy(&out);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("toolhost: Tool test_elicitation_sep1034_defaults asks:"),
+        "{out}"
+    );
+    assert!(out.contains("age (integer; default 30) › "), "{out}");
+    assert!(out.contains("toolhost: answer a whole number"), "{out}");
+    assert!(
+        out.contains("status (one of active, inactive, pending; default \"active\") › "),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            r#"Elicitation completed: action=accept, content={\"name\":\"John Doe\",\"age\":31,\"score\":95.5,\"status\":\"pending\",\"verified\":false}"#
+        ),
+        "{out}"
+    );
+    // Roots: the terminal has none to give.
+    let args = [
+        "--extension",
+        toolhost_tests::MCPTOOLS,
+        "call",
+        "test_input_required_result_list_roots",
+        "{}",
+    ];
+    let (_, out) = on_a_terminal_answering(&ws, &args, &[], " › ", &[], 0);
+    let out = String::from_utf8_lossy(&out);
+    assert!(
+        out.contains("the client cannot be asked for roots"),
+        "{out}"
+    );
+}

@@ -185,3 +185,235 @@ fn read_line(tty: &mut File, withdrawn: &AtomicBool) -> Option<String> {
         }
     }
 }
+
+/// A form a tool asks for (`toolhost:tool/client`), filled in at the
+/// terminal: after the tool's message, one line per field, each ending in
+/// [`FIELD_PROMPT`]:
+///
+/// ```text
+/// toolhost: Tool deploy asks:
+///   Deploy where?
+/// Answer? [y]es, [n]o (decline) › y
+///   env (one of staging, prod; required) › prod
+/// ```
+///
+/// The terminal can fill in forms only: a tool asking for a completion of a
+/// model or for roots is told this client cannot answer those.
+impl toolhost::client::Client for Terminal {
+    fn capabilities(&self) -> toolhost::client::ClientCaps {
+        toolhost::client::ClientCaps {
+            elicitation: true,
+            ..Default::default()
+        }
+    }
+
+    fn request<'a>(
+        &'a self,
+        tool: &'a str,
+        requests: &'a [toolhost::client::ClientRequest],
+    ) -> BoxFuture<'a, Result<Vec<serde_json::Value>, toolhost::client::ClientError>> {
+        use toolhost::client::{ClientError, ClientMethod};
+        if let Some(other) = requests
+            .iter()
+            .find(|r| r.method != ClientMethod::Elicitation)
+        {
+            let method = other.method;
+            return Box::pin(async move { Err(ClientError::NotSupported(method)) });
+        }
+        let tty = match self.tty.lock().expect("terminal").try_clone() {
+            Ok(tty) => tty,
+            Err(e) => {
+                let why = format!("the terminal: {e}");
+                return Box::pin(async move { Err(ClientError::Failed(why)) });
+            }
+        };
+        let forms: Vec<serde_json::Value> =
+            requests.iter().map(|r| r.attributed(tool).params).collect();
+        let withdrawn = Arc::new(AtomicBool::new(false));
+        let guard = Withdraw(withdrawn.clone());
+        let hush = self.hush.lock().expect("terminal").clone();
+        Box::pin(async move {
+            let _guard = guard;
+            tokio::task::spawn_blocking(move || {
+                if let Some(hush) = &hush {
+                    hush(true);
+                }
+                let mut tty = tty;
+                let answers: Option<Vec<serde_json::Value>> = forms
+                    .iter()
+                    .map(|form| fill(&mut tty, form, &withdrawn))
+                    .collect();
+                if let Some(hush) = &hush {
+                    hush(false);
+                }
+                answers.ok_or(ClientError::Cancelled)
+            })
+            .await
+            .unwrap_or(Err(ClientError::Cancelled))
+        })
+    }
+}
+
+/// What ends every line of a form the terminal asks.
+pub const FIELD_PROMPT: &str = " › ";
+
+/// The elicitation result of the form `params` (MCP's `elicitation/create`
+/// params), filled in on `tty`; `None` when withdrawn or the terminal
+/// closed.
+fn fill(
+    tty: &mut File,
+    params: &serde_json::Value,
+    withdrawn: &AtomicBool,
+) -> Option<serde_json::Value> {
+    use serde_json::{Value, json};
+    let message = params["message"].as_str().unwrap_or_default();
+    let mut lines = message.lines();
+    let first = lines.next().unwrap_or_default();
+    writeln!(tty, "toolhost: {}", escape(first)).ok()?;
+    for line in lines {
+        writeln!(tty, "  {}", escape(line)).ok()?;
+    }
+    let ask = |tty: &mut File, label: &str| -> Option<String> {
+        write!(tty, "{label}{FIELD_PROMPT}").ok()?;
+        tty.flush().ok()?;
+        read_line(tty, withdrawn).map(|l| l.trim().to_string())
+    };
+    let answer = ask(tty, "Answer? [y]es, [n]o (decline)")?;
+    if !matches!(answer.to_ascii_lowercase().as_str(), "y" | "yes") {
+        let _ = writeln!(tty, "toolhost: declined");
+        return Some(json!({"action": "decline"}));
+    }
+    let schema = &params["requestedSchema"];
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut content = serde_json::Map::new();
+    let empty = serde_json::Map::new();
+    for (name, field) in schema["properties"].as_object().unwrap_or(&empty) {
+        let needed = required.contains(&name.as_str());
+        let mut tries = 0;
+        loop {
+            let label = format!("  {}{}", escape(name), describe(field, needed));
+            let line = ask(tty, &label)?;
+            match value_of(field, &line) {
+                Ok(Some(value)) => {
+                    content.insert(name.clone(), value);
+                    break;
+                }
+                Ok(None) if !needed => break,
+                Ok(None) => {
+                    let _ = writeln!(tty, "toolhost: {} is required", escape(name));
+                }
+                Err(why) => {
+                    let _ = writeln!(tty, "toolhost: {}", escape(&why));
+                }
+            }
+            tries += 1;
+            if tries == 3 {
+                let _ = writeln!(tty, "toolhost: cancelled");
+                return Some(json!({"action": "cancel"}));
+            }
+        }
+    }
+    Some(json!({"action": "accept", "content": content}))
+}
+
+/// The choices a field offers (an enum, `oneOf`/`anyOf` of consts), if any.
+fn choices(field: &serde_json::Value) -> Vec<String> {
+    let of = |list: &serde_json::Value| -> Vec<String> {
+        list.as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|i| i.get("const").or(Some(i)).and_then(|c| c.as_str()))
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for key in ["enum", "oneOf", "anyOf"] {
+        if field.get(key).is_some() {
+            return of(&field[key]);
+        }
+    }
+    let items = &field["items"];
+    for key in ["enum", "anyOf", "oneOf"] {
+        if items.get(key).is_some() {
+            return of(&items[key]);
+        }
+    }
+    Vec::new()
+}
+
+/// ` (one of a, b; default x; required)`: what the line asks for.
+fn describe(field: &serde_json::Value, required: bool) -> String {
+    let mut parts = Vec::new();
+    let kind = field["type"].as_str().unwrap_or("string");
+    let options = choices(field);
+    if !options.is_empty() {
+        let some = if kind == "array" { "some of" } else { "one of" };
+        parts.push(format!("{some} {}", options.join(", ")));
+    } else if kind != "string" {
+        parts.push(kind.to_string());
+    }
+    if let Some(default) = field.get("default") {
+        parts.push(format!("default {default}"));
+    }
+    if required {
+        parts.push("required".into());
+    }
+    match parts.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", escape(&parts.join("; "))),
+    }
+}
+
+/// The value `line` gives `field`: `None` for an empty line (its default,
+/// if it has one, stands); an error says what would do.
+fn value_of(field: &serde_json::Value, line: &str) -> Result<Option<serde_json::Value>, String> {
+    use serde_json::{Value, json};
+    if line.is_empty() {
+        return Ok(field.get("default").cloned());
+    }
+    let options = choices(field);
+    let check = |v: &str| -> Result<(), String> {
+        if options.is_empty() || options.iter().any(|o| o == v) {
+            Ok(())
+        } else {
+            Err(format!("answer one of {}", options.join(", ")))
+        }
+    };
+    match field["type"].as_str().unwrap_or("string") {
+        "integer" => line
+            .parse::<i64>()
+            .map(|n| Some(json!(n)))
+            .map_err(|_| "answer a whole number".into()),
+        "number" => line
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map(|n| Some(Value::Number(n)))
+            .ok_or_else(|| "answer a number".into()),
+        "boolean" => match line.to_ascii_lowercase().as_str() {
+            "y" | "yes" | "true" => Ok(Some(json!(true))),
+            "n" | "no" | "false" => Ok(Some(json!(false))),
+            _ => Err("answer yes or no".into()),
+        },
+        "array" => {
+            let items: Vec<&str> = line
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect();
+            for item in &items {
+                check(item)?;
+            }
+            Ok(Some(json!(items)))
+        }
+        _ => {
+            check(line)?;
+            Ok(Some(json!(line)))
+        }
+    }
+}

@@ -550,7 +550,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         .then(ask::Terminal::open)
         .flatten();
     if let Some(terminal) = &terminal {
-        builder = builder.ask(terminal.clone());
+        builder = builder.ask(terminal.clone()).client(terminal.clone());
     }
     let host = builder.build().await.context("loading the tools")?;
     for d in host.diagnostics() {

@@ -39,6 +39,9 @@ pub(crate) struct Session {
     /// The embedder's person to ask ([`crate::HostBuilder::ask`]), for
     /// batches whose front end brings none.
     pub asker: Option<Arc<Asker>>,
+    /// The person's client where the front end lends none
+    /// ([`crate::HostBuilder::client`]).
+    pub client: Option<Arc<dyn crate::ops::client::Client>>,
 }
 
 /// What every call of a session runs with.

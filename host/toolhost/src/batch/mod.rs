@@ -78,6 +78,7 @@ pub(crate) async fn run(
         client,
     } = front;
     let asker = asker.or_else(|| session.asker.clone());
+    let client = client.or_else(|| session.client.clone());
     let calls = message.tool_calls.len();
     let turns = match turns {
         Some(turns) => {

@@ -72,6 +72,7 @@ pub struct HostBuilder {
     audit: Option<PathBuf>,
     audit_reporter: Option<audit::Reporter>,
     asker: Option<Arc<Asker>>,
+    client: Option<Arc<dyn crate::ops::client::Client>>,
 }
 
 impl Default for HostBuilder {
@@ -99,6 +100,7 @@ impl Default for HostBuilder {
             audit: None,
             audit_reporter: None,
             asker: None,
+            client: None,
         }
     }
 }
@@ -211,6 +213,14 @@ impl HostBuilder {
     /// the person can grant.
     pub fn ask(mut self, person: Arc<dyn Ask>) -> Self {
         self.asker = Some(Asker::new(person));
+        self
+    }
+
+    /// Let tools ask `client` (forms, completions, roots:
+    /// `toolhost:tool/client`, within their grants) in every call whose
+    /// front end lends no client of its own ([`CallRequest::client`]).
+    pub fn client(mut self, client: Arc<dyn crate::ops::client::Client>) -> Self {
+        self.client = Some(client);
         self
     }
 
@@ -754,6 +764,7 @@ impl HostBuilder {
             protected: Arc::new(parts.config.protected.clone()),
             always_file: parts.config.policy.user_file.clone(),
             asker: self.asker,
+            client: self.client,
         };
         let mut reports = parts.reports;
         for report in &mut reports {
