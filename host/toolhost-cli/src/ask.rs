@@ -60,13 +60,23 @@ impl Ask for Terminal {
     }
 
     fn ask<'a>(&'a self, question: &'a Question) -> BoxFuture<'a, Option<Answer>> {
-        let tty = match self.tty.lock().expect("terminal").try_clone() {
-            Ok(tty) => tty,
-            Err(_) => return Box::pin(async { None }),
-        };
         let question = question.clone();
-        // Withdrawn when the future is dropped (the batch was cancelled):
-        // the reading thread sees it within its poll interval.
+        self.on_tty(move |tty, withdrawn| prompt(tty, &question, withdrawn))
+    }
+}
+
+impl Terminal {
+    /// Run `work` with the terminal on a blocking thread, while what else
+    /// draws on it is hushed. Withdrawn when the future is dropped (the
+    /// batch was cancelled): the reading thread sees it within its poll
+    /// interval.
+    fn on_tty<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(File, &AtomicBool) -> Option<T> + Send + 'static,
+    ) -> BoxFuture<'static, Option<T>> {
+        let Ok(tty) = self.tty.lock().expect("terminal").try_clone() else {
+            return Box::pin(async { None });
+        };
         let withdrawn = Arc::new(AtomicBool::new(false));
         let guard = Withdraw(withdrawn.clone());
         let hush = self.hush.lock().expect("terminal").clone();
@@ -76,11 +86,11 @@ impl Ask for Terminal {
                 if let Some(hush) = &hush {
                     hush(true);
                 }
-                let answer = prompt(tty, &question, &withdrawn);
+                let done = work(tty, &withdrawn);
                 if let Some(hush) = &hush {
                     hush(false);
                 }
-                answer
+                done
             })
             .await
             .ok()
@@ -220,37 +230,15 @@ impl toolhost::client::Client for Terminal {
             let method = other.method;
             return Box::pin(async move { Err(ClientError::NotSupported(method)) });
         }
-        let tty = match self.tty.lock().expect("terminal").try_clone() {
-            Ok(tty) => tty,
-            Err(e) => {
-                let why = format!("the terminal: {e}");
-                return Box::pin(async move { Err(ClientError::Failed(why)) });
-            }
-        };
         let forms: Vec<serde_json::Value> =
             requests.iter().map(|r| r.attributed(tool).params).collect();
-        let withdrawn = Arc::new(AtomicBool::new(false));
-        let guard = Withdraw(withdrawn.clone());
-        let hush = self.hush.lock().expect("terminal").clone();
-        Box::pin(async move {
-            let _guard = guard;
-            tokio::task::spawn_blocking(move || {
-                if let Some(hush) = &hush {
-                    hush(true);
-                }
-                let mut tty = tty;
-                let answers: Option<Vec<serde_json::Value>> = forms
-                    .iter()
-                    .map(|form| fill(&mut tty, form, &withdrawn))
-                    .collect();
-                if let Some(hush) = &hush {
-                    hush(false);
-                }
-                answers.ok_or(ClientError::Cancelled)
-            })
-            .await
-            .unwrap_or(Err(ClientError::Cancelled))
-        })
+        let filled = self.on_tty(move |mut tty, withdrawn| {
+            forms
+                .iter()
+                .map(|form| fill(&mut tty, form, withdrawn))
+                .collect::<Option<Vec<_>>>()
+        });
+        Box::pin(async move { filled.await.ok_or(ClientError::Cancelled) })
     }
 }
 

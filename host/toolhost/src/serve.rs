@@ -127,29 +127,6 @@ struct ServeClient {
     declared: crate::ops::client::ClientCaps,
 }
 
-/// Withdraws a client request dropped unanswered.
-struct Unasked<'a> {
-    person: &'a ClientPerson,
-    id: Option<String>,
-}
-
-impl Drop for Unasked<'_> {
-    fn drop(&mut self) {
-        if let Some(id) = self.id.take() {
-            self.person
-                .pending
-                .lock()
-                .expect("pending questions")
-                .remove(&id);
-            self.person.out.send(json!({
-                "jsonrpc": "2.0",
-                "method": "notifications/cancelled",
-                "params": {"requestId": id, "reason": "the call ended first"},
-            }));
-        }
-    }
-}
-
 impl crate::ops::client::Client for ServeClient {
     fn capabilities(&self) -> crate::ops::client::ClientCaps {
         self.declared
@@ -187,9 +164,17 @@ impl crate::ops::client::Client for ServeClient {
                     "method": request.method.method(),
                     "params": params,
                 }));
-                let mut unasked = Unasked {
+                // Withdrawn if dropped unanswered (the call ended first).
+                let mut unasked = Withdraw {
                     person,
                     id: Some(id),
+                    notice: |id| {
+                        json!({
+                            "jsonrpc": "2.0",
+                            "method": "notifications/cancelled",
+                            "params": {"requestId": id, "reason": "the call ended first"},
+                        })
+                    },
                 };
                 let response = rx
                     .await
@@ -239,6 +224,13 @@ impl Ask for ClientPerson {
         let withdraw = Withdraw {
             person: self,
             id: Some(id),
+            notice: |id| {
+                json!({
+                    "jsonrpc": "2.0",
+                    "method": WITHDRAWN_METHOD,
+                    "params": {"id": id},
+                })
+            },
         };
         Box::pin(async move {
             let mut withdraw = withdraw;
@@ -259,9 +251,12 @@ impl Ask for ClientPerson {
     }
 }
 
+/// A request to the client that is withdrawn, by the notice `notice`
+/// makes of its id, when dropped unanswered.
 struct Withdraw<'a> {
     person: &'a ClientPerson,
     id: Option<String>,
+    notice: fn(String) -> Value,
 }
 
 impl Drop for Withdraw<'_> {
@@ -272,11 +267,7 @@ impl Drop for Withdraw<'_> {
                 .lock()
                 .expect("pending questions")
                 .remove(&id);
-            self.person.out.send(json!({
-                "jsonrpc": "2.0",
-                "method": WITHDRAWN_METHOD,
-                "params": {"id": id},
-            }));
+            self.person.out.send((self.notice)(id));
         }
     }
 }
