@@ -1113,3 +1113,40 @@ fn a_secret_is_read_from_the_keyring() {
     );
     assert_eq!(a.seen()[1], ("/echo".to_string(), String::new()));
 }
+
+/// A secret read from the desktop's keyring: GNOME Keyring's Secret Service
+/// on a session bus of the test's own (`scripts/setup` installs it), the
+/// item stored by `secret-tool`, as a person would.
+#[test]
+fn a_secret_is_read_from_the_desktop_keyring() {
+    let b = Server::start("127.0.0.1:0", 1);
+    let a = Server::start("127.0.0.1:0", b.port);
+    let ws = with_a_secret(&a, &b, "keyring:toolhost-desktop/api");
+    let home = tempfile::tempdir().unwrap();
+    let url = json!({"url": format!("http://localhost:{}/echo", a.port)});
+    let script = format!(
+        "echo -n unlock | gnome-keyring-daemon --unlock --components=secrets >/dev/null 2>&1\n\
+         printf '%s' \"$SECRET\" | secret-tool store --label toolhost-test service toolhost-desktop username api\n\
+         exec \"$TOOLHOST\" --workspace \"$WS\" call http_get '{url}'\n"
+    );
+    let out = std::process::Command::new("dbus-run-session")
+        .args(["--", "bash", "-c", &script])
+        .env("HOME", home.path())
+        .env("SECRET", SECRET)
+        .env("TOOLHOST", toolhost_bin())
+        .env("WS", &ws.path)
+        .env("XDG_CONFIG_HOME", ws.config_home())
+        .env("XDG_STATE_HOME", ws.state_home())
+        .output()
+        .expect(
+            "dbus-run-session (scripts/setup installs dbus, gnome-keyring and libsecret-tools)",
+        );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains(SECRET), "the component saw it");
+    assert_eq!(
+        a.seen(),
+        [("/echo".to_string(), format!("Bearer {SECRET}"))],
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

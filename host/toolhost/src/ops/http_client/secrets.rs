@@ -199,17 +199,83 @@ fn read_file(path: &std::path::Path) -> Result<String, String> {
     Ok(text)
 }
 
+/// The entry `SERVICE/USER` of the desktop's keyring where one is
+/// reachable (the Secret Service on the session's D-Bus: GNOME Keyring,
+/// KWallet, KeePassXC; the item whose attributes `service` and `username`
+/// are SERVICE and USER, as `secret-tool store … service SERVICE username
+/// USER`, Python's keyring and the `keyring` crate store it), else of the
+/// kernel's key store (keyutils).
+fn read_keyring(entry: &str) -> Result<String, String> {
+    let (service, user) = entry
+        .split_once('/')
+        .ok_or_else(|| format!("keyring:{entry} is not keyring:SERVICE/USER"))?;
+    let desktop = match std::env::var_os("DBUS_SESSION_BUS_ADDRESS") {
+        Some(_) => desktop_keyring(service, user),
+        None => Err("no session bus".into()),
+    };
+    match desktop {
+        Ok(Some(secret)) => Ok(secret),
+        Ok(None) => kernel_keyring(entry, service, user),
+        Err(desktop) => kernel_keyring(entry, service, user)
+            .map_err(|kernel| format!("{kernel}; the desktop keyring: {desktop}")),
+    }
+}
+
+/// The secret of the desktop keyring's item for `service` and `user`, if
+/// there is one (unlocking it if the keyring allows); an error says why the
+/// keyring could not be asked. On a thread and a runtime of its own, so
+/// that it can be read from any caller, and within 10 s.
+fn desktop_keyring(service: &str, user: &str) -> Result<Option<String>, String> {
+    let (service, user) = (service.to_string(), user.to_string());
+    let ask = move || -> Result<Option<String>, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        runtime.block_on(async {
+            let asked = async {
+                use secret_service::{EncryptionType, SecretService};
+                let keyring = SecretService::connect(EncryptionType::Dh)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let attributes = std::collections::HashMap::from([
+                    ("service", service.as_str()),
+                    ("username", user.as_str()),
+                ]);
+                let found = keyring
+                    .search_items(attributes)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let item = match (found.unlocked.first(), found.locked.first()) {
+                    (Some(item), _) => item,
+                    (None, Some(item)) => {
+                        item.unlock().await.map_err(|e| e.to_string())?;
+                        item
+                    }
+                    (None, None) => return Ok(None),
+                };
+                let secret = item.get_secret().await.map_err(|e| e.to_string())?;
+                String::from_utf8(secret)
+                    .map(Some)
+                    .map_err(|_| "its secret is not UTF-8 text".to_string())
+            };
+            tokio::time::timeout(std::time::Duration::from_secs(10), asked)
+                .await
+                .map_err(|_| "no answer within 10 s".to_string())?
+        })
+    };
+    std::thread::spawn(ask)
+        .join()
+        .map_err(|_| "its client failed".to_string())?
+}
+
 /// The entry `SERVICE/USER` of the kernel's key store (keyutils), as the
 /// `keyring` crate and tools built on it store it (a `user` key described
 /// `keyring-rs:USER@SERVICE`), or as `keyctl padd user keyring-rs:USER@SERVICE
 /// @u` does: found from this process's own keyrings (the session's, else
 /// the user's), which confers possession, and read once; nothing is
-/// linked or changed. The desktop's Secret Service (GNOME Keyring, KWallet)
-/// needs a session bus, which this build does not use.
-fn read_keyring(entry: &str) -> Result<String, String> {
-    let (service, user) = entry
-        .split_once('/')
-        .ok_or_else(|| format!("keyring:{entry} is not keyring:SERVICE/USER"))?;
+/// linked or changed.
+fn kernel_keyring(entry: &str, service: &str, user: &str) -> Result<String, String> {
     let description = std::ffi::CString::new(format!("keyring-rs:{user}@{service}"))
         .map_err(|_| format!("keyring:{entry} holds a NUL byte"))?;
     const KEYCTL_SEARCH: libc::c_long = 10;
