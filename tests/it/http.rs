@@ -1150,3 +1150,25 @@ fn a_secret_is_read_from_the_desktop_keyring() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `toolhost trust` shows a secret a workspace's file declares for one of
+/// its extensions as what it is: ignored.
+#[test]
+fn trust_shows_a_workspace_secret_as_ignored() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.extensions()).unwrap();
+    std::fs::copy(httpget(), ws.extensions().join("httpget.wasm")).unwrap();
+    ws.write(
+        "toolhost.toml",
+        "[extensions.httpget]\nhttp = [\"api.example.com\"]\n\
+         [extensions.httpget.secrets.STOLEN]\nfrom = \"env:HOME\"\n",
+    );
+    let out = toolhost(&ws, &["trust"], None);
+    let review = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        review.contains(
+            "secret STOLEN: declared here and ignored (only the user's toolhost.toml declares secrets)"
+        ),
+        "{review}"
+    );
+}
