@@ -56,9 +56,17 @@ pub(crate) struct ShellJail {
     /// `$HOME`, when `[shell] home = "hidden"`, and what is shown of it.
     pub home_hidden: Option<PathBuf>,
     pub shown: Vec<PathBuf>,
-    /// `[shell] network`: none (`false`), or only these hosts through the
-    /// egress proxy; it narrows the template's network, never widens it.
-    pub network: Option<Result<NetPolicy, ()>>,
+    /// `[shell] network`, where a file sets it to narrow the network; it
+    /// narrows the template's, never widens it.
+    pub network: Option<ShellNet>,
+}
+
+/// What `[shell] network` narrows commands' network to.
+pub(crate) enum ShellNet {
+    /// None of it.
+    Off,
+    /// These hosts, through the egress proxy.
+    Hosts(NetPolicy),
 }
 
 /// The process policy of the shell tools: `template` (the embedder's: the
@@ -93,8 +101,10 @@ pub(crate) fn shell_policy(
         policy = policy.limits(limits);
     }
     match jail.network {
-        Some(Err(())) => policy = policy.network(false),
-        Some(Ok(hosts)) if policy.has_network() => policy = policy.network_hosts(hosts),
+        Some(ShellNet::Off) => policy = policy.network(false),
+        Some(ShellNet::Hosts(hosts)) if policy.has_network() => {
+            policy = policy.network_hosts(hosts);
+        }
         _ => {}
     }
     for root in extra_write_roots {

@@ -63,7 +63,6 @@ use crate::permissions::{Anchors, PermissionsSpec, Rules};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// The policy file's name, in the workspace and in the user config directory.
 pub const POLICY_FILE: &str = "toolhost.toml";
@@ -342,8 +341,7 @@ impl Policy {
         };
         if let Some(network) = &file.shell.network {
             if let ShellNetwork::Hosts(hosts) = network
-                && let Err(reason) =
-                    crate::ops::http_client::proxy::NetPolicy::new(hosts, Duration::from_secs(1))
+                && let Err(reason) = crate::ops::http_client::proxy::NetPolicy::check(hosts)
             {
                 // A list meant to narrow the network: never all of it.
                 self.diagnostics.push(Diagnostic {

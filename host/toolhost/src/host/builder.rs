@@ -4,6 +4,7 @@
 use super::{Host, HostInner};
 use crate::audit::{self, AuditLog};
 use crate::builtin::{self, DEFAULT_ACTIVE_TOOLS};
+use crate::capability::process::ShellNet;
 use crate::capability::{self, BuiltinBackends, GrantSpec};
 use crate::component::Limits;
 use crate::engine::Runtime;
@@ -358,12 +359,14 @@ impl HostBuilder {
             .map(PathBuf::from);
         // The hosts commands may reach take the built-in calls' time limit
         // as the longest a connection stays open.
+        // (A list that does not parse was made `false` when it was read;
+        // were it not, it would still give no network.)
         let network = policy.shell_network.as_ref().and_then(|n| match n {
             ShellNetwork::All(true) => None,
-            ShellNetwork::All(false) => Some(Err(())),
+            ShellNetwork::All(false) => Some(ShellNet::Off),
             ShellNetwork::Hosts(hosts) => Some(
                 crate::ops::http_client::proxy::NetPolicy::new(hosts, self.builtins.limits.time)
-                    .map_err(|_| ()),
+                    .map_or(ShellNet::Off, ShellNet::Hosts),
             ),
         });
         capability::process::ShellJail {

@@ -139,11 +139,6 @@ impl HttpGrant {
         self.matches(&target)
     }
 
-    /// Whether it names an address (connected to as written).
-    pub(super) fn is_ip(&self) -> bool {
-        matches!(self.host, HostPattern::Ip(_))
-    }
-
     pub(super) fn matches(&self, target: &Target) -> bool {
         if self.scheme != target.scheme || self.port != target.port {
             return false;

@@ -38,7 +38,7 @@
 use crate::ops::usage::{Usage, Use};
 use http_body_util::BodyExt;
 use std::future::Future;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -248,28 +248,14 @@ async fn send(
     let first_byte_timeout = bound(options.and_then(|o| o.first_byte_timeout));
     let between_bytes_timeout = bound(options.and_then(|o| o.between_bytes_timeout));
 
-    let resolved = match (&grant.host, &target.host) {
-        (HostPattern::Ip(_), _) | (_, RequestHost::Ip(_)) => Vec::new(),
-        (_, RequestHost::Name(name)) => {
-            let lookup = tokio::net::lookup_host((name.as_str(), target.port));
-            match tokio::time::timeout(connect_timeout, lookup).await {
-                Err(_) => return Err(WasiHttpError::DnsTimeout),
-                Ok(Err(e)) => {
-                    return Err(WasiHttpError::DnsError {
-                        rcode: Some(format!("{name} does not resolve: {e}")),
-                        info_code: None,
-                    });
-                }
-                Ok(Ok(addrs)) => {
-                    let mut ips: Vec<IpAddr> = Vec::new();
-                    for addr in addrs {
-                        if !ips.contains(&addr.ip()) {
-                            ips.push(addr.ip());
-                        }
-                    }
-                    ips
-                }
-            }
+    let resolved = match resolve(grant, &target, &SystemResolver, connect_timeout).await {
+        Ok(resolved) => resolved,
+        Err(Unresolved::TimedOut(..)) => return Err(WasiHttpError::DnsTimeout),
+        Err(failed) => {
+            return Err(WasiHttpError::DnsError {
+                rcode: Some(failed.to_string()),
+                info_code: None,
+            });
         }
     };
     let addrs = policy
@@ -293,21 +279,13 @@ async fn send(
         request.headers_mut().remove(http::header::ACCEPT_ENCODING);
         request.headers_mut().remove(http::header::TE);
     }
-    let mut last_error = None;
-    let mut tcp = None;
-    for addr in &addrs {
-        match tokio::time::timeout(connect_timeout, TcpStream::connect(addr)).await {
-            Ok(Ok(stream)) => {
-                tcp = Some(stream);
-                break;
-            }
-            Ok(Err(e)) => last_error = Some(WasiHttpError::Connect(e)),
-            Err(_) => last_error = Some(WasiHttpError::ConnectionTimeout),
-        }
-    }
-    let Some(tcp) = tcp else {
-        return Err(last_error.unwrap_or(WasiHttpError::ConnectionRefused));
-    };
+    let tcp = connect_first(&addrs, connect_timeout)
+        .await
+        .map_err(|failed| match failed {
+            Unconnected::Failed(_, e) => WasiHttpError::Connect(e),
+            Unconnected::TimedOut(_) => WasiHttpError::ConnectionTimeout,
+            Unconnected::NoAddress => WasiHttpError::ConnectionRefused,
+        })?;
     let stream: Box<dyn Stream> = match target.scheme {
         Scheme::Http => Box::new(tcp),
         Scheme::Https => {
@@ -431,6 +409,108 @@ async fn send(
         }
     });
     Ok((response, io))
+}
+
+/// How the host resolves a name: once, for every address it connects to
+/// (the tests of the egress proxy give one that answers loopback addresses
+/// for made-up names).
+pub trait Resolver: Send + Sync {
+    fn lookup<'a>(
+        &'a self,
+        name: &'a str,
+        port: u16,
+    ) -> futures::future::BoxFuture<'a, std::io::Result<Vec<IpAddr>>>;
+}
+
+/// The system's resolver: each address it gives, once.
+pub struct SystemResolver;
+
+impl Resolver for SystemResolver {
+    fn lookup<'a>(
+        &'a self,
+        name: &'a str,
+        port: u16,
+    ) -> futures::future::BoxFuture<'a, std::io::Result<Vec<IpAddr>>> {
+        Box::pin(async move {
+            let mut ips = Vec::new();
+            for addr in tokio::net::lookup_host((name, port)).await? {
+                if !ips.contains(&addr.ip()) {
+                    ips.push(addr.ip());
+                }
+            }
+            Ok(ips)
+        })
+    }
+}
+
+/// Why a target's name gave no addresses.
+#[derive(Debug)]
+enum Unresolved {
+    TimedOut(String, Duration),
+    Failed(String, std::io::Error),
+}
+
+impl std::fmt::Display for Unresolved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unresolved::TimedOut(name, wait) => {
+                write!(f, "resolving {name} took longer than {} s", wait.as_secs())
+            }
+            Unresolved::Failed(name, e) => write!(f, "{name} does not resolve: {e}"),
+        }
+    }
+}
+
+/// What `target`'s name resolves to, once, within `wait`; nothing for an
+/// address, or for a grant that names one (connected to as written:
+/// [`HttpPolicy::route`]).
+async fn resolve(
+    grant: &HttpGrant,
+    target: &Target,
+    resolver: &dyn Resolver,
+    wait: Duration,
+) -> Result<Vec<IpAddr>, Unresolved> {
+    match (&grant.host, &target.host) {
+        (HostPattern::Ip(_), _) | (_, RequestHost::Ip(_)) => Ok(Vec::new()),
+        (_, RequestHost::Name(name)) => {
+            tokio::time::timeout(wait, resolver.lookup(name, target.port))
+                .await
+                .map_err(|_| Unresolved::TimedOut(name.clone(), wait))?
+                .map_err(|e| Unresolved::Failed(name.clone(), e))
+        }
+    }
+}
+
+/// Why no address of a target took a connection.
+#[derive(Debug)]
+enum Unconnected {
+    NoAddress,
+    Failed(SocketAddr, std::io::Error),
+    TimedOut(SocketAddr),
+}
+
+impl std::fmt::Display for Unconnected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unconnected::NoAddress => f.write_str("no address to connect to"),
+            Unconnected::Failed(addr, e) => write!(f, "connecting to {addr}: {e}"),
+            Unconnected::TimedOut(addr) => write!(f, "connecting to {addr} took too long"),
+        }
+    }
+}
+
+/// A connection to the first of the checked `addrs` that takes one, each
+/// tried within `wait`; else why the last did not.
+async fn connect_first(addrs: &[SocketAddr], wait: Duration) -> Result<TcpStream, Unconnected> {
+    let mut last = Unconnected::NoAddress;
+    for &addr in addrs {
+        match tokio::time::timeout(wait, TcpStream::connect(addr)).await {
+            Ok(Ok(stream)) => return Ok(stream),
+            Ok(Err(e)) => last = Unconnected::Failed(addr, e),
+            Err(_) => last = Unconnected::TimedOut(addr),
+        }
+    }
+    Err(last)
 }
 
 /// A hyper error of a request, as the guest should see it: the request

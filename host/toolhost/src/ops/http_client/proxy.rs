@@ -27,8 +27,8 @@
 //! most [`MAX_CONNECTIONS`] run at once; more wait for a place, so a command
 //! that opens thousands costs the host a bounded amount of memory.
 
-use super::grant::{HttpGrant, HttpPolicy, RequestHost, Target, split_host_port};
-use std::net::{IpAddr, SocketAddr};
+use super::grant::{HttpGrant, HttpPolicy, Target, split_host_port};
+use super::{Resolver, connect_first, resolve};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -102,6 +102,22 @@ impl NetPolicy {
     /// IP address, `localhost:port`); the error names the entry that does
     /// not parse.
     pub fn new(entries: &[String], time: Duration) -> Result<NetPolicy, String> {
+        Ok(NetPolicy {
+            http: HttpPolicy::new(&Self::http_entries(entries)?, time)?,
+            entries: entries.to_vec(),
+            time,
+        })
+    }
+
+    /// Whether `entries` make a policy; the error names the entry that does
+    /// not parse.
+    pub fn check(entries: &[String]) -> Result<(), String> {
+        Self::http_entries(entries).map(drop)
+    }
+
+    /// The `http` grant entries `entries` stand for (their scheme is not
+    /// looked at: an entry without a port is the web's two).
+    fn http_entries(entries: &[String]) -> Result<Vec<String>, String> {
         let mut grants = Vec::new();
         for entry in entries {
             if entry.contains("://") {
@@ -118,16 +134,7 @@ impl NetPolicy {
                 grants.push(format!("https://{entry}"));
             }
         }
-        Ok(NetPolicy {
-            http: HttpPolicy::new(&grants, time)?,
-            entries: entries.to_vec(),
-            time,
-        })
-    }
-
-    /// The entries, as written.
-    pub fn entries(&self) -> &[String] {
-        &self.entries
+        Ok(grants)
     }
 }
 
@@ -148,37 +155,6 @@ impl ProxyEvents for crate::ops::usage::Usage {
     fn refused(&self, target: &str, reason: &str) {
         let entry = format!("network {target}: {reason}");
         self.note(crate::ops::usage::Use::Denied, &entry);
-    }
-}
-
-/// How the proxy resolves a name (the tests give one that answers
-/// loopback addresses for made-up names).
-pub trait Resolver: Send + Sync {
-    fn lookup<'a>(
-        &'a self,
-        name: &'a str,
-        port: u16,
-    ) -> futures::future::BoxFuture<'a, std::io::Result<Vec<IpAddr>>>;
-}
-
-/// The system's resolver.
-pub struct SystemResolver;
-
-impl Resolver for SystemResolver {
-    fn lookup<'a>(
-        &'a self,
-        name: &'a str,
-        port: u16,
-    ) -> futures::future::BoxFuture<'a, std::io::Result<Vec<IpAddr>>> {
-        Box::pin(async move {
-            let mut ips = Vec::new();
-            for addr in tokio::net::lookup_host((name, port)).await? {
-                if !ips.contains(&addr.ip()) {
-                    ips.push(addr.ip());
-                }
-            }
-            Ok(ips)
-        })
     }
 }
 
@@ -294,27 +270,13 @@ impl Proxy {
                 )
             })?;
         let wait = self.policy.time;
-        let resolved = match (&grant.is_ip(), &target.host) {
-            (true, _) | (_, RequestHost::Ip(_)) => Vec::new(),
-            (false, RequestHost::Name(name)) => {
-                tokio::time::timeout(wait, self.resolver.lookup(name, target.port))
-                    .await
-                    .map_err(|_| format!("resolving {name} took longer than {} s", wait.as_secs()))?
-                    .map_err(|e| format!("{name} does not resolve: {e}"))?
-            }
-        };
-        let addrs: Vec<SocketAddr> = policy
+        let resolved = resolve(grant, target, self.resolver.as_ref(), wait)
+            .await
+            .map_err(|e| e.to_string())?;
+        let addrs = policy
             .route(grant, target, &resolved)
             .map_err(|refusal| refusal.text)?;
-        let mut last = String::from("no address to connect to");
-        for addr in addrs {
-            match tokio::time::timeout(wait, TcpStream::connect(addr)).await {
-                Ok(Ok(stream)) => return Ok(stream),
-                Ok(Err(e)) => last = format!("connecting to {addr}: {e}"),
-                Err(_) => last = format!("connecting to {addr} took too long"),
-            }
-        }
-        Err(last)
+        connect_first(&addrs, wait).await.map_err(|e| e.to_string())
     }
 }
 
@@ -433,6 +395,8 @@ async fn answer<S: AsyncWrite + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::http_client::SystemResolver;
+    use std::net::IpAddr;
     use std::sync::Mutex;
     use tokio::io::AsyncBufReadExt;
 

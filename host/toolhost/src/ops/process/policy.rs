@@ -2,7 +2,8 @@
 //! [`ProcessPolicy`], its [`Confinement`] on this machine, and program lookup.
 
 use super::*;
-use crate::ops::http_client::proxy::{NetPolicy, Proxy, SystemResolver};
+use crate::ops::http_client::SystemResolver;
+use crate::ops::http_client::proxy::{NetPolicy, Proxy};
 use crate::ops::usage::Usage;
 
 /// The port of the egress proxy on the loopback of a jail's own network
@@ -324,11 +325,6 @@ impl ProcessPolicy {
         self
     }
 
-    /// The hosts its children may reach through the proxy, if it names any.
-    pub fn network_hosts_policy(&self) -> Option<&NetPolicy> {
-        self.proxy.as_deref()
-    }
-
     /// What one call's processes may take together.
     pub fn process_limits(&self) -> ProcessLimits {
         self.limits.unwrap_or_default()
@@ -610,22 +606,19 @@ impl ProcessPolicy {
         })?;
         let pgid = Pid::from_child(&leader);
         // The jail's init hands over the proxy's listener, made in the
-        // jail's network namespace; the host serves it until the call ends.
-        let proxy_stop = CancellationToken::new();
+        // jail's network namespace; the host serves it until the call is
+        // cancelled or the child is gone (the supervisor holds the guard).
+        let proxy_stop = cancel.child_token();
         if let (Some(end), Some(hosts)) = (proxy_end, &self.proxy) {
             let proxy = Arc::new(Proxy {
                 policy: hosts.clone(),
                 resolver: Arc::new(SystemResolver),
                 events: Arc::new(usage.clone()),
             });
-            let (stop, call) = (proxy_stop.clone(), cancel.clone());
+            let stop = proxy_stop.clone();
             runtime.spawn(async move {
-                let Some(listener) = receive_listener(end).await else {
-                    return;
-                };
-                tokio::select! {
-                    () = proxy.serve(listener, stop.clone()) => {}
-                    () = call.cancelled() => stop.cancel(),
+                if let Some(listener) = receive_listener(end).await {
+                    proxy.serve(listener, stop).await;
                 }
             });
         }
