@@ -107,7 +107,7 @@ pub mod backend {
 pub mod client {
     pub use crate::ops::client::{
         Client, ClientCaps, ClientError, ClientMethod, ClientRequest, LogLevel, MAX_LOG_BYTES,
-        MAX_LOG_MESSAGES, NoClient,
+        MAX_LOG_MESSAGES,
     };
 }
 

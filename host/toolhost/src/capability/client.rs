@@ -4,7 +4,7 @@
 
 use super::{Capability, ForExtension, GrantSpec, Imported};
 use crate::ops::Capabilities;
-use crate::ops::client::ClientCaps;
+use crate::ops::client::{ClientCaps, ClientMethod};
 
 pub(super) const CAPABILITY: Capability = Capability {
     interface: super::granted(
@@ -34,13 +34,12 @@ fn extension(
 ) {
     let mut granted = ClientCaps::default();
     for name in &grant.client {
-        match ClientCaps::from_names(std::slice::from_ref(name)) {
-            Ok(one) => {
-                granted.elicitation |= one.elicitation;
-                granted.sampling |= one.sampling;
-                granted.roots |= one.roots;
-            }
-            Err(reason) => warnings.push(format!("client: {reason}; not granted")),
+        match ClientMethod::named(name) {
+            Some(method) => granted = granted.with(method),
+            None => warnings.push(format!(
+                "client: {name:?} is not something a client can be asked (elicitation, \
+                 sampling, roots); not granted"
+            )),
         }
     }
     if granted != ClientCaps::default() {

@@ -99,9 +99,7 @@ impl Askers {
 
 /// Whether the client of `context` declared elicitation.
 pub(super) fn can_elicit(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .client_capabilities()
-        .is_some_and(|c| c.elicitation.is_some())
+    declared(context).elicitation
 }
 
 /// Whether the request is of a revision without server requests
@@ -141,20 +139,7 @@ impl Ask for Person {
         Box::pin(async move {
             let params: ElicitRequestParams = serde_json::from_value(form(question)).ok()?;
             let request = ServerRequest::from(rmcp::model::ElicitRequest::new(params));
-            let handle = self
-                .peer
-                .send_cancellable_request(request, PeerRequestOptions::no_options())
-                .await
-                .ok()?;
-            // Withdrawn (`notifications/cancelled`) if the question is
-            // dropped unanswered: its call was cancelled, or the wait ran out.
-            let mut withdraw = Withdraw {
-                peer: self.peer.clone(),
-                id: Some(handle.id.clone()),
-            };
-            let response = handle.await_response().await;
-            withdraw.id = None;
-            match response.ok()? {
+            match send(&self.peer, request).await.ok()? {
                 ClientResult::ElicitResult(result) => {
                     answer_of(question, &serde_json::to_value(result).ok()?)
                 }
@@ -162,6 +147,23 @@ impl Ask for Person {
             }
         })
     }
+}
+
+/// Send `request` to the client and wait for its answer; withdrawn
+/// (`notifications/cancelled`) if dropped unanswered: its call was
+/// cancelled, or the wait ran out.
+async fn send(peer: &Peer<RoleServer>, request: ServerRequest) -> Result<ClientResult, String> {
+    let handle = peer
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .map_err(|e| format!("sending the request: {e}"))?;
+    let mut withdraw = Withdraw {
+        peer: peer.clone(),
+        id: Some(handle.id.clone()),
+    };
+    let response = handle.await_response().await;
+    withdraw.id = None;
+    response.map_err(|e| format!("the client: {e}"))
 }
 
 /// Tells the client a question is withdrawn when dropped unanswered.
@@ -391,19 +393,7 @@ impl Client for LiveClient {
                 let wire: ServerRequest = serde_json::from_value(wire).map_err(|e| {
                     ClientError::Failed(format!("the request {} is malformed: {e}", request.key))
                 })?;
-                let handle = self
-                    .peer
-                    .send_cancellable_request(wire, PeerRequestOptions::no_options())
-                    .await
-                    .map_err(|e| ClientError::Failed(format!("sending the request: {e}")))?;
-                let mut withdraw = Withdraw {
-                    peer: self.peer.clone(),
-                    id: Some(handle.id.clone()),
-                };
-                let response = handle.await_response().await;
-                withdraw.id = None;
-                let response =
-                    response.map_err(|e| ClientError::Failed(format!("the client: {e}")))?;
+                let response = send(&self.peer, wire).await.map_err(ClientError::Failed)?;
                 answers.push(
                     serde_json::to_value(response)
                         .map_err(|e| ClientError::Failed(format!("the client's answer: {e}")))?,

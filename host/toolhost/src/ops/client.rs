@@ -88,23 +88,14 @@ impl ClientCaps {
         }
     }
 
-    /// The kinds named in `names` (a grant's list); an error names one that
-    /// is not a kind.
-    pub fn from_names(names: &[String]) -> Result<ClientCaps, String> {
-        let mut caps = ClientCaps::default();
-        for name in names {
-            match ClientMethod::named(name) {
-                Some(ClientMethod::Elicitation) => caps.elicitation = true,
-                Some(ClientMethod::Sampling) => caps.sampling = true,
-                Some(ClientMethod::Roots) => caps.roots = true,
-                None => {
-                    return Err(format!(
-                        "{name:?} is not something a client can be asked (elicitation, sampling, roots)"
-                    ));
-                }
-            }
+    /// These kinds and `method` too.
+    pub fn with(mut self, method: ClientMethod) -> ClientCaps {
+        match method {
+            ClientMethod::Elicitation => self.elicitation = true,
+            ClientMethod::Sampling => self.sampling = true,
+            ClientMethod::Roots => self.roots = true,
         }
-        Ok(caps)
+        self
     }
 }
 
@@ -186,26 +177,6 @@ impl CallClient {
 
     pub(crate) fn waited(&self) -> std::time::Duration {
         std::time::Duration::from_micros(self.waited_us.load(std::sync::atomic::Ordering::Relaxed))
-    }
-}
-
-/// The client of a front end that has none: it can answer nothing.
-pub struct NoClient;
-
-impl Client for NoClient {
-    fn capabilities(&self) -> ClientCaps {
-        ClientCaps::default()
-    }
-
-    fn request<'a>(
-        &'a self,
-        _tool: &'a str,
-        requests: &'a [ClientRequest],
-    ) -> BoxFuture<'a, Result<Vec<Value>, ClientError>> {
-        let method = requests
-            .first()
-            .map_or(ClientMethod::Elicitation, |r| r.method);
-        Box::pin(async move { Err(ClientError::NotSupported(method)) })
     }
 }
 
