@@ -137,13 +137,7 @@ impl CallSignals {
             return;
         }
         let cut = |mut text: String, bytes: usize| {
-            if text.len() > bytes {
-                let mut at = bytes;
-                while !text.is_char_boundary(at) {
-                    at -= 1;
-                }
-                text.truncate(at);
-            }
+            text.truncate(text.floor_char_boundary(bytes));
             text
         };
         if let Some(f) = self.logs.lock().expect("log lock").as_ref() {

@@ -258,11 +258,7 @@ pub(super) fn cut_text(bytes: &[u8], max: usize) -> (String, bool) {
     let mut text = String::from_utf8_lossy(prefix).into_owned();
     let mut cut = prefix.len() < bytes.len();
     if text.len() > max {
-        let mut end = max;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
+        text.truncate(text.floor_char_boundary(max));
         cut = true;
     }
     (text, cut)
