@@ -174,29 +174,43 @@ fn read_source(from: &str) -> Result<String, String> {
 }
 
 fn read_file(path: &std::path::Path) -> Result<String, String> {
-    use std::os::unix::fs::MetadataExt;
+    use rustix::fs::{FileType, Mode, OFlags};
+    use std::io::Read;
     let shown = path.display();
     if !path.is_absolute() {
         return Err(format!("file:{shown} is not an absolute path"));
     }
-    // Not through a link: the file checked is the file read.
-    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("file:{shown}: {e}"))?;
-    if !meta.file_type().is_file() {
+    // Opened not through a link, and every check made on the open file: the
+    // file checked is the file read, whatever is put at the path meanwhile.
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY;
+    let fd =
+        rustix::fs::open(path, flags | OFlags::NONBLOCK, Mode::empty()).map_err(|e| match e {
+            rustix::io::Errno::LOOP => format!("file:{shown} is not a regular file (a link)"),
+            e => format!("file:{shown}: {}", std::io::Error::from(e)),
+        })?;
+    let stat = rustix::fs::fstat(&fd).map_err(|e| format!("file:{shown}: {e}"))?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
         return Err(format!("file:{shown} is not a regular file"));
     }
-    if meta.mode() & 0o077 != 0 {
+    if stat.st_mode & 0o077 != 0 {
         return Err(format!(
             "file:{shown} may be read by others (mode {:o}); make it 0600",
-            meta.mode() & 0o777
+            stat.st_mode & 0o777
         ));
     }
-    if meta.uid() != rustix::process::getuid().as_raw() {
+    if stat.st_uid != rustix::process::getuid().as_raw() {
         return Err(format!("file:{shown} belongs to another user"));
     }
-    let text = crate::files::read_text(path, 64 << 10)
-        .map_err(|e| format!("file:{shown}: {e}"))?
-        .ok_or_else(|| format!("file:{shown} does not exist"))?;
-    Ok(text)
+    let max = 64 << 10;
+    let mut bytes = Vec::new();
+    std::fs::File::from(fd)
+        .take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("file:{shown}: {e}"))?;
+    if bytes.len() as u64 > max {
+        return Err(format!("file:{shown} is larger than {max} bytes"));
+    }
+    String::from_utf8(bytes).map_err(|_| format!("file:{shown} is not UTF-8 text"))
 }
 
 /// The entry `SERVICE/USER` of the desktop's keyring where one is
