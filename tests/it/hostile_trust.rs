@@ -502,6 +502,79 @@ fn hostile_a_cache_entry_not_written_by_this_host_is_recompiled_never_loaded() {
     assert_eq!(rt.take_reports().len(), 1);
 }
 
+/// A start finds an entry that verified before (and its note, which spares
+/// it the hashing) changed in place with its size and modification time
+/// kept, or swapped for another component's entry and note: each is
+/// verified again, refused, and compiled again.
+#[test]
+fn hostile_a_cache_entry_changed_after_it_verified_is_verified_again_whatever_its_note_says() {
+    let cache = tempfile::tempdir().unwrap();
+    let runtime = || {
+        Runtime::new(RuntimeOptions {
+            max_concurrent_calls: 4,
+            cache_dir: Some(cache.path().to_path_buf()),
+            ..Default::default()
+        })
+        .unwrap()
+    };
+    let inspect = |rt: &std::sync::Arc<Runtime>, path: &str| {
+        block(toolhost::inspect(rt, Path::new(path))).unwrap()
+    };
+    inspect(&runtime(), toolhost_tests::TESTKIT);
+    inspect(&runtime(), toolhost_tests::FSPROBE);
+    let entries = cache_entries(cache.path());
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    let note = |entry: &Path| entry.with_extension("cwasm.ok");
+    // A note vouches only for a file changed at least 2 s before.
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    let rt = runtime();
+    inspect(&rt, toolhost_tests::TESTKIT);
+    inspect(&rt, toolhost_tests::FSPROBE);
+    assert_eq!(rt.take_reports(), []);
+    for entry in &entries {
+        assert!(note(entry).is_file(), "no note beside {}", entry.display());
+    }
+
+    // In place, the same size, the modification time put back.
+    let entry = &entries[0];
+    let modified = std::fs::metadata(entry).unwrap().modified().unwrap();
+    let mut bytes = std::fs::read(entry).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x01;
+    let file = std::fs::OpenOptions::new().write(true).open(entry).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&file, &bytes[middle..middle + 1], middle as u64)
+        .unwrap();
+    file.set_modified(modified).unwrap();
+    drop(file);
+    assert!(note(entry).is_file(), "the note is still there");
+    let rt = runtime();
+    inspect(&rt, toolhost_tests::TESTKIT);
+    inspect(&rt, toolhost_tests::FSPROBE);
+    assert_eq!(rt.take_reports().len(), 1, "the changed entry was refused");
+    assert_ne!(std::fs::read(entry).unwrap(), bytes, "and replaced");
+
+    // Both settled and noted again; then one component's entry and note
+    // renamed over the other's.
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    let rt = runtime();
+    inspect(&rt, toolhost_tests::TESTKIT);
+    inspect(&rt, toolhost_tests::FSPROBE);
+    assert_eq!(rt.take_reports(), []);
+    let (from, to) = (&entries[0], &entries[1]);
+    assert!(note(from).is_file() && note(to).is_file());
+    std::fs::rename(from, to).unwrap();
+    std::fs::rename(note(from), note(to)).unwrap();
+    let rt = runtime();
+    inspect(&rt, toolhost_tests::TESTKIT);
+    inspect(&rt, toolhost_tests::FSPROBE);
+    let reports: Vec<String> = rt.take_reports().iter().map(|d| d.to_string()).collect();
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert!(
+        reports[0].starts_with(&to.display().to_string()),
+        "{reports:?}"
+    );
+}
+
 #[test]
 fn hostile_fifos_and_devices_planted_as_policy_or_component_neither_hang_nor_grow_the_host() {
     let ws = Workspace::new();

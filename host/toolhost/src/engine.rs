@@ -15,7 +15,11 @@
 //! is a protected path no tool may write, and the jail hides the key from
 //! children). An entry whose MAC does not verify is never deserialized: the
 //! component is compiled again, the entry replaced, and the event reported
-//! once ([`Runtime::take_reports`]).
+//! once ([`Runtime::take_reports`]). An entry that verified is not hashed
+//! again while the very same file is unchanged (`verified`: a keyed note of
+//! its inode and times).
+
+mod verified;
 
 use crate::error::Diagnostic;
 use crate::error::Error;
@@ -532,10 +536,12 @@ impl Runtime {
                     ),
                 });
                 let _ = std::fs::remove_file(&path);
+                let _ = std::fs::remove_file(verified::note_path(&path));
             }
             // Stale or damaged entry: compile again and replace it.
             Err(CacheMiss::Stale) => {
                 let _ = std::fs::remove_file(&path);
+                let _ = std::fs::remove_file(verified::note_path(&path));
             }
         }
         None
@@ -563,16 +569,25 @@ impl Runtime {
     fn deserialize(&self, tier: &Tier, path: &Path, hash: &str) -> Result<Component, CacheMiss> {
         let key = self.cache_key().ok_or(CacheMiss::Stale)?;
         let file = std::fs::File::open(path).map_err(|_| CacheMiss::Stale)?;
+        let stamp = verified::Stamp::of(&file).ok_or(CacheMiss::Stale)?;
+        // Verified at an earlier start, this very file unchanged since.
+        let noted = verified::noted(&key, &tier.key, hash, path, &stamp);
         let entry = MappedEntry::new(&file).ok_or(CacheMiss::Stale)?;
         let bytes = entry.bytes();
         if bytes.len() < MAC_BYTES {
             return Err(CacheMiss::Forged);
         }
         let (body, found) = bytes.split_at(bytes.len() - MAC_BYTES);
-        let expected = mac(&key, &tier.key, hash, body);
-        // `blake3::Hash`'s equality is constant-time.
-        if blake3::Hash::from_bytes(found.try_into().expect("MAC_BYTES long")) != expected {
-            return Err(CacheMiss::Forged);
+        if !noted {
+            let expected = mac(&key, &tier.key, hash, body);
+            // `blake3::Hash`'s equality is constant-time.
+            if blake3::Hash::from_bytes(found.try_into().expect("MAC_BYTES long")) != expected {
+                return Err(CacheMiss::Forged);
+            }
+            // Unchanged while it was hashed: what verified is this file.
+            if verified::Stamp::of(&file) == Some(stamp) {
+                verified::note(&key, &tier.key, hash, path, &stamp);
+            }
         }
         // SAFETY: `deserialize_file` and `deserialize` trust the bytes to be
         // machine code that this engine produced. They carry a MAC under this

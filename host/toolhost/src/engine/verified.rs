@@ -1,0 +1,172 @@
+//! A cache entry verified once, not at every start.
+//!
+//! Verifying an entry's MAC reads and hashes all of it (half a megabyte for a
+//! small extension, tens for a Python one), at every start, for every
+//! extension: most of what an extension added to a warm start. Once an entry
+//! has verified, a note beside it (`….cwasm.ok`, 32 bytes) records which
+//! file verified: a keyed MAC, under the cache key, of the entry's name and of
+//! the identity and times of the file itself (device, inode, size,
+//! modification and change times, read from the open descriptor). A later
+//! start that finds the same file (the same descriptor it then hands to the
+//! engine) with a note that matches uses it without hashing it again.
+//!
+//! What makes a note stop matching: any write to the entry, a replacement
+//! (a new inode), a link made to it, a `touch` or a rename (each sets the
+//! change time, which no process can set back without changing the clock).
+//! A note is written only for a file whose change time is at least
+//! [`SETTLED`] old, so that a write in the same clock tick as the
+//! verification (file times are taken from a coarse clock) cannot go
+//! unnoticed, and only when the file's stamp did not change while it was
+//! hashed. A note cannot be forged without the cache key, and a note copied
+//! beside another entry names the other entry's component.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// How old a file's last change must be for a note to vouch for it.
+pub(super) const SETTLED: Duration = Duration::from_secs(2);
+
+/// The note beside the entry at `entry`.
+pub(super) fn note_path(entry: &Path) -> PathBuf {
+    entry.with_extension("cwasm.ok")
+}
+
+/// What identifies an open file and every change made to it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct Stamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    pub(super) fn of(file: &std::fs::File) -> Option<Stamp> {
+        let m = file.metadata().ok()?;
+        Some(Stamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        })
+    }
+
+    /// Whether the file last changed at least [`SETTLED`] before `now`.
+    fn settled(&self, now: SystemTime) -> bool {
+        let Ok(since_epoch) = now.duration_since(SystemTime::UNIX_EPOCH) else {
+            return false;
+        };
+        let (secs, nanos) = self.ctime;
+        let (Ok(secs), Ok(nanos)) = (u64::try_from(secs), u32::try_from(nanos)) else {
+            return false;
+        };
+        since_epoch.saturating_sub(Duration::new(secs, nanos.min(999_999_999))) >= SETTLED
+    }
+
+    fn mac(&self, key: &[u8; 32], engine_key: &str, hash: &str) -> blake3::Hash {
+        let mut h = blake3::Hasher::new_keyed(key);
+        h.update(b"verified cache entry\0")
+            .update(engine_key.as_bytes())
+            .update(b"/")
+            .update(hash.as_bytes())
+            .update(b"\0");
+        for n in [self.dev, self.ino, self.size] {
+            h.update(&n.to_le_bytes());
+        }
+        for (s, ns) in [self.mtime, self.ctime] {
+            h.update(&s.to_le_bytes()).update(&ns.to_le_bytes());
+        }
+        h.finalize()
+    }
+}
+
+/// Whether the note beside `entry` vouches for the file `stamp` describes,
+/// as the entry of component `hash` for the engine `engine_key`.
+pub(super) fn noted(
+    key: &[u8; 32],
+    engine_key: &str,
+    hash: &str,
+    entry: &Path,
+    stamp: &Stamp,
+) -> bool {
+    let Ok(Some(note)) = crate::files::read_regular(&note_path(entry), 64) else {
+        return false;
+    };
+    let Ok(note) = <[u8; 32]>::try_from(note.as_slice()) else {
+        return false;
+    };
+    // `blake3::Hash`'s equality is constant-time.
+    blake3::Hash::from_bytes(note) == stamp.mac(key, engine_key, hash)
+}
+
+/// Note that the file `stamp` describes verified as `entry`, when it is
+/// settled (see the module's text). Failing to write it costs only the next
+/// start's hashing.
+pub(super) fn note(key: &[u8; 32], engine_key: &str, hash: &str, entry: &Path, stamp: &Stamp) {
+    if stamp.settled(SystemTime::now()) {
+        let mac = stamp.mac(key, engine_key, hash);
+        let _ = crate::files::write_private_unsynced(&note_path(entry), mac.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stamp(ctime: i64) -> Stamp {
+        Stamp {
+            dev: 1,
+            ino: 2,
+            size: 3,
+            mtime: (4, 5),
+            ctime: (ctime, 0),
+        }
+    }
+
+    #[test]
+    fn a_file_changed_in_the_last_two_seconds_is_not_settled() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        assert!(stamp(997).settled(now));
+        assert!(stamp(998).settled(now));
+        assert!(!stamp(999).settled(now));
+        assert!(!stamp(1_001).settled(now), "a change time in the future");
+        assert!(!stamp(-1).settled(now));
+    }
+
+    #[test]
+    fn a_note_names_the_entry_and_every_field_of_the_file() {
+        let key = [7u8; 32];
+        let base = stamp(10).mac(&key, "e", "h");
+        assert_ne!(base, stamp(10).mac(&key, "e", "h2"), "another component");
+        assert_ne!(base, stamp(10).mac(&key, "e2", "h"), "another engine");
+        assert_ne!(base, stamp(10).mac(&[8u8; 32], "e", "h"), "another key");
+        let changed = [
+            Stamp {
+                dev: 9,
+                ..stamp(10)
+            },
+            Stamp {
+                ino: 9,
+                ..stamp(10)
+            },
+            Stamp {
+                size: 9,
+                ..stamp(10)
+            },
+            Stamp {
+                mtime: (4, 6),
+                ..stamp(10)
+            },
+            Stamp {
+                ctime: (10, 1),
+                ..stamp(10)
+            },
+        ];
+        for s in changed {
+            assert_ne!(base, s.mac(&key, "e", "h"), "{s:?}");
+        }
+    }
+}
