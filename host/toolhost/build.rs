@@ -22,6 +22,7 @@ const BUILTINS: &[(&str, &str)] = &[
     ("bash", "toolhost-tool-bash"),
     ("grep", "toolhost-tool-grep"),
     ("find", "toolhost-tool-find"),
+    ("processes", "toolhost-tool-processes"),
 ];
 
 fn main() {

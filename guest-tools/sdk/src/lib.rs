@@ -40,6 +40,7 @@ pub mod fs;
 pub mod notices;
 pub mod process;
 pub mod search;
+pub mod session;
 pub mod tools;
 pub mod truncate;
 

@@ -109,6 +109,7 @@ fn main() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let (mut landlock, mut nproc, mut as_bytes, mut self_fd) = (None, None, None, None);
     let mut proxy = None;
+    let mut terminal = false;
     let mut protect: Vec<(mounts::Op, CString)> = Vec::new();
     let mut fds = Fds {
         status: -1,
@@ -127,6 +128,8 @@ fn main() {
             Some("--self") => self_fd = Some(fd()),
             Some("--landlock") => landlock = Some(fd()),
             Some("--proxy") => proxy = Some(fd()),
+            // The command's stdin is a terminal: its controlling one.
+            Some("--terminal") => terminal = true,
             Some("--nproc") => nproc = Some(number(&args, i + 1)),
             Some("--as-bytes") => as_bytes = Some(number(&args, i + 1)),
             Some(option @ ("--pin" | "--ro" | "--hide")) => {
@@ -230,7 +233,13 @@ fn main() {
     if pid == 0 {
         // SAFETY: descriptor juggling and exec in the child.
         unsafe {
-            libc::setpgid(0, 0);
+            // A session of its own with the terminal, or a process group.
+            if terminal {
+                libc::setsid();
+                libc::ioctl(0, libc::TIOCSCTTY, 0);
+            } else {
+                libc::setpgid(0, 0);
+            }
             libc::dup2(fds.out, 1);
             libc::dup2(fds.err, 2);
             let child_failed = |e: i32| -> ! {

@@ -67,16 +67,22 @@ mod tests {
     use super::*;
 
     /// Every built-in's manifest parses, asks only for what the host gives
-    /// built-ins, and `bash` alone runs programs (and gets the long limit).
+    /// built-ins, and `bash` and the session-process tools alone run
+    /// programs (and get the long limit); only the latter keep them.
     #[test]
-    fn every_builtin_manifest_parses_and_only_bash_runs_programs() {
+    fn every_builtin_manifest_parses_and_only_the_shell_tools_run_programs() {
         for component in BUILTIN_COMPONENTS {
             let grant = component.grant().unwrap();
+            let name = component.name;
             assert_eq!(
                 grant.grants("process"),
-                component.name == "bash",
-                "{}",
-                component.name
+                ["bash", "processes"].contains(&name),
+                "{name}"
+            );
+            assert_eq!(
+                grant.grants("session-processes"),
+                name == "processes",
+                "{name}"
             );
             assert!(!grant.grants("tools") && !grant.grants("http") && !grant.hooks);
         }

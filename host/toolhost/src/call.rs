@@ -45,6 +45,8 @@ pub(crate) trait Scope: Send + Sync + 'static {
     fn asker(&self) -> Option<&Arc<Asker>>;
     /// The person's client, when the front end has one.
     fn client(&self) -> Option<&Arc<dyn crate::ops::client::Client>>;
+    /// The processes of the front end's session.
+    fn processes(&self) -> &Arc<crate::ops::process::session::SessionProcesses>;
     /// Call `i`'s place in the order of file mutations (once).
     fn take_turn(&self, i: usize) -> Option<Turn>;
     /// An event of an executing call (its progress, a hook's report).
@@ -393,6 +395,7 @@ pub(crate) async fn execute(scope: Arc<dyn Scope>, ready: ReadyCall) -> Finished
             message,
         })
     });
+    let _ = signals.processes.set(scope.processes().clone());
     if let Some(client) = scope.client() {
         let _ = signals
             .client

@@ -42,6 +42,9 @@ pub(crate) struct Session {
     /// The person's client where the front end lends none
     /// ([`crate::HostBuilder::client`]).
     pub client: Option<Arc<dyn crate::ops::client::Client>>,
+    /// The processes of the host's own session: of every front end that
+    /// keeps none of its own (`serve`, `run`, MCP on stdio, a library host).
+    pub processes: Arc<crate::ops::process::session::SessionProcesses>,
 }
 
 /// What every call of a session runs with.

@@ -64,6 +64,8 @@ pub(crate) struct CallSignals {
     /// The person's client, when the front end has one (set before the
     /// call executes).
     pub(crate) client: std::sync::OnceLock<Arc<CallClient>>,
+    /// The processes of the call's session (set before the call executes).
+    pub(crate) processes: std::sync::OnceLock<Arc<crate::ops::process::session::SessionProcesses>>,
 }
 
 impl CallSignals {
@@ -92,6 +94,7 @@ impl CallSignals {
             turn: crate::ops::fs::TurnSlot::new(turn),
             asking: std::sync::OnceLock::new(),
             client: std::sync::OnceLock::new(),
+            processes: std::sync::OnceLock::new(),
         })
     }
 

@@ -26,6 +26,7 @@ use crate::events::{Event, EventSink};
 use crate::message::{AssistantMessage, StopReason, ToolCall, ToolResultMessage};
 use crate::ops::client::Client;
 use crate::ops::fs::{Turn, TurnSlot};
+use crate::ops::process::session::SessionProcesses;
 use crate::permissions::Asker;
 use crate::registry::{ExecutionMode, RegisteredTool};
 use crate::session::Session;
@@ -59,6 +60,9 @@ pub(crate) struct Front {
     pub asker: Option<Arc<Asker>>,
     /// The person's client, if the front end has one.
     pub client: Option<Arc<dyn Client>>,
+    /// The processes of the front end's session, if it keeps its own (else
+    /// the host's, [`Session::processes`]).
+    pub processes: Option<Arc<SessionProcesses>>,
 }
 
 /// Run `message`'s calls in `session`, their events to `front`'s sink;
@@ -76,7 +80,9 @@ pub(crate) async fn run(
         sink,
         asker,
         client,
+        processes,
     } = front;
+    let processes = processes.unwrap_or_else(|| session.processes.clone());
     let asker = asker.or_else(|| session.asker.clone());
     let client = client.or_else(|| session.client.clone());
     let calls = message.tool_calls.len();
@@ -94,6 +100,7 @@ pub(crate) async fn run(
         sink,
         asker,
         client,
+        processes,
         any_tool: reach == Reach::AnyLoaded,
         gate: Gate::default(),
         turns: turns
@@ -112,6 +119,7 @@ struct Batch {
     sink: Arc<dyn EventSink>,
     asker: Option<Arc<Asker>>,
     client: Option<Arc<dyn Client>>,
+    processes: Arc<SessionProcesses>,
     /// Calls may name any loaded tool, not only the active ones (a call the
     /// embedder makes by name, [`crate::Host::call`]).
     any_tool: bool,
@@ -151,6 +159,10 @@ impl Scope for Batch {
 
     fn client(&self) -> Option<&Arc<dyn Client>> {
         self.client.as_ref()
+    }
+
+    fn processes(&self) -> &Arc<SessionProcesses> {
+        &self.processes
     }
 
     fn take_turn(&self, i: usize) -> Option<Turn> {

@@ -31,6 +31,9 @@ pub struct GrantSpec {
     /// What it may ask the person's client: `elicitation`, `sampling`,
     /// `roots` (`crate::ops::client`).
     pub client: Vec<String>,
+    /// It may start processes that outlive the call, until the session
+    /// ends (`crate::ops::process::session`), under its `process` grant.
+    pub session_processes: bool,
     /// Secrets its HTTP requests carry, which it never sees, by name
     /// (`crate::ops::http_client::secrets`). Only the user's file declares
     /// them.

@@ -23,6 +23,7 @@ mod grant;
 mod http;
 pub(crate) mod process;
 mod search;
+mod session_processes;
 mod tools;
 
 pub use grant::GrantSpec;
@@ -212,6 +213,7 @@ pub(crate) const ALL: &[Capability] = &[
     tools::CAPABILITY,
     http::CAPABILITY,
     client::CAPABILITY,
+    session_processes::CAPABILITY,
 ];
 
 /// Each list of `used` that a capability fills, with the word it is shown
@@ -332,6 +334,7 @@ mod tests {
             tools: true,
             http: vec!["example.org".into()],
             client: vec!["sampling".into()],
+            session_processes: true,
             ..Default::default()
         };
         for capability in ALL {

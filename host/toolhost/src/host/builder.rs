@@ -74,6 +74,7 @@ pub struct HostBuilder {
     audit_reporter: Option<audit::Reporter>,
     asker: Option<Arc<Asker>>,
     client: Option<Arc<dyn crate::ops::client::Client>>,
+    process_idle: Option<Duration>,
 }
 
 impl Default for HostBuilder {
@@ -102,6 +103,7 @@ impl Default for HostBuilder {
             audit_reporter: None,
             asker: None,
             client: None,
+            process_idle: None,
         }
     }
 }
@@ -222,6 +224,13 @@ impl HostBuilder {
     /// front end lends no client of its own ([`CallRequest::client`]).
     pub fn client(mut self, client: Arc<dyn crate::ops::client::Client>) -> Self {
         self.client = Some(client);
+        self
+    }
+
+    /// Stop the host's session processes after `idle` without any use of
+    /// them (default 30 minutes; `toolhost.toml`'s `[session] idle-minutes`).
+    pub fn process_idle(mut self, idle: Duration) -> Self {
+        self.process_idle = Some(idle);
         self
     }
 
@@ -768,6 +777,10 @@ impl HostBuilder {
             always_file: parts.config.policy.user_file.clone(),
             asker: self.asker,
             client: self.client,
+            processes: Arc::new(crate::ops::process::session::SessionProcesses::new(
+                self.process_idle
+                    .unwrap_or(crate::ops::process::session::DEFAULT_IDLE),
+            )),
         };
         let mut reports = parts.reports;
         for report in &mut reports {

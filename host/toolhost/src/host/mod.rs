@@ -196,6 +196,7 @@ impl Host {
                 sink,
                 asker,
                 client,
+                processes: None,
             },
             turns,
             Reach::Active,
@@ -228,6 +229,7 @@ impl Host {
             turn: None,
             asker: None,
             client: None,
+            processes: None,
         }
     }
 }
@@ -244,6 +246,7 @@ pub struct CallRequest<'a> {
     turn: Option<crate::ops::fs::Turn>,
     asker: Option<Arc<Asker>>,
     client: Option<Arc<dyn crate::ops::client::Client>>,
+    processes: Option<Arc<crate::SessionProcesses>>,
 }
 
 impl CallRequest<'_> {
@@ -281,6 +284,13 @@ impl CallRequest<'_> {
         self
     }
 
+    /// Its session processes are `processes` (a front end's session's),
+    /// not the host's own.
+    pub fn processes(mut self, processes: Arc<crate::SessionProcesses>) -> Self {
+        self.processes = Some(processes);
+        self
+    }
+
     /// The call arrived when `turn` was taken ([`Host::turns`]).
     #[cfg(feature = "mcp")]
     pub(crate) fn turn(mut self, turn: Option<crate::ops::fs::Turn>) -> Self {
@@ -309,6 +319,7 @@ impl<'a> std::future::IntoFuture for CallRequest<'a> {
                     sink: self.sink,
                     asker: self.asker,
                     client: self.client,
+                    processes: self.processes,
                 },
                 self.turn.map(|turn| vec![turn]),
                 reach,

@@ -27,6 +27,8 @@ pub struct Capabilities {
     pub http: Option<Arc<http_client::HttpPolicy>>,
     /// What it may ask the person's client.
     pub client: Option<client::ClientGrant>,
+    /// It may start processes of the session (under `process`'s policy).
+    pub session_processes: bool,
     /// The same directories and variables through WASI, for guests whose
     /// standard library reads files (Python's `open`, JavaScript's fs).
     pub wasi: WasiCapabilities,

@@ -30,6 +30,8 @@ pub struct OpsCtx<'a> {
     pub(crate) asking: Option<&'a crate::permissions::ask::CallAsking>,
     /// The person's client, when the call's front end has one.
     pub(crate) client: Option<&'a crate::ops::client::CallClient>,
+    /// The processes of the call's session.
+    pub(crate) processes: Option<&'a Arc<crate::ops::process::session::SessionProcesses>>,
     pub table: &'a mut ResourceTable,
 }
 
@@ -57,6 +59,7 @@ impl OpsView for CallState {
             turn: Some(&self.signals.turn),
             asking: self.signals.asking.get().map(|a| a.as_ref()),
             client: self.signals.client.get().map(|c| c.as_ref()),
+            processes: self.signals.processes.get(),
             table: &mut self.table,
         }
     }

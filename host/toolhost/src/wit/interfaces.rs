@@ -41,7 +41,7 @@ const ALWAYS: &[Interface] = &[
 ];
 
 /// The interfaces that came with 0.3.0 (the versions before it lack them).
-const SINCE_0_3: &[&str] = &["logging", "client"];
+const SINCE_0_3: &[&str] = &["logging", "client", "session-processes"];
 
 /// Whether the package's version `version` has the interface `name`.
 pub fn in_version(name: &str, version: &str) -> bool {

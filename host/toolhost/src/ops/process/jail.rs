@@ -297,6 +297,8 @@ pub(crate) struct JailFds {
     landlock: Option<OwnedFd>,
     /// Where the init sends the egress proxy's listener.
     proxy: Option<OwnedFd>,
+    /// The command's stdin is a terminal: its session's controlling one.
+    terminal: bool,
     /// Granted directories bubblewrap binds by descriptor.
     held: Vec<OwnedFd>,
 }
@@ -322,6 +324,7 @@ impl JailFds {
             init: rustix::io::fcntl_dupfd_cloexec(init_fd()?, FD_MIN)?,
             landlock: landlock.as_ref().map(high).transpose()?,
             proxy: None,
+            terminal: false,
             held: Vec::new(),
         })
     }
@@ -331,6 +334,12 @@ impl JailFds {
     pub(crate) fn proxy(&mut self, socket: OwnedFd) -> io::Result<()> {
         self.proxy = Some(rustix::io::fcntl_dupfd_cloexec(&socket, FD_MIN)?);
         Ok(())
+    }
+
+    /// Have the init give the command its stdin, a terminal, as the
+    /// controlling terminal of a session of its own.
+    pub(crate) fn terminal(&mut self) {
+        self.terminal = true;
     }
 
     /// Pass these granted directories to the jail too; for each, its path
@@ -392,6 +401,9 @@ impl JailFds {
         }
         if let Some(fd) = &self.proxy {
             option("--proxy", fd);
+        }
+        if self.terminal {
+            args.extend(["--terminal".into(), "0".into()]);
         }
         args
     }

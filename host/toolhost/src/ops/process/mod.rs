@@ -14,7 +14,9 @@
 //!   (`PATH`, `HOME`, locale, terminal, …; never tokens or keys), the
 //!   command's own variables, then `TOOLHOST_SESSION_ID` (spec §7.16).
 //! * A working directory that exists and lies inside the policy's roots.
-//! * stdin `/dev/null`; stdout and stderr on two pipes merged into one stream.
+//! * stdin `/dev/null` (or, for [session processes](session), a pipe or a
+//!   terminal: [`Input`]); stdout and stderr on two pipes merged into one
+//!   stream (a terminal carries both).
 //! * Its own session and process group (`setsid`, like Node's `detached`), so
 //!   the whole group can be stopped and no terminal reaches it.
 //! * Where the kernel offers Landlock: write access only beneath the write
@@ -69,17 +71,20 @@
 //! [`COALESCE`] before reading, as Node's event loop does by being busy.
 
 pub mod doctor;
+mod input;
 pub mod jail;
 pub mod limits;
 mod policy;
 mod probe_cache;
 pub mod scratch;
 pub mod secrets;
+pub mod session;
 mod supervisor;
 mod sys;
 #[cfg(test)]
 mod tests;
 
+pub use input::{Input, InputEnd};
 pub use policy::{Confinement, JailMode, ProcessPolicy, landlock};
 pub(crate) use policy::{place_of, resolve_program};
 use supervisor::*;

@@ -435,8 +435,22 @@ impl ProcessPolicy {
         spawned: &Spawned,
         usage: &Usage,
     ) -> Result<Child, ProcessError> {
+        self.spawn_with_input(command, Input::Null, cancel, spawned, usage)
+            .map(|(child, _)| child)
+    }
+
+    /// [`Self::spawn_recording`] with `input` as the child's stdin: the
+    /// host's end of it (a pipe's, a terminal's) comes back beside the child.
+    pub fn spawn_with_input(
+        &self,
+        command: Command,
+        input: Input,
+        cancel: CancellationToken,
+        spawned: &Spawned,
+        usage: &Usage,
+    ) -> Result<(Child, Option<InputEnd>), ProcessError> {
         let Some(parent) = &self.scratch_parent else {
-            return self.spawn_with(command, cancel, spawned, None, usage);
+            return self.spawn_with(command, input, cancel, spawned, None, usage);
         };
         let scratch = super::scratch::Scratch::create(parent).map_err(|e| {
             error(
@@ -452,7 +466,7 @@ impl ProcessPolicy {
         .write_root(&own)
         .cwd_root(&own)
         .env("TMPDIR", own.to_string_lossy());
-        policy.spawn_with(command, cancel, spawned, Some(scratch), usage)
+        policy.spawn_with(command, input, cancel, spawned, Some(scratch), usage)
     }
 
     /// [`Self::spawn_for`] with the child's own temp directory, if it has one
@@ -460,11 +474,12 @@ impl ProcessPolicy {
     fn spawn_with(
         &self,
         command: Command,
+        input: Input,
         cancel: CancellationToken,
         spawned: &Spawned,
         scratch: Option<super::scratch::Scratch>,
         usage: &Usage,
-    ) -> Result<Child, ProcessError> {
+    ) -> Result<(Child, Option<InputEnd>), ProcessError> {
         // Held by the supervisor until the child is gone (released at once
         // if it never starts).
         let token = spawned.token();
@@ -546,7 +561,33 @@ impl ProcessPolicy {
         // The pipes join the epoll set before the child exists: a child that
         // writes at once must still be seen in the order it wrote.
         let (pipes, epoll) = output_pipes().map_err(|e| cannot("create pipes", &e))?;
-        let [(stdout, stdout_w), (stderr, stderr_w)] = pipes;
+        let [(mut stdout, mut stdout_w), (stderr, mut stderr_w)] = pipes;
+        let terminal = matches!(input, Input::Terminal { .. });
+        let (stdin, input_end) = match input.prepare().map_err(|e| cannot("make its input", &e))? {
+            None => (None, None),
+            Some(prepared) => {
+                if let Some(output) = prepared.output {
+                    // A terminal carries both streams: its controller side is
+                    // read in the stdout pipe's place, and the stderr pipe,
+                    // whose write end nobody keeps, ends at once.
+                    let dup = |fd: &OwnedFd| rustix::io::fcntl_dupfd_cloexec(fd, 0);
+                    let swap = || -> io::Result<(OwnedFd, OwnedFd)> {
+                        epoll::delete(epoll.get_ref(), &stdout)?;
+                        rustix::io::ioctl_fionbio(&output, true)?;
+                        epoll::add(
+                            epoll.get_ref(),
+                            &output,
+                            epoll::EventData::new_u64(0),
+                            epoll::EventFlags::IN,
+                        )?;
+                        Ok((dup(&prepared.child)?, dup(&prepared.child)?))
+                    };
+                    (stdout_w, stderr_w) = swap().map_err(|e| cannot("attach its terminal", &e))?;
+                    stdout = output;
+                }
+                (Some(prepared.child), Some(prepared.end))
+            }
+        };
         // Built here: the child may not allocate between fork and exec.
         // Through the proxy, a child makes IPv4 sockets in a namespace whose
         // only listener is the proxy's.
@@ -578,6 +619,7 @@ impl ProcessPolicy {
                         &command,
                         &cwd,
                         (stdout_w, stderr_w),
+                        terminal,
                         ruleset.and_then(Option::<OwnedFd>::from),
                         (cgroup.is_none()).then_some(self.process_limits()),
                         &epoll,
@@ -592,7 +634,15 @@ impl ProcessPolicy {
             .as_ref()
             .map(CallCgroup::procs_fds)
             .unwrap_or_default();
-        let spawned = spawn_confined(cmd, env, ruleset, socket_filter, procs, jailed);
+        let spawned = spawn_confined(
+            cmd,
+            env,
+            (stdin, terminal),
+            ruleset,
+            socket_filter,
+            procs,
+            jailed,
+        );
         // The host's copies of the child's ends must close, or the pipes
         // never end.
         drop(jail_fds);
@@ -657,12 +707,13 @@ impl ProcessPolicy {
             return Err(cannot("watch the process", &e));
         }
         runtime.spawn(supervisor.run(epoll));
-        Ok(Child {
+        let child = Child {
             events: rx,
             control,
             last: None,
             held: None,
-        })
+        };
+        Ok((child, input_end))
     }
 
     /// bubblewrap's command for a jailed spawn of `program`, and the host's
@@ -676,6 +727,7 @@ impl ProcessPolicy {
         command: &Command,
         cwd: &Path,
         (out, err): (OwnedFd, OwnedFd),
+        terminal: bool,
         landlock: Option<OwnedFd>,
         rlimits: Option<ProcessLimits>,
         epoll: &AsyncFd<OwnedFd>,
@@ -703,6 +755,9 @@ impl ProcessPolicy {
             )?;
         }
         let mut fds = jail::JailFds::new(status_w, control_r, out, err, info_w, landlock)?;
+        if terminal {
+            fds.terminal();
+        }
         // The init sends the proxy's listener back on a socket pair.
         let proxy = match self.proxy {
             Some(_) => {

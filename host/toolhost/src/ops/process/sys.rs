@@ -14,12 +14,19 @@ use super::*;
 pub(super) fn spawn_confined(
     mut cmd: std::process::Command,
     env: Vec<(String, String)>,
+    (stdin, terminal): (Option<OwnedFd>, bool),
     mut ruleset: Option<landlock::RulesetCreated>,
     socket_filter: Option<Vec<libc::sock_filter>>,
     cgroup_procs: Vec<i32>,
     jailed: bool,
 ) -> io::Result<std::process::Child> {
-    cmd.env_clear().envs(env).stdin(std::process::Stdio::null());
+    cmd.env_clear().envs(env).stdin(match stdin {
+        Some(fd) => std::process::Stdio::from(fd),
+        None => std::process::Stdio::null(),
+    });
+    // Outside the jail, the terminal becomes the session's here; inside it,
+    // the jail's init makes it the command's.
+    let controlling_terminal = terminal && !jailed;
     #[allow(unsafe_code)]
     // SAFETY: the hook runs in the forked child before exec, where only
     // async-signal-safe work is sound. It makes system calls through rustix
@@ -33,6 +40,9 @@ pub(super) fn spawn_confined(
         cmd.pre_exec(move || {
             join_cgroups(&cgroup_procs)?;
             rustix::process::setsid().map_err(errno_io)?;
+            if controlling_terminal {
+                rustix::process::ioctl_tiocsctty(rustix::stdio::stdin()).map_err(errno_io)?;
+            }
             if let Some(ruleset) = ruleset.take() {
                 match ruleset.restrict_self() {
                     Ok(_) => {}
@@ -105,12 +115,16 @@ pub(super) fn output_pipes() -> io::Result<([(OwnedFd, OwnedFd); 2], AsyncFd<Own
         Ok((read, write))
     };
     let pipes = [make(0)?, make(1)?];
+    let epoll = watched(fd, tokio::io::Interest::READABLE)?;
+    Ok((pipes, epoll))
+}
+
+/// `fd`, watched by the async runtime for `interest`.
+pub(super) fn watched(fd: OwnedFd, interest: tokio::io::Interest) -> io::Result<AsyncFd<OwnedFd>> {
     #[allow(unsafe_code)]
     // SAFETY: an `OwnedFd` stays open, and its `as_raw_fd` returns the same
     // descriptor, for as long as the `AsyncFd` owns it.
-    let epoll = unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
-        .map_err(|e| e.into_parts().1)?;
-    Ok((pipes, epoll))
+    unsafe { AsyncFd::register_with_interest(fd, interest) }.map_err(|e| e.into_parts().1)
 }
 
 /// A seccomp program for a child without the network: `socket` of any

@@ -1,13 +1,23 @@
 //! `toolhost:tool@0.3.0` (`wit/tool.wit`, what the SDK builds): its
 //! bindings, and what it adds to 0.2.0: audio and embedded resources in
-//! results, and two interfaces of its own, `logging` (always linked) and
-//! `client` (granted), served in `client_ops.rs`.
+//! results, and interfaces of its own: `logging` (always linked) and
+//! `client` (granted), served in `client_ops.rs`, and `session-processes`
+//! (granted), in `session_ops.rs`.
 
 bindings!(
     "../../wit",
     "0.3.0",
-    waits: ["toolhost:tool/client.request"],
-    own: [logging = "toolhost:tool/logging", client = "toolhost:tool/client"]
+    waits: [
+        "toolhost:tool/client.request",
+        "toolhost:tool/session-processes.read",
+        "toolhost:tool/session-processes.write",
+        "toolhost:tool/session-processes.stop"
+    ],
+    own: [
+        logging = "toolhost:tool/logging",
+        client = "toolhost:tool/client",
+        session_processes = "toolhost:tool/session-processes"
+    ]
 );
 
 // The glue is compiled once per version, on purpose (see `glue/mod.rs`).
@@ -16,6 +26,7 @@ bindings!(
 mod glue;
 
 mod client_ops;
+mod session_ops;
 
 use crate::message::{ContentBlock, EmbeddedResource};
 use crate::store::CallState;
@@ -35,6 +46,7 @@ fn link_own(name: &str, linker: &mut Linker<CallState>) -> wasmtime::Result<()> 
     match name {
         "logging" => logging::add_to_linker::<_, HasSelf<CallState>>(linker, |s| s),
         "client" => client::add_to_linker::<_, HasOps>(linker, ops_of),
+        "session-processes" => session_processes::add_to_linker::<_, HasOps>(linker, ops_of),
         other => unreachable!("interface {other} has no glue in toolhost:tool@{VERSION}"),
     }
 }
