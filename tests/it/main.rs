@@ -31,6 +31,7 @@ mod sandbox;
 mod search;
 mod serve;
 mod serve_http;
+mod session_processes;
 mod support;
 mod validation;
 mod view;

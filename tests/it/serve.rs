@@ -13,14 +13,14 @@ use std::time::Duration;
 const PATIENCE: Duration = Duration::from_secs(60);
 
 /// A running `toolhost serve` with the testkit loaded.
-struct Server {
-    child: Child,
+pub(crate) struct Server {
+    pub(crate) child: Child,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<Value>,
 }
 
 impl Server {
-    fn start(ws: &Workspace, args: &[&str]) -> Server {
+    pub(crate) fn start(ws: &Workspace, args: &[&str]) -> Server {
         let mut child = ws
             .cli()
             .args(["--extension", toolhost_tests::TESTKIT])
@@ -58,7 +58,7 @@ impl Server {
         stdin.flush().unwrap();
     }
 
-    fn request(&mut self, id: Value, method: &str, params: Value) {
+    pub(crate) fn request(&mut self, id: Value, method: &str, params: Value) {
         let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         self.send(&line.to_string());
     }
@@ -72,7 +72,7 @@ impl Server {
 
     /// The next response (events of other requests are skipped).
     #[track_caller]
-    fn response(&self) -> Value {
+    pub(crate) fn response(&self) -> Value {
         loop {
             let line = self.next();
             if line.get("method").is_none() {
@@ -82,7 +82,7 @@ impl Server {
     }
 
     /// Close stdin and wait: serve exits once the running batches answered.
-    fn finish(mut self) -> Vec<Value> {
+    pub(crate) fn finish(mut self) -> Vec<Value> {
         drop(self.stdin.take());
         let status = self.child.wait().unwrap();
         assert!(status.success(), "toolhost serve exited with {status}");
@@ -90,7 +90,7 @@ impl Server {
     }
 }
 
-fn batch(calls: Value) -> Value {
+pub(crate) fn batch(calls: Value) -> Value {
     json!({"role": "assistant", "stopReason": "toolUse", "content": calls})
 }
 

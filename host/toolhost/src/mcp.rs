@@ -131,6 +131,8 @@ struct Shared {
     states: ask::States,
     /// Each recent session's `logging/setLevel`.
     log_levels: ask::LogLevels,
+    /// The processes of each open HTTP session.
+    processes: ask::Processes,
 }
 
 impl Drop for Shared {
@@ -157,6 +159,7 @@ impl McpServer {
                 askers: Default::default(),
                 states: Default::default(),
                 log_levels: Default::default(),
+                processes: Default::default(),
             }),
         }
     }
@@ -241,7 +244,14 @@ impl McpServer {
             StreamableHttpServerConfig, StreamableHttpService,
         };
         self.start_watching();
-        let bounded = Arc::new(sessions::BoundedSessions::local(bounds));
+        let shared = Arc::downgrade(&self.shared);
+        let bounded = Arc::new(sessions::BoundedSessions::local(bounds).on_close(Arc::new(
+            move |id: &str| {
+                if let Some(shared) = shared.upgrade() {
+                    shared.processes.close(id);
+                }
+            },
+        )));
         sessions::BoundedSessions::reap_idle(&bounded, shutdown.clone());
         let config = StreamableHttpServerConfig::default()
             // The listener has checked Host and Origin by its own rules.
@@ -689,6 +699,9 @@ impl ServerHandler for McpServer {
             .client(client);
         if let Some(asker) = asker {
             call = call.asking(asker);
+        }
+        if let Some(processes) = self.shared.processes.of(&context) {
+            call = call.processes(processes);
         }
         let result = call.await;
         if let Some(logs) = logs {

@@ -66,6 +66,12 @@ impl<T: Clone> PerSession<T> {
         value
     }
 
+    fn remove(&self, key: &str) -> Option<T> {
+        let mut values = self.0.lock().expect("per-session lock");
+        let at = values.iter().position(|(k, _)| k == key)?;
+        values.remove(at).map(|(_, v)| v)
+    }
+
     fn set(&self, key: String, value: T) {
         let mut values = self.0.lock().expect("per-session lock");
         values.retain(|(k, _)| *k != key);
@@ -94,6 +100,36 @@ impl Askers {
         }
         let make = || Asker::new(Arc::new(Person { peer: peer.clone() }));
         Some(self.0.get_or_insert_with(session_key(context), make))
+    }
+}
+
+/// The processes of each open HTTP session (`crate::SessionProcesses`):
+/// made at its first use, ended when the session closes (or is the oldest
+/// of more than [`SESSIONS`]). Requests without a session (stdio, and
+/// 2026-07-28's sessionless requests) use the host's own.
+#[derive(Default)]
+pub(super) struct Processes(PerSession<Arc<crate::SessionProcesses>>);
+
+impl Processes {
+    pub(super) fn of(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<Arc<crate::SessionProcesses>> {
+        let key = session_key(context);
+        key.starts_with("http:").then(|| {
+            self.0
+                .get_or_insert_with(key, || Arc::new(crate::SessionProcesses::default()))
+        })
+    }
+
+    /// The session `id` closed: its processes end.
+    pub(super) fn close(&self, id: &str) {
+        let processes = self.0.remove(&format!("http:{id}"));
+        if let Some(processes) = processes {
+            tokio::spawn(async move {
+                processes.end(crate::ops::process::STOP_GRACE * 3).await;
+            });
+        }
     }
 }
 

@@ -128,6 +128,8 @@ impl State {
 pub struct BoundedSessions<M = LocalSessionManager> {
     inner: M,
     state: Arc<State>,
+    /// Told the id of every session closed, whoever closed it.
+    closed: Option<Arc<dyn Fn(&str) + Send + Sync>>,
 }
 
 impl BoundedSessions<LocalSessionManager> {
@@ -148,6 +150,20 @@ impl<M: SessionManager> BoundedSessions<M> {
                 bounds,
                 table: Mutex::default(),
             }),
+            closed: None,
+        }
+    }
+
+    /// Tell `closed` the id of every session closed (by its client, or for
+    /// being idle).
+    pub fn on_close(mut self, closed: Arc<dyn Fn(&str) + Send + Sync>) -> Self {
+        self.closed = Some(closed);
+        self
+    }
+
+    fn tell_closed(&self, id: &SessionId) {
+        if let Some(closed) = &self.closed {
+            closed(id);
         }
     }
 
@@ -185,6 +201,7 @@ impl<M: SessionManager> BoundedSessions<M> {
                 for id in sessions.take_idle() {
                     // Out of the table already: no request can start in it.
                     let _ = sessions.inner.close_session(&id).await;
+                    sessions.tell_closed(&id);
                 }
             }
         });
@@ -335,10 +352,9 @@ impl<M: SessionManager> SessionManager for BoundedSessions<M> {
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         self.state.table().open.remove(id);
-        self.inner
-            .close_session(id)
-            .await
-            .map_err(SessionError::Manager)
+        let closed = self.inner.close_session(id).await;
+        self.tell_closed(id);
+        closed.map_err(SessionError::Manager)
     }
 
     async fn create_stream(

@@ -1,0 +1,373 @@
+//! Session processes (issue 26): the `process_*` tools through `toolhost
+//! serve`, whose session is its stdin's life. Each process is a real command
+//! in the real jail; what outlives what is checked by marker in `/proc`.
+
+use crate::serve::{Server, batch};
+use crate::support::*;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+const TOOLS: &str = "bash,process_start,process_output,process_write,process_list,process_stop";
+
+/// A `serve` with the session-process tools active (and bash).
+fn server(ws: &Workspace) -> Session {
+    Session {
+        server: Server::start(ws, &["--tools", TOOLS]),
+        n: 0,
+    }
+}
+
+struct Session {
+    server: Server,
+    n: u64,
+}
+
+/// A result's text, and whether it is an error.
+struct Answer {
+    text: String,
+    is_error: bool,
+    details: Value,
+}
+
+impl Session {
+    #[track_caller]
+    fn call(&mut self, name: &str, args: Value) -> Answer {
+        self.n += 1;
+        let message = batch(
+            json!([{"type": "toolCall", "id": format!("c{}", self.n), "name": name, "arguments": args}]),
+        );
+        self.server
+            .request(json!(self.n), "batch/run", json!({"message": message}));
+        let response = self.server.response();
+        let result = &response["result"]["toolResults"][0];
+        Answer {
+            text: result["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            is_error: result["isError"] == json!(true),
+            details: result["details"].clone(),
+        }
+    }
+
+    #[track_caller]
+    fn ok(&mut self, name: &str, args: Value) -> Answer {
+        let answer = self.call(name, args.clone());
+        assert!(!answer.is_error, "{name} {args}: {}", answer.text);
+        answer
+    }
+
+    /// Read process `id` until what it printed since contains `needle`
+    /// (giving up after a minute: a bound on a failure, not a timing).
+    #[track_caller]
+    fn read_until(&mut self, id: u64, needle: &str) -> String {
+        let mut all = String::new();
+        let give_up = Instant::now() + Duration::from_secs(60);
+        while !all.contains(needle) {
+            assert!(Instant::now() < give_up, "{needle:?} never came:\n{all}");
+            let answer = self.ok("process_output", json!({"id": id, "wait": 0.2}));
+            all.push_str(&answer.text);
+        }
+        all
+    }
+}
+
+/// A TCP port free now on loopback.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn a_dev_server_started_in_one_call_answers_curl_in_the_next_then_is_listed_stopped_and_its_port_free()
+ {
+    let ws = Workspace::new();
+    ws.write("hello.txt", "hello from the workspace\n");
+    let port = free_port();
+    let mut s = server(&ws);
+    let command = format!("python3 -u -m http.server {port} --bind 127.0.0.1");
+    let started = s.ok("process_start", json!({"command": command, "wait": 0}));
+    assert!(
+        started.text.contains("[Process 1 is running"),
+        "{}",
+        started.text
+    );
+    assert_eq!(started.details["id"], json!(1));
+    s.read_until(1, "Serving HTTP");
+
+    let curl = s.ok(
+        "bash",
+        json!({"command": format!("curl -s http://127.0.0.1:{port}/hello.txt")}),
+    );
+    assert_eq!(curl.text, "hello from the workspace\n");
+    // The server's log line for that request.
+    s.read_until(1, "GET /hello.txt HTTP/1.1\" 200");
+
+    let listed = s.ok("process_list", json!({}));
+    assert!(
+        listed.text.starts_with("1  running for ") && listed.text.ends_with(&command),
+        "{}",
+        listed.text
+    );
+    let stopped = s.ok("process_stop", json!({"id": 1}));
+    assert!(
+        stopped.text.ends_with("[Process 1 was stopped.]"),
+        "{}",
+        stopped.text
+    );
+    let listed = s.ok("process_list", json!({}));
+    assert!(
+        listed.text.starts_with("1  was stopped after "),
+        "{}",
+        listed.text
+    );
+    // Its port is free again.
+    std::net::TcpListener::bind(("127.0.0.1", port)).expect("the port is still taken");
+    s.server.finish();
+}
+
+#[test]
+fn a_python_repl_in_a_terminal_is_driven_through_several_writes() {
+    let ws = Workspace::new();
+    let mut s = server(&ws);
+    let started = s.ok(
+        "process_start",
+        json!({"command": "python3 -q -i", "tty": true, "wait": 0}),
+    );
+    assert!(
+        started.text.contains("Process 1 is running"),
+        "{}",
+        started.text
+    );
+    s.read_until(1, ">>> ");
+    s.ok(
+        "process_write",
+        json!({"id": 1, "input": "import sys; x = 6\r", "wait": 0}),
+    );
+    s.ok(
+        "process_write",
+        json!({"id": 1, "input": "print(x * 7, sys.stdin.isatty())\r", "wait": 0}),
+    );
+    let text = s.read_until(1, "42 True");
+    assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text:?}");
+    // Definitions survive between writes: one interpreter all along.
+    s.ok(
+        "process_write",
+        json!({"id": 1, "input": "def f(): return x + 1\r\r", "wait": 0}),
+    );
+    s.ok(
+        "process_write",
+        json!({"id": 1, "input": "f()\r", "wait": 0}),
+    );
+    s.read_until(1, "\n7\n");
+    // Ctrl-D ends it: the terminal is its controlling one.
+    s.ok(
+        "process_write",
+        json!({"id": 1, "input": "\u{4}", "wait": 0}),
+    );
+    let give_up = Instant::now() + Duration::from_secs(60);
+    loop {
+        let answer = s.ok("process_output", json!({"id": 1, "wait": 1}));
+        if answer.text.ends_with("[Process 1 exited with code 0.]") {
+            break;
+        }
+        assert!(Instant::now() < give_up, "{}", answer.text);
+    }
+    s.server.finish();
+}
+
+#[test]
+fn npm_style_output_with_carriage_returns_and_colours_reads_back_clean() {
+    let ws = Workspace::new();
+    let mut s = server(&ws);
+    let script = r#"printf '\033[1m\033[32m> app@1.0.0 dev\033[39m\033[22m\n'; for p in 10 50 100; do printf '\rprogress [%3d%%]' $p; done; printf '\n\033[2K\033[1Gready on \033]8;;http://x\007http://localhost:5173\033]8;;\007\n'"#;
+    for tty in [false, true] {
+        let started = s.ok(
+            "process_start",
+            json!({"command": script, "tty": tty, "wait": 30}),
+        );
+        let id = started.details["id"].as_u64().unwrap();
+        assert_eq!(
+            started.text,
+            format!(
+                "> app@1.0.0 dev\nprogress [100%]\nready on http://localhost:5173\n\n\n[Process {id} exited with code 0.]"
+            ),
+            "tty {tty}"
+        );
+    }
+    s.server.finish();
+}
+
+#[test]
+fn a_process_printing_200_mb_is_held_in_the_host_at_most_at_its_buffer_sizes() {
+    let ws = Workspace::new();
+    let mut s = server(&ws);
+    let peak = |pid: u32| -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+        line.split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            * 1024
+    };
+    let pid = s.server.child.id();
+    s.ok("process_list", json!({}));
+    let before = peak(pid);
+    // 200 MB of lines, then a last line; read once it ended.
+    let command = "yes 0123456789012345678901234567890123456789012345678 2>/dev/null | head -c 200000000; echo; echo the-end";
+    let started = s.ok("process_start", json!({"command": command, "wait": 600}));
+    let after = peak(pid);
+    assert!(
+        started.text.ends_with("exited with code 0.]"),
+        "{}",
+        &started.text[started.text.len() - 200..]
+    );
+    assert!(started.text.contains("the-end"));
+    // Kept: the first 64 KiB and the last 1 MiB; said how much was not.
+    let dropped = started.details["droppedBytes"].as_u64().unwrap();
+    assert_eq!(dropped, 200_000_000 + 9 - (64 << 10) - (1 << 20));
+    assert!(
+        started.text.starts_with("[189.7MB of output not kept"),
+        "{}",
+        &started.text[..200]
+    );
+    let grew = after.saturating_sub(before);
+    assert!(
+        grew < 64 << 20,
+        "the host's peak memory grew by {} MiB",
+        grew >> 20
+    );
+    s.server.finish();
+}
+
+#[test]
+fn the_ninth_process_is_refused_with_a_clear_error() {
+    let ws = Workspace::new();
+    let mut s = server(&ws);
+    for _ in 0..8 {
+        s.ok("process_start", json!({"command": "sleep 600", "wait": 0}));
+    }
+    let refused = s.call("process_start", json!({"command": "echo nine", "wait": 0}));
+    assert!(refused.is_error);
+    assert_eq!(
+        refused.text,
+        "this session already runs 8 processes, the most it may run at once (1, 2, 3, 4, 5, 6, 7, 8); stop one first"
+    );
+    s.ok("process_stop", json!({"id": 3}));
+    s.ok("process_start", json!({"command": "echo nine", "wait": 0}));
+    s.server.finish();
+}
+
+#[test]
+fn a_daemon_that_keeps_the_pipes_does_not_hang_the_call_that_started_it() {
+    let ws = Workspace::new();
+    let marker = marker();
+    let mut s = server(&ws);
+    let began = Instant::now();
+    // The shell exits at once; its child keeps stdout and stderr open.
+    let started = s.ok(
+        "process_start",
+        json!({"command": format!("nohup sleep {marker} & echo started"), "wait": 120}),
+    );
+    assert!(
+        began.elapsed() < Duration::from_secs(100),
+        "the call waited its whole wait for the daemon"
+    );
+    assert!(started.text.starts_with("started\n"), "{}", started.text);
+    assert!(
+        started.text.ends_with("[Process 1 exited with code 0.]"),
+        "{}",
+        started.text
+    );
+    assert!(all_gone(&marker), "the daemon outlived its shell's end");
+    s.server.finish();
+}
+
+/// The session's end (serve's stdin closed), the host's SIGTERM and its
+/// SIGKILL each leave no process behind, including one that left its
+/// process group.
+#[test]
+fn nothing_a_session_started_survives_its_end_or_the_hosts_death() {
+    for how in ["end", "SIGTERM", "SIGKILL"] {
+        let ws = Workspace::new();
+        let marker = marker();
+        let mut s = server(&ws);
+        let command = format!("setsid sleep {marker} & sleep {marker}");
+        s.ok("process_start", json!({"command": command, "wait": 0}));
+        s.ok(
+            "process_start",
+            json!({"command": format!("sleep {marker}"), "tty": true, "wait": 0}),
+        );
+        let give_up = Instant::now() + Duration::from_secs(30);
+        while live_with(&marker) < 3 {
+            assert!(
+                Instant::now() < give_up,
+                "{how}: the processes never started"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        match how {
+            "end" => {
+                s.server.finish();
+            }
+            signal => {
+                let status = std::process::Command::new("kill")
+                    .arg(format!("-{}", &signal[3..]))
+                    .arg(s.server.child.id().to_string())
+                    .status()
+                    .unwrap();
+                assert!(status.success());
+                let _ = s.server.child.wait();
+            }
+        }
+        assert!(
+            all_gone(&marker),
+            "{how}: {} processes survived",
+            live_with(&marker)
+        );
+    }
+}
+
+/// The official MCP Python SDK uses the tools over stdio (both revisions);
+/// over HTTP each handshake session has its own processes, which end when
+/// it closes (tests/mcp_processes.py).
+#[test]
+fn mcp_clients_use_the_tools_and_each_http_session_has_its_own_processes() {
+    let ws = Workspace::new();
+    ws.write("hello.txt", "hello over MCP\n");
+    let (a, b) = (marker(), marker());
+    let port = free_port().to_string();
+    let summary = script_summary(
+        std::process::Command::new(python_with_mcp())
+            .arg(repo_root().join("tests/mcp_processes.py"))
+            .arg(toolhost_bin())
+            .arg(&ws.path)
+            .args([&port, &a, &b])
+            .env("XDG_CONFIG_HOME", ws.config_home()),
+        "mcp_processes.py",
+    );
+    let command = format!("python3 -u -m http.server {port} --bind 127.0.0.1");
+    for mode in ["legacy", "auto"] {
+        let stdio = &summary[format!("stdio-{mode}")];
+        assert_eq!(stdio["curl"], "hello over MCP\n", "{mode}");
+        assert_eq!(stdio["listed"], format!("1 {command}"), "{mode}");
+        assert_eq!(stdio["stopped"], "[Process 1 was stopped.]", "{mode}");
+    }
+    let http = &summary["http"];
+    let only = |list: &Value, marker: &str| {
+        let text = list.as_str().unwrap();
+        text.lines().count() == 1
+            && text.starts_with("1  running")
+            && text.ends_with(&format!("sleep {marker}"))
+    };
+    assert!(only(&http["listA"], &a), "{http}");
+    assert!(only(&http["listB"], &b), "{http}");
+    assert!(only(&http["listBAfterAClosed"], &b), "{http}");
+    assert_eq!(http["bRunsAfterAClosed"], true);
+    assert_eq!(http["bEndedWithItsSession"], true);
+}

@@ -1,0 +1,154 @@
+"""Session processes through `toolhost mcp`, driven by the official MCP Python SDK.
+
+Run by tests/it/session_processes.rs. Each step asserts what it receives; any failure exits
+non-zero with the reason. On success the last line of stdout is a JSON summary the Rust test
+checks.
+
+Usage: mcp_processes.py TOOLHOST WORKSPACE PORT MARKER_A MARKER_B
+  stdio, in both connect modes (2025-11-25 and 2026-07-28): a Python HTTP server started with
+  process_start answers curl from bash in the next call, is listed, and is stopped.
+  http, two handshake sessions (2025-11-25) at once: each lists only its own process; when one
+  session closes, its process ends and the other's runs on, until that one closes too. The
+  processes are found by the markers in their command lines (/proc).
+"""
+
+import json
+import os
+import sys
+import tempfile
+import time
+
+import anyio
+import httpx2
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+# Generous bounds for waiting on the server: a failure ends the wait, never a timing check.
+DEADLINE_S = 60
+TOKEN = "test-token-0123456789abcdef"
+TOOLS = "bash,process_start,process_output,process_write,process_list,process_stop"
+
+
+def check(condition, message):
+    if not condition:
+        raise AssertionError(message)
+
+
+def text_of(result):
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
+def running(marker):
+    """Whether a live process has `marker` as an argument."""
+    for pid in os.listdir("/proc"):
+        # This script has the markers among its own arguments.
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in args and state not in ("Z", "X"):
+            return True
+    return False
+
+
+async def wait_until(predicate, what):
+    end = time.monotonic() + DEADLINE_S
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError(f"waited {DEADLINE_S}s for {what}")
+        await anyio.sleep(0.05)
+
+
+async def call(client, name, args):
+    result = await client.call_tool(name, args)
+    check(not result.is_error, f"{name} {args}: {text_of(result)}")
+    return text_of(result)
+
+
+async def read_until(client, pid, needle):
+    text = ""
+    end = time.monotonic() + DEADLINE_S
+    while needle not in text:
+        check(time.monotonic() < end, f"{needle!r} never came: {text}")
+        text += await call(client, "process_output", {"id": pid, "wait": 0.2})
+    return text
+
+
+async def stdio(toolhost, workspace, port, mode):
+    params = StdioServerParameters(
+        command=toolhost, args=["--workspace", workspace, "--tools", TOOLS, "mcp"],
+        env=dict(os.environ))
+    errlog = open(os.path.join(tempfile.mkdtemp(), "stderr"), "w")
+    async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:
+        started = await call(client, "process_start", {
+            "command": f"python3 -u -m http.server {port} --bind 127.0.0.1", "wait": 0})
+        check("[Process 1 is running" in started, started)
+        await read_until(client, 1, "Serving HTTP")
+        curl = await call(client, "bash", {"command": f"curl -s http://127.0.0.1:{port}/hello.txt"})
+        listed = await call(client, "process_list", {})
+        stopped = await call(client, "process_stop", {"id": 1})
+    return {"curl": curl, "listed": listed.split("  ")[0] + " " + listed.split("  ")[-1],
+            "stopped": stopped.splitlines()[-1]}
+
+
+async def http(toolhost, workspace, marker_a, marker_b):
+    log_path = os.path.join(tempfile.mkdtemp(), "stderr")
+    errlog = open(log_path, "w")
+    token_file = os.path.join(tempfile.mkdtemp(), "token")
+    with open(token_file, "w") as f:
+        f.write(TOKEN + "\n")
+    server = await anyio.open_process(
+        [toolhost, "--workspace", workspace, "--tools", TOOLS, "mcp",
+         "--http", "127.0.0.1:0", "--token-file", token_file],
+        stdin=None, stdout=None, stderr=errlog)
+    prefix = "toolhost mcp: listening on "
+
+    def log():
+        with open(log_path) as f:
+            return f.read()
+
+    await wait_until(lambda: prefix in log(), "the server to print its address")
+    url = next(l for l in log().splitlines() if l.startswith(prefix))[len(prefix):]
+
+    def client():
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"},
+                                  timeout=httpx2.Timeout(30, read=600))
+        return Client(streamable_http_client(url, http_client=http), mode="legacy")
+
+    summary = {}
+    try:
+        async with client() as b:
+            async with client() as a:
+                await call(a, "process_start", {"command": f"sleep {marker_a}", "wait": 0})
+                await call(b, "process_start", {"command": f"sleep {marker_b}", "wait": 0})
+                summary["listA"] = await call(a, "process_list", {})
+                summary["listB"] = await call(b, "process_list", {})
+                await wait_until(lambda: running(marker_a) and running(marker_b),
+                                 "both processes to run")
+            await wait_until(lambda: not running(marker_a), "session A's process to end")
+            summary["bRunsAfterAClosed"] = running(marker_b)
+            summary["listBAfterAClosed"] = await call(b, "process_list", {})
+        await wait_until(lambda: not running(marker_b), "session B's process to end")
+        summary["bEndedWithItsSession"] = True
+    finally:
+        server.terminate()
+        await server.wait()
+    return summary
+
+
+async def main(toolhost, workspace, port, marker_a, marker_b):
+    summary = {}
+    for mode in ("legacy", "auto"):
+        summary[f"stdio-{mode}"] = await stdio(toolhost, workspace, port, mode)
+    summary["http"] = await http(toolhost, workspace, marker_a, marker_b)
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    anyio.run(main, *sys.argv[1:])
