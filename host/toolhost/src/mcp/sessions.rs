@@ -122,6 +122,9 @@ impl State {
     }
 }
 
+/// What is told the id of a session closed.
+pub type OnClose = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// A [`SessionManager`] that bounds the sessions of `inner` (see the module
 /// docs). Every session `inner` holds is in the table here, from its
 /// creation to its close.
@@ -129,7 +132,7 @@ pub struct BoundedSessions<M = LocalSessionManager> {
     inner: M,
     state: Arc<State>,
     /// Told the id of every session closed, whoever closed it.
-    closed: Option<Arc<dyn Fn(&str) + Send + Sync>>,
+    closed: Option<OnClose>,
 }
 
 impl BoundedSessions<LocalSessionManager> {
@@ -156,7 +159,7 @@ impl<M: SessionManager> BoundedSessions<M> {
 
     /// Tell `closed` the id of every session closed (by its client, or for
     /// being idle).
-    pub fn on_close(mut self, closed: Arc<dyn Fn(&str) + Send + Sync>) -> Self {
+    pub fn on_close(mut self, closed: OnClose) -> Self {
         self.closed = Some(closed);
         self
     }
