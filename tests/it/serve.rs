@@ -64,7 +64,7 @@ impl Server {
     }
 
     #[track_caller]
-    fn next(&self) -> Value {
+    pub(crate) fn next(&self) -> Value {
         self.lines
             .recv_timeout(PATIENCE)
             .expect("toolhost serve wrote nothing more")

@@ -371,3 +371,83 @@ fn mcp_clients_use_the_tools_and_each_http_session_has_its_own_processes() {
     assert_eq!(http["bRunsAfterAClosed"], true);
     assert_eq!(http["bEndedWithItsSession"], true);
 }
+
+/// A process that ends while no call runs is told to the client
+/// (`process/exited`), and its end is a line of the audit log beside the
+/// lines of the calls that started it and wrote to it.
+#[test]
+fn a_process_ending_between_calls_is_told_to_the_client_and_written_to_the_audit_log() {
+    let ws = Workspace::new();
+    let audit = ws.path.join("audit.jsonl");
+    let mut s = Session {
+        server: Server::start(&ws, &["--tools", TOOLS, "--audit", audit.to_str().unwrap()]),
+        n: 0,
+    };
+    let started = s.ok(
+        "process_start",
+        json!({"command": "read line; echo got $line; exit 3", "wait": 0}),
+    );
+    assert!(
+        started.text.contains("Process 1 is running"),
+        "{}",
+        started.text
+    );
+    s.ok(
+        "process_write",
+        json!({"id": 1, "input": "go\n", "wait": 0}),
+    );
+    let told = loop {
+        let line = s.server.next();
+        if line["method"] == "process/exited" {
+            break line;
+        }
+    };
+    assert_eq!(told["params"]["id"], 1);
+    assert_eq!(told["params"]["exitCode"], 3);
+    assert_eq!(
+        told["params"]["command"],
+        "read line; echo got $line; exit 3"
+    );
+    let text = told["params"]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("Process 1 (read line; echo got $line; exit 3) exited with code 3 after "),
+        "{text}"
+    );
+    // What it wrote is still there to read.
+    let read = s.ok("process_output", json!({"id": 1}));
+    assert!(read.text.starts_with("got go\n"), "{}", read.text);
+    s.server.finish();
+
+    let lines: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let tools: Vec<&str> = lines.iter().map(|l| l["tool"].as_str().unwrap()).collect();
+    assert_eq!(
+        tools,
+        [
+            "process_start",
+            "process_write",
+            "session-process",
+            "process_output"
+        ],
+        "{lines:#?}"
+    );
+    assert_eq!(
+        lines[0]["used"]["programs"],
+        json!(["/bin/bash (session process: read line; echo got $line; exit 3)"])
+    );
+    assert_eq!(
+        lines[1]["used"]["programs"],
+        json!(["wrote 3 bytes to session process 1"])
+    );
+    let end = &lines[2];
+    assert_eq!(end["toolCallId"], "process-1");
+    assert_eq!(end["outcome"], "error");
+    assert_eq!(end["error"], "exited with code 3");
+    assert_eq!(
+        end["arguments"]["command"],
+        "read line; echo got $line; exit 3"
+    );
+}

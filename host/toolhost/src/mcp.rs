@@ -509,6 +509,38 @@ impl WeakServer {
 
 /// Send `notifications/tools/list_changed` to one handshake session for
 /// every change, until it goes away.
+/// Tell the session `key`'s client each end of its processes, as a log
+/// message (`notice`, logger `toolhost`) if it asked for such messages;
+/// until its processes are gone or the server is.
+#[allow(deprecated)]
+async fn tell_exits(
+    shared: std::sync::Weak<Shared>,
+    key: String,
+    peer: Peer<RoleServer>,
+    mut exits: tokio::sync::broadcast::Receiver<crate::ops::process::session::ProcessInfo>,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    let level = rmcp::model::LoggingLevel::Notice;
+    loop {
+        let info = match exits.recv().await {
+            Ok(info) => info,
+            Err(RecvError::Lagged(_)) => continue,
+            Err(RecvError::Closed) => return,
+        };
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        if !shared.log_levels.wants(&key, level) {
+            continue;
+        }
+        let params = rmcp::model::LoggingMessageNotificationParam::new(level, json!(info.ended()))
+            .with_logger("toolhost");
+        if peer.notify_logging_message(params).await.is_err() {
+            return;
+        }
+    }
+}
+
 async fn notify_session(mut generations: watch::Receiver<u64>, peer: Peer<RoleServer>) {
     while generations.changed().await.is_ok() {
         if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
@@ -700,9 +732,13 @@ impl ServerHandler for McpServer {
         if let Some(asker) = asker {
             call = call.asking(asker);
         }
-        if let Some(processes) = self.shared.processes.of(&context) {
-            call = call.processes(processes);
+        let (processes, new) = self.shared.processes.of(&context, host.session_processes());
+        if let Some(key) = new {
+            let exits = processes.exits();
+            let shared = Arc::downgrade(&self.shared);
+            tokio::spawn(tell_exits(shared, key, context.peer.clone(), exits));
         }
+        call = call.processes(processes);
         let result = call.await;
         if let Some(logs) = logs {
             logs.finish().await;

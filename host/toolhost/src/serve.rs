@@ -60,6 +60,27 @@ pub mod codes {
 /// The notification that the active tool set changed: `{active: [...]}`.
 const TOOLS_CHANGED_METHOD: &str = "tools/changed";
 
+/// The notification that a session process ended: `{id, command, exitCode?,
+/// signal?, text}`.
+const PROCESS_EXITED_METHOD: &str = "process/exited";
+
+fn exited_params(info: &crate::ops::process::session::ProcessInfo) -> Value {
+    use crate::ops::process::ExitStatus;
+    use crate::ops::process::session::State;
+    let (code, signal) = match &info.state {
+        State::Exited(ExitStatus::Code(code)) => (Some(*code), None),
+        State::Exited(ExitStatus::Signal(signal)) => (None, Some(signal.clone())),
+        _ => (None, None),
+    };
+    json!({
+        "id": info.id,
+        "command": info.command,
+        "exitCode": code,
+        "signal": signal,
+        "text": info.ended(),
+    })
+}
+
 /// The notification method that carries a batch's events.
 pub const EVENT_METHOD: &str = "batch/event";
 
@@ -322,6 +343,25 @@ where
             }
         })
     };
+    // A session process's end, whenever it comes.
+    let mut exits = host.session_processes().exits();
+    let exit_teller = {
+        let out = out.clone();
+        tokio::spawn(async move {
+            loop {
+                let info = match exits.recv().await {
+                    Ok(info) => info,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                };
+                out.send(json!({
+                    "jsonrpc": "2.0",
+                    "method": PROCESS_EXITED_METHOD,
+                    "params": exited_params(&info),
+                }));
+            }
+        })
+    };
     let person = Arc::new(ClientPerson {
         out: out.clone(),
         pending: Mutex::default(),
@@ -349,6 +389,7 @@ where
     }
     while batches.join_next().await.is_some() {}
     announcer.abort();
+    exit_teller.abort();
     out.close();
     writer.await.map_err(std::io::Error::other)?
 }

@@ -766,21 +766,29 @@ impl HostBuilder {
             settings: CallSettings {
                 workspace: parts.workspace,
                 home: std::env::var("HOME").ok().filter(|h| !h.is_empty()),
-                session_id: self.session_id,
+                session_id: self.session_id.clone(),
                 cancel_grace: self.cancel_grace.unwrap_or(Duration::from_secs(1)),
                 sequential: self.sequential,
             },
-            audit_log: parts.config.audit_log,
+            audit_log: parts.config.audit_log.clone(),
             mutations: Default::default(),
             permissions: Arc::new(parts.config.policy.permissions.clone()),
             protected: Arc::new(parts.config.protected.clone()),
             always_file: parts.config.policy.user_file.clone(),
             asker: self.asker,
             client: self.client,
-            processes: Arc::new(crate::ops::process::session::SessionProcesses::new(
-                self.process_idle
-                    .unwrap_or(crate::ops::process::session::DEFAULT_IDLE),
-            )),
+            processes: Arc::new(
+                crate::ops::process::session::SessionProcesses::new(
+                    self.process_idle
+                        .unwrap_or(crate::ops::process::session::DEFAULT_IDLE),
+                )
+                .audited(parts.config.audit_log.clone().map(|log| {
+                    crate::ops::process::session::ExitAudit {
+                        log,
+                        session: self.session_id.clone(),
+                    }
+                })),
+            ),
         };
         let mut reports = parts.reports;
         for report in &mut reports {

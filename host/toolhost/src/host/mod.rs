@@ -147,6 +147,12 @@ impl Host {
         &self.inner.extensions
     }
 
+    /// The processes of the host's own session ([`crate::SessionProcesses`]):
+    /// those of every call whose front end lends none of its own.
+    pub fn session_processes(&self) -> &Arc<crate::SessionProcesses> {
+        &self.inner.session.processes
+    }
+
     /// Execute the tool calls of one assistant message as a batch, streaming
     /// its events to `sink`. Cancelling `cancel` aborts the batch: every call
     /// still gets a result message.

@@ -111,15 +111,30 @@ impl Askers {
 pub(super) struct Processes(PerSession<Arc<crate::SessionProcesses>>);
 
 impl Processes {
+    /// The processes of the session of `context` (a sibling of the host's
+    /// `own` for an HTTP session, `own` otherwise), and its key when they
+    /// are new to this session, whose client is then to be told their ends.
     pub(super) fn of(
         &self,
         context: &RequestContext<RoleServer>,
-    ) -> Option<Arc<crate::SessionProcesses>> {
+        own: &Arc<crate::SessionProcesses>,
+    ) -> (Arc<crate::SessionProcesses>, Option<String>) {
         let key = session_key(context);
-        key.starts_with("http:").then(|| {
-            self.0
-                .get_or_insert_with(key, || Arc::new(crate::SessionProcesses::default()))
-        })
+        if let Some(known) = self.0.get(&key) {
+            return (known, None);
+        }
+        #[cfg(feature = "http")]
+        if !key.starts_with("http:") && context.extensions.get::<http::request::Parts>().is_some() {
+            // A request of no session (2026-07-28): nobody to tell later.
+            return (own.clone(), None);
+        }
+        let processes = if key.starts_with("http:") {
+            Arc::new(own.sibling())
+        } else {
+            own.clone()
+        };
+        let processes = self.0.get_or_insert_with(key.clone(), || processes);
+        (processes, Some(key))
     }
 
     /// The session `id` closed: its processes end.
@@ -727,6 +742,13 @@ impl LogLevels {
             .meta
             .log_level()
             .or_else(|| self.0.get(&session_key(context)))
+    }
+
+    /// Whether the session `key` asked for messages as severe as `level`.
+    pub(super) fn wants(&self, key: &str, level: rmcp::model::LoggingLevel) -> bool {
+        self.0
+            .get(key)
+            .is_some_and(|wanted| severity(level) >= severity(wanted))
     }
 
     /// Send `text` at `level` to the session of `context`, if it asked for

@@ -118,6 +118,28 @@ pub struct ProcessInfo {
     pub output_bytes: u64,
 }
 
+impl ProcessInfo {
+    /// A sentence on its end for a person or a model: `Process 2 (npm run
+    /// dev) exited with code 1 after 3s.`
+    pub fn ended(&self) -> String {
+        let how = match &self.state {
+            State::Running => "is running".to_string(),
+            State::Exited(ExitStatus::Code(code)) => format!("exited with code {code}"),
+            State::Exited(ExitStatus::Signal(signal)) => format!("was killed by {signal}"),
+            State::Exited(ExitStatus::LimitExceeded(text)) => format!("was stopped: {text}"),
+            State::Exited(ExitStatus::Cancelled | ExitStatus::TimedOut(_)) => {
+                "was stopped".to_string()
+            }
+        };
+        let command = crate::display::escape(&self.command);
+        format!(
+            "Process {} ({command}) {how} after {:.1}s.",
+            self.id,
+            self.age.as_secs_f64()
+        )
+    }
+}
+
 /// New output of a process, and its state after it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Read {
@@ -202,6 +224,47 @@ impl Proc {
     }
 }
 
+/// Where a session's process exits are written: the audit log, with the
+/// session's id.
+#[derive(Clone)]
+pub(crate) struct ExitAudit {
+    pub log: Arc<crate::audit::AuditLog>,
+    pub session: Option<String>,
+}
+
+impl ExitAudit {
+    /// One line for the end of `info` (its start, writes and stop are in the
+    /// lines of the calls that made them).
+    fn record(&self, info: &ProcessInfo) {
+        use crate::audit::{Entry, Outcome, timestamp};
+        let (outcome, error) = match &info.state {
+            State::Exited(ExitStatus::Code(0)) => (Outcome::Ok, None),
+            State::Exited(ExitStatus::Code(code)) => {
+                (Outcome::Error, Some(format!("exited with code {code}")))
+            }
+            State::Exited(ExitStatus::Signal(signal)) => {
+                (Outcome::Error, Some(format!("killed by {signal}")))
+            }
+            State::Exited(ExitStatus::LimitExceeded(text)) => (Outcome::Error, Some(text.clone())),
+            State::Exited(ExitStatus::Cancelled | ExitStatus::TimedOut(_)) | State::Running => {
+                (Outcome::Cancelled, Some("stopped".to_string()))
+            }
+        };
+        self.log.record(&Entry {
+            time: timestamp(info.started),
+            session: self.session.clone(),
+            tool_call_id: format!("process-{}", info.id),
+            tool: "session-process".into(),
+            component: None,
+            arguments: serde_json::json!({"id": info.id, "command": info.command}),
+            used: Default::default(),
+            outcome,
+            error,
+            duration_ms: info.age.as_secs_f64() * 1000.0,
+        });
+    }
+}
+
 /// The processes of one session (see the module docs).
 pub struct SessionProcesses {
     procs: Arc<Mutex<Table>>,
@@ -211,7 +274,13 @@ pub struct SessionProcesses {
     spawned: Spawned,
     idle: Duration,
     last_use: Arc<Mutex<Instant>>,
+    /// Every process's end, as it happens.
+    exits: tokio::sync::broadcast::Sender<ProcessInfo>,
+    audit: Option<ExitAudit>,
 }
+
+/// Exits kept for a front end that reads them late.
+const EXITS_KEPT: usize = 64;
 
 #[derive(Default)]
 struct Table {
@@ -243,7 +312,28 @@ impl SessionProcesses {
             spawned: Spawned::default(),
             idle,
             last_use: Arc::new(Mutex::new(Instant::now())),
+            exits: tokio::sync::broadcast::Sender::new(EXITS_KEPT),
+            audit: None,
         }
+    }
+
+    /// Write each process's end to `audit`.
+    pub(crate) fn audited(mut self, audit: Option<ExitAudit>) -> SessionProcesses {
+        self.audit = audit;
+        self
+    }
+
+    /// A new session's processes, with this one's idle time and audit log
+    /// (for a front end that keeps one per client session).
+    pub fn sibling(&self) -> SessionProcesses {
+        SessionProcesses::new(self.idle).audited(self.audit.clone())
+    }
+
+    /// Every process's end from now on, as it happens (a process stopped
+    /// because its session ended included): for a front end to tell its
+    /// client.
+    pub fn exits(&self) -> tokio::sync::broadcast::Receiver<ProcessInfo> {
+        self.exits.subscribe()
     }
 
     fn used(&self) {
@@ -333,6 +423,7 @@ impl SessionProcesses {
         table.list.push(proc.clone());
         let info = proc.info();
         let keeper = proc.clone();
+        let (exits, audit) = (self.exits.clone(), self.audit.clone());
         tokio::spawn(async move {
             loop {
                 match child.next().await {
@@ -355,6 +446,11 @@ impl SessionProcesses {
             }
             // Its stdin closes with it.
             keeper.input.lock().await.take();
+            let ended = keeper.info();
+            if let Some(audit) = audit {
+                audit.record(&ended);
+            }
+            let _ = exits.send(ended);
         });
         if !table.watchdog {
             table.watchdog = true;
