@@ -36,6 +36,7 @@ mod memory;
 mod overhead;
 mod paths;
 mod plain;
+mod processes;
 mod search;
 mod startup;
 mod table;
@@ -46,7 +47,17 @@ use std::time::{Duration, Instant};
 use toolhost::HostBuilder;
 
 const SECTIONS: &[&str] = &[
-    "overhead", "batch", "kill", "memory", "startup", "search", "jail", "http", "egress", "paths",
+    "overhead",
+    "batch",
+    "kill",
+    "memory",
+    "startup",
+    "search",
+    "jail",
+    "http",
+    "egress",
+    "processes",
+    "paths",
 ];
 
 /// Settings shared by the sections.
@@ -133,6 +144,7 @@ fn main() {
             "startup" => startup::run(&cfg, &mut rows),
             "search" => search::run(&cfg, &mut rows),
             "jail" => jail::run(&cfg, &mut rows),
+            "processes" => processes::run(&cfg, &mut rows),
             "http" => http::run(&cfg, &mut rows),
             "egress" => egress::run(&cfg, &mut rows),
             "paths" => paths::run(&cfg, &mut rows),
