@@ -451,3 +451,54 @@ fn a_process_ending_between_calls_is_told_to_the_client_and_written_to_the_audit
         "read line; echo got $line; exit 3"
     );
 }
+
+/// The git guard settles what a session process changes while no call
+/// runs, as it does after every call: a hook planted between calls, in a
+/// repository the process made, is removed within the guard's interval,
+/// and the audit log says so. (A call's own settle would have judged the
+/// hook, older than the call, the user's.)
+#[test]
+fn hostile_a_hook_a_session_process_plants_between_calls_is_undone() {
+    let ws = Workspace::new();
+    let audit = ws.path.join("audit.jsonl");
+    let mut s = Session {
+        server: Server::start(&ws, &["--tools", TOOLS, "--audit", audit.to_str().unwrap()]),
+        n: 0,
+    };
+    let plant = "read go; sleep 0.3; git init -q planted && \
+                 printf '#!/bin/sh\\necho pwned\\n' > planted/.git/hooks/pre-commit && \
+                 chmod +x planted/.git/hooks/pre-commit && echo planted; sleep 600";
+    s.ok("process_start", json!({"command": plant, "wait": 0}));
+    // Its write call returns at once; the hook comes after it.
+    s.ok(
+        "process_write",
+        json!({"id": 1, "input": "go\n", "wait": 0}),
+    );
+    let hook = ws.path.join("planted/.git/hooks/pre-commit");
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while !hook.exists() {
+        assert!(Instant::now() < give_up, "the hook was never planted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // No call runs; the guard finds it anyway.
+    while hook.exists() {
+        assert!(
+            Instant::now() < give_up,
+            "a hook planted between calls stayed: git would run it for the user"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    s.ok("process_stop", json!({"id": 1}));
+    s.server.finish();
+    let log = std::fs::read_to_string(&audit).unwrap();
+    let reverted = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["tool"] == "session-process" && l["used"]["reverted"].is_array())
+        .unwrap_or_else(|| panic!("no line says what was undone:\n{log}"));
+    let sentence = reverted["used"]["reverted"][0].as_str().unwrap();
+    assert!(
+        sentence.starts_with(&format!("toolhost reverted {}", hook.display())),
+        "{sentence}"
+    );
+}

@@ -19,6 +19,7 @@
 
 use super::{ChildEvent, ProcessPolicy, STOP_GRACE};
 use super::{Command, ExitStatus, Input, InputEnd, ProcessError, ProcessErrorCode, Spawned, error};
+use crate::ops::protect::{GitGuard, guard::Writer};
 use crate::ops::usage::Usage;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -39,6 +40,9 @@ pub const TAIL_BYTES: usize = 1 << 20;
 pub const DEFAULT_IDLE: Duration = Duration::from_secs(30 * 60);
 /// How long a stop waits for the process to be gone.
 const STOP_WAIT: Duration = Duration::from_secs(5);
+/// How often the git guard settles what running processes changed (as it
+/// does after every call): what they make git run is undone within this.
+pub const GUARD_INTERVAL: Duration = Duration::from_secs(2);
 
 /// A process's output: the first [`HEAD_BYTES`], then the last
 /// [`TAIL_BYTES`]; what fell between them is counted, not kept.
@@ -160,6 +164,8 @@ struct Proc {
     changed: tokio::sync::watch::Sender<u64>,
     stop: CancellationToken,
     input: tokio::sync::Mutex<Option<InputEnd>>,
+    /// Its place among the git guard's writers while it runs.
+    writer: Mutex<Option<Writer>>,
 }
 
 #[derive(Default)]
@@ -224,6 +230,17 @@ impl Proc {
     }
 }
 
+/// Settle what `writer` changed since it began.
+async fn settle(writer: Writer) -> Vec<crate::ops::protect::guard::Reverted> {
+    tokio::task::spawn_blocking(move || {
+        let reverted = writer.guard().settle(writer.watch());
+        drop(writer);
+        reverted
+    })
+    .await
+    .unwrap_or_default()
+}
+
 /// Where a session's process exits are written: the audit log, with the
 /// session's id.
 #[derive(Clone)]
@@ -233,6 +250,29 @@ pub(crate) struct ExitAudit {
 }
 
 impl ExitAudit {
+    /// What the git guard undid of what the processes `ids` changed.
+    fn reverted(&self, ids: &[u32], reverted: &[crate::ops::protect::guard::Reverted]) {
+        use crate::audit::{Entry, Outcome, timestamp};
+        if reverted.is_empty() {
+            return;
+        }
+        let mut used = crate::ops::usage::Used::default();
+        used.reverted = reverted.iter().map(|r| r.sentence()).collect();
+        let ids: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+        self.log.record(&Entry {
+            time: timestamp(SystemTime::now()),
+            session: self.session.clone(),
+            tool_call_id: format!("process-{}", ids.join(",")),
+            tool: "session-process".into(),
+            component: None,
+            arguments: serde_json::json!({"running": ids}),
+            used,
+            outcome: Outcome::Ok,
+            error: None,
+            duration_ms: 0.0,
+        });
+    }
+
     /// One line for the end of `info` (its start, writes and stop are in the
     /// lines of the calls that made them).
     fn record(&self, info: &ProcessInfo) {
@@ -287,6 +327,7 @@ struct Table {
     next_id: u32,
     list: Vec<Arc<Proc>>,
     watchdog: bool,
+    guardian: bool,
 }
 
 impl std::fmt::Debug for SessionProcesses {
@@ -362,15 +403,17 @@ impl SessionProcesses {
             })
     }
 
-    /// Start `command` (shown as `shown`) under `policy` with `input`.
-    /// Refused when [`MAX_PROCESSES`] run already, or after [`Self::end`].
+    /// Start `command` (shown as `shown`) under `policy` with `input`;
+    /// `guard`, the git guard over what it may write, settles what it
+    /// changes while it runs and when it ends. Refused when
+    /// [`MAX_PROCESSES`] run already, or after [`Self::end`].
     pub fn start(
         &self,
         policy: &ProcessPolicy,
         mut command: Command,
         shown: &str,
         input: Input,
-        usage: &Usage,
+        (usage, guard): (&Usage, Option<&Arc<GitGuard>>),
     ) -> Result<ProcessInfo, ProcessError> {
         self.used();
         if self.ended.is_cancelled() {
@@ -399,6 +442,7 @@ impl SessionProcesses {
         command.timeout_ms = None;
         let policy = policy.clone().default_timeout(None);
         let stop = self.ended.child_token();
+        let writer = guard.map(|g| g.writer());
         let (mut child, input_end) =
             policy.spawn_with_input(command, input, stop.clone(), &self.spawned, usage)?;
         table.next_id += 1;
@@ -412,6 +456,7 @@ impl SessionProcesses {
             changed: tokio::sync::watch::Sender::new(0),
             stop,
             input: tokio::sync::Mutex::new(input_end),
+            writer: Mutex::new(writer),
         });
         // Forget the oldest ended processes past the list's bound.
         while table.list.len() >= MAX_LISTED {
@@ -447,6 +492,14 @@ impl SessionProcesses {
             // Its stdin closes with it.
             keeper.input.lock().await.take();
             let ended = keeper.info();
+            // What it changed, settled before it leaves the guard's writers.
+            let writer = keeper.writer.lock().expect("writer lock").take();
+            if let Some(writer) = writer {
+                let reverted = settle(writer).await;
+                if let Some(audit) = &audit {
+                    audit.reverted(&[ended.id], &reverted);
+                }
+            }
             if let Some(audit) = audit {
                 audit.record(&ended);
             }
@@ -456,7 +509,54 @@ impl SessionProcesses {
             table.watchdog = true;
             self.watch_idle();
         }
+        if guard.is_some() && !table.guardian {
+            table.guardian = true;
+            self.guard_while_running();
+        }
         Ok(info)
+    }
+
+    /// Settle, every [`GUARD_INTERVAL`], what the running processes
+    /// changed beneath their guards' roots, until none runs under a guard.
+    fn guard_while_running(&self) {
+        let table = Arc::downgrade(&self.procs);
+        let (ended, audit) = (self.ended.clone(), self.audit.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = ended.cancelled() => {}
+                    _ = tokio::time::sleep(GUARD_INTERVAL) => {}
+                }
+                let Some(procs) = table.upgrade() else { return };
+                let (guards, ids) = {
+                    let mut table = procs.lock().expect("session processes lock");
+                    let mut guards: Vec<Arc<GitGuard>> = Vec::new();
+                    let mut ids = Vec::new();
+                    for p in &table.list {
+                        if let Some(writer) = p.writer.lock().expect("writer lock").as_ref() {
+                            ids.push(p.id);
+                            if !guards.iter().any(|g| Arc::ptr_eq(g, writer.guard())) {
+                                guards.push(writer.guard().clone());
+                            }
+                        }
+                    }
+                    if guards.is_empty() {
+                        // The next guarded start starts this again.
+                        table.guardian = false;
+                        return;
+                    }
+                    (guards, ids)
+                };
+                for guard in guards {
+                    let reverted = tokio::task::spawn_blocking(move || guard.settle(guard.watch()))
+                        .await
+                        .unwrap_or_default();
+                    if let Some(audit) = &audit {
+                        audit.reverted(&ids, &reverted);
+                    }
+                }
+            }
+        });
     }
 
     /// Stop every process once the session was left alone for its idle time.
@@ -658,7 +758,7 @@ mod tests {
                     sh("while read l; do echo got:$l; done", dir.path()),
                     "cat",
                     Input::Pipe,
-                    &usage,
+                    (&usage, None),
                 )
                 .unwrap();
             let cancel = CancellationToken::new();
@@ -682,7 +782,7 @@ mod tests {
                         rows: 30,
                         cols: 100,
                     },
-                    &usage,
+                    (&usage, None),
                 )
                 .unwrap();
             assert!(tty.terminal);
@@ -724,7 +824,7 @@ mod tests {
                     sh(&script, dir.path()),
                     "sleep",
                     Input::Null,
-                    &Usage::default(),
+                    (&Usage::default(), None),
                 )
                 .unwrap();
             }
@@ -734,7 +834,7 @@ mod tests {
                     sh("true", dir.path()),
                     "true",
                     Input::Null,
-                    &Usage::default(),
+                    (&Usage::default(), None),
                 )
                 .unwrap_err();
             assert!(
@@ -754,7 +854,7 @@ mod tests {
                 sh(&script, dir.path()),
                 "sleep",
                 Input::Null,
-                &Usage::default(),
+                (&Usage::default(), None),
             )
             .unwrap();
             assert!(running(&marker));
@@ -786,7 +886,7 @@ mod tests {
                 sh(&format!("sleep 1000; : {marker}"), dir.path()),
                 "sleep",
                 Input::Null,
-                &Usage::default(),
+                (&Usage::default(), None),
             )
             .unwrap();
         assert!(running(&marker));

@@ -221,6 +221,40 @@ pub struct GitGuard {
     /// Where neutralized versions are kept (created when first needed).
     quarantine: Option<PathBuf>,
     state: Mutex<State>,
+    /// Writers that outlive calls (session processes), each with the time
+    /// since which it may have written: a change since the earliest is
+    /// theirs, not the user's, whatever call's settle finds it.
+    writers: Mutex<Vec<(u64, SystemTime)>>,
+}
+
+/// A writer of the guard's roots that outlives calls ([`GitGuard::writer`]);
+/// dropped once it is gone and its writes were settled.
+pub struct Writer {
+    guard: Arc<GitGuard>,
+    id: u64,
+}
+
+impl Writer {
+    /// A watch since the writer began.
+    pub fn watch(&self) -> Watch {
+        let writers = self.guard.writers.lock().unwrap_or_else(|e| e.into_inner());
+        let started = writers
+            .iter()
+            .find(|(id, _)| *id == self.id)
+            .map_or_else(SystemTime::now, |(_, since)| *since);
+        Watch { started }
+    }
+
+    pub fn guard(&self) -> &Arc<GitGuard> {
+        &self.guard
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let mut writers = self.guard.writers.lock().unwrap_or_else(|e| e.into_inner());
+        writers.retain(|(id, _)| *id != self.id);
+    }
 }
 
 impl std::fmt::Debug for GitGuard {
@@ -246,7 +280,35 @@ impl GitGuard {
             home,
             quarantine,
             state: Mutex::new(State::default()),
+            writers: Mutex::new(Vec::new()),
         }
+    }
+
+    /// A writer that outlives calls begins now (a session process): until
+    /// it is dropped, every settle judges what changed since now as a
+    /// writer's (see [`Self::settle`]).
+    pub fn writer(self: &Arc<Self>) -> Writer {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        // The first survey, so that what exists now is known as the user's.
+        let _ = self.watch();
+        let mut writers = self.writers.lock().unwrap_or_else(|e| e.into_inner());
+        writers.push((id, SystemTime::now()));
+        Writer {
+            guard: self.clone(),
+            id,
+        }
+    }
+
+    /// Since when a change is a writer's or the call's: the earlier of the
+    /// call's start and the earliest live writer's.
+    fn since(&self, watch: Watch) -> SystemTime {
+        let writers = self.writers.lock().unwrap_or_else(|e| e.into_inner());
+        writers
+            .iter()
+            .map(|(_, since)| *since)
+            .fold(watch.started, std::cmp::min)
     }
 
     /// A guard of `roots` for this user: `$HOME` locates the global
@@ -292,6 +354,7 @@ impl GitGuard {
     /// End watching a call: survey again, and neutralize every file that
     /// decides what git runs, changed during the call, that could run code.
     pub fn settle(&self, watch: Watch) -> Vec<Reverted> {
+        let since = self.since(watch);
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         self.survey(&mut state);
         let mut reverted = Vec::new();
@@ -308,7 +371,7 @@ impl GitGuard {
             let Some(current) = read_version(&file.path) else {
                 continue;
             };
-            let reason = if current.id.changed_since(watch.started) {
+            let reason = if current.id.changed_since(since) {
                 match file.kind {
                     CodeKind::Config => self.risky_config(&file.path, current.content.as_deref()),
                     CodeKind::Hook => hook_risk(&file.path, &current),
@@ -323,7 +386,7 @@ impl GitGuard {
                 continue;
             };
             // The version from before the call, if one was remembered.
-            let before = earlier.filter(|e| !e.id.changed_since(watch.started));
+            let before = earlier.filter(|e| !e.id.changed_since(since));
             reverted.push(self.neutralize(file, &current, before.as_ref(), reason));
             match read_version(&file.path) {
                 Some(version) => state.versions.insert(file.path.clone(), version),

@@ -99,7 +99,13 @@ impl sp::Host for OpsCtx<'_> {
             },
         };
         let program = command.program.clone();
-        let started = session.start(&policy, command.into(), &shown, input, self.usage);
+        let started = session.start(
+            &policy,
+            command.into(),
+            &shown,
+            input,
+            (self.usage, self.caps.guard.as_ref()),
+        );
         if started.is_ok() {
             self.usage.note(
                 Use::Program,
