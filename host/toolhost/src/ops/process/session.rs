@@ -256,8 +256,10 @@ impl ExitAudit {
         if reverted.is_empty() {
             return;
         }
-        let mut used = crate::ops::usage::Used::default();
-        used.reverted = reverted.iter().map(|r| r.sentence()).collect();
+        let used = crate::ops::usage::Used {
+            reverted: reverted.iter().map(|r| r.sentence()).collect(),
+            ..Default::default()
+        };
         let ids: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
         self.log.record(&Entry {
             time: timestamp(SystemTime::now()),
