@@ -502,3 +502,42 @@ fn hostile_a_hook_a_session_process_plants_between_calls_is_undone() {
         "{sentence}"
     );
 }
+
+/// MCP tasks (SEP-2663) as a 2026-07-28 client uses them over HTTP
+/// (tests/mcp_tasks.py): a quick call is answered at once; a long bash call
+/// becomes a task that another connection polls to completion; a cancelled
+/// one settles as cancelled and its command ends; a client that did not
+/// declare tasks gets a plain answer.
+#[test]
+fn a_long_call_becomes_a_task_polled_to_completion_and_another_is_cancelled() {
+    let ws = Workspace::new();
+    let marker = marker();
+    let summary = script_summary(
+        std::process::Command::new(python_with_mcp())
+            .arg(repo_root().join("tests/mcp_tasks.py"))
+            .arg(toolhost_bin())
+            .arg(&ws.path)
+            .arg(&marker)
+            .env("XDG_CONFIG_HOME", ws.config_home()),
+        "mcp_tasks.py",
+    );
+    assert_eq!(
+        summary["quick"],
+        json!({"resultType": "complete", "text": "quick\n", "taskId": null})
+    );
+    assert_eq!(
+        summary["created"],
+        json!({"resultType": "task", "status": "working", "ttlMs": 3_600_000, "pollIntervalMs": 500})
+    );
+    assert_eq!(
+        summary["completed"],
+        json!({"status": "completed", "text": "done after a while\n", "isError": false})
+    );
+    assert_eq!(summary["cancelAck"], json!({"resultType": "complete"}));
+    assert_eq!(summary["cancelled"], "cancelled");
+    assert_eq!(summary["commandEnded"], true);
+    assert_eq!(
+        summary["undeclared"],
+        json!({"resultType": "complete", "text": "no tasks here\n", "taskId": null})
+    );
+}

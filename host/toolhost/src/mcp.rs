@@ -133,6 +133,8 @@ struct Shared {
     log_levels: ask::LogLevels,
     /// The processes of each open HTTP session.
     processes: ask::Processes,
+    /// The calls running as tasks, and the finished ones for their TTL.
+    tasks: rmcp::task_manager::TaskManager,
 }
 
 impl Drop for Shared {
@@ -160,6 +162,7 @@ impl McpServer {
                 states: Default::default(),
                 log_levels: Default::default(),
                 processes: Default::default(),
+                tasks: Default::default(),
             }),
         }
     }
@@ -561,6 +564,7 @@ impl ServerHandler for McpServer {
             .enable_tools()
             .enable_tool_list_changed()
             .enable_logging()
+            .enable_tasks()
             .build();
         ServerConfig::new(capabilities)
             .with_protocol_version(HANDSHAKE_VERSION)
@@ -634,10 +638,108 @@ impl ServerHandler for McpServer {
         serde_json::from_value(listing).map_err(|e| internal("listing the tools", e))
     }
 
+    /// A call from a client that declared the tasks extension (in its
+    /// session or in the request) runs as a task: answered at once when it
+    /// ends within [`TASK_AFTER`], else with a task the client polls
+    /// (`tasks/get`) and may cancel (`tasks/cancel`). The task belongs to
+    /// the server, not the request: a client that reconnects finds it by
+    /// its id, and the call is not cancelled when the request's stream ends.
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let tasks_declared = context
+            .client_capabilities()
+            .is_some_and(|caps| caps.supports_tasks());
+        // A retry that answers an input-required round stays a request.
+        if !tasks_declared
+            || request.input_responses.is_some()
+            || !self.host().is_active(&request.name)
+        {
+            return self.run_call(request, context, None).await;
+        }
+        let (done, finished) = tokio::sync::oneshot::channel();
+        let this = self.clone();
+        let options = rmcp::task_manager::TaskOptions::new()
+            .with_ttl_ms(TASK_TTL.as_millis() as u64)
+            .with_poll_interval_ms(TASK_POLL.as_millis() as u64);
+        let task = self.shared.tasks.spawn(options, move |task| {
+            Box::pin(async move {
+                let stop = CancellationToken::new();
+                let cancelled = stop.clone();
+                let watch = tokio::spawn(async move {
+                    task.cancelled().await;
+                    cancelled.cancel();
+                });
+                let outcome = this.run_call(request, context, Some(stop.clone())).await;
+                watch.abort();
+                let result = match outcome {
+                    Ok(CallToolResponse::Complete(result)) if !stop.is_cancelled() => result,
+                    Ok(CallToolResponse::Complete(_)) => {
+                        return Err(rmcp::task_manager::TaskExit::Cancelled);
+                    }
+                    Ok(_) => {
+                        return Err(rmcp::task_manager::TaskExit::Error(
+                            McpError::internal_error(
+                                "the tool asked the client for input, which a task cannot \
+                             forward yet; call it without the tasks extension",
+                                None,
+                            ),
+                        ));
+                    }
+                    Err(e) => return Err(rmcp::task_manager::TaskExit::Error(e)),
+                };
+                let _ = done.send(result.clone());
+                Ok(result)
+            })
+        });
+        match tokio::time::timeout(TASK_AFTER, finished).await {
+            Ok(Ok(result)) => Ok(result.into()),
+            _ => Ok(CallToolResponse::Task(rmcp::model::CreateTaskResult::new(
+                task,
+            ))),
+        }
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, McpError> {
+        let task = self.shared.tasks.get_task(&request.task_id)?;
+        Ok(rmcp::model::GetTaskResult::new(task))
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let responses = serde_json::to_value(&request.input_responses)
+            .ok()
+            .and_then(|v| v.as_object().cloned())
+            .unwrap_or_default();
+        self.shared.tasks.update_task(&request.task_id, responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.shared.tasks.cancel_task(&request.task_id)
+    }
+}
+
+impl McpServer {
+    /// One `tools/call` to its result, as a request (`cancel`: the request's
+    /// own cancellation) or in a task (`cancel`: the task's).
+    async fn run_call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        task_cancel: Option<CancellationToken>,
     ) -> Result<CallToolResponse, McpError> {
         let host = self.host();
         let name = request.name.to_string();
@@ -691,11 +793,11 @@ impl ServerHandler for McpServer {
             }
             _ => {}
         });
-        let cancel = call_token(&context);
+        let cancel = task_cancel.clone().unwrap_or_else(|| call_token(&context));
         // A question of a 2026-07-28 round stops the call (its own token),
         // not the request.
         let run = cancel.child_token();
-        let round = if ask::stateless(&context) {
+        let round = if ask::stateless(&context) && task_cancel.is_none() {
             let state = request.request_state.as_deref();
             let responses = request.input_responses.as_ref();
             let declared = ask::declared(&context);
@@ -791,6 +893,15 @@ impl ServerHandler for McpServer {
         Ok(result.into())
     }
 }
+
+/// A call of a client that declared tasks and is still running after this
+/// becomes a task (the conformance suite's fixtures: a job of about a
+/// second is a task, a greeting is not).
+pub const TASK_AFTER: Duration = Duration::from_millis(500);
+/// How long a task's state is kept (`ttlMs`), and the polling interval
+/// suggested to the client (`pollIntervalMs`).
+pub const TASK_TTL: Duration = Duration::from_secs(3600);
+pub const TASK_POLL: Duration = Duration::from_millis(500);
 
 /// The longest a call with a progress token goes without a progress
 /// notification: one without a message is sent after this much silence.

@@ -600,6 +600,69 @@ static ASK_IN_A_LOOP: Fixed = Fixed {
     },
 };
 
+/// The tasks extension's fixtures (SEP-2663): `greet` answers at once, so
+/// it stays a request; `slow_compute` and `failing_job` run past the
+/// host's threshold, so a client that declared tasks gets a task.
+struct Greet;
+impl Tool for Greet {
+    fn definition(&self) -> Definition {
+        Definition::new(
+            "greet",
+            "Greet",
+            "Says hello (MCP conformance, tasks: sync-only).",
+            r#"{"type":"object","properties":{"name":{"type":"string"}}}"#,
+        )
+    }
+    fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+        let name = args["name"].as_str().unwrap_or("World");
+        Ok(ToolOutput::text(format!("Hello, {name}!")))
+    }
+}
+
+/// Sleep `seconds`, watching for cancellation.
+fn sleep_unless_cancelled(ctx: &Context, seconds: f64) -> Result<(), ToolError> {
+    let end = std::time::Instant::now() + Duration::from_secs_f64(seconds.clamp(0.0, 600.0));
+    while std::time::Instant::now() < end {
+        ctx.check_cancelled()?;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+struct SlowCompute;
+impl Tool for SlowCompute {
+    fn definition(&self) -> Definition {
+        Definition::new(
+            "slow_compute",
+            "Slow compute",
+            "Sleeps `seconds`, then answers (MCP conformance, tasks).",
+            r#"{"type":"object","properties":{"seconds":{"type":"number"},"label":{"type":"string"}}}"#,
+        )
+    }
+    fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+        let seconds = args["seconds"].as_f64().unwrap_or(0.0);
+        sleep_unless_cancelled(ctx, seconds)?;
+        let label = args["label"].as_str().unwrap_or("compute");
+        Ok(ToolOutput::text(format!("{label}: done after {seconds}s")))
+    }
+}
+
+struct FailingJob;
+impl Tool for FailingJob {
+    fn definition(&self) -> Definition {
+        Definition::new(
+            "failing_job",
+            "Failing job",
+            "Fails after about a second (MCP conformance, tasks).",
+            NONE,
+        )
+    }
+    fn execute(&self, ctx: &Context, _args: Value) -> Result<ToolOutput, ToolError> {
+        sleep_unless_cancelled(ctx, 1.0)?;
+        Err(ToolError::new("the job failed, as it always does"))
+    }
+}
+
 toolhost_sdk::export_tools!(
     ASK_IN_A_LOOP,
     AUDIO,
@@ -627,5 +690,8 @@ toolhost_sdk::export_tools!(
     ErrorHandling,
     WithProgress,
     Schema202012,
-    TriggerToolChange
+    TriggerToolChange,
+    Greet,
+    SlowCompute,
+    FailingJob
 );
