@@ -167,11 +167,52 @@ pub(crate) struct CallCgroup {
     /// move itself in.
     procs: Vec<OwnedFd>,
     v2: bool,
+    /// The session's cgroups it lies in, kept until it is removed.
+    _session: Option<std::sync::Arc<SessionCgroup>>,
+}
+
+/// A cgroup (v2) or pair of cgroups (v1) that holds the cgroups of several
+/// spawns, its limits holding for all of them together: a session's
+/// processes ([`super::session`]). Removed when dropped, once empty.
+#[derive(Debug)]
+pub struct SessionCgroup(CallCgroup);
+
+impl SessionCgroup {
+    /// Processes in it now (its `pids.current`).
+    #[cfg(test)]
+    pub(crate) fn processes(&self) -> u64 {
+        std::fs::read_to_string(self.0.dirs[0].join("pids.current"))
+            .ok()
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// One with `limits`; `None` where limits are rlimits.
+    pub(crate) fn create(limits: ProcessLimits) -> io::Result<Option<SessionCgroup>> {
+        let Some(cgroup) = CallCgroup::create_in(None, limits)? else {
+            return Ok(None);
+        };
+        // Nothing runs in it but in its children: it only counts them.
+        if cgroup.v2 {
+            std::fs::write(
+                cgroup.dirs[0].join("cgroup.subtree_control"),
+                "+memory +pids",
+            )?;
+        }
+        let mut cgroup = cgroup;
+        cgroup.procs.clear();
+        Ok(Some(SessionCgroup(cgroup)))
+    }
 }
 
 impl CallCgroup {
-    /// A cgroup with `limits` for one call; `None` where limits are rlimits.
-    pub(crate) fn create(limits: ProcessLimits) -> io::Result<Option<CallCgroup>> {
+    /// A cgroup with `limits` for one call, inside `session`'s cgroups
+    /// (whose limits then hold too) if given; `None` where limits are
+    /// rlimits.
+    pub(crate) fn create_in(
+        session: Option<&std::sync::Arc<SessionCgroup>>,
+        limits: ProcessLimits,
+    ) -> io::Result<Option<CallCgroup>> {
         use std::sync::atomic::{AtomicU64, Ordering};
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let name = format!(
@@ -179,17 +220,22 @@ impl CallCgroup {
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
         );
-        let (dirs, v2) = match enforcement() {
-            Enforcement::CgroupV2 { parent } => (vec![parent.join(&name)], true),
-            Enforcement::CgroupV1 { pids, memory } => {
+        let (dirs, v2) = match (session, enforcement()) {
+            (Some(session), _) => (
+                session.0.dirs.iter().map(|d| d.join(&name)).collect(),
+                session.0.v2,
+            ),
+            (None, Enforcement::CgroupV2 { parent }) => (vec![parent.join(&name)], true),
+            (None, Enforcement::CgroupV1 { pids, memory }) => {
                 (vec![pids.join(&name), memory.join(&name)], false)
             }
-            Enforcement::Rlimits { .. } => return Ok(None),
+            (None, Enforcement::Rlimits { .. }) => return Ok(None),
         };
         let mut cgroup = CallCgroup {
             dirs: Vec::new(),
             procs: Vec::new(),
             v2,
+            _session: session.cloned(),
         };
         for dir in &dirs {
             std::fs::create_dir(dir)?;

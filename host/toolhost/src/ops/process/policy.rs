@@ -108,6 +108,8 @@ pub struct ProcessPolicy {
     shown: Vec<PathBuf>,
     /// `None`: [`ProcessLimits::default`].
     limits: Option<ProcessLimits>,
+    /// The session's cgroup each spawn's own lies in (session processes).
+    session_cgroup: Option<Arc<super::limits::SessionCgroup>>,
     /// Knows the repositories beneath the write roots, whose configuration
     /// and hooks the jail keeps read-only.
     git: Option<Arc<GitGuard>>,
@@ -240,6 +242,13 @@ impl ProcessPolicy {
     /// processes, 4 GiB of memory).
     pub fn limits(mut self, limits: ProcessLimits) -> Self {
         self.limits = Some(limits);
+        self
+    }
+
+    /// Put each spawn's cgroup inside `session`'s, whose limits then hold
+    /// for all of them together (a session's processes).
+    pub(crate) fn in_session_cgroup(mut self, session: Arc<super::limits::SessionCgroup>) -> Self {
+        self.session_cgroup = Some(session);
         self
     }
 
@@ -596,7 +605,9 @@ impl ProcessPolicy {
             .flatten();
         // The call's cgroup (where this machine lets the host make one);
         // elsewhere the jail's init sets resource limits.
-        let cgroup = CallCgroup::create(self.process_limits()).ok().flatten();
+        let cgroup = CallCgroup::create_in(self.session_cgroup.as_ref(), self.process_limits())
+            .ok()
+            .flatten();
         // Outside the jail, the Landlock ruleset is applied before exec;
         // inside, by the jail's init (a Landlock domain may not mount).
         let mut proxy_end = None;

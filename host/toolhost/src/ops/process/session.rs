@@ -319,6 +319,9 @@ pub struct SessionProcesses {
     /// Every process's end, as it happens.
     exits: tokio::sync::broadcast::Sender<ProcessInfo>,
     audit: Option<ExitAudit>,
+    /// The cgroup all of them lie in, made at the first start with its
+    /// policy's limits: they hold for the session's processes together.
+    cgroup: std::sync::OnceLock<Option<Arc<super::limits::SessionCgroup>>>,
 }
 
 /// Exits kept for a front end that reads them late.
@@ -357,6 +360,7 @@ impl SessionProcesses {
             last_use: Arc::new(Mutex::new(Instant::now())),
             exits: tokio::sync::broadcast::Sender::new(EXITS_KEPT),
             audit: None,
+            cgroup: std::sync::OnceLock::new(),
         }
     }
 
@@ -442,7 +446,16 @@ impl SessionProcesses {
         }
         // No timeout: it runs until stopped, or until the session ends.
         command.timeout_ms = None;
-        let policy = policy.clone().default_timeout(None);
+        let mut policy = policy.clone().default_timeout(None);
+        let cgroup = self.cgroup.get_or_init(|| {
+            super::limits::SessionCgroup::create(policy.process_limits())
+                .ok()
+                .flatten()
+                .map(Arc::new)
+        });
+        if let Some(cgroup) = cgroup {
+            policy = policy.in_session_cgroup(cgroup.clone());
+        }
         let stop = self.ended.child_token();
         let writer = guard.map(|g| g.writer());
         let (mut child, input_end) =
@@ -872,6 +885,76 @@ mod tests {
                     .arg(&marker)
                     .status();
             }
+        }
+    }
+
+    /// The process limit holds for the session's processes together (its
+    /// cgroup), not only for each: two that fit alone do not fit together.
+    #[tokio::test]
+    async fn the_sessions_processes_share_its_cgroups_limits() {
+        if matches!(
+            super::super::limits::enforcement(),
+            super::super::limits::Enforcement::Rlimits { .. }
+        ) {
+            eprintln!("NOTE: no cgroups here; limits are per process, not tested together");
+            return;
+        }
+        for jail in modes() {
+            let dir = tempfile::tempdir().unwrap();
+            let p = policy(dir.path(), jail).limits(super::super::ProcessLimits {
+                max_processes: 40,
+                memory_bytes: 1 << 30,
+            });
+            let sp = SessionProcesses::default();
+            let script = |name: &str| {
+                format!("for i in $(seq 25); do sleep 100 & done; echo started-{name}; wait")
+            };
+            let usage = Usage::default();
+            let a = sp
+                .start(
+                    &p,
+                    sh(&script("a"), dir.path()),
+                    "a",
+                    Input::Null,
+                    (&usage, None),
+                )
+                .unwrap();
+            read_until(&sp, a.id, "started-a").await;
+            let b = sp
+                .start(
+                    &p,
+                    sh(&script("b"), dir.path()),
+                    "b",
+                    Input::Null,
+                    (&usage, None),
+                )
+                .unwrap();
+            // The shell cannot start all of its children (and gives up).
+            let text = read_until(&sp, b.id, "fork").await;
+            assert!(!text.contains("started-b"), "{jail:?}: {text:?}");
+            // Alone, the same fits: the limit is the session's.
+            sp.stop(a.id).await.unwrap();
+            sp.read(b.id, Duration::from_secs(10), &CancellationToken::new())
+                .await
+                .unwrap();
+            let cgroup = sp.cgroup.get().unwrap().as_ref().unwrap();
+            for _ in 0..500 {
+                if cgroup.processes() == 0 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let c = sp
+                .start(
+                    &p,
+                    sh(&script("c"), dir.path()),
+                    "c",
+                    Input::Null,
+                    (&usage, None),
+                )
+                .unwrap();
+            read_until(&sp, c.id, "started-c").await;
+            assert!(sp.end(Duration::from_secs(10)).await);
         }
     }
 
