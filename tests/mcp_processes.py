@@ -20,49 +20,20 @@ import time
 
 import anyio
 import httpx2
+from mcp_common import DEADLINE_S, check, running, wait_until
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-# Generous bounds for waiting on the server: a failure ends the wait, never a timing check.
-DEADLINE_S = 60
 TOKEN = "test-token-0123456789abcdef"
 TOOLS = "bash,process_start,process_output,process_write,process_list,process_stop"
 
-
-def check(condition, message):
-    if not condition:
-        raise AssertionError(message)
 
 
 def text_of(result):
     return "\n".join(block.text for block in result.content if block.type == "text")
 
 
-def running(marker):
-    """Whether a live process has `marker` as an argument."""
-    for pid in os.listdir("/proc"):
-        # This script has the markers among its own arguments.
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-            with open(f"/proc/{pid}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker.encode() in args and state not in ("Z", "X"):
-            return True
-    return False
-
-
-async def wait_until(predicate, what):
-    end = time.monotonic() + DEADLINE_S
-    while not predicate():
-        if time.monotonic() > end:
-            raise AssertionError(f"waited {DEADLINE_S}s for {what}")
-        await anyio.sleep(0.05)
 
 
 async def call(client, name, args):

@@ -21,30 +21,13 @@ import time
 
 import anyio
 import httpx2
+from mcp_common import DEADLINE_S, check, running, wait_until
 
-DEADLINE_S = 60
 TOKEN = "test-token-0123456789abcdef"
 TASKS = "io.modelcontextprotocol/tasks"
 VERSION = "2026-07-28"
 
 
-def check(condition, message):
-    if not condition:
-        raise AssertionError(message)
-
-
-def running(marker):
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-        except OSError:
-            continue
-        if any(marker.encode() in a for a in args):
-            return True
-    return False
 
 
 class Client:
@@ -114,15 +97,13 @@ async def main(toolhost, workspace, marker):
          "--http", "127.0.0.1:0", "--token-file", token_file],
         stdin=None, stdout=None, stderr=open(log_path, "w"))
     prefix = "toolhost mcp: listening on "
-    end = time.monotonic() + DEADLINE_S
-    while True:
+
+    def log():
         with open(log_path) as f:
-            log = f.read()
-        if prefix in log:
-            break
-        check(time.monotonic() < end, "the server never listened")
-        await anyio.sleep(0.05)
-    url = next(l for l in log.splitlines() if l.startswith(prefix))[len(prefix):]
+            return f.read()
+
+    await wait_until(lambda: prefix in log(), "the server to print its address")
+    url = next(l for l in log().splitlines() if l.startswith(prefix))[len(prefix):]
     summary = {}
     try:
         first, second = Client(url, True), Client(url, True)
@@ -142,18 +123,12 @@ async def main(toolhost, workspace, marker):
 
         long = await second.call(f"sleep 600; : {marker}")
         check(long.get("taskId"), f"no task: {long}")
-        end = time.monotonic() + DEADLINE_S
-        while not running(marker):
-            check(time.monotonic() < end, "the long command never ran")
-            await anyio.sleep(0.05)
+        await wait_until(lambda: running(marker), "the long command to run")
         ack = await second.request("tasks/cancel", {"taskId": long["taskId"]})
         summary["cancelAck"] = ack
         cancelled = await second.until_terminal(long["taskId"])
         summary["cancelled"] = cancelled["status"]
-        end = time.monotonic() + DEADLINE_S
-        while running(marker):
-            check(time.monotonic() < end, "the cancelled task's command still runs")
-            await anyio.sleep(0.05)
+        await wait_until(lambda: not running(marker), "the cancelled task's command to end")
         summary["commandEnded"] = True
 
         plain = Client(url, False)

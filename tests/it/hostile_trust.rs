@@ -438,20 +438,25 @@ fn cache_entries(cache: &Path) -> Vec<PathBuf> {
     entries
 }
 
+/// A fresh runtime (its own engine) whose compile cache is `cache`.
+fn cached_runtime(cache: &Path) -> std::sync::Arc<Runtime> {
+    Runtime::new(RuntimeOptions {
+        max_concurrent_calls: 4,
+        cache_dir: Some(cache.to_path_buf()),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+/// What `rt` makes of the component at `path`.
+fn inspect(rt: &std::sync::Arc<Runtime>, path: &str) -> toolhost::Inspection {
+    block(toolhost::inspect(rt, Path::new(path))).unwrap()
+}
+
 #[test]
 fn hostile_a_cache_entry_not_written_by_this_host_is_recompiled_never_loaded() {
     let cache = tempfile::tempdir().unwrap();
-    let runtime = || {
-        Runtime::new(RuntimeOptions {
-            max_concurrent_calls: 4,
-            cache_dir: Some(cache.path().to_path_buf()),
-            ..Default::default()
-        })
-        .unwrap()
-    };
-    let inspect = |rt: &std::sync::Arc<Runtime>, path: &str| {
-        block(toolhost::inspect(rt, Path::new(path))).unwrap()
-    };
+    let runtime = || cached_runtime(cache.path());
     let rt = runtime();
     inspect(&rt, toolhost_tests::TESTKIT);
     let entries = cache_entries(cache.path());
@@ -509,17 +514,7 @@ fn hostile_a_cache_entry_not_written_by_this_host_is_recompiled_never_loaded() {
 #[test]
 fn hostile_a_cache_entry_changed_after_it_verified_is_verified_again_whatever_its_note_says() {
     let cache = tempfile::tempdir().unwrap();
-    let runtime = || {
-        Runtime::new(RuntimeOptions {
-            max_concurrent_calls: 4,
-            cache_dir: Some(cache.path().to_path_buf()),
-            ..Default::default()
-        })
-        .unwrap()
-    };
-    let inspect = |rt: &std::sync::Arc<Runtime>, path: &str| {
-        block(toolhost::inspect(rt, Path::new(path))).unwrap()
-    };
+    let runtime = || cached_runtime(cache.path());
     inspect(&runtime(), toolhost_tests::TESTKIT);
     inspect(&runtime(), toolhost_tests::FSPROBE);
     let entries = cache_entries(cache.path());

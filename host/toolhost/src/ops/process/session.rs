@@ -715,6 +715,18 @@ mod tests {
         }
     }
 
+    /// Start `script` in `dir` under `p`, with no guard.
+    fn start(
+        sp: &SessionProcesses,
+        p: &ProcessPolicy,
+        script: &str,
+        dir: &Path,
+        input: Input,
+    ) -> ProcessInfo {
+        sp.start(p, sh(script, dir), script, input, (&Usage::default(), None))
+            .unwrap()
+    }
+
     /// Read process `id` until its output so far contains `needle` (at
     /// most 20 s); all it read.
     async fn read_until(sp: &SessionProcesses, id: u32, needle: &str) -> String {
@@ -766,16 +778,13 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let p = policy(dir.path(), jail);
             let sp = SessionProcesses::default();
-            let usage = Usage::default();
-            let cat = sp
-                .start(
-                    &p,
-                    sh("while read l; do echo got:$l; done", dir.path()),
-                    "cat",
-                    Input::Pipe,
-                    (&usage, None),
-                )
-                .unwrap();
+            let cat = start(
+                &sp,
+                &p,
+                "while read l; do echo got:$l; done",
+                dir.path(),
+                Input::Pipe,
+            );
             let cancel = CancellationToken::new();
             sp.write(cat.id, b"one\n", Duration::ZERO, &cancel)
                 .await
@@ -788,18 +797,16 @@ mod tests {
             assert!(!text.contains("got:one"), "read twice: {text:?}");
 
             let script = "test -t 0 && echo a-terminal; stty size; read l; echo got:$l";
-            let tty = sp
-                .start(
-                    &p,
-                    sh(script, dir.path()),
-                    "tty",
-                    Input::Terminal {
-                        rows: 30,
-                        cols: 100,
-                    },
-                    (&usage, None),
-                )
-                .unwrap();
+            let tty = start(
+                &sp,
+                &p,
+                script,
+                dir.path(),
+                Input::Terminal {
+                    rows: 30,
+                    cols: 100,
+                },
+            );
             assert!(tty.terminal);
             let text = read_until(&sp, tty.id, "30 100").await;
             assert!(text.contains("a-terminal"), "{jail:?}: {text:?}");
@@ -834,14 +841,7 @@ mod tests {
             // daemon would.
             let script = format!("setsid sh -c 'sleep 1000; : {marker}' & sleep 1001; : {marker}");
             for _ in 0..MAX_PROCESSES {
-                sp.start(
-                    &p,
-                    sh(&script, dir.path()),
-                    "sleep",
-                    Input::Null,
-                    (&Usage::default(), None),
-                )
-                .unwrap();
+                start(&sp, &p, &script, dir.path(), Input::Null);
             }
             let refused = sp
                 .start(
@@ -864,14 +864,7 @@ mod tests {
                 matches!(stopped.info.state, State::Exited(_)),
                 "{stopped:?}"
             );
-            sp.start(
-                &p,
-                sh(&script, dir.path()),
-                "sleep",
-                Input::Null,
-                (&Usage::default(), None),
-            )
-            .unwrap();
+            start(&sp, &p, &script, dir.path(), Input::Null);
             assert!(running(&marker));
             drop(sp);
             if jail == JailMode::Required {
@@ -909,26 +902,9 @@ mod tests {
             let script = |name: &str| {
                 format!("for i in $(seq 25); do sleep 100 & done; echo started-{name}; wait")
             };
-            let usage = Usage::default();
-            let a = sp
-                .start(
-                    &p,
-                    sh(&script("a"), dir.path()),
-                    "a",
-                    Input::Null,
-                    (&usage, None),
-                )
-                .unwrap();
+            let a = start(&sp, &p, &script("a"), dir.path(), Input::Null);
             read_until(&sp, a.id, "started-a").await;
-            let b = sp
-                .start(
-                    &p,
-                    sh(&script("b"), dir.path()),
-                    "b",
-                    Input::Null,
-                    (&usage, None),
-                )
-                .unwrap();
+            let b = start(&sp, &p, &script("b"), dir.path(), Input::Null);
             // The shell cannot start all of its children (and gives up).
             let text = read_until(&sp, b.id, "fork").await;
             assert!(!text.contains("started-b"), "{jail:?}: {text:?}");
@@ -944,15 +920,7 @@ mod tests {
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
-            let c = sp
-                .start(
-                    &p,
-                    sh(&script("c"), dir.path()),
-                    "c",
-                    Input::Null,
-                    (&usage, None),
-                )
-                .unwrap();
+            let c = start(&sp, &p, &script("c"), dir.path(), Input::Null);
             read_until(&sp, c.id, "started-c").await;
             assert!(sp.end(Duration::from_secs(10)).await);
         }
@@ -965,15 +933,13 @@ mod tests {
         let p = policy(dir.path(), jail);
         let sp = SessionProcesses::new(Duration::from_millis(300));
         let marker = format!("idle-marker-{}", std::process::id());
-        let info = sp
-            .start(
-                &p,
-                sh(&format!("sleep 1000; : {marker}"), dir.path()),
-                "sleep",
-                Input::Null,
-                (&Usage::default(), None),
-            )
-            .unwrap();
+        let info = start(
+            &sp,
+            &p,
+            &format!("sleep 1000; : {marker}"),
+            dir.path(),
+            Input::Null,
+        );
         assert!(running(&marker));
         assert!(
             gone(&marker).await,
