@@ -1,6 +1,7 @@
 """What the MCP test scripts share: checks, waits and the processes found by a marker."""
 
 import os
+import tempfile
 import time
 
 import anyio
@@ -38,3 +39,26 @@ async def wait_until(predicate, what):
         if time.monotonic() > end:
             raise AssertionError(f"waited {DEADLINE_S}s for {what}")
         await anyio.sleep(0.05)
+
+
+TOKEN = "test-token-0123456789abcdef"
+
+
+async def start_http(toolhost, args):
+    """`toolhost ARGS mcp --http` on a free port with TOKEN: the process and its URL."""
+    log_path = os.path.join(tempfile.mkdtemp(), "stderr")
+    token_file = os.path.join(tempfile.mkdtemp(), "token")
+    with open(token_file, "w") as f:
+        f.write(TOKEN + "\n")
+    server = await anyio.open_process(
+        [toolhost, *args, "mcp", "--http", "127.0.0.1:0", "--token-file", token_file],
+        stdin=None, stdout=None, stderr=open(log_path, "w"))
+    prefix = "toolhost mcp: listening on "
+
+    def log():
+        with open(log_path) as f:
+            return f.read()
+
+    await wait_until(lambda: prefix in log(), "the server to print its address")
+    url = next(l for l in log().splitlines() if l.startswith(prefix))[len(prefix):]
+    return server, url

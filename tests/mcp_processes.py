@@ -20,12 +20,11 @@ import time
 
 import anyio
 import httpx2
-from mcp_common import DEADLINE_S, check, running, wait_until
+from mcp_common import DEADLINE_S, TOKEN, check, running, start_http, wait_until
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-TOKEN = "test-token-0123456789abcdef"
 TOOLS = "bash,process_start,process_output,process_write,process_list,process_stop"
 
 
@@ -69,23 +68,7 @@ async def stdio(toolhost, workspace, port, mode):
 
 
 async def http(toolhost, workspace, marker_a, marker_b):
-    log_path = os.path.join(tempfile.mkdtemp(), "stderr")
-    errlog = open(log_path, "w")
-    token_file = os.path.join(tempfile.mkdtemp(), "token")
-    with open(token_file, "w") as f:
-        f.write(TOKEN + "\n")
-    server = await anyio.open_process(
-        [toolhost, "--workspace", workspace, "--tools", TOOLS, "mcp",
-         "--http", "127.0.0.1:0", "--token-file", token_file],
-        stdin=None, stdout=None, stderr=errlog)
-    prefix = "toolhost mcp: listening on "
-
-    def log():
-        with open(log_path) as f:
-            return f.read()
-
-    await wait_until(lambda: prefix in log(), "the server to print its address")
-    url = next(l for l in log().splitlines() if l.startswith(prefix))[len(prefix):]
+    server, url = await start_http(toolhost, ["--workspace", workspace, "--tools", TOOLS])
 
     def client():
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"},

@@ -14,16 +14,13 @@ Usage: mcp_tasks.py TOOLHOST WORKSPACE MARKER
 """
 
 import json
-import os
 import sys
-import tempfile
 import time
 
 import anyio
 import httpx2
-from mcp_common import DEADLINE_S, check, running, wait_until
+from mcp_common import DEADLINE_S, TOKEN, check, running, start_http, wait_until
 
-TOKEN = "test-token-0123456789abcdef"
 TASKS = "io.modelcontextprotocol/tasks"
 VERSION = "2026-07-28"
 
@@ -88,22 +85,7 @@ def text_of(result):
 
 
 async def main(toolhost, workspace, marker):
-    log_path = os.path.join(tempfile.mkdtemp(), "stderr")
-    token_file = os.path.join(tempfile.mkdtemp(), "token")
-    with open(token_file, "w") as f:
-        f.write(TOKEN + "\n")
-    server = await anyio.open_process(
-        [toolhost, "--workspace", workspace, "--tools", "bash", "mcp",
-         "--http", "127.0.0.1:0", "--token-file", token_file],
-        stdin=None, stdout=None, stderr=open(log_path, "w"))
-    prefix = "toolhost mcp: listening on "
-
-    def log():
-        with open(log_path) as f:
-            return f.read()
-
-    await wait_until(lambda: prefix in log(), "the server to print its address")
-    url = next(l for l in log().splitlines() if l.startswith(prefix))[len(prefix):]
+    server, url = await start_http(toolhost, ["--workspace", workspace, "--tools", "bash"])
     summary = {}
     try:
         first, second = Client(url, True), Client(url, True)
