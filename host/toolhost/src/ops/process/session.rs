@@ -945,11 +945,14 @@ mod tests {
             gone(&marker).await,
             "the idle time passed and it still runs"
         );
-        let listed = sp.list();
-        assert_eq!(listed[0].id, info.id);
+        // Its end, once its keeper has seen it.
+        let ended = sp
+            .read(info.id, Duration::from_secs(10), &CancellationToken::new())
+            .await
+            .unwrap();
         assert!(
-            matches!(listed[0].state, State::Exited(ExitStatus::Cancelled)),
-            "{listed:?}"
+            matches!(ended.info.state, State::Exited(ExitStatus::Cancelled)),
+            "{ended:?}"
         );
     }
 
