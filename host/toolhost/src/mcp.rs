@@ -664,15 +664,24 @@ impl ServerHandler for McpServer {
         let options = rmcp::task_manager::TaskOptions::new()
             .with_ttl_ms(TASK_TTL.as_millis() as u64)
             .with_poll_interval_ms(TASK_POLL.as_millis() as u64);
+        let declared = ask::declared(&context);
         let task = self.shared.tasks.spawn(options, move |task| {
             Box::pin(async move {
+                let task = Arc::new(task);
                 let stop = CancellationToken::new();
-                let cancelled = stop.clone();
+                let (cancelled, watched) = (stop.clone(), task.clone());
                 let watch = tokio::spawn(async move {
-                    task.cancelled().await;
+                    watched.cancelled().await;
                     cancelled.cancel();
                 });
-                let outcome = this.run_call(request, context, Some(stop.clone())).await;
+                let client = Arc::new(ask::TaskClient {
+                    task,
+                    declared,
+                    next: Default::default(),
+                });
+                let outcome = this
+                    .run_call(request, context, Some((stop.clone(), client)))
+                    .await;
                 watch.abort();
                 let result = match outcome {
                     Ok(CallToolResponse::Complete(result)) if !stop.is_cancelled() => result,
@@ -682,8 +691,7 @@ impl ServerHandler for McpServer {
                     Ok(_) => {
                         return Err(rmcp::task_manager::TaskExit::Error(
                             McpError::internal_error(
-                                "the tool asked the client for input, which a task cannot \
-                             forward yet; call it without the tasks extension",
+                                "a task's call answered with an input-required result",
                                 None,
                             ),
                         ));
@@ -739,8 +747,9 @@ impl McpServer {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-        task_cancel: Option<CancellationToken>,
+        in_task: Option<(CancellationToken, Arc<ask::TaskClient>)>,
     ) -> Result<CallToolResponse, McpError> {
+        let task_cancel = in_task.as_ref().map(|(cancel, _)| cancel.clone());
         let host = self.host();
         let name = request.name.to_string();
         // MCP makes an unknown tool a protocol error (-32602, every
@@ -819,9 +828,10 @@ impl McpServer {
         };
         // A tool's own requests to the client: answered by the retry of a
         // 2026-07-28 round, sent as they come to an older session.
-        let client: Arc<dyn crate::ops::client::Client> = match &round {
-            Some(round) => round.clone(),
-            None => Arc::new(ask::LiveClient::of(&context)),
+        let client: Arc<dyn crate::ops::client::Client> = match (&round, in_task) {
+            (Some(round), _) => round.clone(),
+            (None, Some((_, task))) => task,
+            (None, None) => Arc::new(ask::LiveClient::of(&context)),
         };
         // A client calls what it was offered: the active tools.
         let mut call = host

@@ -384,6 +384,57 @@ impl Client for Round {
     }
 }
 
+/// A running task's way to the person's client (SEP-2663): each request is
+/// one of the task's `inputRequests`, the task reports `input_required`
+/// until `tasks/update` answers it, and the call goes on where it asked
+/// (nothing runs again). A cancelled task's pending requests end the call's
+/// wait as a cancellation.
+pub(super) struct TaskClient {
+    pub task: Arc<rmcp::task_manager::TaskContext>,
+    pub declared: ClientCaps,
+    /// Keys are unique over a task's life; each request gets a new one.
+    pub next: std::sync::atomic::AtomicU64,
+}
+
+impl Client for TaskClient {
+    fn capabilities(&self) -> ClientCaps {
+        self.declared
+    }
+
+    fn request<'a>(
+        &'a self,
+        tool: &'a str,
+        requests: &'a [ClientRequest],
+    ) -> BoxFuture<'a, Result<Vec<Value>, ClientError>> {
+        Box::pin(async move {
+            let asks = requests.iter().map(|r| {
+                let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let key = format!("{}-{n}", r.key);
+                let r = r.attributed(tool);
+                let request = json!({"method": r.method.method(), "params": r.params});
+                async move {
+                    let request = serde_json::from_value(request)
+                        .map_err(|e| ClientError::Failed(format!("forming the request: {e}")))?;
+                    let answer = self
+                        .task
+                        .request_input(key, request)
+                        .await
+                        .map_err(|_| ClientError::Cancelled)?;
+                    if fits(r.method, &answer) {
+                        Ok(answer)
+                    } else {
+                        Err(ClientError::Failed(format!(
+                            "the client's answer to {} is not one: {answer}",
+                            r.method.method()
+                        )))
+                    }
+                }
+            });
+            futures::future::try_join_all(asks).await
+        })
+    }
+}
+
 /// Whether `answer` has the shape of a result of `method`; a response
 /// that does not is asked for again (SEP-2322: validate what comes back).
 fn fits(method: ClientMethod, answer: &Value) -> bool {

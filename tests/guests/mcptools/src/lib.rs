@@ -663,6 +663,49 @@ impl Tool for FailingJob {
     }
 }
 
+/// `confirm_delete` (tasks, SEP-2322 in a task): asks the person to confirm
+/// deleting `filename`, then says what it did.
+static CONFIRM_DELETE: Fixed = Fixed {
+    name: "confirm_delete",
+    description: "Asks the person to confirm a deletion, then answers (MCP conformance, tasks).",
+    parameters: r#"{"type":"object","properties":{"filename":{"type":"string"}},"required":["filename"]}"#,
+    run: |args| {
+        let file = args["filename"].as_str().unwrap_or_default();
+        let question = form(
+            &format!("Delete {file}?"),
+            json!({"confirm": {"type": "boolean"}}),
+            &["confirm"],
+        );
+        let answers = ask(vec![("confirm", question)])?;
+        Ok(ToolOutput::text(format!(
+            "confirm_delete {file}: {}",
+            said(&answers[0])
+        )))
+    },
+};
+
+/// `multi_input` (tasks): two questions at once, answered separately.
+static MULTI_INPUT: Fixed = Fixed {
+    name: "multi_input",
+    description: "Asks the person two questions at once (MCP conformance, tasks).",
+    parameters: NONE,
+    run: |_| {
+        let question = |n: u32| {
+            form(
+                &format!("Question {n}"),
+                json!({"name": {"type": "string"}, "confirm": {"type": "boolean"}}),
+                &["name"],
+            )
+        };
+        let answers = ask(vec![("first", question(1)), ("second", question(2))])?;
+        Ok(ToolOutput::text(format!(
+            "multi_input: {} | {}",
+            said(&answers[0]),
+            said(&answers[1])
+        )))
+    },
+};
+
 toolhost_sdk::export_tools!(
     ASK_IN_A_LOOP,
     AUDIO,
@@ -693,5 +736,7 @@ toolhost_sdk::export_tools!(
     TriggerToolChange,
     Greet,
     SlowCompute,
-    FailingJob
+    FailingJob,
+    CONFIRM_DELETE,
+    MULTI_INPUT
 );
