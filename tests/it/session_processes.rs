@@ -11,15 +11,33 @@ const TOOLS: &str = "bash,process_start,process_output,process_write,process_lis
 
 /// A `serve` with the session-process tools active (and bash).
 fn server(ws: &Workspace) -> Session {
-    Session {
-        server: Server::start(ws, &["--tools", TOOLS]),
-        n: 0,
-    }
+    Session::of(Server::start(ws, &["--tools", TOOLS]))
 }
 
 struct Session {
     server: Server,
     n: u64,
+    /// What each process printed that no `read_until` took yet, from
+    /// every answer about it (a start's or a write's answer may already
+    /// hold what a test then waits for).
+    unread: std::collections::HashMap<u64, String>,
+}
+
+/// What a process tool's answer says the process printed: its text without
+/// the state line at its end, and nothing for `(no new output)`.
+fn printed(text: &str) -> &str {
+    let output = text
+        .rfind(
+            "
+
+[Process ",
+        )
+        .map_or(text, |at| &text[..at]);
+    if output == "(no new output)" {
+        ""
+    } else {
+        output
+    }
 }
 
 /// A result's text, and whether it is an error.
@@ -30,6 +48,14 @@ struct Answer {
 }
 
 impl Session {
+    fn of(server: Server) -> Session {
+        Session {
+            server,
+            n: 0,
+            unread: Default::default(),
+        }
+    }
+
     #[track_caller]
     fn call(&mut self, name: &str, args: Value) -> Answer {
         self.n += 1;
@@ -40,14 +66,21 @@ impl Session {
             .request(json!(self.n), "batch/run", json!({"message": message}));
         let response = self.server.response();
         let result = &response["result"]["toolResults"][0];
-        Answer {
+        let answer = Answer {
             text: result["content"][0]["text"]
                 .as_str()
                 .unwrap_or_default()
                 .to_string(),
             is_error: result["isError"] == json!(true),
             details: result["details"].clone(),
+        };
+        if let Some(id) = answer.details["id"].as_u64() {
+            self.unread
+                .entry(id)
+                .or_default()
+                .push_str(printed(&answer.text));
         }
+        answer
     }
 
     #[track_caller]
@@ -61,14 +94,15 @@ impl Session {
     /// (giving up after a minute: a bound on a failure, not a timing).
     #[track_caller]
     fn read_until(&mut self, id: u64, needle: &str) -> String {
-        let mut all = String::new();
         let give_up = Instant::now() + Duration::from_secs(60);
-        while !all.contains(needle) {
-            assert!(Instant::now() < give_up, "{needle:?} never came:\n{all}");
-            let answer = self.ok("process_output", json!({"id": id, "wait": 0.2}));
-            all.push_str(&answer.text);
+        loop {
+            let unread = self.unread.entry(id).or_default();
+            if let Some(at) = unread.find(needle) {
+                return unread.drain(..at + needle.len()).collect();
+            }
+            assert!(Instant::now() < give_up, "{needle:?} never came:\n{unread}");
+            self.ok("process_output", json!({"id": id, "wait": 0.2}));
         }
-        all
     }
 }
 
@@ -379,10 +413,10 @@ fn mcp_clients_use_the_tools_and_each_http_session_has_its_own_processes() {
 fn a_process_ending_between_calls_is_told_to_the_client_and_written_to_the_audit_log() {
     let ws = Workspace::new();
     let audit = ws.path.join("audit.jsonl");
-    let mut s = Session {
-        server: Server::start(&ws, &["--tools", TOOLS, "--audit", audit.to_str().unwrap()]),
-        n: 0,
-    };
+    let mut s = Session::of(Server::start(
+        &ws,
+        &["--tools", TOOLS, "--audit", audit.to_str().unwrap()],
+    ));
     let started = s.ok(
         "process_start",
         json!({"command": "read line; echo got $line; exit 3", "wait": 0}),
@@ -461,10 +495,10 @@ fn a_process_ending_between_calls_is_told_to_the_client_and_written_to_the_audit
 fn hostile_a_hook_a_session_process_plants_between_calls_is_undone() {
     let ws = Workspace::new();
     let audit = ws.path.join("audit.jsonl");
-    let mut s = Session {
-        server: Server::start(&ws, &["--tools", TOOLS, "--audit", audit.to_str().unwrap()]),
-        n: 0,
-    };
+    let mut s = Session::of(Server::start(
+        &ws,
+        &["--tools", TOOLS, "--audit", audit.to_str().unwrap()],
+    ));
     let plant = "read go; sleep 0.3; git init -q planted && \
                  printf '#!/bin/sh\\necho pwned\\n' > planted/.git/hooks/pre-commit && \
                  chmod +x planted/.git/hooks/pre-commit && echo planted; sleep 600";
@@ -540,4 +574,61 @@ fn a_long_call_becomes_a_task_polled_to_completion_and_another_is_cancelled() {
         summary["undeclared"],
         json!({"resultType": "complete", "text": "no tasks here\n", "taskId": null})
     );
+}
+
+/// A `toolhost run` is one session: a process that ends during the batch,
+/// and one still running when it is done (stopped then), are each told as
+/// a `process_exit` line, and none outlives the run.
+#[test]
+fn a_run_tells_each_process_end_and_stops_what_still_runs() {
+    let ws = Workspace::new();
+    let marker = marker();
+    let message = json!({"role": "assistant", "content": [
+        {"type": "toolCall", "id": "c1", "name": "process_start",
+         "arguments": {"command": format!("sleep {marker}"), "wait": 0}},
+        {"type": "toolCall", "id": "c2", "name": "process_start",
+         "arguments": {"command": "exit 4", "wait": 5}},
+    ]});
+    let out = toolhost(
+        &ws,
+        &["--tools", TOOLS, "run", "--json", "-"],
+        Some(&message.to_string()),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ends: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "process_exit")
+        .collect();
+    assert_eq!(ends.len(), 2, "{lines:#?}");
+    let exited = ends
+        .iter()
+        .find(|e| e["exitCode"] == 4)
+        .expect("the exit 4");
+    assert_eq!(exited["command"], "exit 4");
+    let stopped = ends
+        .iter()
+        .find(|e| e["command"] == format!("sleep {marker}"))
+        .unwrap();
+    assert_eq!(stopped["exitCode"], Value::Null);
+    assert!(
+        stopped["text"]
+            .as_str()
+            .unwrap()
+            .contains(") was stopped after "),
+        "{stopped}"
+    );
+    let turn_end = lines.iter().position(|l| l["type"] == "turn_end").unwrap();
+    let last_end = lines
+        .iter()
+        .rposition(|l| l["type"] == "process_exit")
+        .unwrap();
+    assert!(
+        last_end > turn_end,
+        "the stop at the run's end comes after its turn"
+    );
+    assert!(all_gone(&marker));
 }

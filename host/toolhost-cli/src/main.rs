@@ -1263,17 +1263,77 @@ async fn run_batch(
         }
         let shown = view.clone();
         let sink = Arc::new(move |event: Event| shown.event(&event));
+        let ends = ProcessEnds::tell(host, |info| println!("{}", info.ended()));
         host.run_batch(&message, cancel_on_ctrl_c(), sink).await;
         view.finish();
+        ends.finish(host).await;
         return Ok(ExitCode::SUCCESS);
     }
     let out = Lines::stdout();
     let lines = out.clone();
     let sink = Arc::new(move |event: Event| lines.send_event(&event));
+    let told = out.clone();
+    let ends = ProcessEnds::tell(host, move |info| {
+        let mut line = info.to_json();
+        line["type"] = "process_exit".into();
+        told.send_with(|buf| serde_json::to_writer(buf, &line).is_ok());
+    });
     let outcome = host.run_batch(&message, cancel_on_ctrl_c(), sink).await;
     out.send_turn_end(&message.raw, &outcome.results, outcome.terminate);
+    ends.finish(host).await;
     out.finish();
     Ok(ExitCode::SUCCESS)
+}
+
+/// The ends of a run's session processes, told as they come: a run is one
+/// session, so those still running when its batch is done are stopped, and
+/// their ends told too, before it exits.
+struct ProcessEnds {
+    teller: tokio::task::JoinHandle<()>,
+    /// The processes whose end was told.
+    told: Arc<std::sync::Mutex<std::collections::HashSet<u32>>>,
+}
+
+impl ProcessEnds {
+    fn tell(host: &Host, tell: impl Fn(&toolhost::ProcessInfo) + Send + 'static) -> ProcessEnds {
+        let mut exits = host.session_processes().exits();
+        let told = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+        let counted = told.clone();
+        let teller = tokio::spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                match exits.recv().await {
+                    Ok(info) => {
+                        tell(&info);
+                        counted.lock().expect("told lock").insert(info.id);
+                    }
+                    Err(RecvError::Lagged(_)) => continue,
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        });
+        ProcessEnds { teller, told }
+    }
+
+    /// Stop what still runs and tell its end (waiting at most a few
+    /// seconds for it).
+    async fn finish(self, host: &Host) {
+        let processes = host.session_processes();
+        // Every one the run started, the ended ones' news perhaps still on
+        // its way.
+        let all: Vec<u32> = processes.list().iter().map(|p| p.id).collect();
+        processes.end(std::time::Duration::from_secs(10)).await;
+        for _ in 0..500 {
+            if all
+                .iter()
+                .all(|id| self.told.lock().expect("told lock").contains(id))
+            {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        self.teller.abort();
+    }
 }
 
 /// JSON lines to stdout from any thread, each written whole and in the

@@ -154,7 +154,7 @@ pub use message::{
     AssistantMessage, ContentBlock, EmbeddedResource, PartialResult, StopReason, ToolCall,
     ToolResult, ToolResultMessage,
 };
-pub use ops::process::session::SessionProcesses;
+pub use ops::process::session::{ProcessInfo, SessionProcesses, State as ProcessState};
 pub use ops::process::{Confinement, JailMode, ProcessLimits, ProcessPolicy};
 pub use registry::{Diagnostic, ExecutionMode, ToolDefinition, ToolInfo, ToolSource};
 pub use tokio_util::sync::CancellationToken;

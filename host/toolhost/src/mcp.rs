@@ -659,55 +659,62 @@ impl ServerHandler for McpServer {
         {
             return self.run_call(request, context, None).await;
         }
-        let (done, finished) = tokio::sync::oneshot::channel();
-        let this = self.clone();
+        // The call starts as a request: most calls end at once, and a task
+        // is state the server keeps for its TTL. It becomes a task once it
+        // runs past TASK_AFTER, or when it asks the client (a question of a
+        // task is answered through tasks/update).
+        let client = Arc::new(ask::TaskClient::new(ask::declared(&context)));
+        let stop = CancellationToken::new();
+        let request_gone = call_token(&context);
+        let mut running = {
+            let (this, client, stop) = (self.clone(), client.clone(), stop.clone());
+            tokio::spawn(async move { this.run_call(request, context, Some((stop, client))).await })
+        };
+        let ended = |joined: Result<Result<CallToolResponse, McpError>, tokio::task::JoinError>| {
+            joined.unwrap_or_else(|e| Err(internal("running the call", e)))
+        };
+        tokio::select! {
+            biased;
+            joined = &mut running => return ended(joined),
+            () = request_gone.cancelled() => {
+                stop.cancel();
+                return ended(running.await);
+            }
+            () = client.wants_task() => {}
+            () = tokio::time::sleep(TASK_AFTER) => {}
+        }
         let options = rmcp::task_manager::TaskOptions::new()
             .with_ttl_ms(TASK_TTL.as_millis() as u64)
             .with_poll_interval_ms(TASK_POLL.as_millis() as u64);
-        let declared = ask::declared(&context);
         let task = self.shared.tasks.spawn(options, move |task| {
+            let task = Arc::new(task);
+            client.attach(task.clone());
             Box::pin(async move {
-                let task = Arc::new(task);
-                let stop = CancellationToken::new();
-                let (cancelled, watched) = (stop.clone(), task.clone());
+                let cancelled = stop.clone();
                 let watch = tokio::spawn(async move {
-                    watched.cancelled().await;
+                    task.cancelled().await;
                     cancelled.cancel();
                 });
-                let client = Arc::new(ask::TaskClient {
-                    task,
-                    declared,
-                    next: Default::default(),
-                });
-                let outcome = this
-                    .run_call(request, context, Some((stop.clone(), client)))
-                    .await;
+                let outcome = ended(running.await);
                 watch.abort();
-                let result = match outcome {
-                    Ok(CallToolResponse::Complete(result)) if !stop.is_cancelled() => result,
+                match outcome {
+                    Ok(CallToolResponse::Complete(result)) if !stop.is_cancelled() => Ok(result),
                     Ok(CallToolResponse::Complete(_)) => {
-                        return Err(rmcp::task_manager::TaskExit::Cancelled);
+                        Err(rmcp::task_manager::TaskExit::Cancelled)
                     }
-                    Ok(_) => {
-                        return Err(rmcp::task_manager::TaskExit::Error(
-                            McpError::internal_error(
-                                "a task's call answered with an input-required result",
-                                None,
-                            ),
-                        ));
-                    }
-                    Err(e) => return Err(rmcp::task_manager::TaskExit::Error(e)),
-                };
-                let _ = done.send(result.clone());
-                Ok(result)
+                    Ok(_) => Err(rmcp::task_manager::TaskExit::Error(
+                        McpError::internal_error(
+                            "a task's call answered with an input-required result",
+                            None,
+                        ),
+                    )),
+                    Err(e) => Err(rmcp::task_manager::TaskExit::Error(e)),
+                }
             })
         });
-        match tokio::time::timeout(TASK_AFTER, finished).await {
-            Ok(Ok(result)) => Ok(result.into()),
-            _ => Ok(CallToolResponse::Task(rmcp::model::CreateTaskResult::new(
-                task,
-            ))),
-        }
+        Ok(CallToolResponse::Task(rmcp::model::CreateTaskResult::new(
+            task,
+        )))
     }
 
     async fn get_task(

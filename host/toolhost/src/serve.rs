@@ -64,23 +64,6 @@ const TOOLS_CHANGED_METHOD: &str = "tools/changed";
 /// signal?, text}`.
 const PROCESS_EXITED_METHOD: &str = "process/exited";
 
-fn exited_params(info: &crate::ops::process::session::ProcessInfo) -> Value {
-    use crate::ops::process::ExitStatus;
-    use crate::ops::process::session::State;
-    let (code, signal) = match &info.state {
-        State::Exited(ExitStatus::Code(code)) => (Some(*code), None),
-        State::Exited(ExitStatus::Signal(signal)) => (None, Some(signal.clone())),
-        _ => (None, None),
-    };
-    json!({
-        "id": info.id,
-        "command": info.command,
-        "exitCode": code,
-        "signal": signal,
-        "text": info.ended(),
-    })
-}
-
 /// The notification method that carries a batch's events.
 pub const EVENT_METHOD: &str = "batch/event";
 
@@ -357,7 +340,7 @@ where
                 out.send(json!({
                     "jsonrpc": "2.0",
                     "method": PROCESS_EXITED_METHOD,
-                    "params": exited_params(&info),
+                    "params": info.to_json(),
                 }));
             }
         })

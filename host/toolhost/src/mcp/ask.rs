@@ -390,10 +390,46 @@ impl Client for Round {
 /// (nothing runs again). A cancelled task's pending requests end the call's
 /// wait as a cancellation.
 pub(super) struct TaskClient {
-    pub task: Arc<rmcp::task_manager::TaskContext>,
-    pub declared: ClientCaps,
+    /// The task, once the call became one.
+    task: tokio::sync::watch::Sender<Option<Arc<rmcp::task_manager::TaskContext>>>,
+    /// Told when the call asks before it is a task: it must become one.
+    wanted: tokio::sync::Notify,
+    declared: ClientCaps,
     /// Keys are unique over a task's life; each request gets a new one.
-    pub next: std::sync::atomic::AtomicU64,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl TaskClient {
+    pub(super) fn new(declared: ClientCaps) -> TaskClient {
+        TaskClient {
+            task: tokio::sync::watch::Sender::new(None),
+            wanted: tokio::sync::Notify::new(),
+            declared,
+            next: Default::default(),
+        }
+    }
+
+    /// The call became the task `task`.
+    pub(super) fn attach(&self, task: Arc<rmcp::task_manager::TaskContext>) {
+        self.task.send_replace(Some(task));
+    }
+
+    /// Resolves once the call asked the client while it is not yet a task.
+    pub(super) async fn wants_task(&self) {
+        self.wanted.notified().await;
+    }
+
+    /// The task, made one now if the call is not yet.
+    async fn task(&self) -> Result<Arc<rmcp::task_manager::TaskContext>, ClientError> {
+        let mut task = self.task.subscribe();
+        if task.borrow().is_none() {
+            self.wanted.notify_one();
+        }
+        let attached = task.wait_for(Option::is_some).await;
+        attached
+            .map(|t| t.clone().expect("waited for a task"))
+            .map_err(|_| ClientError::Cancelled)
+    }
 }
 
 impl Client for TaskClient {
@@ -407,7 +443,9 @@ impl Client for TaskClient {
         requests: &'a [ClientRequest],
     ) -> BoxFuture<'a, Result<Vec<Value>, ClientError>> {
         Box::pin(async move {
+            let task = self.task().await?;
             let asks = requests.iter().map(|r| {
+                let task = task.clone();
                 let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let key = format!("{}-{n}", r.key);
                 let r = r.attributed(tool);
@@ -415,8 +453,7 @@ impl Client for TaskClient {
                 async move {
                     let request = serde_json::from_value(request)
                         .map_err(|e| ClientError::Failed(format!("forming the request: {e}")))?;
-                    let answer = self
-                        .task
+                    let answer = task
                         .request_input(key, request)
                         .await
                         .map_err(|_| ClientError::Cancelled)?;

@@ -123,6 +123,23 @@ pub struct ProcessInfo {
 }
 
 impl ProcessInfo {
+    /// Its end as a front end tells it: `{id, command, exitCode, signal,
+    /// text}` (`exitCode` and `signal` null when it was stopped).
+    pub fn to_json(&self) -> serde_json::Value {
+        let (code, signal) = match &self.state {
+            State::Exited(ExitStatus::Code(code)) => (Some(*code), None),
+            State::Exited(ExitStatus::Signal(signal)) => (None, Some(signal.clone())),
+            _ => (None, None),
+        };
+        serde_json::json!({
+            "id": self.id,
+            "command": self.command,
+            "exitCode": code,
+            "signal": signal,
+            "text": self.ended(),
+        })
+    }
+
     /// A sentence on its end for a person or a model: `Process 2 (npm run
     /// dev) exited with code 1 after 3s.`
     pub fn ended(&self) -> String {
@@ -331,8 +348,28 @@ const EXITS_KEPT: usize = 64;
 struct Table {
     next_id: u32,
     list: Vec<Arc<Proc>>,
+    /// Starts between their reservation and their place in `list`.
+    starting: usize,
     watchdog: bool,
     guardian: bool,
+}
+
+/// A start's place among the session's processes, given back when dropped
+/// (the process is then in the list, or never started).
+struct Reserved<'a>(&'a Mutex<Table>);
+
+impl Reserved<'_> {
+    /// The process took its place in `table` (locked by the caller).
+    fn taken(self, table: &mut Table) {
+        table.starting -= 1;
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        self.0.lock().expect("session processes lock").starting -= 1;
+    }
 }
 
 impl std::fmt::Debug for SessionProcesses {
@@ -425,9 +462,11 @@ impl SessionProcesses {
         if self.ended.is_cancelled() {
             return Err(error(ProcessErrorCode::Cancelled, "the session has ended"));
         }
-        // Reserved under the lock, so two starts at once cannot both pass.
+        // A place reserved under the lock, so two starts at once cannot both
+        // pass; the spawn (a jail's start) happens outside it, so listing
+        // and reading never wait for one.
         let mut table = self.procs.lock().expect("session processes lock");
-        let running = table.list.iter().filter(|p| p.running()).count();
+        let running = table.list.iter().filter(|p| p.running()).count() + table.starting;
         if running >= MAX_PROCESSES {
             let ids: Vec<String> = table
                 .list
@@ -444,6 +483,11 @@ impl SessionProcesses {
                 ),
             ));
         }
+        table.next_id += 1;
+        let id = table.next_id;
+        table.starting += 1;
+        drop(table);
+        let reserved = Reserved(&self.procs);
         // No timeout: it runs until stopped, or until the session ends.
         command.timeout_ms = None;
         let mut policy = policy.clone().default_timeout(None);
@@ -460,9 +504,8 @@ impl SessionProcesses {
         let writer = guard.map(|g| g.writer());
         let (mut child, input_end) =
             policy.spawn_with_input(command, input, stop.clone(), &self.spawned, usage)?;
-        table.next_id += 1;
         let proc = Arc::new(Proc {
-            id: table.next_id,
+            id,
             command: shown.to_string(),
             terminal: matches!(input, Input::Terminal { .. }),
             started: SystemTime::now(),
@@ -473,6 +516,8 @@ impl SessionProcesses {
             input: tokio::sync::Mutex::new(input_end),
             writer: Mutex::new(writer),
         });
+        let mut table = self.procs.lock().expect("session processes lock");
+        reserved.taken(&mut table);
         // Forget the oldest ended processes past the list's bound.
         while table.list.len() >= MAX_LISTED {
             match table.list.iter().position(|p| !p.running()) {
@@ -727,10 +772,11 @@ mod tests {
             .unwrap()
     }
 
-    /// Read process `id` until its output so far contains `needle` (at
-    /// most 20 s); all it read.
-    async fn read_until(sp: &SessionProcesses, id: u32, needle: &str) -> String {
-        let mut text = String::new();
+    /// Read process `id` until its output so far (beginning with `held`,
+    /// what the caller's last write or start already returned of it)
+    /// contains `needle` (at most 20 s); all it read.
+    async fn read_until(sp: &SessionProcesses, id: u32, needle: &str, held: String) -> String {
+        let mut text = held;
         let give_up = Instant::now() + Duration::from_secs(20);
         while !text.contains(needle) {
             assert!(Instant::now() < give_up, "{needle:?} never came: {text:?}");
@@ -741,6 +787,10 @@ mod tests {
             text.push_str(&String::from_utf8_lossy(&read.output));
         }
         text
+    }
+
+    fn said(read: &Read) -> String {
+        String::from_utf8_lossy(&read.output).into_owned()
     }
 
     /// Whether a process whose command line holds `marker` exists.
@@ -786,14 +836,16 @@ mod tests {
                 Input::Pipe,
             );
             let cancel = CancellationToken::new();
-            sp.write(cat.id, b"one\n", Duration::ZERO, &cancel)
+            let wrote = sp
+                .write(cat.id, b"one\n", Duration::ZERO, &cancel)
                 .await
                 .unwrap();
-            read_until(&sp, cat.id, "got:one").await;
-            sp.write(cat.id, b"two\n", Duration::ZERO, &cancel)
+            read_until(&sp, cat.id, "got:one", said(&wrote)).await;
+            let wrote = sp
+                .write(cat.id, b"two\n", Duration::ZERO, &cancel)
                 .await
                 .unwrap();
-            let text = read_until(&sp, cat.id, "got:two").await;
+            let text = read_until(&sp, cat.id, "got:two", said(&wrote)).await;
             assert!(!text.contains("got:one"), "read twice: {text:?}");
 
             let script = "test -t 0 && echo a-terminal; stty size; read l; echo got:$l";
@@ -808,12 +860,13 @@ mod tests {
                 },
             );
             assert!(tty.terminal);
-            let text = read_until(&sp, tty.id, "30 100").await;
+            let text = read_until(&sp, tty.id, "30 100", String::new()).await;
             assert!(text.contains("a-terminal"), "{jail:?}: {text:?}");
-            sp.write(tty.id, b"three\r", Duration::ZERO, &cancel)
+            let wrote = sp
+                .write(tty.id, b"three\r", Duration::ZERO, &cancel)
                 .await
                 .unwrap();
-            read_until(&sp, tty.id, "got:three").await;
+            read_until(&sp, tty.id, "got:three", said(&wrote)).await;
             let last = sp
                 .read(tty.id, Duration::from_secs(10), &cancel)
                 .await
@@ -903,10 +956,10 @@ mod tests {
                 format!("for i in $(seq 25); do sleep 100 & done; echo started-{name}; wait")
             };
             let a = start(&sp, &p, &script("a"), dir.path(), Input::Null);
-            read_until(&sp, a.id, "started-a").await;
+            read_until(&sp, a.id, "started-a", String::new()).await;
             let b = start(&sp, &p, &script("b"), dir.path(), Input::Null);
             // The shell cannot start all of its children (and gives up).
-            let text = read_until(&sp, b.id, "fork").await;
+            let text = read_until(&sp, b.id, "fork", String::new()).await;
             assert!(!text.contains("started-b"), "{jail:?}: {text:?}");
             // Alone, the same fits: the limit is the session's.
             sp.stop(a.id).await.unwrap();
@@ -921,7 +974,7 @@ mod tests {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
             let c = start(&sp, &p, &script("c"), dir.path(), Input::Null);
-            read_until(&sp, c.id, "started-c").await;
+            read_until(&sp, c.id, "started-c", String::new()).await;
             assert!(sp.end(Duration::from_secs(10)).await);
         }
     }
