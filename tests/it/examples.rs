@@ -600,4 +600,22 @@ fn ext_add_compiles_a_large_extension_ahead_of_its_first_call() {
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+    // Then, once both have settled, the entry and the component file are
+    // noted as verified: the first call neither hashes the one nor reads
+    // the other.
+    let entry = entries().remove(0);
+    let noted = || {
+        let sources = std::fs::read_dir(cache.path().join("sources"))
+            .map(|d| d.count())
+            .unwrap_or(0);
+        (entry.with_extension("cwasm.ok").is_file(), sources)
+    };
+    while noted() != (true, 1) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never noted (entry, component files): {:?}",
+            noted()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }

@@ -19,7 +19,11 @@ const CHANGED: &str = "untrusted (changed since trusted): run toolhost trust to 
 
 /// A host on `ws` with the testkit and the test's own user configuration.
 fn user_host(ws: &Workspace) -> Host {
-    built(builder(ws).user_config_dir(Some(ws.user_config())))
+    built(user_host_builder(ws))
+}
+
+fn user_host_builder(ws: &Workspace) -> toolhost::HostBuilder {
+    builder(ws).user_config_dir(Some(ws.user_config()))
 }
 
 fn diagnostics(host: &Host) -> Vec<String> {
@@ -568,6 +572,100 @@ fn hostile_a_cache_entry_changed_after_it_verified_is_verified_again_whatever_it
         reports[0].starts_with(&to.display().to_string()),
         "{reports:?}"
     );
+}
+
+/// `bytes` (the benchtool component) with its one tool renamed from
+/// `benchtool_00` to `name` (as long): another valid component of the same
+/// size.
+fn benchtool_renamed(bytes: &[u8], name: &str) -> Vec<u8> {
+    let marker = b"benchtool_00";
+    assert_eq!(name.len(), marker.len());
+    let at = bytes.windows(marker.len()).position(|w| w == marker);
+    let at = at.expect("the benchtool marker");
+    let mut copy = bytes.to_vec();
+    copy[at..at + marker.len()].copy_from_slice(name.as_bytes());
+    copy
+}
+
+/// A trusted extension whose digest an earlier start noted (so that later
+/// starts neither read nor hash it) is changed in place with its size and
+/// modification time put back, or replaced by a rename of a file made to
+/// look the same: each start reads it again and refuses it as changed;
+/// nothing of the new content runs.
+#[test]
+fn hostile_an_extension_changed_after_its_digest_was_noted_is_read_again_and_refused() {
+    let ws = Workspace::new();
+    let cache = tempfile::tempdir().unwrap();
+    let ext = ws.extensions().join("bench.wasm");
+    let original = std::fs::read(toolhost_tests::BENCHTOOL).unwrap();
+    ws.write(".toolhost/extensions/bench.wasm", &original);
+    trust_workspace(&ws);
+    let start = || {
+        let host = built(
+            user_host_builder(&ws).runtime(cached_runtime(cache.path())),
+        );
+        (diagnostics(&host), tool_names(&host))
+    };
+    let notes = || {
+        std::fs::read_dir(cache.path().join("sources"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    let loads = |(diagnostics, tools): (Vec<String>, Vec<String>), tool: &str| {
+        assert_eq!(diagnostics, Vec::<String>::new());
+        assert!(tools.contains(&tool.to_string()), "{tools:?}");
+    };
+    let refused = |(diagnostics, tools): (Vec<String>, Vec<String>)| {
+        assert_eq!(diagnostics, [format!("{}: {CHANGED}", ext.display())]);
+        assert!(
+            !tools.iter().any(|t| t.starts_with("benchtool_")),
+            "{tools:?}"
+        );
+    };
+    // Noted once the file has been unchanged for 2 s (the testkit's, long
+    // unchanged, at once).
+    loads(start(), "benchtool_00");
+    assert_eq!(notes(), 1, "only the testkit's digest is noted");
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    loads(start(), "benchtool_00");
+    assert_eq!(notes(), 2, "the extension's digest is noted");
+    loads(start(), "benchtool_00");
+
+    // In place: the same size, the modification time put back.
+    let modified = std::fs::metadata(&ext).unwrap().modified().unwrap();
+    let changed = benchtool_renamed(&original, "benchtool_66");
+    let file = std::fs::OpenOptions::new().write(true).open(&ext).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&file, &changed, 0).unwrap();
+    file.set_modified(modified).unwrap();
+    drop(file);
+    refused(start());
+
+    // The trusted content back, noted again; then a look-alike renamed over it.
+    std::fs::write(&ext, &original).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    loads(start(), "benchtool_00");
+    loads(start(), "benchtool_00");
+    let modified = std::fs::metadata(&ext).unwrap().modified().unwrap();
+    let planted = ws.extensions().join(".planted");
+    std::fs::write(&planted, &changed).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&planted)
+        .unwrap()
+        .set_modified(modified)
+        .unwrap();
+    std::fs::rename(&planted, &ext).unwrap();
+    refused(start());
+
+    // Unchanged, but its code gone from the compile cache: read, checked
+    // against the noted digest, compiled again.
+    std::fs::write(&ext, &original).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    loads(start(), "benchtool_00");
+    for entry in cache_entries(cache.path()) {
+        std::fs::remove_file(entry).unwrap();
+    }
+    loads(start(), "benchtool_00");
 }
 
 #[test]

@@ -577,6 +577,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             if let Some(runtime) = &optimiser {
                 runtime.wait_optimised();
             }
+            note_verified(&options).await;
             Ok(ExitCode::SUCCESS)
         }
         Command::List { json, format } => list(&host, json, format),
@@ -615,6 +616,23 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         hand_over_compiles(options.workspace.as_deref(), &options.extensions);
     }
     code
+}
+
+/// The end of `toolhost optimise`, which readies the first call: once what
+/// it compiled (and the component files it read) have been unchanged long
+/// enough for a note to vouch for them, load everything again on a fresh
+/// runtime, which verifies each and notes it, so that the first call
+/// neither hashes the compiled code nor reads the component again (see
+/// `Runtime::NOTES_AFTER`); and probe the process jail, whose answer is
+/// remembered, so that the first call does not probe either.
+async fn note_verified(options: &HostOptions) {
+    tokio::time::sleep(toolhost::Runtime::NOTES_AFTER + Duration::from_millis(100)).await;
+    let fresh = toolhost::Runtime::new(toolhost::RuntimeOptions::default());
+    if let Ok(runtime) = fresh
+        && let Ok(host) = options.builder().runtime(runtime).build().await
+    {
+        host.command_confinement();
+    }
 }
 
 /// The runtime of `toolhost optimise`: one that waits for another process's

@@ -23,6 +23,7 @@ mod verified;
 
 use crate::error::Diagnostic;
 use crate::error::Error;
+use crate::files::Digest;
 use std::hash::{Hash, Hasher};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -368,6 +369,53 @@ impl Runtime {
         let compiled = self.load_uncached(bytes, hash, origin)?;
         self.remember(hash, &compiled);
         Ok(compiled)
+    }
+
+    /// How long after a compile-cache entry or a component file last changed
+    /// a note may vouch for it, sparing a start the hashing of it: until
+    /// then, each start hashes it (a write in the same tick of the coarse
+    /// clock as the hashing would leave its times as they were).
+    pub const NOTES_AFTER: Duration = verified::SETTLED;
+
+    /// The digest of the component file `file`, opened at `path` (at most
+    /// `max` bytes), and its bytes when they had to be read: a note in the
+    /// cache directory (see [`verified`]) spares reading and hashing a file
+    /// unchanged since an earlier start read it.
+    pub(crate) fn component_digest(
+        &self,
+        path: &Path,
+        file: &std::fs::File,
+        max: u64,
+    ) -> Result<(Digest, Option<Vec<u8>>), String> {
+        let stamp = verified::Stamp::of(file);
+        let noting = (self.options.cache_dir.as_deref().zip(self.cache_key())).zip(stamp);
+        if let Some(((dir, key), stamp)) = noting
+            && let Some(digest) = verified::noted_source(&key, dir, path, &stamp)
+        {
+            let hex = blake3::Hash::from_bytes(digest).to_hex();
+            return Ok((Digest::from_hex(hex.as_str()), None));
+        }
+        let bytes = crate::files::read_open(file, max)?;
+        let hash = blake3::hash(&bytes);
+        // Unchanged while it was read: what was hashed is this file.
+        if let Some(((dir, key), stamp)) = noting
+            && verified::Stamp::of(file) == Some(stamp)
+        {
+            verified::note_source(&key, dir, path, &stamp, hash.as_bytes());
+        }
+        Ok((Digest::from_hex(hash.to_hex().as_str()), Some(bytes)))
+    }
+
+    /// The component with content hash `hash` when this runtime holds it or
+    /// the compile cache has its code: what a component file left unread
+    /// ([`Self::component_digest`]) is loaded from.
+    pub(crate) fn load_if_cached(&self, hash: &str, origin: &str) -> Option<Compiled> {
+        if let Some(compiled) = self.loaded(hash) {
+            return Some(compiled);
+        }
+        let compiled = Compiled::optimised(self.cached(&self.main, hash, origin)?);
+        self.remember(hash, &compiled);
+        Some(compiled)
     }
 
     fn remember(&self, hash: &str, compiled: &Compiled) {

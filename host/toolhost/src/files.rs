@@ -28,6 +28,16 @@ pub const MAX_TRUST_BYTES: u64 = 4 << 20;
 /// when nothing is there. The error says why the file was refused, in words
 /// that follow its path (`is a FIFO, not a regular file`).
 pub fn read_regular(path: &Path, max: u64) -> Result<Option<Vec<u8>>, String> {
+    match open_regular(path, max)? {
+        None => Ok(None),
+        Some(file) => read_open(&file, max).map(Some),
+    }
+}
+
+/// The regular file `path` opened for reading, unread, when it holds at most
+/// `max` bytes; `Ok(None)` when nothing is there. Refused as
+/// [`read_regular`] refuses.
+pub fn open_regular(path: &Path, max: u64) -> Result<Option<std::fs::File>, String> {
     let fd = match rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()) {
         Ok(fd) => fd,
         Err(rustix::io::Errno::NOENT) => return Ok(None),
@@ -69,15 +79,20 @@ pub fn read_regular(path: &Path, max: u64) -> Result<Option<Vec<u8>>, String> {
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
         return Err("changed while it was read".into());
     }
+    Ok(Some(std::fs::File::from(file)))
+}
+
+/// What remains of `file` (one [`open_regular`] opened), at most `max` bytes.
+pub fn read_open(file: &std::fs::File, max: u64) -> Result<Vec<u8>, String> {
+    let size = file.metadata().map_or(0, |m| m.len()).min(max);
     let mut bytes = Vec::with_capacity(size as usize);
-    std::fs::File::from(file)
-        .take(max + 1)
+    file.take(max + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot be read: {e}"))?;
     if bytes.len() as u64 > max {
         return Err(too_large(bytes.len() as u64, max));
     }
-    Ok(Some(bytes))
+    Ok(bytes)
 }
 
 /// [`read_regular`] of a text file.

@@ -57,9 +57,17 @@ fn check_definitions_size(definitions: &[ToolDecl]) -> Result<(), String> {
     Ok(())
 }
 
+/// A component's code, as the loader receives it.
+pub(crate) enum Code<'a> {
+    Bytes(&'a [u8]),
+    /// A component file whose digest is known (the spec's `hash`) without
+    /// its bytes: read only when the compile cache lacks its code.
+    Unread(&'a std::fs::File),
+}
+
 /// A component to load and what it is allowed.
 pub(crate) struct ComponentSpec<'a> {
-    pub bytes: &'a [u8],
+    pub code: Code<'a>,
     /// Its machine code, compiled when toolhost was built (built-ins).
     pub precompiled: Option<&'static [u8]>,
     /// Content hash (blake3, hex): the compile cache key.
@@ -101,9 +109,24 @@ pub(crate) struct Prepared {
 /// Compile (or take from the cache) and link `spec`'s component, refusing
 /// hooks it was not granted.
 pub(crate) fn prepare(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Result<Prepared, Error> {
-    let compiled = match spec.precompiled {
-        Some(code) => runtime.load_precompiled(spec.bytes, code, &spec.hash, &spec.origin)?,
-        None => runtime.load_compiled(spec.bytes, &spec.hash, &spec.origin)?,
+    let compiled = match (spec.code, spec.precompiled) {
+        (Code::Bytes(bytes), Some(code)) => {
+            runtime.load_precompiled(bytes, code, &spec.hash, &spec.origin)?
+        }
+        (Code::Bytes(bytes), None) => runtime.load_compiled(bytes, &spec.hash, &spec.origin)?,
+        (Code::Unread(file), _) => match runtime.load_if_cached(&spec.hash, &spec.origin) {
+            Some(compiled) => compiled,
+            None => {
+                let fail = |reason: String| Error::load(&spec.origin, reason);
+                let bytes = crate::files::read_open(file, crate::files::MAX_COMPONENT_BYTES)
+                    .map_err(fail)?;
+                // What runs is what was trusted and granted, or nothing.
+                if blake3::hash(&bytes).to_hex().as_str() != spec.hash {
+                    return Err(fail("changed while it was loaded".into()));
+                }
+                runtime.load_compiled(&bytes, &spec.hash, &spec.origin)?
+            }
+        },
     };
     let sandbox = Arc::new(Sandbox::new(
         runtime.clone(),

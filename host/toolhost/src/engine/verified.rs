@@ -19,7 +19,15 @@
 //! unnoticed, and only when the file's stamp did not change while it was
 //! hashed. A note cannot be forged without the cache key, and a note copied
 //! beside another entry names the other entry's component.
+//!
+//! An extension's component file is noted the same way once it was read and
+//! hashed (`sources/<hash of its path>.ok` in the cache directory: its digest
+//! and a MAC of the digest, the path and the file's stamp). A later start
+//! that finds the file unchanged takes its digest from the note, and reads
+//! it only when the compile cache lacks its code: most of what an extension
+//! still added to a warm start was reading and hashing it.
 
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -66,13 +74,14 @@ impl Stamp {
         since_epoch.saturating_sub(Duration::new(secs, nanos.min(999_999_999))) >= SETTLED
     }
 
-    fn mac(&self, key: &[u8; 32], engine_key: &str, hash: &str) -> blake3::Hash {
+    /// A MAC, under `key`, of `what` the note says of this file: the parts
+    /// each followed by a NUL (only the last, of a fixed length, may hold
+    /// one), then the stamp.
+    fn mac(&self, key: &[u8; 32], what: &[&[u8]]) -> blake3::Hash {
         let mut h = blake3::Hasher::new_keyed(key);
-        h.update(b"verified cache entry\0")
-            .update(engine_key.as_bytes())
-            .update(b"/")
-            .update(hash.as_bytes())
-            .update(b"\0");
+        for part in what {
+            h.update(part).update(b"\0");
+        }
         for n in [self.dev, self.ino, self.size] {
             h.update(&n.to_le_bytes());
         }
@@ -80,6 +89,14 @@ impl Stamp {
             h.update(&s.to_le_bytes()).update(&ns.to_le_bytes());
         }
         h.finalize()
+    }
+
+    /// The MAC of a note that vouches for a cache entry.
+    fn entry_mac(&self, key: &[u8; 32], engine_key: &str, hash: &str) -> blake3::Hash {
+        self.mac(
+            key,
+            &[b"verified cache entry", engine_key.as_bytes(), hash.as_bytes()],
+        )
     }
 }
 
@@ -99,7 +116,7 @@ pub(super) fn noted(
         return false;
     };
     // `blake3::Hash`'s equality is constant-time.
-    blake3::Hash::from_bytes(note) == stamp.mac(key, engine_key, hash)
+    blake3::Hash::from_bytes(note) == stamp.entry_mac(key, engine_key, hash)
 }
 
 /// Note that the file `stamp` describes verified as `entry`, when it is
@@ -107,9 +124,59 @@ pub(super) fn noted(
 /// start's hashing.
 pub(super) fn note(key: &[u8; 32], engine_key: &str, hash: &str, entry: &Path, stamp: &Stamp) {
     if stamp.settled(SystemTime::now()) {
-        let mac = stamp.mac(key, engine_key, hash);
+        let mac = stamp.entry_mac(key, engine_key, hash);
         let _ = crate::files::write_private_unsynced(&note_path(entry), mac.as_bytes());
     }
+}
+
+/// The note of the component file at `path`, in the cache directory `dir`.
+fn source_note_path(dir: &Path, path: &Path) -> PathBuf {
+    let name = blake3::hash(path.as_os_str().as_bytes());
+    dir.join("sources").join(format!("{}.ok", name.to_hex()))
+}
+
+fn source_mac(key: &[u8; 32], path: &Path, digest: &[u8; 32], stamp: &Stamp) -> blake3::Hash {
+    stamp.mac(
+        key,
+        &[b"verified component file", path.as_os_str().as_bytes(), digest],
+    )
+}
+
+/// The digest (BLAKE3) of the component file at `path`, which `stamp`
+/// describes, when a note in `dir` vouches for it.
+pub(super) fn noted_source(
+    key: &[u8; 32],
+    dir: &Path,
+    path: &Path,
+    stamp: &Stamp,
+) -> Option<[u8; 32]> {
+    let note = crate::files::read_regular(&source_note_path(dir, path), 128).ok()??;
+    let (digest, mac) = note.split_at_checked(32)?;
+    let digest: [u8; 32] = digest.try_into().ok()?;
+    let mac: [u8; 32] = mac.try_into().ok()?;
+    // `blake3::Hash`'s equality is constant-time.
+    (blake3::Hash::from_bytes(mac) == source_mac(key, path, &digest, stamp)).then_some(digest)
+}
+
+/// Note that the component file at `path`, which `stamp` describes, has the
+/// digest `digest`, when it is settled.
+pub(super) fn note_source(
+    key: &[u8; 32],
+    dir: &Path,
+    path: &Path,
+    stamp: &Stamp,
+    digest: &[u8; 32],
+) {
+    if !stamp.settled(SystemTime::now()) {
+        return;
+    }
+    let note = source_note_path(dir, path);
+    let mut bytes = digest.to_vec();
+    bytes.extend_from_slice(source_mac(key, path, digest, stamp).as_bytes());
+    if let Some(parent) = note.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    let _ = crate::files::write_private_unsynced(&note, &bytes);
 }
 
 #[cfg(test)]
@@ -137,12 +204,48 @@ mod tests {
     }
 
     #[test]
+    fn a_source_note_gives_its_digest_only_for_its_path_its_file_and_its_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let (key, path, digest) = ([7u8; 32], Path::new("/ws/ext.wasm"), [3u8; 32]);
+        assert_eq!(noted_source(&key, dir.path(), path, &stamp(10)), None);
+        note_source(&key, dir.path(), path, &stamp(10), &digest);
+        assert_eq!(
+            noted_source(&key, dir.path(), path, &stamp(10)),
+            Some(digest)
+        );
+        assert_eq!(noted_source(&[8u8; 32], dir.path(), path, &stamp(10)), None);
+        let other = Path::new("/ws/other.wasm");
+        assert_eq!(noted_source(&key, dir.path(), other, &stamp(10)), None);
+        let changed = Stamp {
+            ctime: (10, 1),
+            ..stamp(10)
+        };
+        assert_eq!(noted_source(&key, dir.path(), path, &changed), None);
+        // The note of another path copied over this one's names that path.
+        note_source(&key, dir.path(), other, &stamp(10), &[4u8; 32]);
+        std::fs::copy(
+            source_note_path(dir.path(), other),
+            source_note_path(dir.path(), path),
+        )
+        .unwrap();
+        assert_eq!(noted_source(&key, dir.path(), path, &stamp(10)), None);
+        // A file changed a moment ago is not noted.
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let fresh = Path::new("/ws/fresh.wasm");
+        note_source(&key, dir.path(), fresh, &stamp(now), &digest);
+        assert_eq!(noted_source(&key, dir.path(), fresh, &stamp(now)), None);
+    }
+
+    #[test]
     fn a_note_names_the_entry_and_every_field_of_the_file() {
         let key = [7u8; 32];
-        let base = stamp(10).mac(&key, "e", "h");
-        assert_ne!(base, stamp(10).mac(&key, "e", "h2"), "another component");
-        assert_ne!(base, stamp(10).mac(&key, "e2", "h"), "another engine");
-        assert_ne!(base, stamp(10).mac(&[8u8; 32], "e", "h"), "another key");
+        let base = stamp(10).entry_mac(&key, "e", "h");
+        assert_ne!(base, stamp(10).entry_mac(&key, "e", "h2"), "another component");
+        assert_ne!(base, stamp(10).entry_mac(&key, "e2", "h"), "another engine");
+        assert_ne!(base, stamp(10).entry_mac(&[8u8; 32], "e", "h"), "another key");
         let changed = [
             Stamp {
                 dev: 9,
@@ -166,7 +269,7 @@ mod tests {
             },
         ];
         for s in changed {
-            assert_ne!(base, s.mac(&key, "e", "h"), "{s:?}");
+            assert_ne!(base, s.entry_mac(&key, "e", "h"), "{s:?}");
         }
     }
 }

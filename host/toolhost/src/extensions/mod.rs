@@ -33,7 +33,7 @@ use crate::extensions::grants::WritePlaces;
 use crate::extensions::policy::{Policy, resolve_path};
 use crate::extensions::trust::{Digest, TrustStore, Verdict};
 use crate::files::MAX_COMPONENT_BYTES;
-use crate::loader::{self, ComponentSpec, Loaded};
+use crate::loader::{self, Code, ComponentSpec, Loaded};
 use crate::ops::fs::{GrantedDir, ProtectedPaths};
 use crate::ops::process::{JailMode, ProcessPolicy};
 use crate::ops::protect::GitGuard;
@@ -159,23 +159,28 @@ pub(crate) struct Pending {
 
 /// Read `found`'s bytes once (bounded), check them against the trust store
 /// when the workspace contributed them, check a pinned digest, then compile
-/// and link exactly those bytes. Awaits nothing: extensions are prepared on
-/// several threads at once.
+/// and link exactly those bytes. A file unchanged since an earlier start
+/// read it is not read again: its digest is the one noted then, and its
+/// code the compile cache's for that digest (see
+/// [`Runtime::component_digest`](crate::engine::Runtime)). Awaits nothing:
+/// extensions are prepared on several threads at once.
 pub(crate) fn prepare(cx: &LoadContext<'_>, found: &Found) -> Pending {
     let mut report = ExtensionReport::new(found);
     let mut warnings = Vec::new();
-    let bytes = match crate::files::read_regular(&found.component, MAX_COMPONENT_BYTES) {
-        Ok(Some(bytes)) => bytes,
-        Ok(None) => {
-            report.refused = Some("cannot be read: No such file or directory (os error 2)".into());
-            return Pending::refused(report, warnings);
-        }
+    let read = crate::files::open_regular(&found.component, MAX_COMPONENT_BYTES).and_then(|file| {
+        let file = file.ok_or("cannot be read: No such file or directory (os error 2)")?;
+        let (digest, bytes) =
+            cx.runtime
+                .component_digest(&found.component, &file, MAX_COMPONENT_BYTES)?;
+        Ok((file, digest, bytes))
+    });
+    let (file, digest, bytes) = match read {
+        Ok(read) => read,
         Err(reason) => {
             report.refused = Some(reason);
             return Pending::refused(report, warnings);
         }
     };
-    let digest = Digest::of(&bytes);
     report.digest = Some(digest.clone());
     if found.origin == Origin::Workspace {
         let mut verdict = cx.trust.verdict(cx.workspace, &found.component, &digest);
@@ -209,7 +214,10 @@ pub(crate) fn prepare(cx: &LoadContext<'_>, found: &Found) -> Pending {
     let prepared = loader::prepare(
         cx.runtime,
         ComponentSpec {
-            bytes: &bytes,
+            code: match &bytes {
+                Some(bytes) => Code::Bytes(bytes),
+                None => Code::Unread(&file),
+            },
             precompiled: None,
             hash: digest.hex().to_string(),
             origin,

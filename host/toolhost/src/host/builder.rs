@@ -17,7 +17,7 @@ use crate::extensions::trust::TrustStore;
 use crate::extensions::{self, LoadContext};
 use crate::hooks::{ComponentHook, Hook, ToolHooks};
 use crate::loader::Loaded;
-use crate::loader::{self, ComponentSpec};
+use crate::loader::{self, Code, ComponentSpec};
 use crate::ops::fs::ProtectedPaths;
 use crate::ops::fs::{FsRead, FsWrite, LocalFs};
 use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy};
@@ -638,7 +638,7 @@ impl HostBuilder {
             let caps = capability::for_builtin(&grant, &confined.builtins)
                 .map_err(|e| Error::load(&origin, format!("its manifest asks for {e}")))?;
             specs.push(ComponentSpec {
-                bytes: component.bytes,
+                code: Code::Bytes(component.bytes),
                 precompiled: Some(&component.precompiled.0),
                 hash: component.hash.to_string(),
                 origin,
