@@ -544,7 +544,13 @@ fn a_large_extension_runs_at_once_on_quick_code_then_on_cranelifts() {
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.is_dir())
+        .filter(|p| {
+            p.is_dir()
+                && p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("wasmtime-")
+        })
         .collect();
     assert_eq!(dirs.len(), 2, "{dirs:?}");
     let entries: Vec<PathBuf> = dirs

@@ -601,9 +601,7 @@ fn hostile_an_extension_changed_after_its_digest_was_noted_is_read_again_and_ref
     ws.write(".toolhost/extensions/bench.wasm", &original);
     trust_workspace(&ws);
     let start = || {
-        let host = built(
-            user_host_builder(&ws).runtime(cached_runtime(cache.path())),
-        );
+        let host = built(user_host_builder(&ws).runtime(cached_runtime(cache.path())));
         (diagnostics(&host), tool_names(&host))
     };
     let notes = || {
@@ -666,6 +664,136 @@ fn hostile_an_extension_changed_after_its_digest_was_noted_is_read_again_and_ref
         std::fs::remove_file(entry).unwrap();
     }
     loads(start(), "benchtool_00");
+}
+
+/// The summaries beside the compile cache's entries (one per component
+/// whose load was noted) that name `tool`.
+fn summaries(cache: &Path, tool: &str) -> Vec<PathBuf> {
+    let names = |s: &PathBuf| String::from_utf8_lossy(&std::fs::read(s).unwrap()).contains(tool);
+    cache_entries(cache)
+        .into_iter()
+        .map(|e| e.with_extension("summary"))
+        .filter(|s| s.is_file() && names(s))
+        .collect()
+}
+
+/// A host on `ws` with the compile cache `cache` and these extension files
+/// (loaded as the user's own; `grants` by name).
+fn host_with(ws: &Workspace, cache: &Path, files: &[&Path], grants: &[(&str, GrantSpec)]) -> Host {
+    let (files, grants): (Vec<PathBuf>, Vec<(String, GrantSpec)>) = (
+        files.iter().map(|f| f.to_path_buf()).collect(),
+        grants
+            .iter()
+            .map(|(n, g)| (n.to_string(), g.clone()))
+            .collect(),
+    );
+    built(
+        builder(ws)
+            .runtime(cached_runtime(cache))
+            .extensions(move |mut e| {
+                for file in files {
+                    e = e.load(file);
+                }
+                for (name, grant) in grants {
+                    e = e.grant(name, grant);
+                }
+                e
+            }),
+    )
+}
+
+/// An extension that reaches nothing while it declares its tools starts,
+/// from its second load on, from the summary noted at its first: its
+/// component is loaded at its first call. Its file swapped after the start
+/// (and its compiled code gone) does not run: the first call finds the
+/// file no longer what was loaded and fails, and the host serves on.
+#[test]
+fn hostile_a_component_started_from_its_summary_and_swapped_before_its_first_call_does_not_run() {
+    let ws = Workspace::new();
+    let cache = tempfile::tempdir().unwrap();
+    let original = std::fs::read(toolhost_tests::BENCHTOOL).unwrap();
+    let file = ws.write("ext/bench.wasm", &original);
+    let host = host_with(&ws, cache.path(), &[&file], &[]);
+    assert_eq!(
+        call(&host, "benchtool_00", json!({"text": "a"})).text(),
+        "a"
+    );
+    assert_eq!(
+        summaries(cache.path(), "benchtool_00").len(),
+        1,
+        "its load is noted"
+    );
+
+    let host = host_with(&ws, cache.path(), &[&file], &[]);
+    assert!(tool_names(&host).contains(&"benchtool_00".to_string()));
+    std::fs::write(&file, benchtool_renamed(&original, "benchtool_66")).unwrap();
+    for entry in cache_entries(cache.path()) {
+        std::fs::remove_file(entry).unwrap();
+    }
+    let r = call(&host, "benchtool_00", json!({"text": "a"}));
+    assert!(r.is_error);
+    assert_eq!(
+        r.text(),
+        "Tool benchtool_00 could not start: loading it failed: its file changed since it \
+         was loaded"
+    );
+    assert_eq!(call(&host, "fast", json!({})).text(), "fast done");
+    // Put back: the same host's next call loads it.
+    std::fs::write(&file, &original).unwrap();
+    let r = call(&host, "benchtool_00", json!({"text": "b"}));
+    assert_eq!(r.text(), "b");
+}
+
+/// A summary changed, or another component's summary put in its place, is
+/// not taken: the component is loaded and asked for its definitions again.
+/// One that reaches something (a granted environment variable) is never
+/// summarised: what it declares may differ at each load.
+#[test]
+fn hostile_a_forged_or_swapped_summary_declares_nothing() {
+    let ws = Workspace::new();
+    let cache = tempfile::tempdir().unwrap();
+    let original = std::fs::read(toolhost_tests::BENCHTOOL).unwrap();
+    let a = ws.write("ext/a.wasm", &original);
+    let b = ws.write("ext/b.wasm", benchtool_renamed(&original, "benchtool_01"));
+    let start = || tool_names(&host_with(&ws, cache.path(), &[&a, &b], &[]));
+    let ours = |tools: Vec<String>| -> Vec<String> {
+        tools
+            .into_iter()
+            .filter(|t| t.starts_with("benchtool_"))
+            .collect()
+    };
+    assert_eq!(ours(start()), ["benchtool_00", "benchtool_01"]);
+    let only = |tool: &str| {
+        let mut found = summaries(cache.path(), tool);
+        assert_eq!(found.len(), 1, "{tool}: {found:?}");
+        found.remove(0)
+    };
+    let (sa, sb) = (only("benchtool_00"), only("benchtool_01"));
+
+    // b's summary rewritten to declare a tool b does not have.
+    let forged = String::from_utf8_lossy(&std::fs::read(&sb).unwrap())
+        .replace("benchtool_01", "benchtool_99")
+        .into_bytes();
+    std::fs::write(&sb, forged).unwrap();
+    assert_eq!(ours(start()), ["benchtool_00", "benchtool_01"]);
+    // a's summary (valid, for a) in b's place.
+    std::fs::copy(&sa, &sb).unwrap();
+    assert_eq!(ours(start()), ["benchtool_00", "benchtool_01"]);
+
+    // Granted an environment variable: loaded, never summarised.
+    let cache = tempfile::tempdir().unwrap();
+    let grant = GrantSpec {
+        env: vec!["HOME".into()],
+        ..Default::default()
+    };
+    for _ in 0..2 {
+        let host = host_with(&ws, cache.path(), &[&a], &[("a", grant.clone())]);
+        assert!(tool_names(&host).contains(&"benchtool_00".to_string()));
+    }
+    assert_eq!(
+        summaries(cache.path(), "benchtool_00"),
+        Vec::<PathBuf>::new()
+    );
 }
 
 #[test]

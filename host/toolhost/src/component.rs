@@ -137,10 +137,23 @@ pub(crate) fn check_imports(
     origin: &str,
     grant_name: Option<&str>,
 ) -> Result<&'static Contract, Error> {
+    let imports = wit::import_names(component);
+    let exports = wit::export_names(component);
+    check_import_names(&imports, &exports, caps, origin, grant_name)
+}
+
+/// [`check_imports`] of a component known by the names it imports and
+/// exports.
+pub(crate) fn check_import_names(
+    imports: &[String],
+    exports: &[String],
+    caps: &Capabilities,
+    origin: &str,
+    grant_name: Option<&str>,
+) -> Result<&'static Contract, Error> {
     let refuse = |reason: String| Error::load(origin, reason);
-    let contract = wit::contract_of(component).map_err(refuse)?;
-    let ty = component.component_type();
-    for (name, _) in ty.imports(component.engine()) {
+    let contract = wit::contract_of_exports(exports).map_err(refuse)?;
+    for name in imports.iter().map(String::as_str) {
         let interface = match interfaces::classify(name) {
             // `wasi:http` reaches the network: a capability like an Operation.
             Import::Wasi(interface) => interface,
@@ -242,13 +255,30 @@ pub(crate) struct Sandbox {
     runtime: Arc<Runtime>,
     /// The linked component its calls instantiate; replaced once when
     /// Cranelift's code arrives for a component loaded with the quick
-    /// compiler's.
-    linked: std::sync::RwLock<Arc<Linked>>,
-    /// Where that code appears, until it has been taken.
+    /// compiler's. `None` until the first call of a sandbox made from a
+    /// summary ([`Sandbox::deferred`]).
+    linked: std::sync::RwLock<Option<Arc<Linked>>>,
+    /// What the first call of a sandbox made from a summary loads.
+    deferred: std::sync::Mutex<Option<Deferred>>,
+    /// Where Cranelift's code appears, until it has been taken.
     upgrade: std::sync::Mutex<Option<Arc<std::sync::OnceLock<Component>>>>,
+    /// The version of the package it is built for.
+    contract: &'static Contract,
+    provides_tools: bool,
+    provides_hooks: bool,
     caps: Capabilities,
     limits: Limits,
     origin: String,
+}
+
+/// A component known by its summary (its imports, exports and definitions,
+/// noted when it was last loaded), loaded and linked at its first call.
+pub(crate) struct Deferred {
+    /// Its content hash: its compile-cache entry, and what its file must
+    /// still hash to if the entry is gone.
+    pub hash: String,
+    pub path: std::path::PathBuf,
+    pub grant_name: Option<String>,
 }
 
 /// A component linked to the host interfaces its capabilities allow.
@@ -289,14 +319,100 @@ impl Sandbox {
             origin,
             false,
         )?;
+        Ok(Sandbox::linked_as(
+            runtime,
+            linked,
+            compiled.upgrade.clone(),
+            caps,
+            limits,
+            origin,
+        ))
+    }
+
+    fn linked_as(
+        runtime: Arc<Runtime>,
+        linked: Linked,
+        upgrade: Option<Arc<std::sync::OnceLock<Component>>>,
+        caps: Capabilities,
+        limits: Limits,
+        origin: &str,
+    ) -> Sandbox {
+        Sandbox {
+            runtime,
+            contract: linked.contract,
+            provides_tools: linked.exports.provides_tools(),
+            provides_hooks: linked.exports.provides_hooks(),
+            linked: std::sync::RwLock::new(Some(Arc::new(linked))),
+            deferred: std::sync::Mutex::new(None),
+            upgrade: std::sync::Mutex::new(upgrade),
+            caps,
+            limits,
+            origin: origin.to_string(),
+        }
+    }
+
+    /// A sandbox for a component known by the names it imports and exports
+    /// (its imports checked against `caps` now, as [`Sandbox::new`] checks
+    /// them), loaded and linked at its first call.
+    pub(crate) fn deferred(
+        runtime: Arc<Runtime>,
+        imports: &[String],
+        exports: &[String],
+        deferred: Deferred,
+        caps: Capabilities,
+        limits: Limits,
+        origin: &str,
+    ) -> Result<Sandbox, Error> {
+        let grant_name = deferred.grant_name.as_deref();
+        let contract = check_import_names(imports, exports, &caps, origin, grant_name)?;
+        let exported = |name: &str| exports.iter().any(|e| e == name);
         Ok(Sandbox {
             runtime,
-            linked: std::sync::RwLock::new(Arc::new(linked)),
-            upgrade: std::sync::Mutex::new(compiled.upgrade.clone()),
+            contract,
+            provides_tools: exported(contract.tool_export),
+            provides_hooks: exported(contract.hook_export),
+            linked: std::sync::RwLock::new(None),
+            deferred: std::sync::Mutex::new(Some(deferred)),
+            upgrade: std::sync::Mutex::new(None),
             caps,
             limits,
             origin: origin.to_string(),
         })
+    }
+
+    /// Load and link a deferred component: its code from the compile cache,
+    /// else from its file, which must still be what its summary was of.
+    fn load_deferred(&self, deferred: &Deferred) -> Result<Linked, String> {
+        let origin = &self.origin;
+        let compiled = match self.runtime.load_if_cached(&deferred.hash, origin) {
+            Some(compiled) => compiled,
+            None => {
+                use crate::files::{MAX_COMPONENT_BYTES, open_regular, read_open};
+                let file =
+                    open_regular(&deferred.path, MAX_COMPONENT_BYTES)?.ok_or("its file is gone")?;
+                let bytes = read_open(&file, MAX_COMPONENT_BYTES)?;
+                if blake3::hash(&bytes).to_hex().as_str() != deferred.hash {
+                    return Err("its file changed since it was loaded".into());
+                }
+                let compiled = self.runtime.load_compiled(&bytes, &deferred.hash, origin);
+                compiled.map_err(|e| e.reason())?
+            }
+        };
+        let grant_name = deferred.grant_name.as_deref();
+        let component = &compiled.component;
+        let loaded =
+            check_imports(component, &self.caps, origin, grant_name).and_then(|contract| {
+                link(
+                    &self.runtime,
+                    component,
+                    contract,
+                    &self.caps,
+                    origin,
+                    false,
+                )
+            });
+        *self.upgrade.lock().expect("upgrade lock") = compiled.upgrade.clone();
+        loaded.map_err(|e| e.reason())
     }
 
     /// A sandbox for reading a component's definitions without granting it
@@ -314,37 +430,43 @@ impl Sandbox {
         let caps = Capabilities::default();
         let contract = wit::contract_of(component).map_err(|e| Error::load(origin, e))?;
         let linked = link(&runtime, component, contract, &caps, origin, true)?;
-        Ok(Sandbox {
-            runtime,
-            linked: std::sync::RwLock::new(Arc::new(linked)),
-            upgrade: std::sync::Mutex::new(None),
-            caps,
-            limits,
-            origin: origin.to_string(),
-        })
+        Ok(Sandbox::linked_as(
+            runtime, linked, None, caps, limits, origin,
+        ))
     }
 
     /// The linked component for the next call: Cranelift's, once it has
-    /// arrived (linked again the first time; a failure keeps the quick one).
-    fn linked(&self) -> Arc<Linked> {
+    /// arrived (linked again the first time; a failure keeps the quick one);
+    /// loaded now at the first call of a deferred sandbox (a failure is
+    /// this call's, and the next call tries again).
+    fn linked(&self) -> Result<Arc<Linked>, String> {
+        {
+            // Held while loading: a second first call waits for the first's.
+            let mut deferred = self.deferred.lock().expect("deferred lock");
+            if let Some(pending) = deferred.as_ref() {
+                let linked = self.load_deferred(pending)?;
+                *self.linked.write().expect("linked lock") = Some(Arc::new(linked));
+                *deferred = None;
+            }
+        }
         let mut upgrade = self.upgrade.lock().expect("upgrade lock");
         if let Some(component) = upgrade.as_ref().and_then(|u| u.get()).cloned() {
             *upgrade = None;
             // The same component, compiled again: the same version.
-            let contract = self.linked.read().expect("linked lock").contract;
             if let Ok(linked) = link(
                 &self.runtime,
                 &component,
-                contract,
+                self.contract,
                 &self.caps,
                 &self.origin,
                 false,
             ) {
-                *self.linked.write().expect("linked lock") = Arc::new(linked);
+                *self.linked.write().expect("linked lock") = Some(Arc::new(linked));
             }
         }
         drop(upgrade);
-        self.linked.read().expect("linked lock").clone()
+        let linked = self.linked.read().expect("linked lock").clone();
+        Ok(linked.expect("linked once nothing is deferred"))
     }
 
     /// Whether its calls' `command` argument is a shell command line.
@@ -362,39 +484,31 @@ impl Sandbox {
         self.caps.fs_write.is_some()
     }
 
+    pub(crate) fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
     /// See [`Runtime::may_hold_instance`].
     pub(crate) fn may_hold_instance(&self) -> bool {
         self.runtime.may_hold_instance()
     }
 
     pub(crate) fn provides_tools(&self) -> bool {
-        self.linked
-            .read()
-            .expect("linked lock")
-            .exports
-            .provides_tools()
+        self.provides_tools
     }
 
     /// The version of the package it is built for (`0.2.0`).
     pub(crate) fn package_version(&self) -> &'static str {
-        self.linked.read().expect("linked lock").contract.version
+        self.contract.version
     }
 
     /// The name of its hook export (`toolhost:tool/hook@0.2.0`).
     pub(crate) fn hook_export(&self) -> &'static str {
-        self.linked
-            .read()
-            .expect("linked lock")
-            .contract
-            .hook_export
+        self.contract.hook_export
     }
 
     pub(crate) fn provides_hooks(&self) -> bool {
-        self.linked
-            .read()
-            .expect("linked lock")
-            .exports
-            .provides_hooks()
+        self.provides_hooks
     }
 
     /// The filesystem roots this component was granted (read roots, or the
@@ -462,7 +576,9 @@ impl Sandbox {
             signals: signals.clone(),
             caps: self.caps.clone(),
         };
-        let linked = self.linked();
+        let linked = self
+            .linked()
+            .map_err(|reason| CallFailure::Start(format!("loading it failed: {reason}")))?;
         let mut store = Store::new(linked.pre.component().engine(), state);
         store.limiter(|s| &mut s.limiter);
         store.set_epoch_deadline(1);

@@ -418,6 +418,23 @@ impl Runtime {
         Some(compiled)
     }
 
+    /// The summary noted for the component `hash` (see
+    /// `loader::Summary`), if there is one and it verifies.
+    pub(crate) fn summary(&self, hash: &str) -> Option<Vec<u8>> {
+        let (key, entry) = (self.cache_key()?, self.cache_path(&self.main, hash)?);
+        verified::read_summary(&key, &self.main.key, hash, &entry)
+    }
+
+    /// Note `body` as the summary of the component `hash`.
+    pub(crate) fn note_summary(&self, hash: &str, body: &[u8]) {
+        if let (Some(key), Some(entry)) = (self.cache_key(), self.cache_path(&self.main, hash)) {
+            if let Some(dir) = entry.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            verified::write_summary(&key, &self.main.key, hash, &entry, body);
+        }
+    }
+
     fn remember(&self, hash: &str, compiled: &Compiled) {
         let mut loaded = self.loaded.lock().expect("loaded components lock");
         if loaded.len() >= LOADED_COMPONENTS {

@@ -2,13 +2,14 @@
 //! against its grants, instantiate it once to read its definitions, and check
 //! each definition before it reaches the registry.
 
-use crate::component::{CallSignals, Capabilities, Limits, Sandbox};
+use crate::component::{CallSignals, Capabilities, Deferred, Limits, Sandbox};
 use crate::engine::Runtime;
 use crate::error::Error;
 use crate::registry::{ExecutionMode, RegisteredTool, ToolDefinition, ToolSource};
 use crate::validate::ArgumentSchema;
 use crate::validate::OutputSchema;
 use crate::wit::ToolDecl;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -104,11 +105,95 @@ pub(crate) struct Prepared {
     origin: String,
     source: ToolSource,
     replace_builtin: bool,
+    /// Its definitions, when its summary gave them.
+    definitions: Option<Vec<ToolDecl>>,
+    /// The names it imports and exports, when its summary is to be noted
+    /// once its definitions are read.
+    summarise: Option<(Vec<String>, Vec<String>)>,
+}
+
+/// What loading a component found that a later load may take as it is: the
+/// names it imports and exports and the definitions it declared. Noted in
+/// the compile cache (under the cache's key, for this version of toolhost
+/// and this engine) only for an extension whose definitions can depend on
+/// nothing but its own bytes ([`self_contained`]). A later start then checks
+/// its imports against its grants from the names, takes its definitions,
+/// and neither loads nor instantiates it: its code is loaded and linked at
+/// its first call. Deserializing a component's compiled metadata, linking
+/// it and instantiating it were most of what each extension added to a
+/// start.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Summary {
+    imports: Vec<String>,
+    exports: Vec<String>,
+    definitions: Vec<ToolDecl>,
+}
+
+/// Whether a component importing `imports`, given `caps`, reaches nothing
+/// outside itself while it declares its tools: no capability (an Operation,
+/// or `wasi:http`), no directory, no environment variable; only WASI's
+/// clocks and random numbers, which no honest definitions depend on. Such a
+/// component declares the same tools at every load.
+fn self_contained(imports: &[String], caps: &Capabilities) -> bool {
+    use crate::wit::interfaces::{Import, classify};
+    let reaches = |name: &String| match classify(name) {
+        Import::Known { interface, .. } => interface.is_capability(),
+        Import::Wasi(_) => true,
+        // WASI itself is linked deny-by-default; any other import is
+        // refused by the import check.
+        Import::Foreign | Import::OtherVersion { .. } | Import::Unknown => false,
+    };
+    caps.wasi.preopens.is_empty() && caps.wasi.env.is_empty() && !imports.iter().any(reaches)
+}
+
+/// The summary noted for an extension's component, if there is one and it
+/// still applies under `spec`'s grants.
+fn summary_of(runtime: &Runtime, spec: &ComponentSpec<'_>) -> Option<(Summary, PathBuf)> {
+    let ToolSource::Extension { path } = &spec.source else {
+        return None;
+    };
+    let body = runtime.summary(&spec.hash)?;
+    let summary: Summary = serde_json::from_slice(&body).ok()?;
+    self_contained(&summary.imports, &spec.caps).then(|| (summary, path.clone()))
 }
 
 /// Compile (or take from the cache) and link `spec`'s component, refusing
-/// hooks it was not granted.
+/// hooks it was not granted; or, when its summary was noted, check its
+/// imports from the summary and leave the loading to its first call.
 pub(crate) fn prepare(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Result<Prepared, Error> {
+    if spec.precompiled.is_none()
+        && let Some((summary, path)) = summary_of(runtime, &spec)
+    {
+        let deferred = Deferred {
+            hash: spec.hash.clone(),
+            path,
+            grant_name: spec.grant_name.clone(),
+        };
+        let sandbox = Sandbox::deferred(
+            runtime.clone(),
+            &summary.imports,
+            &summary.exports,
+            deferred,
+            spec.caps,
+            spec.limits,
+            &spec.origin,
+        )?;
+        refuse_ungranted_hooks(
+            &sandbox,
+            spec.hooks,
+            &spec.origin,
+            spec.grant_name.as_deref(),
+        )?;
+        return Ok(Prepared {
+            sandbox: Arc::new(sandbox),
+            hash: spec.hash,
+            origin: spec.origin,
+            source: spec.source,
+            replace_builtin: spec.replace_builtin,
+            definitions: Some(summary.definitions),
+            summarise: None,
+        });
+    }
     let compiled = match (spec.code, spec.precompiled) {
         (Code::Bytes(bytes), Some(code)) => {
             runtime.load_precompiled(bytes, code, &spec.hash, &spec.origin)?
@@ -128,6 +213,14 @@ pub(crate) fn prepare(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Result
             }
         },
     };
+    let summarise = match spec.source {
+        ToolSource::Extension { .. } if spec.precompiled.is_none() => {
+            let imports = crate::wit::import_names(&compiled.component);
+            self_contained(&imports, &spec.caps)
+                .then(|| (imports, crate::wit::export_names(&compiled.component)))
+        }
+        _ => None,
+    };
     let sandbox = Arc::new(Sandbox::new(
         runtime.clone(),
         &compiled,
@@ -136,35 +229,50 @@ pub(crate) fn prepare(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Result
         &spec.origin,
         spec.grant_name.as_deref(),
     )?);
-    if sandbox.provides_hooks() && !spec.hooks {
-        // A hook sees and may rewrite every call of every tool: a capability
-        // like any import, refused unless granted.
-        let hint = spec
-            .grant_name
-            .as_deref()
-            .map(|ext| {
-                format!(
-                    "; grant it in toolhost.toml: {}",
-                    crate::wit::interfaces::grant_line(ext, "hooks")
-                )
-            })
-            .unwrap_or_default();
-        return Err(Error::load(
-            &spec.origin,
-            format!(
-                "exports {} (sees and may rewrite every call of every tool), which is \
-                 not granted to it{hint}",
-                sandbox.hook_export()
-            ),
-        ));
-    }
+    refuse_ungranted_hooks(
+        &sandbox,
+        spec.hooks,
+        &spec.origin,
+        spec.grant_name.as_deref(),
+    )?;
     Ok(Prepared {
         sandbox,
         hash: spec.hash,
         origin: spec.origin,
         source: spec.source,
         replace_builtin: spec.replace_builtin,
+        definitions: None,
+        summarise,
     })
+}
+
+/// A hook sees and may rewrite every call of every tool: a capability like
+/// any import, refused unless granted.
+fn refuse_ungranted_hooks(
+    sandbox: &Sandbox,
+    granted: bool,
+    origin: &str,
+    grant_name: Option<&str>,
+) -> Result<(), Error> {
+    if !sandbox.provides_hooks() || granted {
+        return Ok(());
+    }
+    let hint = grant_name
+        .map(|ext| {
+            format!(
+                "; grant it in toolhost.toml: {}",
+                crate::wit::interfaces::grant_line(ext, "hooks")
+            )
+        })
+        .unwrap_or_default();
+    Err(Error::load(
+        origin,
+        format!(
+            "exports {} (sees and may rewrite every call of every tool), which is not \
+             granted to it{hint}",
+            sandbox.hook_export()
+        ),
+    ))
 }
 
 /// Read a prepared component's definitions and check each.
@@ -175,9 +283,30 @@ pub(crate) async fn finish(prepared: Prepared) -> Result<Loaded, Error> {
         origin,
         source,
         replace_builtin,
+        definitions,
+        summarise,
     } = prepared;
     let fail = |reason: String| Error::load(&origin, reason);
     let hooks = sandbox.provides_hooks().then(|| sandbox.clone());
+    let mut definitions = match definitions {
+        Some(definitions) => {
+            check_definitions_size(&definitions).map_err(fail)?;
+            definitions
+        }
+        None if !sandbox.provides_tools() => Vec::new(),
+        None => read_definitions(&sandbox).await.map_err(fail)?,
+    };
+    if let Some((imports, exports)) = summarise {
+        let summary = Summary {
+            imports,
+            exports,
+            definitions,
+        };
+        if let Ok(body) = serde_json::to_vec(&summary) {
+            sandbox.runtime().note_summary(&hash, &body);
+        }
+        definitions = summary.definitions;
+    }
     if !sandbox.provides_tools() {
         return Ok(Loaded {
             tools: Vec::new(),
@@ -185,7 +314,6 @@ pub(crate) async fn finish(prepared: Prepared) -> Result<Loaded, Error> {
             replace_builtin,
         });
     }
-    let definitions = read_definitions(&sandbox).await.map_err(fail)?;
     if definitions.is_empty() {
         return Err(fail("defines no tools".into()));
     }

@@ -215,7 +215,7 @@ fn first_call_after_install(bin: &Path, home: &Path, cfg: &Config, rows: &mut Ve
     };
     let quick = entries();
     let deadline = std::time::Instant::now() + Duration::from_secs(600);
-    while (quick.iter().any(|q| q.exists()) || optimising(&ws))
+    while (quick.iter().any(|q| q.exists()) || optimising(home))
         && std::time::Instant::now() < deadline
     {
         std::thread::sleep(Duration::from_millis(100));
@@ -246,15 +246,16 @@ fn first_call_after_install(bin: &Path, home: &Path, cfg: &Config, rows: &mut Ve
     ));
 }
 
-/// Whether a `toolhost optimise` of the workspace `ws` still runs.
-fn optimising(ws: &Path) -> bool {
+/// Whether a `toolhost optimise` of something under `home` (the installed
+/// extension, which `ext add` names) still runs.
+fn optimising(home: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
-    let ws = ws.as_os_str().as_bytes();
+    let home = home.as_os_str().as_bytes();
     let processes = std::fs::read_dir("/proc").into_iter().flatten().flatten();
     processes.into_iter().any(|p| {
         std::fs::read(p.path().join("cmdline")).is_ok_and(|line| {
             let args: Vec<&[u8]> = line.split(|b| *b == 0).collect();
-            args.contains(&&b"optimise"[..]) && args.contains(&ws)
+            args.contains(&&b"optimise"[..]) && args.iter().any(|a| a.starts_with(home))
         })
     })
 }

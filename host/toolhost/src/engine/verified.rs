@@ -95,7 +95,11 @@ impl Stamp {
     fn entry_mac(&self, key: &[u8; 32], engine_key: &str, hash: &str) -> blake3::Hash {
         self.mac(
             key,
-            &[b"verified cache entry", engine_key.as_bytes(), hash.as_bytes()],
+            &[
+                b"verified cache entry",
+                engine_key.as_bytes(),
+                hash.as_bytes(),
+            ],
         )
     }
 }
@@ -129,6 +133,58 @@ pub(super) fn note(key: &[u8; 32], engine_key: &str, hash: &str, entry: &Path, s
     }
 }
 
+/// Largest summary read: a component's definitions may take 1 MiB of text
+/// (`loader::MAX_DEFINITIONS_BYTES`), quoted in JSON, beside its imports.
+const MAX_SUMMARY_BYTES: u64 = 8 << 20;
+
+/// The summary of the component whose cache entry is `entry`.
+fn summary_path(entry: &Path) -> PathBuf {
+    entry.with_extension("summary")
+}
+
+fn summary_mac(key: &[u8; 32], engine_key: &str, hash: &str, body: &[u8]) -> blake3::Hash {
+    let mut h = blake3::Hasher::new_keyed(key);
+    for part in [
+        "component summary",
+        env!("CARGO_PKG_VERSION"),
+        engine_key,
+        hash,
+    ] {
+        h.update(part.as_bytes()).update(b"\0");
+    }
+    h.update(body).finalize()
+}
+
+/// The summary noted beside `entry` for the component `hash`, if its MAC
+/// verifies (the summary is what a load of that component found: what it
+/// imports, exports and declares).
+pub(super) fn read_summary(
+    key: &[u8; 32],
+    engine_key: &str,
+    hash: &str,
+    entry: &Path,
+) -> Option<Vec<u8>> {
+    let mut note = crate::files::read_regular(&summary_path(entry), MAX_SUMMARY_BYTES).ok()??;
+    let at = note.len().checked_sub(32)?;
+    let mac: [u8; 32] = note[at..].try_into().ok()?;
+    note.truncate(at);
+    // `blake3::Hash`'s equality is constant-time.
+    (blake3::Hash::from_bytes(mac) == summary_mac(key, engine_key, hash, &note)).then_some(note)
+}
+
+/// Note `body` as the summary of the component `hash` beside its entry.
+pub(super) fn write_summary(
+    key: &[u8; 32],
+    engine_key: &str,
+    hash: &str,
+    entry: &Path,
+    body: &[u8],
+) {
+    let mut note = body.to_vec();
+    note.extend_from_slice(summary_mac(key, engine_key, hash, body).as_bytes());
+    let _ = crate::files::write_private_unsynced(&summary_path(entry), &note);
+}
+
 /// The note of the component file at `path`, in the cache directory `dir`.
 fn source_note_path(dir: &Path, path: &Path) -> PathBuf {
     let name = blake3::hash(path.as_os_str().as_bytes());
@@ -138,7 +194,11 @@ fn source_note_path(dir: &Path, path: &Path) -> PathBuf {
 fn source_mac(key: &[u8; 32], path: &Path, digest: &[u8; 32], stamp: &Stamp) -> blake3::Hash {
     stamp.mac(
         key,
-        &[b"verified component file", path.as_os_str().as_bytes(), digest],
+        &[
+            b"verified component file",
+            path.as_os_str().as_bytes(),
+            digest,
+        ],
     )
 }
 
@@ -243,9 +303,17 @@ mod tests {
     fn a_note_names_the_entry_and_every_field_of_the_file() {
         let key = [7u8; 32];
         let base = stamp(10).entry_mac(&key, "e", "h");
-        assert_ne!(base, stamp(10).entry_mac(&key, "e", "h2"), "another component");
+        assert_ne!(
+            base,
+            stamp(10).entry_mac(&key, "e", "h2"),
+            "another component"
+        );
         assert_ne!(base, stamp(10).entry_mac(&key, "e2", "h"), "another engine");
-        assert_ne!(base, stamp(10).entry_mac(&[8u8; 32], "e", "h"), "another key");
+        assert_ne!(
+            base,
+            stamp(10).entry_mac(&[8u8; 32], "e", "h"),
+            "another key"
+        );
         let changed = [
             Stamp {
                 dev: 9,

@@ -170,11 +170,25 @@ pub fn versions_text() -> String {
 
 /// The version a component is built for, read from what it exports.
 pub(crate) fn contract_of(component: &Component) -> Result<&'static Contract, String> {
+    contract_of_exports(&export_names(component))
+}
+
+/// The names `component` exports.
+pub(crate) fn export_names(component: &Component) -> Vec<String> {
     let ty = component.component_type();
-    let exports: Vec<String> = ty
-        .exports(component.engine())
-        .map(|(name, _)| name.to_string())
-        .collect();
+    let exports = ty.exports(component.engine());
+    exports.map(|(name, _)| name.to_string()).collect()
+}
+
+/// The names `component` imports.
+pub(crate) fn import_names(component: &Component) -> Vec<String> {
+    let ty = component.component_type();
+    let imports = ty.imports(component.engine());
+    imports.map(|(name, _)| name.to_string()).collect()
+}
+
+/// [`contract_of`] a component that exports `exports`.
+pub(crate) fn contract_of_exports(exports: &[String]) -> Result<&'static Contract, String> {
     let exported = |name: &str| exports.iter().any(|e| e == name);
     if let Some(contract) = CONTRACTS
         .iter()
@@ -252,7 +266,7 @@ pub(crate) trait HookGuest: Send + Sync {
 // ---------------------------------------------------------------------------
 
 /// A tool as a component declares it, before the loader checks it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ToolDecl {
     pub name: String,
     pub label: String,
