@@ -161,74 +161,55 @@ fn summary_of(runtime: &Runtime, spec: &ComponentSpec<'_>) -> Option<(Summary, P
 /// hooks it was not granted; or, when its summary was noted, check its
 /// imports from the summary and leave the loading to its first call.
 pub(crate) fn prepare(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Result<Prepared, Error> {
-    if spec.precompiled.is_none()
-        && let Some((summary, path)) = summary_of(runtime, &spec)
-    {
-        let deferred = Deferred {
-            hash: spec.hash.clone(),
-            path,
-            grant_name: spec.grant_name.clone(),
-        };
-        let sandbox = Sandbox::deferred(
-            runtime.clone(),
-            &summary.imports,
-            &summary.exports,
-            deferred,
-            spec.caps,
-            spec.limits,
-            &spec.origin,
-        )?;
-        refuse_ungranted_hooks(
-            &sandbox,
-            spec.hooks,
-            &spec.origin,
-            spec.grant_name.as_deref(),
-        )?;
-        return Ok(Prepared {
-            sandbox: Arc::new(sandbox),
-            hash: spec.hash,
-            origin: spec.origin,
-            source: spec.source,
-            replace_builtin: spec.replace_builtin,
-            definitions: Some(summary.definitions),
-            summarise: None,
-        });
-    }
-    let compiled = match (spec.code, spec.precompiled) {
-        (Code::Bytes(bytes), Some(code)) => {
-            runtime.load_precompiled(bytes, code, &spec.hash, &spec.origin)?
+    let summary = match spec.precompiled {
+        None => summary_of(runtime, &spec),
+        Some(_) => None,
+    };
+    let (sandbox, definitions, summarise) = match summary {
+        Some((summary, path)) => {
+            let deferred = Deferred {
+                hash: spec.hash.clone(),
+                path,
+                grant_name: spec.grant_name.clone(),
+            };
+            let sandbox = Sandbox::deferred(
+                runtime.clone(),
+                &summary.imports,
+                &summary.exports,
+                deferred,
+                spec.caps,
+                spec.limits,
+                &spec.origin,
+            )?;
+            (sandbox, Some(summary.definitions), None)
         }
-        (Code::Bytes(bytes), None) => runtime.load_compiled(bytes, &spec.hash, &spec.origin)?,
-        (Code::Unread(file), _) => match runtime.load_if_cached(&spec.hash, &spec.origin) {
-            Some(compiled) => compiled,
-            None => {
-                let fail = |reason: String| Error::load(&spec.origin, reason);
-                let bytes = crate::files::read_open(file, crate::files::MAX_COMPONENT_BYTES)
-                    .map_err(fail)?;
-                // What runs is what was trusted and granted, or nothing.
-                if blake3::hash(&bytes).to_hex().as_str() != spec.hash {
-                    return Err(fail("changed while it was loaded".into()));
+        None => {
+            let compiled = compile(
+                runtime,
+                spec.code,
+                spec.precompiled,
+                &spec.hash,
+                &spec.origin,
+            )?;
+            let summarise = match spec.source {
+                ToolSource::Extension { .. } if spec.precompiled.is_none() => {
+                    let imports = crate::wit::import_names(&compiled.component);
+                    self_contained(&imports, &spec.caps)
+                        .then(|| (imports, crate::wit::export_names(&compiled.component)))
                 }
-                runtime.load_compiled(&bytes, &spec.hash, &spec.origin)?
-            }
-        },
-    };
-    let summarise = match spec.source {
-        ToolSource::Extension { .. } if spec.precompiled.is_none() => {
-            let imports = crate::wit::import_names(&compiled.component);
-            self_contained(&imports, &spec.caps)
-                .then(|| (imports, crate::wit::export_names(&compiled.component)))
+                _ => None,
+            };
+            let sandbox = Sandbox::new(
+                runtime.clone(),
+                &compiled,
+                spec.caps,
+                spec.limits,
+                &spec.origin,
+                spec.grant_name.as_deref(),
+            )?;
+            (sandbox, None, summarise)
         }
-        _ => None,
     };
-    let sandbox = Arc::new(Sandbox::new(
-        runtime.clone(),
-        &compiled,
-        spec.caps,
-        spec.limits,
-        &spec.origin,
-        spec.grant_name.as_deref(),
-    )?);
     refuse_ungranted_hooks(
         &sandbox,
         spec.hooks,
@@ -236,14 +217,43 @@ pub(crate) fn prepare(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Result
         spec.grant_name.as_deref(),
     )?;
     Ok(Prepared {
-        sandbox,
+        sandbox: Arc::new(sandbox),
         hash: spec.hash,
         origin: spec.origin,
         source: spec.source,
         replace_builtin: spec.replace_builtin,
-        definitions: None,
+        definitions,
         summarise,
     })
+}
+
+/// The compiled code of a component: the built-ins' as built, else the
+/// cache's or Cranelift's now. A file left unread is read only when the
+/// cache lacks its code, and must still hash to its digest.
+fn compile(
+    runtime: &Runtime,
+    code: Code<'_>,
+    precompiled: Option<&'static [u8]>,
+    hash: &str,
+    origin: &str,
+) -> Result<crate::engine::Compiled, Error> {
+    match (code, precompiled) {
+        (Code::Bytes(bytes), Some(code)) => runtime.load_precompiled(bytes, code, hash, origin),
+        (Code::Bytes(bytes), None) => runtime.load_compiled(bytes, hash, origin),
+        (Code::Unread(file), _) => match runtime.load_if_cached(hash, origin) {
+            Some(compiled) => Ok(compiled),
+            None => {
+                let fail = |reason: String| Error::load(origin, reason);
+                let bytes = crate::files::read_open(file, crate::files::MAX_COMPONENT_BYTES)
+                    .map_err(fail)?;
+                // What runs is what was trusted and granted, or nothing.
+                if blake3::hash(&bytes).to_hex().as_str() != hash {
+                    return Err(fail("changed while it was loaded".into()));
+                }
+                runtime.load_compiled(&bytes, hash, origin)
+            }
+        },
+    }
 }
 
 /// A hook sees and may rewrite every call of every tool: a capability like
