@@ -702,6 +702,12 @@ fn host_with(ws: &Workspace, cache: &Path, files: &[&Path], grants: &[(&str, Gra
     )
 }
 
+/// A workspace, an empty compile cache and the benchtool component's bytes.
+fn benchtool_setup() -> (Workspace, tempfile::TempDir, Vec<u8>) {
+    let original = std::fs::read(toolhost_tests::BENCHTOOL).unwrap();
+    (Workspace::new(), tempfile::tempdir().unwrap(), original)
+}
+
 /// An extension that reaches nothing while it declares its tools starts,
 /// from its second load on, from the summary noted at its first: its
 /// component is loaded at its first call. Its file swapped after the start
@@ -709,9 +715,7 @@ fn host_with(ws: &Workspace, cache: &Path, files: &[&Path], grants: &[(&str, Gra
 /// file no longer what was loaded and fails, and the host serves on.
 #[test]
 fn hostile_a_component_started_from_its_summary_and_swapped_before_its_first_call_does_not_run() {
-    let ws = Workspace::new();
-    let cache = tempfile::tempdir().unwrap();
-    let original = std::fs::read(toolhost_tests::BENCHTOOL).unwrap();
+    let (ws, cache, original) = benchtool_setup();
     let file = ws.write("ext/bench.wasm", &original);
     let host = host_with(&ws, cache.path(), &[&file], &[]);
     assert_eq!(
@@ -750,9 +754,7 @@ fn hostile_a_component_started_from_its_summary_and_swapped_before_its_first_cal
 /// summarised: what it declares may differ at each load.
 #[test]
 fn hostile_a_forged_or_swapped_summary_declares_nothing() {
-    let ws = Workspace::new();
-    let cache = tempfile::tempdir().unwrap();
-    let original = std::fs::read(toolhost_tests::BENCHTOOL).unwrap();
+    let (ws, cache, original) = benchtool_setup();
     let a = ws.write("ext/a.wasm", &original);
     let b = ws.write("ext/b.wasm", benchtool_renamed(&original, "benchtool_01"));
     let start = || tool_names(&host_with(&ws, cache.path(), &[&a, &b], &[]));
