@@ -24,7 +24,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 
 import anyio
 import httpx2
@@ -32,30 +31,14 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-
-# Generous bounds for waiting on the server: a failure ends the wait, never a timing check.
-DEADLINE_S = 60
-
-
-def check(condition, message):
-    if not condition:
-        raise AssertionError(message)
+from mcp_common import TOKEN, address_in, check, wait_until
 
 
 def text_of(result):
     return "\n".join(block.text for block in result.content if block.type == "text")
 
 
-async def wait_until(predicate, what):
-    end = time.monotonic() + DEADLINE_S
-    while not predicate():
-        if time.monotonic() > end:
-            raise AssertionError(f"waited {DEADLINE_S}s for {what}")
-        await anyio.sleep(0.05)
-
-
 EXPECTED_VERSION = {"legacy": "2025-11-25", "auto": "2026-07-28"}
-TOKEN = "test-token-0123456789abcdef"
 
 
 class Server:
@@ -85,9 +68,7 @@ class Server:
             [self.toolhost, *self.args, "--http", "127.0.0.1:0", "--token-file", token_file],
             stdin=None, stdout=None, stderr=self.errlog, env=self.env,
         )
-        prefix = "toolhost mcp: listening on "
-        await wait_until(lambda: prefix in self.log(), "the server to print its address")
-        self.url = next(l for l in self.log().splitlines() if l.startswith(prefix))[len(prefix):]
+        self.url = await address_in(self.log, "toolhost mcp: listening on ")
 
     async def stop(self):
         if self.process is not None:

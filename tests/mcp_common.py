@@ -59,6 +59,16 @@ async def start_http(toolhost, args):
         with open(log_path) as f:
             return f.read()
 
-    await wait_until(lambda: prefix in log(), "the server to print its address")
-    url = next(l for l in log().splitlines() if l.startswith(prefix))[len(prefix):]
+    url = await address_in(log, prefix)
     return server, url
+
+
+async def address_in(log, prefix):
+    """The rest of the first whole line of `log()` that starts with `prefix`, once written
+    (a line read while it is being written would give a cut address)."""
+    def address():
+        whole = [l for l in log().splitlines(keepends=True) if l.endswith("\n")]
+        return next((l[len(prefix):].strip() for l in whole if l.startswith(prefix)), None)
+
+    await wait_until(lambda: address() is not None, "the server to print its address")
+    return address()

@@ -289,11 +289,14 @@ async fn serve_http(
     let listener = toolhost::http_server::HttpListener::bind(options, vec![route])
         .await
         .with_context(|| format!("listening on {addr}"))?;
-    // Tests and scripts read the address (the port, for port 0) from here.
-    eprintln!(
-        "toolhost {what}: listening on http://{}{path}",
+    // Tests and scripts read the address (the port, for port 0) from here:
+    // one write, so that a reader never sees the line cut short
+    // (`eprintln!` writes each formatted piece by itself).
+    let line = format!(
+        "toolhost {what}: listening on http://{}{path}\n",
         listener.local_addr()
     );
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
     let stop = shutdown.clone();
     tokio::spawn(async move {
         let _ = tokio::signal::ctrl_c().await;
