@@ -384,20 +384,15 @@ impl Sandbox {
     /// else from its file, which must still be what its summary was of.
     fn load_deferred(&self, deferred: &Deferred) -> Result<Linked, String> {
         let origin = &self.origin;
-        let compiled = match self.runtime.load_if_cached(&deferred.hash, origin) {
-            Some(compiled) => compiled,
-            None => {
+        let compiled = self
+            .runtime
+            .load_unread(&deferred.hash, origin, || {
                 use crate::files::{MAX_COMPONENT_BYTES, open_regular, read_open};
                 let file =
                     open_regular(&deferred.path, MAX_COMPONENT_BYTES)?.ok_or("its file is gone")?;
-                let bytes = read_open(&file, MAX_COMPONENT_BYTES)?;
-                if blake3::hash(&bytes).to_hex().as_str() != deferred.hash {
-                    return Err("its file changed since it was loaded".into());
-                }
-                let compiled = self.runtime.load_compiled(&bytes, &deferred.hash, origin);
-                compiled.map_err(|e| e.reason())?
-            }
-        };
+                read_open(&file, MAX_COMPONENT_BYTES)
+            })
+            .map_err(|e| e.reason())?;
         let grant_name = deferred.grant_name.as_deref();
         let component = &compiled.component;
         let loaded =

@@ -406,16 +406,31 @@ impl Runtime {
         Ok((Digest::from_hex(hash.to_hex().as_str()), Some(bytes)))
     }
 
-    /// The component with content hash `hash` when this runtime holds it or
-    /// the compile cache has its code: what a component file left unread
-    /// ([`Self::component_digest`]) is loaded from.
-    pub(crate) fn load_if_cached(&self, hash: &str, origin: &str) -> Option<Compiled> {
+    /// The component with content hash `hash` whose file was left unread
+    /// ([`Self::component_digest`]): this runtime's or the compile cache's
+    /// code when there is some, else compiled from what `read` reads of the
+    /// file, which must still hash to `hash`.
+    pub(crate) fn load_unread(
+        &self,
+        hash: &str,
+        origin: &str,
+        read: impl FnOnce() -> Result<Vec<u8>, String>,
+    ) -> Result<Compiled, Error> {
         if let Some(compiled) = self.loaded(hash) {
-            return Some(compiled);
+            return Ok(compiled);
         }
-        let compiled = Compiled::optimised(self.cached(&self.main, hash, origin)?);
-        self.remember(hash, &compiled);
-        Some(compiled)
+        if let Some(component) = self.cached(&self.main, hash, origin) {
+            let compiled = Compiled::optimised(component);
+            self.remember(hash, &compiled);
+            return Ok(compiled);
+        }
+        let fail = |reason: String| Error::load(origin, reason);
+        let bytes = read().map_err(fail)?;
+        // What runs is what was trusted and granted, or nothing.
+        if blake3::hash(&bytes).to_hex().as_str() != hash {
+            return Err(fail("its file changed since it was loaded".into()));
+        }
+        self.load_compiled(&bytes, hash, origin)
     }
 
     /// The summary noted for the component `hash` (see

@@ -240,19 +240,9 @@ fn compile(
     match (code, precompiled) {
         (Code::Bytes(bytes), Some(code)) => runtime.load_precompiled(bytes, code, hash, origin),
         (Code::Bytes(bytes), None) => runtime.load_compiled(bytes, hash, origin),
-        (Code::Unread(file), _) => match runtime.load_if_cached(hash, origin) {
-            Some(compiled) => Ok(compiled),
-            None => {
-                let fail = |reason: String| Error::load(origin, reason);
-                let bytes = crate::files::read_open(file, crate::files::MAX_COMPONENT_BYTES)
-                    .map_err(fail)?;
-                // What runs is what was trusted and granted, or nothing.
-                if blake3::hash(&bytes).to_hex().as_str() != hash {
-                    return Err(fail("changed while it was loaded".into()));
-                }
-                runtime.load_compiled(&bytes, hash, origin)
-            }
-        },
+        (Code::Unread(file), _) => runtime.load_unread(hash, origin, || {
+            crate::files::read_open(file, crate::files::MAX_COMPONENT_BYTES)
+        }),
     }
 }
 
