@@ -21,8 +21,10 @@ fn suite() -> (PathBuf, PathBuf) {
 fn run(revision: &str) -> (String, bool) {
     let (node, cli) = suite();
     let ws = Workspace::new();
-    // The tools the scenarios call by name (tests/guests/mcptools); one
-    // changes the tool list.
+    // The tools, prompts and resources the scenarios ask for by name
+    // (tests/guests/mcptools, with its manifest); one tool changes the tool
+    // list.
+    let (_tools_dir, tools) = conformance_tools();
     user_policy(
         &ws,
         "[extensions.mcptools]\ntools = true\nclient = [\"elicitation\", \"sampling\", \"roots\"]\n",
@@ -31,7 +33,7 @@ fn run(revision: &str) -> (String, bool) {
         &ws,
         &[
             "--extension",
-            toolhost_tests::MCPTOOLS,
+            tools.to_str().unwrap(),
             "mcp",
             "--http",
             "127.0.0.1:0",

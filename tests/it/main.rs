@@ -21,6 +21,7 @@ mod http;
 mod jail;
 mod loopback;
 mod mcp;
+mod mcp_resources;
 mod mcp_sessions;
 mod order;
 mod permissions;

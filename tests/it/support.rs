@@ -684,3 +684,20 @@ pub fn node_modules(wanted: &str) -> (PathBuf, PathBuf) {
     );
     (node, modules)
 }
+
+/// The MCP conformance tools as a person drops them in: a directory
+/// `mcptools` holding their manifest (the prompts and resources the suite
+/// reads, tests/guests/mcptools/extension.toml) and the component. The
+/// directory lives as long as the returned guard.
+pub fn conformance_tools() -> (TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("creating the conformance tools' directory");
+    let tools = dir.path().join("mcptools");
+    std::fs::create_dir(&tools).unwrap();
+    std::fs::copy(
+        repo_root().join("tests/guests/mcptools/extension.toml"),
+        tools.join("extension.toml"),
+    )
+    .unwrap();
+    std::fs::copy(toolhost_tests::MCPTOOLS, tools.join("mcptools.wasm")).unwrap();
+    (dir, tools)
+}

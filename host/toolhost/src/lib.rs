@@ -83,6 +83,8 @@ mod message;
 mod ops;
 pub mod permissions;
 mod registry;
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+mod resources;
 #[cfg(feature = "serve")]
 pub mod serve;
 mod session;

@@ -79,6 +79,7 @@ use tokio_util::sync::CancellationToken;
 
 #[cfg(feature = "http")]
 mod ask;
+mod features;
 pub mod sessions;
 #[cfg(feature = "http")]
 pub use sessions::SessionBounds;
@@ -135,6 +136,10 @@ struct Shared {
     processes: ask::Processes,
     /// The calls running as tasks, and the finished ones for their TTL.
     tasks: rmcp::task_manager::TaskManager,
+    /// The resources each handshake session watches.
+    subscriptions: features::Subscriptions,
+    /// How the resources of acknowledged listen streams were then.
+    baselines: features::Baselines,
 }
 
 impl Drop for Shared {
@@ -163,6 +168,8 @@ impl McpServer {
                 log_levels: Default::default(),
                 processes: Default::default(),
                 tasks: Default::default(),
+                subscriptions: Default::default(),
+                baselines: Default::default(),
             }),
         }
     }
@@ -252,6 +259,7 @@ impl McpServer {
             move |id: &str| {
                 if let Some(shared) = shared.upgrade() {
                     shared.processes.close(id);
+                    McpServer { shared }.forget_session(&format!("http:{id}"));
                 }
             },
         )));
@@ -560,12 +568,20 @@ impl ServerHandler for McpServer {
     // `enable_logging`: 2025-11-25 clients may set a level.
     #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .enable_logging()
             .enable_tasks()
+            .enable_prompts()
+            .enable_completions()
+            .enable_resources()
+            .enable_resources_subscribe()
             .build();
+        // `[mcp] resources = false`: no resources at all.
+        if self.host().files().is_none() && self.host().offers().resources.is_empty() {
+            capabilities.resources = None;
+        }
         ServerConfig::new(capabilities)
             .with_protocol_version(HANDSHAKE_VERSION)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
@@ -593,17 +609,31 @@ impl ServerHandler for McpServer {
         tokio::spawn(notify_session(self.generations(), context.peer));
     }
 
+    /// What a `subscriptions/listen` stream gets of what it asked: what
+    /// the server offers, and of the resources only those it may watch.
     fn accepted_subscription_filter(
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(requested.supported_by(&self.get_info().capabilities))
+        let mut accepted = requested.supported_by(&self.get_info().capabilities);
+        accepted.resource_subscriptions = accepted
+            .resource_subscriptions
+            .map(|uris| self.watchable_of(&uris))
+            .filter(|uris| !uris.is_empty());
+        if let Some(uris) = &accepted.resource_subscriptions {
+            self.note_baseline(uris);
+        }
+        Some(accepted)
     }
 
     /// A 2026-07-28 client's `subscriptions/listen` stream: one
-    /// `notifications/tools/list_changed` per change until it closes.
+    /// `notifications/tools/list_changed` per change, and one
+    /// `notifications/resources/updated` per change of a resource it
+    /// watches, until it closes.
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         let mut generations = self.generations();
+        let uris = context.accepted().resource_subscriptions.clone().unwrap_or_default();
+        let mut watcher = features::Watcher::from_baseline(self.clone(), uris).await;
         loop {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
@@ -612,8 +642,101 @@ impl ServerHandler for McpServer {
                         return Ok(());
                     }
                 }
+                changed = watcher.tick() => {
+                    for uri in changed {
+                        if context.sink().notify_resource_updated(uri).await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                }
             }
         }
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        let cursor = request.and_then(|r| r.cursor);
+        let server = self.clone();
+        let page = tokio::task::spawn_blocking(move || server.list_resources_page(cursor.as_deref()))
+            .await
+            .map_err(|e| internal("listing the resources", e))??;
+        features::from_json("listing the resources", page)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        features::from_json("listing the resource templates", self.list_templates())
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        let contents = self.read_contents(&request.uri).await?;
+        let result: rmcp::model::ReadResourceResult = features::from_json(
+            "reading the resource",
+            json!({ "contents": [contents], "resultType": "complete" }),
+        )?;
+        Ok(result.into())
+    }
+
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let session = ask::session_key(&context);
+        self.watch_resource(session, request.uri, context.peer.clone())
+            .await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.unwatch_resource(&ask::session_key(&context), &request.uri);
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        features::from_json("listing the prompts", self.list_prompts_all())
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        let arguments = request.arguments.unwrap_or_default();
+        let result = self.get_prompt_messages(&request.name, &arguments).await?;
+        let result: rmcp::model::GetPromptResult =
+            features::from_json("getting the prompt", result)?;
+        Ok(result.into())
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, McpError> {
+        let reference = serde_json::to_value(&request.r#ref)
+            .map_err(|e| internal("reading the completion's ref", e))?;
+        let result = self
+            .complete_argument(&reference, &request.argument.name, &request.argument.value)
+            .await?;
+        features::from_json("completing", result)
     }
 
     /// A tool of the active set in MCP's shape, by name: what rmcp checks a

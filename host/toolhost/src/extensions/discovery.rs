@@ -33,6 +33,12 @@ pub struct Manifest {
     /// What the extension asks for; only policy files grant it.
     #[serde(default)]
     pub capabilities: crate::extensions::policy::GrantSpec,
+    /// MCP prompts it offers ([`crate::extensions::offers`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prompts: Vec<crate::extensions::offers::PromptSpec>,
+    /// MCP resources it offers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<crate::extensions::offers::ResourceSpec>,
 }
 
 pub use crate::extensions::policy::Origin;

@@ -132,6 +132,17 @@ struct PolicyFile {
     shell: ShellSettings,
     extensions: BTreeMap<String, GrantSpec>,
     permissions: Option<PermissionsSpec>,
+    mcp: McpSettings,
+}
+
+/// `[mcp]`: what `toolhost mcp` serves beside the tools.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct McpSettings {
+    /// `false`: no resources (the workspace's files and the extensions'
+    /// offers) and no resource completions. Either file may turn them off;
+    /// neither turns them back on once one has.
+    pub resources: Option<bool>,
 }
 
 /// The policy in force: the user's grants, and the workspace's when its file
@@ -162,6 +173,8 @@ pub struct Policy {
     /// The permission rules: the user's, with a trusted workspace's `deny`
     /// and `ask` rules added (`crate::permissions`).
     pub permissions: Rules,
+    /// `[mcp]`, the user's and a trusted workspace's (off wins).
+    pub mcp: McpSettings,
     /// The user's `toolhost.toml`, where an "always" answer is written;
     /// `None` when the host reads no user configuration.
     pub user_file: Option<PathBuf>,
@@ -311,6 +324,11 @@ impl Policy {
         );
         if file.active_tools.is_some() {
             self.active_tools = file.active_tools;
+        }
+        if let Some(resources) = file.mcp.resources
+            && self.mcp.resources != Some(false)
+        {
+            self.mcp.resources = Some(resources);
         }
         if let Some(audit) = &file.audit {
             match origin {

@@ -11,6 +11,7 @@ use crate::engine::Runtime;
 use crate::error::Error;
 use crate::extensions::ExtensionReport;
 use crate::extensions::discovery;
+use crate::extensions::offers::Offers;
 use crate::extensions::grants::{self, Unresolved, WritePlaces};
 use crate::extensions::policy::{HomeView, Policy, ShellNetwork, ShellPath};
 use crate::extensions::trust::TrustStore;
@@ -439,7 +440,7 @@ impl HostBuilder {
             &mut diagnostics,
         );
         add_builtins(builtins, &registry, &mut diagnostics).await?;
-        let (reports, hook_components) =
+        let (reports, hook_components, offers) =
             add_extensions(extensions, &active_tools, &mut diagnostics).await;
         diagnostics.extend(runtime.take_reports());
         let first = self.first_active(&registry.read().expect("registry lock"), &config);
@@ -451,6 +452,7 @@ impl HostBuilder {
             active_tools,
             hook_components,
             reports,
+            offers,
             diagnostics,
         }))
     }
@@ -796,8 +798,23 @@ impl HostBuilder {
                 report.always = session.permissions.pinned_to(&digest.to_string());
             }
         }
+        let resources = parts.config.policy.mcp.resources != Some(false);
+        let files = resources.then(|| {
+            let (fs, _, search) = &parts.confined.builtins.workspace;
+            crate::resources::WorkspaceFiles::new(
+                fs.clone(),
+                search.clone(),
+                session.protected.clone(),
+            )
+        });
+        let mut offers = parts.offers;
+        if !resources {
+            offers.resources.clear();
+        }
         Host {
             inner: Arc::new(HostInner {
+                files,
+                offers: Arc::new(offers),
                 session: Arc::new(session),
                 diagnostics: parts.diagnostics,
                 extensions: reports,
@@ -836,6 +853,7 @@ struct Assembly {
     active_tools: Arc<ActiveTools>,
     hook_components: Vec<ComponentHook>,
     reports: Vec<ExtensionReport>,
+    offers: Offers,
     diagnostics: Vec<Diagnostic>,
 }
 
@@ -871,10 +889,11 @@ async fn add_extensions(
     started: Vec<(discovery::Found, ExtensionFinishing)>,
     active_tools: &ActiveTools,
     diagnostics: &mut Vec<Diagnostic>,
-) -> (Vec<ExtensionReport>, Vec<ComponentHook>) {
+) -> (Vec<ExtensionReport>, Vec<ComponentHook>, Offers) {
     let registry = active_tools.registry();
     let mut reports = Vec::new();
     let mut hook_components = Vec::new();
+    let mut offers = Offers::default();
     for (extension, finishing) in started {
         let path = extension.component.display().to_string();
         let (report, loaded, warnings) = match finishing.await {
@@ -896,6 +915,14 @@ async fn add_extensions(
             });
         }
         if let Some(loaded) = loaded {
+            // What a loaded extension's manifest offers beside its tools.
+            if let Some(manifest) = &extension.manifest {
+                let problems = offers.add(&extension.name, &manifest.prompts, &manifest.resources);
+                diagnostics.extend(problems.into_iter().map(|message| Diagnostic {
+                    path: path.clone(),
+                    message,
+                }));
+            }
             if let Some(sandbox) = &loaded.hooks {
                 hook_components.push(ComponentHook::new(&extension.name, sandbox.clone()));
             }
@@ -908,7 +935,7 @@ async fn add_extensions(
         }
         reports.push(report);
     }
-    (reports, hook_components)
+    (reports, hook_components, offers)
 }
 
 /// `f` of each item, in order, computed on as many threads as there are

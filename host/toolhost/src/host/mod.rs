@@ -28,6 +28,12 @@ pub(crate) struct HostInner {
     /// (probed on first use).
     pub process: Arc<ProcessPolicy>,
     pub confinement: std::sync::OnceLock<Confinement>,
+    /// The workspace's files as resources, through `read`'s grant; `None`
+    /// when `[mcp] resources = false`.
+    pub files: Option<crate::resources::WorkspaceFiles>,
+    /// What the extensions' manifests offer beside tools (prompts,
+    /// resources); empty when `[mcp] resources = false` for resources.
+    pub offers: Arc<crate::extensions::offers::Offers>,
 }
 
 /// The tools of one workspace. Cheap to clone; safe to share across tasks.
@@ -53,6 +59,18 @@ impl Host {
     /// The workspace's real path: the cwd tools see.
     pub fn workspace(&self) -> &Path {
         &self.inner.session.settings.workspace
+    }
+
+    /// The workspace's files as resources (`None`: turned off by `[mcp]
+    /// resources = false`).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn files(&self) -> Option<&crate::resources::WorkspaceFiles> {
+        self.inner.files.as_ref()
+    }
+
+    /// The prompts and resources the extensions offer.
+    pub fn offers(&self) -> &crate::extensions::offers::Offers {
+        &self.inner.offers
     }
 
     /// The host's temp directory (full-output files of the shell tools).

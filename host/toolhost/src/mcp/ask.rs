@@ -162,7 +162,7 @@ pub(super) fn stateless(context: &RequestContext<RoleServer>) -> bool {
 }
 
 /// The session's id over HTTP (`Mcp-Session-Id`), `stdio` otherwise.
-fn session_key(context: &RequestContext<RoleServer>) -> String {
+pub(super) fn session_key(context: &RequestContext<RoleServer>) -> String {
     #[cfg(feature = "http")]
     if let Some(id) = context
         .extensions

@@ -379,6 +379,40 @@ impl FsRead for LocalFs {
         })
     }
 
+    fn read_unlinked(&self, path: &str, offset: u64, max_bytes: u64) -> Result<Vec<u8>, FsError> {
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        let abs = normalize(path).ok_or_else(|| {
+            fs_error(
+                ErrorCode::InvalidInput,
+                format!("{path} is not an absolute path"),
+            )
+        })?;
+        let located = self.locate_lexical(&abs).ok_or_else(|| outside(path))?;
+        let rel = located.rel();
+        // The kernel walks the path beneath the root's handle and refuses
+        // every symbolic link on the way (ELOOP), the last component's too.
+        let read = || -> io::Result<Vec<u8>> {
+            let fd = rustix::fs::openat2(
+                &located.root.dir,
+                rel,
+                OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+                Mode::empty(),
+                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+            )?;
+            let mut file = std::fs::File::from(fd);
+            if file.metadata()?.is_dir() {
+                return Err(io::Error::from_raw_os_error(
+                    rustix::io::Errno::ISDIR.raw_os_error(),
+                ));
+            }
+            file.seek(SeekFrom::Start(offset))?;
+            let mut buf = Vec::new();
+            file.take(max_bytes.min(MAX_READ_CHUNK)).read_to_end(&mut buf)?;
+            Ok(buf)
+        };
+        read().map_err(|e| io_error(&e, path))
+    }
+
     fn list_dir(&self, path: &str) -> Result<Vec<DirEntry>, FsError> {
         let names = self.with_path(path, |dir, rel| {
             dir.read_dir(rel)?

@@ -159,6 +159,30 @@ impl FsRead for MemoryFs {
             .map(|r| r.to_string_lossy().into_owned())
             .collect()
     }
+
+    fn read_unlinked(&self, path: &str, offset: u64, max_bytes: u64) -> Result<Vec<u8>, FsError> {
+        let abs = normalize(path).ok_or_else(|| {
+            fs_error(
+                ErrorCode::InvalidInput,
+                format!("{path} is not an absolute path"),
+            )
+        })?;
+        if !self.in_roots(&abs) {
+            return Err(outside(path));
+        }
+        let linked = {
+            let nodes = self.nodes.read().expect("memory fs lock");
+            abs.ancestors()
+                .any(|p| matches!(nodes.get(p), Some(MemoryNode::Symlink(_))))
+        };
+        if linked {
+            return Err(fs_error(
+                ErrorCode::TooManyLinks,
+                format!("{path}: a symbolic link on the way"),
+            ));
+        }
+        self.read(path, offset, max_bytes)
+    }
 }
 
 impl MemoryFs {

@@ -121,6 +121,14 @@ pub trait FsRead: Send + Sync + std::fmt::Debug {
     fn list_dir(&self, path: &str) -> Result<Vec<DirEntry>, FsError>;
     /// The granted roots, as absolute paths.
     fn roots(&self) -> Vec<String>;
+    /// [`FsRead::read`] of a path that is its own real path: a symbolic
+    /// link anywhere beneath the root is refused ([`ErrorCode::TooManyLinks`])
+    /// instead of followed, so that what was checked by name (an MCP
+    /// resource's hidden paths) is what is opened, whatever link is swapped
+    /// in meanwhile. Backends without links may keep the default.
+    fn read_unlinked(&self, path: &str, offset: u64, max_bytes: u64) -> Result<Vec<u8>, FsError> {
+        self.read(path, offset, max_bytes)
+    }
 }
 
 /// Write access to a set of roots (Pi's write/edit operations). Paths are absolute.

@@ -1,0 +1,364 @@
+//! What an extension's manifest offers beside its tools: MCP prompts and
+//! resources, as data.
+//!
+//! ```toml
+//! [[prompts]]
+//! name = "review"
+//! description = "Review a file"
+//! arguments = [{ name = "file", required = true, completions = ["src/", "tests/"] }]
+//! messages = [
+//!     { text = "Review {file} for bugs." },
+//!     { resource = "file:///{file}" },           # embedded, read as resources/read reads it
+//!     { image = "iVBORw0…", mime-type = "image/png" },
+//! ]
+//!
+//! [[resources]]
+//! uri = "notes://today"                           # `{name}` parts make it a template
+//! name = "Today's notes"
+//! mime-type = "text/markdown"
+//! text = "…"                                      # or blob = "<base64>"
+//! ```
+//!
+//! No code runs for them, and everything they say is in the manifest itself,
+//! so a workspace extension's offers are covered by the digest its trust
+//! approved: nothing beside the manifest can change what a client is shown.
+//! A prompt's embedded resource is read through the same checks as
+//! `resources/read` (a workspace file `read` could open, or another offered
+//! resource), so an argument cannot smuggle in a file a resource could not
+//! name.
+
+use serde::{Deserialize, Serialize};
+
+/// A prompt an extension offers.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PromptSpec {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arguments: Vec<ArgumentSpec>,
+    pub messages: Vec<MessageSpec>,
+}
+
+/// One argument of a prompt: `{name}` in its messages is replaced by it.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ArgumentSpec {
+    pub name: String,
+    pub description: Option<String>,
+    #[serde(default)]
+    pub required: bool,
+    /// What `completion/complete` offers for it (those starting with what
+    /// was typed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub completions: Vec<String>,
+}
+
+/// One message of a prompt: exactly one of text, image or resource.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct MessageSpec {
+    #[serde(default)]
+    pub role: Role,
+    pub text: Option<String>,
+    /// Base64 of an image; `mime-type` says which kind.
+    pub image: Option<String>,
+    pub mime_type: Option<String>,
+    /// A resource's URI, embedded with its contents.
+    pub resource: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    #[default]
+    User,
+    Assistant,
+}
+
+/// A resource an extension offers; a URI with `{name}` parts is a template,
+/// each part standing for one path segment, replaced in its text.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ResourceSpec {
+    pub uri: String,
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub mime_type: Option<String>,
+    pub text: Option<String>,
+    /// Base64 of its bytes.
+    pub blob: Option<String>,
+}
+
+/// Offers of one extension, with its name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Offered<T> {
+    pub extension: String,
+    pub spec: T,
+}
+
+/// What the loaded extensions offer, first come first served.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Offers {
+    pub prompts: Vec<Offered<PromptSpec>>,
+    pub resources: Vec<Offered<ResourceSpec>>,
+}
+
+impl Offers {
+    /// Take what `extension`'s manifest offers; what is wrong with an offer
+    /// (it is left out) is returned, naming it.
+    pub(crate) fn add(
+        &mut self,
+        extension: &str,
+        prompts: &[PromptSpec],
+        resources: &[ResourceSpec],
+    ) -> Vec<String> {
+        let mut problems = Vec::new();
+        for prompt in prompts {
+            let taken = self.prompts.iter().find(|p| p.spec.name == prompt.name);
+            match (prompt.check(), taken) {
+                (Err(e), _) => problems.push(format!("prompt {:?} is not offered: {e}", prompt.name)),
+                (Ok(()), Some(first)) => problems.push(format!(
+                    "prompt {:?} is not offered: extension {} offers one of that name",
+                    prompt.name, first.extension
+                )),
+                (Ok(()), None) => self.prompts.push(Offered {
+                    extension: extension.to_string(),
+                    spec: prompt.clone(),
+                }),
+            }
+        }
+        for resource in resources {
+            let taken = self.resources.iter().find(|r| r.spec.uri == resource.uri);
+            match (resource.check(), taken) {
+                (Err(e), _) => {
+                    problems.push(format!("resource {:?} is not offered: {e}", resource.uri))
+                }
+                (Ok(()), Some(first)) => problems.push(format!(
+                    "resource {:?} is not offered: extension {} offers it",
+                    resource.uri, first.extension
+                )),
+                (Ok(()), None) => self.resources.push(Offered {
+                    extension: extension.to_string(),
+                    spec: resource.clone(),
+                }),
+            }
+        }
+        problems
+    }
+
+    pub fn prompt(&self, name: &str) -> Option<&PromptSpec> {
+        self.prompts
+            .iter()
+            .map(|p| &p.spec)
+            .find(|p| p.name == name)
+    }
+
+    /// The offered resource `uri` names, with the values of its template's
+    /// parts.
+    pub fn resource(&self, uri: &str) -> Option<(&ResourceSpec, Vec<(String, String)>)> {
+        self.resources
+            .iter()
+            .map(|r| &r.spec)
+            .find_map(|r| match_template(&r.uri, uri).map(|values| (r, values)))
+    }
+}
+
+impl PromptSpec {
+    fn check(&self) -> Result<(), String> {
+        if self.name.trim().is_empty() {
+            return Err("its name is empty".into());
+        }
+        if self.messages.is_empty() {
+            return Err("it has no messages".into());
+        }
+        for (i, message) in self.messages.iter().enumerate() {
+            let kinds = [&message.text, &message.image, &message.resource]
+                .iter()
+                .filter(|k| k.is_some())
+                .count();
+            if kinds != 1 {
+                return Err(format!(
+                    "message {} must have exactly one of text, image and resource",
+                    i + 1
+                ));
+            }
+            if let Some(image) = &message.image {
+                decode(image).map_err(|e| format!("message {}: image: {e}", i + 1))?;
+                if message.mime_type.as_deref().is_none_or(|m| !m.starts_with("image/")) {
+                    return Err(format!("message {}: an image needs an image mime-type", i + 1));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The values of `given` for its arguments, each required one present;
+    /// what is missing or unknown otherwise.
+    pub fn values(
+        &self,
+        given: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Vec<(String, String)>, String> {
+        if let Some(unknown) = given
+            .keys()
+            .find(|k| !self.arguments.iter().any(|a| &a.name == *k))
+        {
+            return Err(format!("Prompt {} has no argument {unknown}", self.name));
+        }
+        let mut values = Vec::new();
+        for argument in &self.arguments {
+            match given.get(&argument.name) {
+                Some(serde_json::Value::String(value)) => {
+                    values.push((argument.name.clone(), value.clone()))
+                }
+                Some(other) => {
+                    return Err(format!(
+                        "Prompt {}: argument {} must be a string, not {other}",
+                        self.name, argument.name
+                    ));
+                }
+                None if argument.required => {
+                    return Err(format!(
+                        "Prompt {} needs the argument {}",
+                        self.name, argument.name
+                    ));
+                }
+                None => values.push((argument.name.clone(), String::new())),
+            }
+        }
+        Ok(values)
+    }
+}
+
+impl ResourceSpec {
+    fn check(&self) -> Result<(), String> {
+        if self.name.trim().is_empty() {
+            return Err("its name is empty".into());
+        }
+        if !self.uri.contains(':') {
+            return Err("its uri has no scheme".into());
+        }
+        if self.uri.get(..5).is_some_and(|s| s.eq_ignore_ascii_case("file:")) {
+            return Err("file: URIs are the workspace's; an extension offers others".into());
+        }
+        match (&self.text, &self.blob) {
+            (Some(_), None) => Ok(()),
+            (None, Some(blob)) => decode(blob).map(|_| ()).map_err(|e| format!("blob: {e}")),
+            _ => Err("it must have exactly one of text and blob".into()),
+        }
+    }
+
+    /// Whether its URI has `{name}` parts.
+    pub fn is_template(&self) -> bool {
+        template_names(&self.uri).next().is_some()
+    }
+}
+
+fn decode(base64_text: &str) -> Result<Vec<u8>, String> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(base64_text.trim())
+        .map_err(|e| format!("not base64: {e}"))
+}
+
+/// The `{name}` parts of a template.
+fn template_names(template: &str) -> impl Iterator<Item = &str> {
+    template.split('{').skip(1).filter_map(|part| {
+        let name = part.split_once('}')?.0;
+        (!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            .then_some(name)
+    })
+}
+
+/// The values of `template`'s `{name}` parts that make it `uri` (each one a
+/// non-empty run without `/`); `None` when it does not match. A template
+/// without parts matches itself only.
+pub fn match_template(template: &str, uri: &str) -> Option<Vec<(String, String)>> {
+    let mut values = Vec::new();
+    let (mut t, mut u) = (template, uri);
+    loop {
+        match t.find('{') {
+            None => return (t == u).then_some(values),
+            Some(open) => {
+                let close = t[open..].find('}')? + open;
+                let name = &t[open + 1..close];
+                u = u.strip_prefix(&t[..open])?;
+                t = &t[close + 1..];
+                // The part ends where the template's next literal begins.
+                let literal_end = t.find('{').unwrap_or(t.len());
+                let literal = &t[..literal_end];
+                let end = if literal.is_empty() {
+                    if t.is_empty() { u.len() } else { return None }
+                } else {
+                    u.find(literal)?
+                };
+                let value = &u[..end];
+                if value.is_empty() || value.contains('/') {
+                    return None;
+                }
+                values.push((name.to_string(), value.to_string()));
+                u = &u[end..];
+            }
+        }
+    }
+}
+
+/// `text` with each `{name}` of `values` replaced by its value.
+pub fn substitute(text: &str, values: &[(String, String)]) -> String {
+    values
+        .iter()
+        .fold(text.to_string(), |text, (name, value)| {
+            text.replace(&format!("{{{name}}}"), value)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_match_one_segment_per_part() {
+        let values = |t, u| match_template(t, u);
+        assert_eq!(
+            values("test://template/{id}/data", "test://template/123/data"),
+            Some(vec![("id".into(), "123".into())])
+        );
+        assert_eq!(values("test://template/{id}/data", "test://template/1/2/data"), None);
+        assert_eq!(values("test://template/{id}/data", "test://template//data"), None);
+        assert_eq!(values("test://static", "test://static"), Some(vec![]));
+        assert_eq!(values("test://static", "test://static2"), None);
+        assert_eq!(
+            values("x://{a}/{b}", "x://1/2"),
+            Some(vec![("a".into(), "1".into()), ("b".into(), "2".into())])
+        );
+        assert_eq!(
+            substitute(r#"{"id":"{id}"}"#, &[("id".into(), "7".into())]),
+            r#"{"id":"7"}"#
+        );
+    }
+
+    #[test]
+    fn an_offer_that_is_wrong_or_taken_is_left_out_and_named() {
+        let prompt: PromptSpec =
+            toml::from_str("name = \"p\"\nmessages = [{ text = \"hi\" }]").unwrap();
+        let two_kinds: PromptSpec =
+            toml::from_str("name = \"q\"\nmessages = [{ text = \"hi\", resource = \"x://y\" }]")
+                .unwrap();
+        let file: ResourceSpec =
+            toml::from_str("uri = \"file:///etc/passwd\"\nname = \"n\"\ntext = \"t\"").unwrap();
+        let mut offers = Offers::default();
+        assert!(offers.add("a", &[prompt.clone()], &[]).is_empty());
+        let problems = offers.add("b", &[prompt, two_kinds], &[file]);
+        assert_eq!(
+            problems,
+            [
+                "prompt \"p\" is not offered: extension a offers one of that name",
+                "prompt \"q\" is not offered: message 1 must have exactly one of text, image and resource",
+                "resource \"file:///etc/passwd\" is not offered: file: URIs are the workspace's; an extension offers others",
+            ]
+        );
+        assert_eq!(offers.prompts.len(), 1);
+    }
+}

@@ -1,0 +1,596 @@
+//! What `toolhost mcp` serves beside tools: resources, prompts and
+//! completions.
+//!
+//! * Resources: the workspace's files through the grant `read` holds
+//!   ([`crate::resources`]: listed as `find` walks, `.gitignore` honoured,
+//!   hidden paths never named), the template `file:///{path}`, and what the
+//!   extensions' manifests offer ([`crate::extensions::offers`]). A URI that
+//!   names nothing servable is `-32602` with the URI in `data` (SEP-2164).
+//!   `resources/subscribe` (and a 2026-07-28 `subscriptions/listen` stream's
+//!   `resourceSubscriptions`) watch a file by its contents and tell the
+//!   client when it changed, whoever wrote it.
+//! * Prompts: `toolhost`, the system-prompt text of the active tools (what
+//!   `toolhost prompt` prints), one per active tool with a snippet or
+//!   guidelines, and the extensions' prompts with their arguments, images
+//!   and embedded resources (read through the resources' checks).
+//! * Completions: a prompt argument's declared values, and workspace paths
+//!   for the template's `{path}`, as a shell completes them.
+
+use super::McpServer;
+use crate::extensions::offers::{self, ResourceSpec, Role};
+use crate::formats;
+use crate::resources::{self, Contents, Refused};
+use rmcp::ErrorData as McpError;
+use rmcp::service::{Peer, RoleServer};
+use serde_json::{Map, Value, json};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// How often a subscribed resource is looked at.
+pub const WATCH_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Most resources one session may watch at once.
+pub const MAX_SUBSCRIPTIONS: usize = 256;
+
+/// The prompt of the whole system-prompt section.
+const SYSTEM_PROMPT: &str = "toolhost";
+
+/// A refusal as MCP's error: invalid params, naming the URI (SEP-2164).
+fn refused(refusal: &Refused) -> McpError {
+    McpError::invalid_params(refusal.message(), Some(json!({ "uri": refusal.uri })))
+}
+
+fn not_found(uri: &str, why: &str) -> McpError {
+    McpError::invalid_params(
+        format!("Resource not found: {uri} ({why})"),
+        Some(json!({ "uri": uri })),
+    )
+}
+
+pub(super) fn from_json<T: serde::de::DeserializeOwned>(what: &str, value: Value) -> Result<T, McpError> {
+    serde_json::from_value(value).map_err(|e| super::internal(what, e))
+}
+
+/// A resource's contents as MCP's `ResourceContents`.
+fn contents_json(contents: Contents) -> Value {
+    match contents {
+        Contents::Text {
+            uri,
+            mime_type,
+            text,
+        } => json!({ "uri": uri, "mimeType": mime_type, "text": text }),
+        Contents::Blob {
+            uri,
+            mime_type,
+            blob,
+        } => json!({ "uri": uri, "mimeType": mime_type, "blob": blob }),
+    }
+}
+
+/// An offered resource's contents at `uri`, its template's parts filled in.
+fn offered_contents(spec: &ResourceSpec, uri: &str, values: &[(String, String)]) -> Value {
+    let mut contents = json!({ "uri": uri });
+    if let Some(mime) = &spec.mime_type {
+        contents["mimeType"] = json!(mime);
+    }
+    match (&spec.text, &spec.blob) {
+        (Some(text), _) => contents["text"] = json!(offers::substitute(text, values)),
+        (None, Some(blob)) => contents["blob"] = json!(blob.trim()),
+        (None, None) => {}
+    }
+    contents
+}
+
+fn listed_offer(spec: &ResourceSpec) -> Value {
+    let mut entry = json!({
+        "name": spec.name,
+        "description": spec.description.clone().unwrap_or_else(|| spec.name.clone()),
+    });
+    if spec.is_template() {
+        entry["uriTemplate"] = json!(spec.uri);
+    } else {
+        entry["uri"] = json!(spec.uri);
+    }
+    if let Some(title) = &spec.title {
+        entry["title"] = json!(title);
+    }
+    if let Some(mime) = &spec.mime_type {
+        entry["mimeType"] = json!(mime);
+    }
+    entry
+}
+
+impl McpServer {
+    /// `resources/list`: the offered resources first, then the
+    /// workspace's files a page at a time.
+    pub(super) fn list_resources_page(&self, cursor: Option<&str>) -> Result<Value, McpError> {
+        let host = self.host();
+        let mut listed: Vec<Value> = Vec::new();
+        if cursor.is_none() {
+            listed.extend(
+                host.offers()
+                    .resources
+                    .iter()
+                    .filter(|r| !r.spec.is_template())
+                    .map(|r| listed_offer(&r.spec)),
+            );
+        }
+        let mut next = None;
+        if let Some(files) = host.files() {
+            let page = files
+                .list(cursor)
+                .map_err(|e| super::internal("listing the workspace's files", e))?;
+            next = page.next_cursor;
+            listed.extend(page.resources.into_iter().map(|file| {
+                let mut entry = json!({
+                    "uri": file.uri,
+                    "name": file.name,
+                    "description": format!("{} in the workspace", file.name),
+                });
+                if let Some(mime) = file.mime_type {
+                    entry["mimeType"] = json!(mime);
+                }
+                entry
+            }));
+        }
+        let mut result = json!({ "resources": listed, "resultType": "complete" });
+        if let Some(next) = next {
+            result["nextCursor"] = json!(next);
+        }
+        Ok(result)
+    }
+
+    /// `resources/templates/list`: `file:///{path}` and the offered
+    /// templates.
+    pub(super) fn list_templates(&self) -> Value {
+        let host = self.host();
+        let mut templates = Vec::new();
+        if host.files().is_some() {
+            templates.push(json!({
+                "uriTemplate": resources::TEMPLATE,
+                "name": "Workspace file",
+                "description": format!(
+                    "A file of the workspace ({}) by its absolute path; complete {{path}} to \
+                     find one", host.workspace().display()
+                ),
+            }));
+        }
+        templates.extend(
+            host.offers()
+                .resources
+                .iter()
+                .filter(|r| r.spec.is_template())
+                .map(|r| listed_offer(&r.spec)),
+        );
+        json!({ "resourceTemplates": templates, "resultType": "complete" })
+    }
+
+    /// The contents of `uri` as `resources/read` returns them (an offered
+    /// resource, else a workspace file).
+    pub(super) async fn read_contents(&self, uri: &str) -> Result<Value, McpError> {
+        let host = self.host();
+        if let Some((spec, values)) = host.offers().resource(uri) {
+            return Ok(offered_contents(spec, uri, &values));
+        }
+        let Some(files) = host.files() else {
+            return Err(not_found(
+                uri,
+                "toolhost serves no resources here: [mcp] resources = false",
+            ));
+        };
+        // The file is read on a blocking thread: it may be large, or slow.
+        let (files, owned) = (files.clone(), uri.to_string());
+        let read = tokio::task::spawn_blocking(move || files.read(&owned))
+            .await
+            .map_err(|e| super::internal("reading the resource", e))?;
+        read.map(contents_json).map_err(|r| refused(&r))
+    }
+
+    /// Whether `uri` names a resource a client may watch.
+    fn watchable(&self, uri: &str) -> Result<(), McpError> {
+        let host = self.host();
+        if host.offers().resource(uri).is_some() {
+            return Ok(());
+        }
+        let Some(files) = host.files() else {
+            return Err(not_found(uri, "[mcp] resources = false"));
+        };
+        files.path_of(uri).map(|_| ()).map_err(|r| refused(&r))
+    }
+
+    /// `resources/subscribe` of a handshake session: `uri` is watched until
+    /// the session unsubscribes or goes away.
+    pub(super) async fn watch_resource(
+        &self,
+        session: String,
+        uri: String,
+        peer: Peer<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.watchable(&uri)?;
+        let stop = CancellationToken::new();
+        {
+            let mut watched = self.shared.subscriptions.0.lock().expect("subscriptions lock");
+            let key = (session.clone(), uri.clone());
+            if watched.contains_key(&key) {
+                return Ok(());
+            }
+            let of_session = watched.keys().filter(|(s, _)| *s == session).count();
+            if of_session >= MAX_SUBSCRIPTIONS {
+                return Err(McpError::invalid_params(
+                    format!(
+                        "Subscribing to {uri} refused: this session watches {MAX_SUBSCRIPTIONS} \
+                         resources already; unsubscribe from one first"
+                    ),
+                    Some(json!({ "uri": uri })),
+                ));
+            }
+            watched.insert(key, stop.clone());
+        }
+        // How it is now, before the client hears that it is watched: a
+        // change made right after is not missed.
+        let mut watcher = Watcher::new(self.clone(), vec![uri.clone()]).await;
+        let shared = std::sync::Arc::downgrade(&self.shared);
+        tokio::spawn(async move {
+            loop {
+                let changed = tokio::select! {
+                    () = stop.cancelled() => break,
+                    changed = watcher.tick() => changed,
+                };
+                if peer.is_transport_closed() {
+                    break;
+                }
+                for uri in changed {
+                    let param = rmcp::model::ResourceUpdatedNotificationParam::new(uri);
+                    if peer.notify_resource_updated(param).await.is_err() {
+                        break;
+                    }
+                }
+            }
+            if let Some(shared) = shared.upgrade() {
+                shared
+                    .subscriptions
+                    .0
+                    .lock()
+                    .expect("subscriptions lock")
+                    .remove(&(session, uri));
+            }
+        });
+        Ok(())
+    }
+
+    pub(super) fn unwatch_resource(&self, session: &str, uri: &str) {
+        let key = (session.to_string(), uri.to_string());
+        let stop = self
+            .shared
+            .subscriptions
+            .0
+            .lock()
+            .expect("subscriptions lock")
+            .remove(&key);
+        if let Some(stop) = stop {
+            stop.cancel();
+        }
+    }
+
+    /// The session `id` closed: nothing of it is watched any more.
+    pub(super) fn forget_session(&self, session: &str) {
+        let mut watched = self.shared.subscriptions.0.lock().expect("subscriptions lock");
+        watched.retain(|(s, _), stop| {
+            if s == session {
+                stop.cancel();
+            }
+            s != session
+        });
+    }
+
+    /// Of the URIs a `subscriptions/listen` stream asks to watch, those it
+    /// may watch (the acknowledgement tells the client which).
+    pub(super) fn watchable_of(&self, uris: &[String]) -> Vec<String> {
+        uris.iter()
+            .filter(|uri| self.watchable(uri).is_ok())
+            .take(MAX_SUBSCRIPTIONS)
+            .cloned()
+            .collect()
+    }
+
+    /// `prompts/list`.
+    pub(super) fn list_prompts_all(&self) -> Value {
+        let mut prompts = vec![json!({
+            "name": SYSTEM_PROMPT,
+            "title": "toolhost's tools",
+            "description": "What each active tool does and how to use them: the system-prompt \
+                            text `toolhost prompt` prints for them",
+        })];
+        let host = self.host();
+        let definitions = host.definitions();
+        for d in &definitions {
+            if d.prompt_snippet.is_none() && d.prompt_guidelines.is_empty() {
+                continue;
+            }
+            prompts.push(json!({
+                "name": d.name,
+                "title": d.label,
+                "description": format!("How to use the {} tool", d.name),
+            }));
+        }
+        let taken = |name: &str| name == SYSTEM_PROMPT || definitions.iter().any(|d| d.name == name);
+        for offered in host.offers().prompts.iter().filter(|p| !taken(&p.spec.name)) {
+            let spec = &offered.spec;
+            let mut prompt = json!({
+                "name": spec.name,
+                "description": spec.description.clone().unwrap_or_else(|| spec.name.clone()),
+                "arguments": spec.arguments.iter().map(|a| {
+                    let mut argument = json!({ "name": a.name, "required": a.required });
+                    if let Some(d) = &a.description {
+                        argument["description"] = json!(d);
+                    }
+                    argument
+                }).collect::<Vec<_>>(),
+            });
+            if let Some(title) = &spec.title {
+                prompt["title"] = json!(title);
+            }
+            prompts.push(prompt);
+        }
+        json!({ "prompts": prompts, "resultType": "complete" })
+    }
+
+    /// `prompts/get`.
+    pub(super) async fn get_prompt_messages(
+        &self,
+        name: &str,
+        arguments: &Map<String, Value>,
+    ) -> Result<Value, McpError> {
+        let host = self.host();
+        let definitions = host.definitions();
+        let no_arguments = || -> Result<(), McpError> {
+            match arguments.keys().next() {
+                Some(unknown) => Err(McpError::invalid_params(
+                    format!("Prompt {name} has no argument {unknown}"),
+                    None,
+                )),
+                None => Ok(()),
+            }
+        };
+        let text = |text: String| json!({ "role": "user", "content": { "type": "text", "text": text } });
+        if name == SYSTEM_PROMPT {
+            no_arguments()?;
+            return Ok(json!({
+                "description": "The system-prompt text of toolhost's active tools",
+                "messages": [text(formats::system_prompt_section(&definitions))],
+                "resultType": "complete",
+            }));
+        }
+        if let Some(d) = definitions.iter().find(|d| d.name == name) {
+            no_arguments()?;
+            let mut body = format!("{}: {}", d.name, d.prompt_snippet.as_deref().unwrap_or(&d.description));
+            if !d.prompt_guidelines.is_empty() {
+                body.push_str("\n\nGuidelines:");
+                for g in &d.prompt_guidelines {
+                    body.push_str(&format!("\n- {}", g.trim()));
+                }
+            }
+            return Ok(json!({
+                "description": format!("How to use the {} tool", d.name),
+                "messages": [text(body)],
+                "resultType": "complete",
+            }));
+        }
+        let Some(spec) = host.offers().prompt(name) else {
+            return Err(McpError::invalid_params(
+                format!("Unknown prompt: {name}"),
+                Some(json!({ "name": name })),
+            ));
+        };
+        let values = spec
+            .values(arguments)
+            .map_err(|e| McpError::invalid_params(e, None))?;
+        let mut messages = Vec::new();
+        for message in &spec.messages {
+            let role = match message.role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+            };
+            let content = if let Some(t) = &message.text {
+                json!({ "type": "text", "text": offers::substitute(t, &values) })
+            } else if let Some(image) = &message.image {
+                json!({
+                    "type": "image",
+                    "data": image.trim(),
+                    "mimeType": message.mime_type.clone().unwrap_or_default(),
+                })
+            } else if let Some(uri) = &message.resource {
+                // Read as resources/read reads it: an argument cannot name
+                // what a resource could not.
+                let uri = offers::substitute(uri, &values);
+                json!({ "type": "resource", "resource": self.read_contents(&uri).await? })
+            } else {
+                continue;
+            };
+            messages.push(json!({ "role": role, "content": content }));
+        }
+        let mut result = json!({ "messages": messages, "resultType": "complete" });
+        if let Some(description) = &spec.description {
+            result["description"] = json!(description);
+        }
+        Ok(result)
+    }
+
+    /// `completion/complete`: `reference` is the request's `ref`.
+    pub(super) async fn complete_argument(
+        &self,
+        reference: &Value,
+        argument: &str,
+        typed: &str,
+    ) -> Result<Value, McpError> {
+        let host = self.host();
+        let (values, total): (Vec<String>, usize) = match reference["type"].as_str() {
+            Some("ref/prompt") => {
+                let name = reference["name"].as_str().unwrap_or_default();
+                let known = name == SYSTEM_PROMPT
+                    || host.definitions().iter().any(|d| d.name == name);
+                match host.offers().prompt(name) {
+                    Some(spec) => {
+                        let Some(declared) = spec.arguments.iter().find(|a| a.name == argument)
+                        else {
+                            return Err(McpError::invalid_params(
+                                format!("Prompt {name} has no argument {argument}"),
+                                None,
+                            ));
+                        };
+                        let lower = typed.to_lowercase();
+                        let matching: Vec<String> = declared
+                            .completions
+                            .iter()
+                            .filter(|v| v.to_lowercase().starts_with(&lower))
+                            .cloned()
+                            .collect();
+                        let total = matching.len();
+                        (matching.into_iter().take(resources::MAX_COMPLETIONS).collect(), total)
+                    }
+                    None if known => {
+                        return Err(McpError::invalid_params(
+                            format!("Prompt {name} has no argument {argument}"),
+                            None,
+                        ));
+                    }
+                    None => {
+                        return Err(McpError::invalid_params(
+                            format!("Unknown prompt: {name}"),
+                            None,
+                        ));
+                    }
+                }
+            }
+            Some("ref/resource") => {
+                let uri = reference["uri"].as_str().unwrap_or_default();
+                match host.files() {
+                    Some(files) if uri == resources::TEMPLATE && argument == "path" => {
+                        let (files, typed) = (files.clone(), typed.to_string());
+                        tokio::task::spawn_blocking(move || files.complete(&typed))
+                            .await
+                            .map_err(|e| super::internal("completing the path", e))?
+                    }
+                    // An offered template's parts have no declared values.
+                    _ if host.offers().resources.iter().any(|r| r.spec.uri == uri) => {
+                        (Vec::new(), 0)
+                    }
+                    _ => return Err(not_found(uri, "no such resource template")),
+                }
+            }
+            _ => {
+                return Err(McpError::invalid_params(
+                    "completion/complete: ref must be ref/prompt or ref/resource",
+                    None,
+                ));
+            }
+        };
+        Ok(json!({
+            "completion": {
+                "values": values,
+                "total": total,
+                "hasMore": total > values.len(),
+            },
+            "resultType": "complete",
+        }))
+    }
+}
+
+/// The resources watched for each session: (session, URI) → its watcher's
+/// stop.
+#[derive(Default)]
+pub(super) struct Subscriptions(Mutex<HashMap<(String, String), CancellationToken>>);
+
+/// Looks at some resources every [`WATCH_INTERVAL`] and tells which
+/// changed: their size, time or bytes (so an edit within the clock's
+/// resolution still counts), or whether they exist.
+pub(super) struct Watcher {
+    server: McpServer,
+    stamps: Vec<(String, Option<Stamp>)>,
+}
+
+type Stamp = (u64, Option<i64>, blake3::Hash);
+
+impl Watcher {
+    /// Watch `uris` from how they are now.
+    pub(super) async fn new(server: McpServer, uris: Vec<String>) -> Watcher {
+        let mut stamps = Vec::new();
+        for uri in uris {
+            let stamp = server.stamp(&uri).await;
+            stamps.push((uri, stamp));
+        }
+        Watcher { server, stamps }
+    }
+
+    /// Watch `uris` from how they were when the stream accepting them was
+    /// acknowledged ([`McpServer::note_baseline`]), else from now.
+    pub(super) async fn from_baseline(server: McpServer, uris: Vec<String>) -> Watcher {
+        let noted = {
+            let mut baselines = server.shared.baselines.lock().expect("baselines lock");
+            let at = baselines.iter().position(|(noted, _)| *noted == uris);
+            at.and_then(|at| baselines.remove(at)).map(|(_, stamps)| stamps)
+        };
+        match noted {
+            Some(stamps) => Watcher { server, stamps },
+            None => Watcher::new(server, uris).await,
+        }
+    }
+
+    /// After one [`WATCH_INTERVAL`], the URIs that changed since the last
+    /// look.
+    pub(super) async fn tick(&mut self) -> Vec<String> {
+        tokio::time::sleep(WATCH_INTERVAL).await;
+        let mut changed = Vec::new();
+        for (uri, stamp) in &mut self.stamps {
+            let now = self.server.stamp(uri).await;
+            if now != *stamp {
+                *stamp = now;
+                changed.push(uri.clone());
+            }
+        }
+        changed
+    }
+}
+
+/// The stamps of the resources of recently acknowledged listen streams.
+pub(super) type Baselines = Mutex<std::collections::VecDeque<(Vec<String>, Vec<(String, Option<Stamp>)>)>>;
+
+/// Baselines kept for streams whose `listen` has not started yet.
+const BASELINES: usize = 64;
+
+impl McpServer {
+    /// What tells a change of `uri` (an offered resource never changes).
+    async fn stamp(&self, uri: &str) -> Option<Stamp> {
+        let (server, uri) = (self.clone(), uri.to_string());
+        tokio::task::spawn_blocking(move || server.stamp_now(&uri))
+            .await
+            .ok()
+            .flatten()
+    }
+
+    fn stamp_now(&self, uri: &str) -> Option<Stamp> {
+        let host = self.host();
+        if host.offers().resource(uri).is_some() {
+            return None;
+        }
+        host.files()?.stamp(uri)
+    }
+
+    /// Note how `uris` are as a listen stream that watches them is
+    /// acknowledged: rmcp sends the acknowledgement before the stream's
+    /// task starts, and a change the client makes right after it must not
+    /// be taken for the state to compare with.
+    pub(super) fn note_baseline(&self, uris: &[String]) {
+        let stamps = uris
+            .iter()
+            .map(|uri| (uri.clone(), self.stamp_now(uri)))
+            .collect();
+        let mut baselines = self.shared.baselines.lock().expect("baselines lock");
+        if baselines.len() >= BASELINES {
+            baselines.pop_front();
+        }
+        baselines.push_back((uris.to_vec(), stamps));
+    }
+}
