@@ -304,6 +304,15 @@ async def refusals(server, workspace):
         response = await http.post(server.url, content=b"[" * (5 << 20), headers={**headers, **auth})
         seen["oversizedBody"] = response.status_code
         check(response.status_code == 413, f"a 5 MiB body: {response.status_code}")
+        # Why, as JSON-RPC, read whole before the connection closed; the server goes on.
+        error = response.json().get("error", {})
+        check(error.get("code") == -32600 and "limited to" in error.get("message", ""),
+              f"the 413's body: {response.text}")
+        seen["oversizedBodyError"] = error["message"]
+        response = await http.post(server.url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                                   headers={**headers, **auth})
+        check(response.status_code in (200, 400, 404), f"after the 413: {response.status_code}")
+        seen["servedAfterOversized"] = response.status_code != 0
     check(not os.path.exists(os.path.join(workspace, "written-without-token.txt")),
           "a refused request ran its tool call")
     return seen

@@ -91,6 +91,11 @@ fn python_sdk_drives_toolhost_mcp_over_http(mode: &str) {
     assert_eq!(refusals["forbiddenOrigin"], 403);
     assert_eq!(refusals["foreignHost"], 403);
     assert_eq!(refusals["oversizedBody"], 413);
+    assert_eq!(
+        refusals["oversizedBodyError"],
+        "Payload too large: request bodies are limited to 4194304 bytes; send a smaller request"
+    );
+    assert_eq!(refusals["servedAfterOversized"], true);
     assert_eq!(summary["concurrentClients"], 32);
     assert_eq!(summary["vanishedClientCancelled"], true);
 }

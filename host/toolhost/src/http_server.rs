@@ -457,15 +457,29 @@ pub fn plain(status: StatusCode, text: impl Into<String>) -> Response<HttpBody> 
     response
 }
 
-/// 413 for a body over `limit` bytes; the connection is closed after it.
+/// 413 for a body over `limit` bytes, the connection closed after it. Both
+/// servers on this listener speak JSON-RPC, so the body is a JSON-RPC error
+/// (`-32600`, invalid request, `id` null since the request was not read)
+/// that says why: a client sees the reason, not a broken pipe (the rest of
+/// the body is drained first, see [`drain`]).
 pub fn too_large(limit: usize) -> Response<HttpBody> {
-    let mut response = plain(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        format!("Payload too large: request bodies are limited to {limit} bytes"),
-    );
-    response
-        .headers_mut()
-        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    let error = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {
+            "code": -32600,
+            "message": format!(
+                "Payload too large: request bodies are limited to {limit} bytes; send a \
+                 smaller request"
+            ),
+            "data": { "limitBytes": limit },
+        },
+    });
+    let mut response = Response::new(Full::new(Bytes::from(error.to_string())).boxed());
+    *response.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
     response
 }
 
