@@ -68,8 +68,14 @@ async def main(toolhost, workspace, outside, extension, mode):
         if isinstance(message, types.ResourceUpdatedNotification):
             updates.append(message.params.uri)
 
+    forms = []
+
+    async def on_elicit(context, params):
+        forms.append(params.message)
+        return types.ElicitResult(action="accept", content={"context": "from the person"})
+
     async with Client(stdio_client(params, errlog=errlog), mode=mode,
-                      message_handler=on_message) as client:
+                      message_handler=on_message, elicitation_callback=on_elicit) as client:
         caps = client.server_capabilities
         check(caps.resources is not None and caps.prompts is not None and caps.completions is not None,
               f"capabilities {caps}")
@@ -173,6 +179,11 @@ async def main(toolhost, workspace, outside, extension, mode):
                 check(e.code == -32602, f"embedding {name}: {e.code} {e.message}")
                 smuggled[name] = e.code
         summary["smuggledRefused"] = smuggled
+        # A prompt that asks the person first: live in a session, a round at 2026-07-28.
+        asked = await client.get_prompt("test_input_required_result_prompt")
+        check(asked.messages[0].content.text == "A prompt built with the context: from the person",
+              f"the asking prompt: {asked}")
+        check(forms == ["What context should the prompt use?"], f"forms {forms}")
         done = await client.complete(types.PromptReference(name="test_prompt_with_arguments"),
                                      {"name": "arg1", "value": "par"})
         summary["argCompletions"] = done.completion.values

@@ -41,7 +41,10 @@ fn lay_out(ws: &Path, outside: &Path) {
     write("toolhost.toml", b"active-tools = [\"read\"]\n");
     write(".toolhost/extensions/x.wasm", b"\0asm");
     write(".ssh/id_ed25519", b"-----BEGIN OPENSSH PRIVATE KEY-----\n");
-    write(".aws/credentials", b"[default]\naws_secret_access_key = x\n");
+    write(
+        ".aws/credentials",
+        b"[default]\naws_secret_access_key = x\n",
+    );
     // Links: out of the workspace, within it, and a directory link to .git.
     std::os::unix::fs::symlink(outside, ws.join("link-out.txt")).unwrap();
     std::os::unix::fs::symlink(ws.join("a.txt"), ws.join("link-in.txt")).unwrap();
@@ -115,14 +118,24 @@ fn check_summary(summary: &Value) {
             refused(name)
         );
     }
-    for name in ["otherHost", "query", "nul", "otherScheme", "relative", "unknownScheme"] {
+    for name in [
+        "otherHost",
+        "query",
+        "nul",
+        "otherScheme",
+        "relative",
+        "unknownScheme",
+    ] {
         assert!(
             refused(name).starts_with("Resource not found: "),
             "{name}: {}",
             refused(name)
         );
     }
-    assert_eq!(refused("missing"), "Resource not found: file://WS/missing.txt");
+    assert_eq!(
+        refused("missing"),
+        "Resource not found: file://WS/missing.txt"
+    );
     assert!(refused("directory").contains("is a directory"));
     assert_eq!(
         refused("tooLarge"),
@@ -142,8 +155,17 @@ fn check_summary(summary: &Value) {
     assert_eq!(summary["updated"], true);
     assert_eq!(summary["instructions"], true);
     let prompts: Vec<&str> = strings_at(&summary["prompts"], "");
-    for name in ["toolhost", "read", "bash", "test_simple_prompt", "test_prompt_with_image"] {
-        assert!(prompts.contains(&name), "{name} is not a prompt: {prompts:?}");
+    for name in [
+        "toolhost",
+        "read",
+        "bash",
+        "test_simple_prompt",
+        "test_prompt_with_image",
+    ] {
+        assert!(
+            prompts.contains(&name),
+            "{name} is not a prompt: {prompts:?}"
+        );
     }
 }
 

@@ -478,7 +478,10 @@ pub fn too_large(limit: usize) -> Response<HttpBody> {
     let mut response = Response::new(Full::new(Bytes::from(error.to_string())).boxed());
     *response.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
     response
 }

@@ -632,7 +632,11 @@ impl ServerHandler for McpServer {
     /// watches, until it closes.
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         let mut generations = self.generations();
-        let uris = context.accepted().resource_subscriptions.clone().unwrap_or_default();
+        let uris = context
+            .accepted()
+            .resource_subscriptions
+            .clone()
+            .unwrap_or_default();
         let mut watcher = features::Watcher::from_baseline(self.clone(), uris).await;
         loop {
             tokio::select! {
@@ -660,9 +664,10 @@ impl ServerHandler for McpServer {
     ) -> Result<rmcp::model::ListResourcesResult, McpError> {
         let cursor = request.and_then(|r| r.cursor);
         let server = self.clone();
-        let page = tokio::task::spawn_blocking(move || server.list_resources_page(cursor.as_deref()))
-            .await
-            .map_err(|e| internal("listing the resources", e))??;
+        let page =
+            tokio::task::spawn_blocking(move || server.list_resources_page(cursor.as_deref()))
+                .await
+                .map_err(|e| internal("listing the resources", e))??;
         features::from_json("listing the resources", page)
     }
 
@@ -717,10 +722,30 @@ impl ServerHandler for McpServer {
     async fn get_prompt(
         &self,
         request: rmcp::model::GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
         let arguments = request.arguments.unwrap_or_default();
-        let result = self.get_prompt_messages(&request.name, &arguments).await?;
+        let responses = serde_json::to_value(&request.input_responses)
+            .ok()
+            .and_then(|v| v.as_object().cloned())
+            .unwrap_or_default();
+        let asking = if ask::stateless(&context) {
+            features::PromptAsking::Stateless {
+                responses: &responses,
+            }
+        } else {
+            features::PromptAsking::Live {
+                peer: ask::can_elicit(&context).then_some(&context.peer),
+            }
+        };
+        let result = self
+            .get_prompt_messages(&request.name, &arguments, asking)
+            .await?;
+        if result["resultType"] == "input_required" {
+            let required: rmcp::model::InputRequiredResult =
+                features::from_json("asking for the prompt's form", result)?;
+            return Ok(required.into());
+        }
         let result: rmcp::model::GetPromptResult =
             features::from_json("getting the prompt", result)?;
         Ok(result.into())

@@ -129,7 +129,9 @@ impl Refused {
         match &self.reason {
             Reason::NotFound => format!("Resource not found: {uri}"),
             Reason::NotAFileUri(why) => {
-                format!("Resource not found: {uri} ({why}; resources are file:///PATH URIs of the workspace)")
+                format!(
+                    "Resource not found: {uri} ({why}; resources are file:///PATH URIs of the workspace)"
+                )
             }
             Reason::Outside => format!(
                 "Resource refused: {uri} is outside the workspace, the only place read may open"
@@ -241,7 +243,8 @@ impl WorkspaceFiles {
     /// The absolute path `uri` names, when it may be a resource: a `file:`
     /// URI inside the roots, not hidden.
     pub fn path_of(&self, uri: &str) -> Result<PathBuf, Refused> {
-        let path = parse_file_uri(uri).map_err(|why| Refused::new(uri, Reason::NotAFileUri(why)))?;
+        let path =
+            parse_file_uri(uri).map_err(|why| Refused::new(uri, Reason::NotAFileUri(why)))?;
         if !self.roots().iter().any(|root| path.starts_with(root)) {
             return Err(Refused::new(uri, Reason::Outside));
         }

@@ -12,6 +12,12 @@
 //!     { image = "iVBORw0…", mime-type = "image/png" },
 //! ]
 //!
+//! [[prompts]]
+//! name = "standup"
+//! description = "Draft a stand-up note"
+//! ask = { message = "What did you work on?", fields = ["work"] }   # a form the person fills
+//! messages = [{ text = "Draft a stand-up note about: {work}" }]
+//!
 //! [[resources]]
 //! uri = "notes://today"                           # `{name}` parts make it a template
 //! name = "Today's notes"
@@ -38,7 +44,59 @@ pub struct PromptSpec {
     pub description: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub arguments: Vec<ArgumentSpec>,
+    /// A form the person behind the client fills before the prompt is
+    /// built (MCP elicitation); each field is replaced like an argument.
+    pub ask: Option<AskSpec>,
     pub messages: Vec<MessageSpec>,
+}
+
+/// What a prompt asks the person: a message and the text fields of a form,
+/// each required.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct AskSpec {
+    pub message: String,
+    pub fields: Vec<String>,
+}
+
+impl AskSpec {
+    /// The elicitation form (`elicitation/create`'s params).
+    pub fn form(&self) -> serde_json::Value {
+        let properties: serde_json::Map<String, serde_json::Value> = self
+            .fields
+            .iter()
+            .map(|f| (f.clone(), serde_json::json!({ "type": "string" })))
+            .collect();
+        serde_json::json!({
+            "mode": "form",
+            "message": self.message,
+            "requestedSchema": {
+                "type": "object",
+                "properties": properties,
+                "required": self.fields,
+            },
+        })
+    }
+
+    /// The values an elicitation result (`{action, content}`) gives the
+    /// fields; why not, when the person declined or left one out.
+    pub fn answers(&self, result: &serde_json::Value) -> Result<Vec<(String, String)>, String> {
+        match result.get("action").and_then(|a| a.as_str()) {
+            Some("accept") => {}
+            Some(other) => return Err(format!("the person answered {other}")),
+            None => return Err("the answer has no action".into()),
+        }
+        self.fields
+            .iter()
+            .map(|field| {
+                let value = result
+                    .pointer(&format!("/content/{field}"))
+                    .and_then(|v| v.as_str())
+                    .ok_or_else(|| format!("the answer has no {field}"))?;
+                Ok((field.clone(), value.to_string()))
+            })
+            .collect()
+    }
 }
 
 /// One argument of a prompt: `{name}` in its messages is replaced by it.
@@ -119,7 +177,9 @@ impl Offers {
         for prompt in prompts {
             let taken = self.prompts.iter().find(|p| p.spec.name == prompt.name);
             match (prompt.check(), taken) {
-                (Err(e), _) => problems.push(format!("prompt {:?} is not offered: {e}", prompt.name)),
+                (Err(e), _) => {
+                    problems.push(format!("prompt {:?} is not offered: {e}", prompt.name))
+                }
                 (Ok(()), Some(first)) => problems.push(format!(
                     "prompt {:?} is not offered: extension {} offers one of that name",
                     prompt.name, first.extension
@@ -174,6 +234,11 @@ impl PromptSpec {
         if self.messages.is_empty() {
             return Err("it has no messages".into());
         }
+        if let Some(ask) = &self.ask
+            && (ask.fields.is_empty() || ask.fields.iter().any(|f| f.trim().is_empty()))
+        {
+            return Err("what it asks needs fields with names".into());
+        }
         for (i, message) in self.messages.iter().enumerate() {
             let kinds = [&message.text, &message.image, &message.resource]
                 .iter()
@@ -187,8 +252,15 @@ impl PromptSpec {
             }
             if let Some(image) = &message.image {
                 decode(image).map_err(|e| format!("message {}: image: {e}", i + 1))?;
-                if message.mime_type.as_deref().is_none_or(|m| !m.starts_with("image/")) {
-                    return Err(format!("message {}: an image needs an image mime-type", i + 1));
+                if message
+                    .mime_type
+                    .as_deref()
+                    .is_none_or(|m| !m.starts_with("image/"))
+                {
+                    return Err(format!(
+                        "message {}: an image needs an image mime-type",
+                        i + 1
+                    ));
                 }
             }
         }
@@ -240,7 +312,11 @@ impl ResourceSpec {
         if !self.uri.contains(':') {
             return Err("its uri has no scheme".into());
         }
-        if self.uri.get(..5).is_some_and(|s| s.eq_ignore_ascii_case("file:")) {
+        if self
+            .uri
+            .get(..5)
+            .is_some_and(|s| s.eq_ignore_ascii_case("file:"))
+        {
             return Err("file: URIs are the workspace's; an extension offers others".into());
         }
         match (&self.text, &self.blob) {
@@ -307,11 +383,9 @@ pub fn match_template(template: &str, uri: &str) -> Option<Vec<(String, String)>
 
 /// `text` with each `{name}` of `values` replaced by its value.
 pub fn substitute(text: &str, values: &[(String, String)]) -> String {
-    values
-        .iter()
-        .fold(text.to_string(), |text, (name, value)| {
-            text.replace(&format!("{{{name}}}"), value)
-        })
+    values.iter().fold(text.to_string(), |text, (name, value)| {
+        text.replace(&format!("{{{name}}}"), value)
+    })
 }
 
 #[cfg(test)]
@@ -325,8 +399,14 @@ mod tests {
             values("test://template/{id}/data", "test://template/123/data"),
             Some(vec![("id".into(), "123".into())])
         );
-        assert_eq!(values("test://template/{id}/data", "test://template/1/2/data"), None);
-        assert_eq!(values("test://template/{id}/data", "test://template//data"), None);
+        assert_eq!(
+            values("test://template/{id}/data", "test://template/1/2/data"),
+            None
+        );
+        assert_eq!(
+            values("test://template/{id}/data", "test://template//data"),
+            None
+        );
         assert_eq!(values("test://static", "test://static"), Some(vec![]));
         assert_eq!(values("test://static", "test://static2"), None);
         assert_eq!(

@@ -200,6 +200,20 @@ impl Ask for Person {
     }
 }
 
+/// Ask the client an `elicitation/create` with `params`: its result
+/// (`{action, content}`).
+pub(super) async fn elicit(peer: &Peer<RoleServer>, params: Value) -> Result<Value, String> {
+    let params: ElicitRequestParams =
+        serde_json::from_value(params).map_err(|e| format!("the form: {e}"))?;
+    let request = ServerRequest::from(rmcp::model::ElicitRequest::new(params));
+    match send(peer, request).await? {
+        ClientResult::ElicitResult(result) => {
+            serde_json::to_value(result).map_err(|e| format!("the answer: {e}"))
+        }
+        _ => Err("the client answered something else than the form".into()),
+    }
+}
+
 /// Send `request` to the client and wait for its answer; withdrawn
 /// (`notifications/cancelled`) if dropped unanswered: its call was
 /// cancelled, or the wait ran out.

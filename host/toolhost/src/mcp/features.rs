@@ -49,7 +49,10 @@ fn not_found(uri: &str, why: &str) -> McpError {
     )
 }
 
-pub(super) fn from_json<T: serde::de::DeserializeOwned>(what: &str, value: Value) -> Result<T, McpError> {
+pub(super) fn from_json<T: serde::de::DeserializeOwned>(
+    what: &str,
+    value: Value,
+) -> Result<T, McpError> {
     serde_json::from_value(value).map_err(|e| super::internal(what, e))
 }
 
@@ -211,7 +214,12 @@ impl McpServer {
         self.watchable(&uri)?;
         let stop = CancellationToken::new();
         {
-            let mut watched = self.shared.subscriptions.0.lock().expect("subscriptions lock");
+            let mut watched = self
+                .shared
+                .subscriptions
+                .0
+                .lock()
+                .expect("subscriptions lock");
             let key = (session.clone(), uri.clone());
             if watched.contains_key(&key) {
                 return Ok(());
@@ -276,7 +284,12 @@ impl McpServer {
 
     /// The session `id` closed: nothing of it is watched any more.
     pub(super) fn forget_session(&self, session: &str) {
-        let mut watched = self.shared.subscriptions.0.lock().expect("subscriptions lock");
+        let mut watched = self
+            .shared
+            .subscriptions
+            .0
+            .lock()
+            .expect("subscriptions lock");
         watched.retain(|(s, _), stop| {
             if s == session {
                 stop.cancel();
@@ -315,8 +328,14 @@ impl McpServer {
                 "description": format!("How to use the {} tool", d.name),
             }));
         }
-        let taken = |name: &str| name == SYSTEM_PROMPT || definitions.iter().any(|d| d.name == name);
-        for offered in host.offers().prompts.iter().filter(|p| !taken(&p.spec.name)) {
+        let taken =
+            |name: &str| name == SYSTEM_PROMPT || definitions.iter().any(|d| d.name == name);
+        for offered in host
+            .offers()
+            .prompts
+            .iter()
+            .filter(|p| !taken(&p.spec.name))
+        {
             let spec = &offered.spec;
             let mut prompt = json!({
                 "name": spec.name,
@@ -337,11 +356,14 @@ impl McpServer {
         json!({ "prompts": prompts, "resultType": "complete" })
     }
 
-    /// `prompts/get`.
+    /// `prompts/get`: its result, or, for a prompt that asks the person
+    /// first, the question (an input-required result of 2026-07-28; older
+    /// sessions are asked live, through `asking`).
     pub(super) async fn get_prompt_messages(
         &self,
         name: &str,
         arguments: &Map<String, Value>,
+        asking: PromptAsking<'_>,
     ) -> Result<Value, McpError> {
         let host = self.host();
         let definitions = host.definitions();
@@ -354,7 +376,8 @@ impl McpServer {
                 None => Ok(()),
             }
         };
-        let text = |text: String| json!({ "role": "user", "content": { "type": "text", "text": text } });
+        let text =
+            |text: String| json!({ "role": "user", "content": { "type": "text", "text": text } });
         if name == SYSTEM_PROMPT {
             no_arguments()?;
             return Ok(json!({
@@ -365,7 +388,11 @@ impl McpServer {
         }
         if let Some(d) = definitions.iter().find(|d| d.name == name) {
             no_arguments()?;
-            let mut body = format!("{}: {}", d.name, d.prompt_snippet.as_deref().unwrap_or(&d.description));
+            let mut body = format!(
+                "{}: {}",
+                d.name,
+                d.prompt_snippet.as_deref().unwrap_or(&d.description)
+            );
             if !d.prompt_guidelines.is_empty() {
                 body.push_str("\n\nGuidelines:");
                 for g in &d.prompt_guidelines {
@@ -384,9 +411,41 @@ impl McpServer {
                 Some(json!({ "name": name })),
             ));
         };
-        let values = spec
+        let mut values = spec
             .values(arguments)
             .map_err(|e| McpError::invalid_params(e, None))?;
+        if let Some(ask) = &spec.ask {
+            let answer = match asking {
+                PromptAsking::Stateless { responses } => match responses.get(ASK_KEY) {
+                    Some(answer) => answer.clone(),
+                    None => {
+                        return Ok(json!({
+                            "resultType": "input_required",
+                            "inputRequests": {
+                                ASK_KEY: { "method": "elicitation/create", "params": ask.form() },
+                            },
+                        }));
+                    }
+                },
+                PromptAsking::Live { peer: Some(peer) } => {
+                    super::ask::elicit(peer, ask.form()).await.map_err(|e| {
+                        McpError::internal_error(
+                            format!("Prompt {name}: asking the person: {e}"),
+                            None,
+                        )
+                    })?
+                }
+                PromptAsking::Live { peer: None } => {
+                    let required = serde_json::from_value(json!({ "elicitation": {} }))
+                        .map_err(|e| super::internal("naming the missing capability", e))?;
+                    return Err(McpError::missing_required_client_capability(required));
+                }
+            };
+            let answered = ask
+                .answers(&answer)
+                .map_err(|e| McpError::invalid_params(format!("Prompt {name}: {e}"), None))?;
+            values.extend(answered);
+        }
         let mut messages = Vec::new();
         for message in &spec.messages {
             let role = match message.role {
@@ -429,8 +488,8 @@ impl McpServer {
         let (values, total): (Vec<String>, usize) = match reference["type"].as_str() {
             Some("ref/prompt") => {
                 let name = reference["name"].as_str().unwrap_or_default();
-                let known = name == SYSTEM_PROMPT
-                    || host.definitions().iter().any(|d| d.name == name);
+                let known =
+                    name == SYSTEM_PROMPT || host.definitions().iter().any(|d| d.name == name);
                 match host.offers().prompt(name) {
                     Some(spec) => {
                         let Some(declared) = spec.arguments.iter().find(|a| a.name == argument)
@@ -448,7 +507,13 @@ impl McpServer {
                             .cloned()
                             .collect();
                         let total = matching.len();
-                        (matching.into_iter().take(resources::MAX_COMPLETIONS).collect(), total)
+                        (
+                            matching
+                                .into_iter()
+                                .take(resources::MAX_COMPLETIONS)
+                                .collect(),
+                            total,
+                        )
                     }
                     None if known => {
                         return Err(McpError::invalid_params(
@@ -498,6 +563,17 @@ impl McpServer {
     }
 }
 
+/// The key of a prompt's question in an input-required result.
+const ASK_KEY: &str = "prompt_form";
+
+/// How a prompt that asks the person gets the answer.
+pub(super) enum PromptAsking<'a> {
+    /// A 2026-07-28 request: the retry's `inputResponses` by key.
+    Stateless { responses: &'a Map<String, Value> },
+    /// A handshake session's client, when it declared elicitation.
+    Live { peer: Option<&'a Peer<RoleServer>> },
+}
+
 /// The resources watched for each session: (session, URI) → its watcher's
 /// stop.
 #[derive(Default)]
@@ -530,7 +606,8 @@ impl Watcher {
         let noted = {
             let mut baselines = server.shared.baselines.lock().expect("baselines lock");
             let at = baselines.iter().position(|(noted, _)| *noted == uris);
-            at.and_then(|at| baselines.remove(at)).map(|(_, stamps)| stamps)
+            at.and_then(|at| baselines.remove(at))
+                .map(|(_, stamps)| stamps)
         };
         match noted {
             Some(stamps) => Watcher { server, stamps },
@@ -555,7 +632,8 @@ impl Watcher {
 }
 
 /// The stamps of the resources of recently acknowledged listen streams.
-pub(super) type Baselines = Mutex<std::collections::VecDeque<(Vec<String>, Vec<(String, Option<Stamp>)>)>>;
+pub(super) type Baselines =
+    Mutex<std::collections::VecDeque<(Vec<String>, Vec<(String, Option<Stamp>)>)>>;
 
 /// Baselines kept for streams whose `listen` has not started yet.
 const BASELINES: usize = 64;

@@ -407,7 +407,8 @@ impl FsRead for LocalFs {
             }
             file.seek(SeekFrom::Start(offset))?;
             let mut buf = Vec::new();
-            file.take(max_bytes.min(MAX_READ_CHUNK)).read_to_end(&mut buf)?;
+            file.take(max_bytes.min(MAX_READ_CHUNK))
+                .read_to_end(&mut buf)?;
             Ok(buf)
         };
         read().map_err(|e| io_error(&e, path))
