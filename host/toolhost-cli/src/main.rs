@@ -202,6 +202,13 @@ struct SessionArgs {
           default_value_t = toolhost::mcp::SessionBounds::DEFAULT_IDLE.as_secs(),
           value_parser = clap::value_parser!(u64).range(1..))]
     session_idle: u64,
+    /// Seconds a response stream stays open while its call runs before the
+    /// server closes it and the client resumes it with Last-Event-ID
+    /// (clients of 2025-11-25 and later; SEP-1699 polling); 0: open until
+    /// the response.
+    #[arg(long, value_name = "SECONDS", requires = "http",
+          default_value_t = toolhost::mcp::SessionBounds::DEFAULT_POLL_AFTER.as_secs())]
+    sse_poll: u64,
 }
 
 impl SessionArgs {
@@ -209,6 +216,7 @@ impl SessionArgs {
         toolhost::mcp::SessionBounds {
             max: usize::try_from(self.max_sessions).unwrap_or(usize::MAX),
             idle: Duration::from_secs(self.session_idle),
+            poll_after: (self.sse_poll > 0).then(|| Duration::from_secs(self.sse_poll)),
         }
     }
 }

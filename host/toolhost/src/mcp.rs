@@ -80,6 +80,8 @@ use tokio_util::sync::CancellationToken;
 #[cfg(feature = "http")]
 mod ask;
 mod features;
+#[cfg(feature = "http")]
+mod resume;
 pub mod sessions;
 #[cfg(feature = "http")]
 pub use sessions::SessionBounds;
@@ -294,7 +296,7 @@ impl McpServer {
                     // In a handshake session, rmcp answers a POST on a stream
                     // of its own but does not cancel the call when that
                     // stream's client goes away; this token does.
-                    let gone = ClientGone(CancellationToken::new());
+                    let gone = resume::ClientGone::default();
                     request.extensions_mut().insert(gone.clone());
                     let (response, refused) = sessions::REFUSED
                         .scope(std::cell::Cell::new(false), async move {
@@ -305,7 +307,7 @@ impl McpServer {
                     if refused {
                         return too_many_sessions(bounds);
                     }
-                    response.map(|body| crate::http_server::hold(body, gone.0.drop_guard()))
+                    response.map(|body| crate::http_server::hold(body, gone.guard()))
                 })
             }),
         }
@@ -336,11 +338,6 @@ impl McpServer {
         formats::tools_as(&self.host().active_tool_infos(), ToolFormat::Mcp)
     }
 }
-
-/// Cancelled when the HTTP response of the request that carries it is
-/// dropped: its client closed the connection or went away.
-#[derive(Clone)]
-struct ClientGone(CancellationToken);
 
 /// The turn a `tools/call` took in the host's order of file mutations when
 /// it was read (see `crate::ops::fs::lock`); the call takes it out.
@@ -414,10 +411,10 @@ impl<T: rmcp::transport::Transport<RoleServer>> rmcp::transport::Transport<RoleS
 /// the session ended) or, over HTTP, its client going away.
 fn call_token(context: &RequestContext<RoleServer>) -> CancellationToken {
     #[cfg(feature = "http")]
-    if let Some(ClientGone(gone)) = context
+    if let Some(resume::ClientGone { token: gone, .. }) = context
         .extensions
         .get::<http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<ClientGone>())
+        .and_then(|parts| parts.extensions.get::<resume::ClientGone>())
     {
         let token = context.ct.child_token();
         let (gone, either) = (gone.clone(), token.clone());

@@ -22,6 +22,10 @@
 //! [`BoundedSessions`] tracks activity around rmcp's [`LocalSessionManager`]
 //! instead. Revision 2026-07-28 has no sessions: its requests are answered
 //! statelessly and never reach this manager.
+//!
+//! Each request's response stream is recorded ([`super::resume`]): a client
+//! whose connection dropped, or whose stream the server closed after
+//! [`SessionBounds::poll_after`], resumes it with `Last-Event-ID`.
 
 use futures::Stream;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
@@ -45,6 +49,11 @@ pub struct SessionBounds {
     /// Time without a request, a running call or an open stream after which
     /// a session is closed.
     pub idle: Duration,
+    /// How long a response stream of a client that resumes streams
+    /// (2025-11-25 or later) stays open while its call runs before the
+    /// server closes it and the client resumes it (SEP-1699 polling);
+    /// `None`: open until the response.
+    pub poll_after: Option<Duration>,
 }
 
 impl SessionBounds {
@@ -57,6 +66,9 @@ impl SessionBounds {
     /// never idle anyway), short enough that the slots of clients that
     /// vanished come back within minutes. The count, not this, bounds memory.
     pub const DEFAULT_IDLE: Duration = Duration::from_secs(600);
+    /// Five seconds: well inside any proxy's idle timeout, and a reconnect
+    /// costs a client one request per interval of a long call.
+    pub const DEFAULT_POLL_AFTER: Duration = Duration::from_secs(5);
 }
 
 impl Default for SessionBounds {
@@ -64,6 +76,7 @@ impl Default for SessionBounds {
         SessionBounds {
             max: SessionBounds::DEFAULT_MAX,
             idle: SessionBounds::DEFAULT_IDLE,
+            poll_after: Some(SessionBounds::DEFAULT_POLL_AFTER),
         }
     }
 }
@@ -131,6 +144,8 @@ pub type OnClose = Arc<dyn Fn(&str) + Send + Sync>;
 pub struct BoundedSessions<M = LocalSessionManager> {
     inner: M,
     state: Arc<State>,
+    /// The recorded response streams, for resumption.
+    streams: Arc<super::resume::Streams>,
     /// Told the id of every session closed, whoever closed it.
     closed: Option<OnClose>,
 }
@@ -153,6 +168,7 @@ impl<M: SessionManager> BoundedSessions<M> {
                 bounds,
                 table: Mutex::default(),
             }),
+            streams: Arc::new(super::resume::Streams::new(bounds.poll_after)),
             closed: None,
         }
     }
@@ -165,6 +181,7 @@ impl<M: SessionManager> BoundedSessions<M> {
     }
 
     fn tell_closed(&self, id: &SessionId) {
+        self.streams.forget(id);
         if let Some(closed) = &self.closed {
             closed(id);
         }
@@ -366,15 +383,19 @@ impl<M: SessionManager> SessionManager for BoundedSessions<M> {
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         let running = self.begin(id)?;
+        let request = message.clone();
         let stream = self
             .inner
             .create_stream(id, message)
             .await
             .map_err(SessionError::Manager)?;
-        Ok(Tracked {
+        // Read to its end by the record, whatever becomes of the client's
+        // connection; the session is busy as long as it runs.
+        let tracked = Tracked {
             stream: Box::pin(stream),
             _running: running,
-        })
+        };
+        Ok(self.streams.record(id.clone(), &request, tracked))
     }
 
     async fn accept_message(
@@ -412,13 +433,19 @@ impl<M: SessionManager> SessionManager for BoundedSessions<M> {
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         let running = self.begin(id)?;
+        if let Some(follower) = self.streams.resume(id, &last_event_id) {
+            return Ok(Tracked {
+                stream: Box::pin(futures::future::Either::Left(follower)),
+                _running: running,
+            });
+        }
         let stream = self
             .inner
             .resume(id, last_event_id)
             .await
             .map_err(SessionError::Manager)?;
         Ok(Tracked {
-            stream: Box::pin(stream),
+            stream: Box::pin(futures::future::Either::Right(stream)),
             _running: running,
         })
     }
@@ -436,7 +463,11 @@ mod tests {
     use super::*;
 
     fn bounds(max: usize, idle: Duration) -> SessionBounds {
-        SessionBounds { max, idle }
+        SessionBounds {
+            max,
+            idle,
+            poll_after: None,
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -663,6 +663,27 @@ impl Tool for FailingJob {
     }
 }
 
+/// `test_reconnection` (SEP-1699): runs longer than the server keeps a
+/// response stream open (`--sse-poll`, 5 s by default), so its result
+/// reaches the client on the stream it resumes with `Last-Event-ID`.
+struct Reconnection;
+impl Tool for Reconnection {
+    fn definition(&self) -> Definition {
+        Definition::new(
+            "test_reconnection",
+            "Reconnection",
+            "Answers after 7 seconds, past the server's stream poll (MCP conformance, SEP-1699).",
+            NONE,
+        )
+    }
+    fn execute(&self, ctx: &Context, _args: Value) -> Result<ToolOutput, ToolError> {
+        sleep_unless_cancelled(ctx, 7.0)?;
+        Ok(ToolOutput::text(
+            "Reconnection test completed: the call outlived its first stream.",
+        ))
+    }
+}
+
 /// `confirm_delete` (tasks, SEP-2322 in a task): asks the person to confirm
 /// deleting `filename`, then says what it did.
 static CONFIRM_DELETE: Fixed = Fixed {
@@ -737,6 +758,7 @@ toolhost_sdk::export_tools!(
     Greet,
     SlowCompute,
     FailingJob,
+    Reconnection,
     CONFIRM_DELETE,
     MULTI_INPUT
 );
