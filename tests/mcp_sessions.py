@@ -73,14 +73,29 @@ class Raw:
         return response, session
 
     async def request(self, session, id, method, params):
-        """The HTTP response, and the JSON-RPC message of its SSE stream (None without one)."""
+        """The HTTP response, and the JSON-RPC message of its SSE stream (None without one).
+        A stream the server closes before the response (SEP-1699 polling) is resumed with
+        Last-Event-ID, as a 2025-11-25 client does."""
         request = {"jsonrpc": "2.0", "id": id, "method": method, "params": params}
         response = await self.http.post(self.url, json=request, headers=self.headers(session))
-        message = None
-        for line in response.text.splitlines():
+        message, last_id = self.events(response.text)
+        while message is None and last_id is not None and response.status_code == 200:
+            headers = {**self.headers(session), "Last-Event-ID": last_id}
+            response = await self.http.get(self.url, headers=headers)
+            message, resumed = self.events(response.text)
+            last_id = resumed or last_id
+        return response, message
+
+    @staticmethod
+    def events(text):
+        """The last JSON-RPC message of an SSE body, and the last event id."""
+        message, last_id = None, None
+        for line in text.splitlines():
+            if line.startswith("id: "):
+                last_id = line[len("id: "):].strip()
             if line.startswith("data: ") and line[len("data: "):].strip():
                 message = json.loads(line[len("data: "):])
-        return response, message
+        return message, last_id
 
 
 def authorized(token, **kwargs):

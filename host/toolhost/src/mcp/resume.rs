@@ -170,11 +170,12 @@ impl Drop for Attached {
             runtime.spawn(async move {
                 tokio::time::sleep(RESUME_GRACE).await;
                 let state = record.state();
-                if state.followers == 0 && state.finished.is_none() && state.detached == generation
+                if state.followers == 0
+                    && state.finished.is_none()
+                    && state.detached == generation
+                    && let Some(gone) = &state.gone
                 {
-                    if let Some(gone) = &state.gone {
-                        gone.token.cancel();
-                    }
+                    gone.token.cancel();
                 }
             });
         }
