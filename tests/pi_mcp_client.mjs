@@ -1,6 +1,6 @@
 // Drive `toolhost mcp` with Pi 1.6's own MCP client (@earendil-works/pi-mcp), as Pi's coding
 // agent does: list the tools, call read, bash and an extension tool, see an error result as an
-// error, and run a command that is silent for 70 seconds under Pi's 60-second request timeout,
+// error, list and read the workspace's files as resources, get the tools' prompt, and run a command that is silent for 70 seconds under Pi's 60-second request timeout,
 // which Pi resets on progress. Run by tests/it/mcp.rs with the Node 22 of target/conformance.
 //
 // Usage: node pi_mcp_client.mjs PI_MCP_INDEX stdio TOOLHOST WORKSPACE EXTENSION
@@ -40,6 +40,13 @@ const call = async (name, args, options) => {
 summary.read = await call("read", { path: "a.txt" });
 summary.bashError = await call("bash", { command: "echo broken >&2; exit 3" });
 summary.extension = await call("fast", {});
+// The workspace's files as resources, and the tools' text as a prompt.
+const resources = await client.listResources();
+summary.resources = resources.map((r) => r.name).sort();
+const listed = resources.find((r) => r.name === "a.txt");
+summary.resourceText = listed ? (await client.readResource(listed.uri)).contents[0].text : null;
+const prompt = await client.request("prompts/get", { name: "toolhost" });
+summary.prompt = prompt.messages[0].content.text.split("\n")[0];
 let progress = 0;
 const started = Date.now();
 summary.silent = await call("bash", { command: "sleep 70; echo done" }, { onProgress: () => progress++ });

@@ -366,6 +366,16 @@ fn pi_drives_toolhost_mcp(transport: &str) {
     );
     assert_eq!(summary["serverName"], "toolhost");
     assert_eq!(summary["protocolVersion"], "2025-11-25");
+    assert!(
+        summary["resources"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("a.txt")),
+        "{}",
+        summary["resources"]
+    );
+    assert_eq!(summary["resourceText"], "Hello, Node!\n");
+    assert_eq!(summary["prompt"], "Available tools:");
     let bash_error = &summary["bashError"];
     assert_eq!(bash_error[1], true, "{bash_error}");
     assert!(
@@ -448,17 +458,18 @@ fn inspector(ws: &Workspace, target: &[&str], method: &str, more: &[&str]) -> (V
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    // The result, then on a failure a line of its own saying why.
-    let first: Value = serde_json::Deserializer::from_str(&stdout)
-        .into_iter::<Value>()
-        .next()
-        .and_then(Result::ok)
-        .unwrap_or_else(|| {
-            panic!(
-                "no JSON from the inspector:\n{stdout}\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The result, then on a failure a line of its own saying why; an error
+    // the server answered goes to stderr, as JSON.
+    let json = |text: &str| {
+        serde_json::Deserializer::from_str(text)
+            .into_iter::<Value>()
+            .next()
+            .and_then(Result::ok)
+    };
+    let first: Value = json(&stdout)
+        .or_else(|| json(stderr.trim()))
+        .unwrap_or_else(|| panic!("no JSON from the inspector:\n{stdout}\n{stderr}"));
     (first, out.status.success())
 }
 
@@ -495,6 +506,35 @@ fn inspector_drives_toolhost_mcp(ws: &Workspace, target: &[&str]) {
     let (fast, ok) = inspector(ws, target, "tools/call", &["--tool-name", "fast"]);
     assert!(ok, "{fast}");
     assert_eq!(fast["isError"], false, "{fast}");
+    // The workspace's files as resources, the tools' text as a prompt.
+    let (resources, ok) = inspector(ws, target, "resources/list", &[]);
+    assert!(ok, "{resources}");
+    let listed = resources["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "a.txt")
+        .unwrap_or_else(|| panic!("a.txt is not listed: {resources}"));
+    let uri = listed["uri"].as_str().unwrap();
+    let (read, ok) = inspector(ws, target, "resources/read", &["--uri", uri]);
+    assert!(ok, "{read}");
+    assert_eq!(read["contents"][0]["text"], "Hello, Inspector!\n");
+    let (refused, ok) = inspector(
+        ws,
+        target,
+        "resources/read",
+        &["--uri", "file:///etc/passwd"],
+    );
+    assert!(!ok, "{refused}");
+    assert_eq!(
+        refused["error"]["message"],
+        "Resource refused: file:///etc/passwd is outside the workspace, the only place read may \
+         open"
+    );
+    let (prompt, ok) = inspector(ws, target, "prompts/get", &["--prompt-name", "toolhost"]);
+    assert!(ok, "{prompt}");
+    let text = prompt["messages"][0]["content"]["text"].as_str().unwrap();
+    assert!(text.starts_with("Available tools:\n- read:"), "{text}");
 }
 
 #[test]

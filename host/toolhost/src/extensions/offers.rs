@@ -429,7 +429,11 @@ mod tests {
         let file: ResourceSpec =
             toml::from_str("uri = \"file:///etc/passwd\"\nname = \"n\"\ntext = \"t\"").unwrap();
         let mut offers = Offers::default();
-        assert!(offers.add("a", std::slice::from_ref(&prompt), &[]).is_empty());
+        assert!(
+            offers
+                .add("a", std::slice::from_ref(&prompt), &[])
+                .is_empty()
+        );
         let problems = offers.add("b", &[prompt, two_kinds], &[file]);
         assert_eq!(
             problems,
