@@ -96,6 +96,11 @@ impl Finished {
         });
     }
 
+    /// How it ended, as the audit log says.
+    pub(crate) fn outcome(&self) -> Outcome {
+        self.trace.outcome(self.is_error)
+    }
+
     /// Its result message, and whether its result asks the loop to stop.
     pub(crate) fn into_message(self) -> (ToolResultMessage, bool) {
         let terminate = self.result.terminate;

@@ -50,6 +50,7 @@
 //! sessions, bounded in count and idle time by [`sessions`]; 2026-07-28
 //! clients statelessly).
 
+use crate::audit::Outcome;
 use crate::error::Error;
 use crate::events::Event;
 use crate::formats::{self, ToolFormat};
@@ -333,9 +334,20 @@ impl McpServer {
         self.shared.generation.subscribe()
     }
 
-    /// The active tools as `tools/list` returns them.
+    /// The active tools as `tools/list` returns them, each with the task
+    /// support its extension declares (`execution.taskSupport`).
     fn listing(&self) -> Value {
-        formats::tools_as(&self.host().active_tool_infos(), ToolFormat::Mcp)
+        let host = self.host();
+        let mut listing = formats::tools_as(&host.active_tool_infos(), ToolFormat::Mcp);
+        if let Some(tools) = listing["tools"].as_array_mut() {
+            for tool in tools {
+                let name = tool["name"].as_str().unwrap_or_default();
+                if let Some(support) = host.offers().task_support.get(name) {
+                    tool["execution"] = json!({ "taskSupport": support.name() });
+                }
+            }
+        }
+        listing
     }
 }
 
@@ -766,8 +778,12 @@ impl ServerHandler for McpServer {
     /// a parameter its schema marks `x-mcp-header` must be mirrored, and
     /// match).
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        let info = self.host().active_tool_info(name)?;
-        let listing = formats::tools_as(&[info], ToolFormat::Mcp);
+        let host = self.host();
+        let info = host.active_tool_info(name)?;
+        let mut listing = formats::tools_as(&[info], ToolFormat::Mcp);
+        if let Some(support) = host.offers().task_support.get(name) {
+            listing["tools"][0]["execution"] = json!({ "taskSupport": support.name() });
+        }
         serde_json::from_value(listing["tools"][0].clone()).ok()
     }
 
@@ -784,39 +800,95 @@ impl ServerHandler for McpServer {
     }
 
     /// A call from a client that declared the tasks extension (in its
-    /// session or in the request) runs as a task: answered at once when it
-    /// ends within [`TASK_AFTER`], else with a task the client polls
-    /// (`tasks/get`) and may cancel (`tasks/cancel`). The task belongs to
-    /// the server, not the request: a client that reconnects finds it by
-    /// its id, and the call is not cancelled when the request's stream ends.
+    /// session or in the request) may run as a task, as its tool's task
+    /// support says ([`crate::extensions::offers::TaskSupport`]):
+    ///
+    /// * optional (the default): answered at once when it ends within
+    ///   [`TASK_AFTER`], else a task the client polls (`tasks/get`) and may
+    ///   cancel (`tasks/cancel`);
+    /// * required: always a task, after the input-required rounds of its
+    ///   questions before it is made; a client that did not declare tasks
+    ///   gets `-32021`, naming the extension;
+    /// * forbidden: always a request.
+    ///
+    /// The task belongs to the server, not the request: a client that
+    /// reconnects finds it by its id, and the call is not cancelled when
+    /// the request's stream ends. A tool that crashes in a task fails the
+    /// task (a protocol error), where a tool's own error completes it.
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        use crate::extensions::offers::TaskSupport;
+        let host = self.host();
         let tasks_declared = context
             .client_capabilities()
             .is_some_and(|caps| caps.supports_tasks());
+        let active = host.is_active(&request.name);
+        let support = host.offers().task_support(&request.name);
+        if active && support == TaskSupport::Required && !tasks_declared {
+            let required = serde_json::from_value(
+                json!({ "extensions": { rmcp::model::TASKS_EXTENSION_ID: {} } }),
+            )
+            .map_err(|e| internal("naming the missing capability", e))?;
+            return Err(McpError::missing_required_client_capability(required));
+        }
+        if !tasks_declared || !active || support == TaskSupport::Forbidden {
+            return self.run_call(request, context, Mode::Request).await;
+        }
+        let stop = CancellationToken::new();
+        let request_gone = call_token(&context);
+        if support == TaskSupport::Required {
+            // Its questions are input-required rounds until it runs on; the
+            // round that runs it answers with a task.
+            let mut running = {
+                let (this, stop) = (self.clone(), stop.clone());
+                let mode = Mode::ThenTask { cancel: stop };
+                tokio::spawn(async move { this.run_call_ended(request, context, mode).await })
+            };
+            tokio::select! {
+                biased;
+                joined = &mut running => {
+                    let ended = joined.unwrap_or_else(|e| Err(internal("running the call", e)));
+                    if let Ok((CallToolResponse::InputRequired(question), _)) = ended {
+                        return Ok(CallToolResponse::InputRequired(question));
+                    }
+                    let finished = tokio::spawn(async move { ended });
+                    return Ok(self.as_task(finished, stop, None));
+                }
+                () = request_gone.cancelled() => {
+                    stop.cancel();
+                    return running.await.unwrap_or_else(|e| Err(internal("running the call", e))).map(|(r, _)| r);
+                }
+                () = tokio::time::sleep(TASK_AFTER) => {}
+            }
+            return Ok(self.as_task(running, stop, None));
+        }
         // A retry that answers an input-required round stays a request.
-        if !tasks_declared
-            || request.input_responses.is_some()
-            || !self.host().is_active(&request.name)
-        {
-            return self.run_call(request, context, None).await;
+        if request.input_responses.is_some() {
+            return self.run_call(request, context, Mode::Request).await;
         }
         // The call starts as a request: most calls end at once, and a task
         // is state the server keeps for its TTL. It becomes a task once it
         // runs past TASK_AFTER, or when it asks the client (a question of a
         // task is answered through tasks/update).
         let client = Arc::new(ask::TaskClient::new(ask::declared(&context)));
-        let stop = CancellationToken::new();
-        let request_gone = call_token(&context);
         let mut running = {
             let (this, client, stop) = (self.clone(), client.clone(), stop.clone());
-            tokio::spawn(async move { this.run_call(request, context, Some((stop, client))).await })
+            let mode = Mode::Task {
+                cancel: stop,
+                client,
+            };
+            tokio::spawn(async move { this.run_call_ended(request, context, mode).await })
         };
-        let ended = |joined: Result<Result<CallToolResponse, McpError>, tokio::task::JoinError>| {
-            joined.unwrap_or_else(|e| Err(internal("running the call", e)))
+        let ended = |joined: Result<
+            Result<(CallToolResponse, Outcome), McpError>,
+            tokio::task::JoinError,
+        >| {
+            joined
+                .unwrap_or_else(|e| Err(internal("running the call", e)))
+                .map(|(response, _)| response)
         };
         tokio::select! {
             biased;
@@ -828,38 +900,7 @@ impl ServerHandler for McpServer {
             () = client.wants_task() => {}
             () = tokio::time::sleep(TASK_AFTER) => {}
         }
-        let options = rmcp::task_manager::TaskOptions::new()
-            .with_ttl_ms(TASK_TTL.as_millis() as u64)
-            .with_poll_interval_ms(TASK_POLL.as_millis() as u64);
-        let task = self.shared.tasks.spawn(options, move |task| {
-            let task = Arc::new(task);
-            client.attach(task.clone());
-            Box::pin(async move {
-                let cancelled = stop.clone();
-                let watch = tokio::spawn(async move {
-                    task.cancelled().await;
-                    cancelled.cancel();
-                });
-                let outcome = ended(running.await);
-                watch.abort();
-                match outcome {
-                    Ok(CallToolResponse::Complete(result)) if !stop.is_cancelled() => Ok(result),
-                    Ok(CallToolResponse::Complete(_)) => {
-                        Err(rmcp::task_manager::TaskExit::Cancelled)
-                    }
-                    Ok(_) => Err(rmcp::task_manager::TaskExit::Error(
-                        McpError::internal_error(
-                            "a task's call answered with an input-required result",
-                            None,
-                        ),
-                    )),
-                    Err(e) => Err(rmcp::task_manager::TaskExit::Error(e)),
-                }
-            })
-        });
-        Ok(CallToolResponse::Task(rmcp::model::CreateTaskResult::new(
-            task,
-        )))
+        Ok(self.as_task(running, stop, Some(client)))
     }
 
     async fn get_task(
@@ -893,15 +934,81 @@ impl ServerHandler for McpServer {
 }
 
 impl McpServer {
-    /// One `tools/call` to its result, as a request (`cancel`: the request's
-    /// own cancellation) or in a task (`cancel`: the task's).
+    /// One `tools/call` to its result, in `mode`.
     async fn run_call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-        in_task: Option<(CancellationToken, Arc<ask::TaskClient>)>,
+        mode: Mode,
     ) -> Result<CallToolResponse, McpError> {
-        let task_cancel = in_task.as_ref().map(|(cancel, _)| cancel.clone());
+        self.run_call_ended(request, context, mode)
+            .await
+            .map(|(response, _)| response)
+    }
+
+    /// A running call as a task: what it answers becomes the task's result;
+    /// a crash fails it; `client` (the questions it asks) learns its task.
+    fn as_task(
+        &self,
+        running: tokio::task::JoinHandle<Result<(CallToolResponse, Outcome), McpError>>,
+        stop: CancellationToken,
+        client: Option<Arc<ask::TaskClient>>,
+    ) -> CallToolResponse {
+        let options = rmcp::task_manager::TaskOptions::new()
+            .with_ttl_ms(TASK_TTL.as_millis() as u64)
+            .with_poll_interval_ms(TASK_POLL.as_millis() as u64);
+        let task = self.shared.tasks.spawn(options, move |task| {
+            let task = Arc::new(task);
+            if let Some(client) = client {
+                client.attach(task.clone());
+            }
+            Box::pin(async move {
+                use rmcp::task_manager::TaskExit;
+                let cancelled = stop.clone();
+                let watch = tokio::spawn(async move {
+                    task.cancelled().await;
+                    cancelled.cancel();
+                });
+                let ended = running
+                    .await
+                    .unwrap_or_else(|e| Err(internal("running the call", e)));
+                watch.abort();
+                match ended {
+                    Ok((CallToolResponse::Complete(_), _)) if stop.is_cancelled() => {
+                        Err(TaskExit::Cancelled)
+                    }
+                    // The tool did not answer: a protocol error, not its result.
+                    Ok((CallToolResponse::Complete(result), Outcome::Crashed)) => {
+                        let text = serde_json::to_value(&result)
+                            .ok()
+                            .and_then(|r| r["content"][0]["text"].as_str().map(str::to_string))
+                            .unwrap_or_else(|| "the tool crashed".into());
+                        Err(TaskExit::Error(McpError::internal_error(text, None)))
+                    }
+                    Ok((CallToolResponse::Complete(result), _)) => Ok(result),
+                    Ok(_) => Err(TaskExit::Error(McpError::internal_error(
+                        "a task's call answered with an input-required result",
+                        None,
+                    ))),
+                    Err(e) => Err(TaskExit::Error(e)),
+                }
+            })
+        });
+        CallToolResponse::Task(rmcp::model::CreateTaskResult::new(task))
+    }
+
+    /// One `tools/call` to its result and how it ended, in `mode`.
+    async fn run_call_ended(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        mode: Mode,
+    ) -> Result<(CallToolResponse, Outcome), McpError> {
+        let (task_cancel, task_client) = match mode {
+            Mode::Request => (None, None),
+            Mode::Task { cancel, client } => (Some(cancel), Some(client)),
+            Mode::ThenTask { cancel } => (Some(cancel), None),
+        };
         let host = self.host();
         let name = request.name.to_string();
         // MCP makes an unknown tool a protocol error (-32602, every
@@ -958,7 +1065,7 @@ impl McpServer {
         // A question of a 2026-07-28 round stops the call (its own token),
         // not the request.
         let run = cancel.child_token();
-        let round = if ask::stateless(&context) && task_cancel.is_none() {
+        let round = if ask::stateless(&context) && task_client.is_none() {
             let state = request.request_state.as_deref();
             let responses = request.input_responses.as_ref();
             let declared = ask::declared(&context);
@@ -980,9 +1087,9 @@ impl McpServer {
         };
         // A tool's own requests to the client: answered by the retry of a
         // 2026-07-28 round, sent as they come to an older session.
-        let client: Arc<dyn crate::ops::client::Client> = match (&round, in_task) {
+        let client: Arc<dyn crate::ops::client::Client> = match (&round, task_client) {
             (Some(round), _) => round.clone(),
-            (None, Some((_, task))) => task,
+            (None, Some(task)) => task,
             (None, None) => Arc::new(ask::LiveClient::of(&context)),
         };
         // A client calls what it was offered: the active tools.
@@ -1003,7 +1110,7 @@ impl McpServer {
             tokio::spawn(tell_exits(shared, key, context.peer.clone(), exits));
         }
         call = call.processes(processes);
-        let result = call.await;
+        let (result, outcome) = call.with_outcome().await;
         if let Some(logs) = logs {
             logs.finish().await;
         }
@@ -1025,7 +1132,7 @@ impl McpServer {
             );
             let required: rmcp::model::InputRequiredResult = serde_json::from_value(required)
                 .map_err(|e| internal("asking for the person's answer", e))?;
-            return Ok(required.into());
+            return Ok((required.into(), outcome));
         }
         if let Some(progress) = progress {
             progress.finish().await;
@@ -1052,8 +1159,22 @@ impl McpServer {
         }
         let result: CallToolResult =
             serde_json::from_value(reply).map_err(|e| internal("converting the result", e))?;
-        Ok(result.into())
+        Ok((result.into(), outcome))
     }
+}
+
+/// How a `tools/call` runs.
+enum Mode {
+    /// As a request: cancelled with it.
+    Request,
+    /// Towards a task, its questions through the task (`tasks/update`).
+    Task {
+        cancel: CancellationToken,
+        client: Arc<ask::TaskClient>,
+    },
+    /// Towards a task, its questions input-required rounds first (a tool
+    /// that requires tasks).
+    ThenTask { cancel: CancellationToken },
 }
 
 /// A call of a client that declared tasks and is still running after this

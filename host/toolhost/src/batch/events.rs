@@ -47,6 +47,7 @@ pub(super) struct Settled {
     pub(super) terminate: bool,
     message: ToolResultMessage,
     events: [Event; 2],
+    outcome: crate::audit::Outcome,
 }
 
 impl Batch {
@@ -80,9 +81,11 @@ impl Batch {
     /// the end, in source order.
     pub(super) fn settle(&self, finished: Finished) -> Settled {
         finished.audit(&self.session);
+        let outcome = finished.outcome();
         let (message, terminate) = finished.into_message();
         Settled {
             terminate,
+            outcome,
             events: [
                 Event::MessageStart {
                     message: message.clone(),
@@ -101,8 +104,10 @@ impl Batch {
         let Settled {
             mut message,
             events,
+            outcome,
             ..
         } = settled;
+        self.outcomes.lock().expect("outcomes lock").push(outcome);
         let now = crate::message::now_ms();
         message.timestamp = now;
         for mut event in events {

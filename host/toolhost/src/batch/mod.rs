@@ -40,6 +40,9 @@ pub struct BatchOutcome {
     pub results: Vec<ToolResultMessage>,
     /// True when at least one call finished and every result asked to stop.
     pub terminate: bool,
+    /// How each call ended, in the order of `results` (the audit log's
+    /// outcome: a tool that crashed is `Crashed`, not only an error).
+    pub outcomes: Vec<crate::audit::Outcome>,
 }
 
 /// Which tools the calls of a batch may name.
@@ -107,6 +110,7 @@ pub(crate) async fn run(
             .into_iter()
             .map(|turn| TurnSlot::new(Some(turn)))
             .collect(),
+        outcomes: Default::default(),
     });
     batch.run().await
 }
@@ -129,6 +133,8 @@ struct Batch {
     /// Each call's place in the order of file mutations, taken when the
     /// batch arrived (see `crate::ops::fs::lock`).
     turns: Vec<TurnSlot>,
+    /// How each appended call ended, in the order appended.
+    outcomes: std::sync::Mutex<Vec<Outcome>>,
 }
 
 impl Scope for Batch {
@@ -196,6 +202,7 @@ impl Batch {
                 return BatchOutcome {
                     results,
                     terminate: false,
+                    outcomes: self.take_outcomes(),
                 };
             }
             StopReason::ToolUse | StopReason::Stop if self.is_sequential() => {
@@ -207,7 +214,13 @@ impl Batch {
         BatchOutcome {
             results: settled.into_iter().map(|s| self.append(s)).collect(),
             terminate,
+            outcomes: self.take_outcomes(),
         }
+    }
+
+    /// The outcomes of the calls appended so far, in order.
+    fn take_outcomes(&self) -> Vec<Outcome> {
+        std::mem::take(&mut *self.outcomes.lock().expect("outcomes lock"))
     }
 
     /// Sequential if the host says so or any call names a sequential tool.
@@ -238,6 +251,7 @@ impl Batch {
         BatchOutcome {
             terminate: terminates(votes),
             results,
+            outcomes: self.take_outcomes(),
         }
     }
 

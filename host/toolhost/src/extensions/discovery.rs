@@ -39,6 +39,9 @@ pub struct Manifest {
     /// MCP resources it offers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<crate::extensions::offers::ResourceSpec>,
+    /// Settings of its tools, by name (MCP's task support).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub tools: std::collections::BTreeMap<String, crate::extensions::offers::ToolSettings>,
 }
 
 pub use crate::extensions::policy::Origin;

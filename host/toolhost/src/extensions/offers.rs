@@ -25,6 +25,12 @@
 //! text = "…"                                      # or blob = "<base64>"
 //! ```
 //!
+//!
+//! ```toml
+//! [tools.migrate]                                 # one of the extension's tools
+//! task-support = "required"                       # MCP tasks: forbidden, optional (default), required
+//! ```
+//!
 //! No code runs for them, and everything they say is in the manifest itself,
 //! so a workspace extension's offers are covered by the digest its trust
 //! approved: nothing beside the manifest can change what a client is shown.
@@ -150,6 +156,36 @@ pub struct ResourceSpec {
     pub blob: Option<String>,
 }
 
+/// How one of the extension's tools runs under MCP's tasks extension.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ToolSettings {
+    pub task_support: Option<TaskSupport>,
+}
+
+/// MCP's `execution.taskSupport` of a tool: a forbidden one always
+/// answers as a request; an optional one becomes a task when it runs long
+/// or asks; a required one always runs as a task, and a client that did not
+/// declare tasks gets `-32021`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    Forbidden,
+    #[default]
+    Optional,
+    Required,
+}
+
+impl TaskSupport {
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskSupport::Forbidden => "forbidden",
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+        }
+    }
+}
+
 /// Offers of one extension, with its name.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Offered<T> {
@@ -162,6 +198,8 @@ pub struct Offered<T> {
 pub struct Offers {
     pub prompts: Vec<Offered<PromptSpec>>,
     pub resources: Vec<Offered<ResourceSpec>>,
+    /// The task support each tool declares, by tool name.
+    pub task_support: std::collections::BTreeMap<String, TaskSupport>,
 }
 
 impl Offers {
@@ -207,6 +245,34 @@ impl Offers {
             }
         }
         problems
+    }
+
+    /// Take the task support `extension`'s manifest declares for its
+    /// `tools` (those it provides); what names another tool is returned.
+    pub(crate) fn add_tools(
+        &mut self,
+        extension: &str,
+        settings: &std::collections::BTreeMap<String, ToolSettings>,
+        tools: &[String],
+    ) -> Vec<String> {
+        let mut problems = Vec::new();
+        for (name, setting) in settings {
+            if !tools.contains(name) {
+                problems.push(format!(
+                    "[tools.{name}] is ignored: extension {extension} provides no tool {name}"
+                ));
+                continue;
+            }
+            if let Some(support) = setting.task_support {
+                self.task_support.insert(name.clone(), support);
+            }
+        }
+        problems
+    }
+
+    /// How the tool `name` runs under MCP's tasks extension.
+    pub fn task_support(&self, name: &str) -> TaskSupport {
+        self.task_support.get(name).copied().unwrap_or_default()
     }
 
     pub fn prompt(&self, name: &str) -> Option<&PromptSpec> {

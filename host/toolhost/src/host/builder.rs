@@ -917,7 +917,9 @@ async fn add_extensions(
         if let Some(loaded) = loaded {
             // What a loaded extension's manifest offers beside its tools.
             if let Some(manifest) = &extension.manifest {
-                let problems = offers.add(&extension.name, &manifest.prompts, &manifest.resources);
+                let mut problems =
+                    offers.add(&extension.name, &manifest.prompts, &manifest.resources);
+                problems.extend(offers.add_tools(&extension.name, &manifest.tools, &report.tools));
                 diagnostics.extend(problems.into_iter().map(|message| Diagnostic {
                     path: path.clone(),
                     message,

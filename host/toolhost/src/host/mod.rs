@@ -323,36 +323,50 @@ impl CallRequest<'_> {
     }
 }
 
+impl<'a> CallRequest<'a> {
+    /// Run the call: its result message, and how it ended (the audit log's
+    /// outcome, which tells a tool that crashed from one that reported an
+    /// error).
+    pub async fn with_outcome(self) -> (ToolResultMessage, crate::audit::Outcome) {
+        let id = self.call.id.clone();
+        let reach = if self.active_only {
+            Reach::Active
+        } else {
+            Reach::AnyLoaded
+        };
+        let outcome = batch::run(
+            self.host.inner.session.clone(),
+            Arc::new(AssistantMessage::from_calls(vec![self.call])),
+            Front {
+                cancel: self.cancel,
+                sink: self.sink,
+                asker: self.asker,
+                client: self.client,
+                processes: self.processes,
+            },
+            self.turn.map(|turn| vec![turn]),
+            reach,
+        )
+        .await;
+        let ended = outcome
+            .outcomes
+            .first()
+            .copied()
+            .unwrap_or(crate::audit::Outcome::Error);
+        let message = outcome
+            .results
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| panic!("a one-call batch answers its call {id}"));
+        (message, ended)
+    }
+}
+
 impl<'a> std::future::IntoFuture for CallRequest<'a> {
     type Output = ToolResultMessage;
     type IntoFuture = futures::future::BoxFuture<'a, ToolResultMessage>;
 
     fn into_future(self) -> Self::IntoFuture {
-        Box::pin(async move {
-            let id = self.call.id.clone();
-            let reach = if self.active_only {
-                Reach::Active
-            } else {
-                Reach::AnyLoaded
-            };
-            batch::run(
-                self.host.inner.session.clone(),
-                Arc::new(AssistantMessage::from_calls(vec![self.call])),
-                Front {
-                    cancel: self.cancel,
-                    sink: self.sink,
-                    asker: self.asker,
-                    client: self.client,
-                    processes: self.processes,
-                },
-                self.turn.map(|turn| vec![turn]),
-                reach,
-            )
-            .await
-            .results
-            .into_iter()
-            .next()
-            .unwrap_or_else(|| panic!("a one-call batch answers its call {id}"))
-        })
+        Box::pin(async move { self.with_outcome().await.0 })
     }
 }

@@ -470,6 +470,29 @@ static IR_ELICITATION: Fixed = Fixed {
     },
 };
 
+/// `test_tool_with_task` (tasks, required in the manifest): asks the
+/// person's name in an input-required round, then answers in a task.
+static WITH_TASK: Fixed = Fixed {
+    name: "test_tool_with_task",
+    description: "Asks the person's name, then greets them in a task (MCP conformance, tasks).",
+    parameters: NONE,
+    run: |_| {
+        let answers = ask(vec![("user_name", name_form())])?;
+        let name = match &answers[0] {
+            InputResponse::Elicitation(e) => e
+                .content
+                .as_deref()
+                .and_then(|c| toolhost_sdk::serde_json::from_str::<Value>(c).ok())
+                .and_then(|c| c["name"].as_str().map(str::to_string)),
+            _ => None,
+        };
+        Ok(ToolOutput::text(format!(
+            "Hello from a task, {}!",
+            name.unwrap_or_else(|| "whoever you are".into())
+        )))
+    },
+};
+
 static IR_SAMPLING: Fixed = Fixed {
     name: "test_input_required_result_sampling",
     description: "Asks the client's model a question (MCP conformance, SEP-2322).",
@@ -663,6 +686,24 @@ impl Tool for FailingJob {
     }
 }
 
+/// `protocol_error_job` (tasks): runs a second, then traps (a Rust panic),
+/// which fails its task with a protocol error instead of completing it.
+struct ProtocolErrorJob;
+impl Tool for ProtocolErrorJob {
+    fn definition(&self) -> Definition {
+        Definition::new(
+            "protocol_error_job",
+            "Protocol error job",
+            "Crashes after about a second (MCP conformance, tasks).",
+            NONE,
+        )
+    }
+    fn execute(&self, ctx: &Context, _args: Value) -> Result<ToolOutput, ToolError> {
+        sleep_unless_cancelled(ctx, 1.0)?;
+        panic!("protocol_error_job crashes, as it always does")
+    }
+}
+
 /// `test_reconnection` (SEP-1699): runs longer than the server keeps a
 /// response stream open (`--sse-poll`, 5 s by default), so its result
 /// reaches the client on the stream it resumes with `Last-Event-ID`.
@@ -758,6 +799,8 @@ toolhost_sdk::export_tools!(
     Greet,
     SlowCompute,
     FailingJob,
+    ProtocolErrorJob,
+    WITH_TASK,
     Reconnection,
     CONFIRM_DELETE,
     MULTI_INPUT
