@@ -16,9 +16,19 @@ fn suite() -> (PathBuf, PathBuf) {
     (node, modules.join(".bin/conformance"))
 }
 
+/// How the suite reaches the server.
+#[derive(Clone, Copy)]
+enum Auth {
+    /// `--no-auth` on loopback, the suite straight at it.
+    None,
+    /// A token file, and haproxy in front adding `Authorization` (the suite
+    /// sends no header of its own).
+    TokenFile,
+}
+
 /// Run every server scenario `revision` requires against a fresh server;
 /// the suite's summary lines and whether it exited 0.
-fn run(revision: &str) -> (String, bool) {
+fn run(revision: &str, auth: Auth) -> (String, bool) {
     let (node, cli) = suite();
     let ws = Workspace::new();
     // The tools, prompts and resources the scenarios ask for by name
@@ -29,21 +39,41 @@ fn run(revision: &str) -> (String, bool) {
         &ws,
         "[extensions.mcptools]\ntools = true\nclient = [\"elicitation\", \"sampling\", \"roots\"]\n",
     );
-    let server = Listening::start(
-        &ws,
-        &[
-            "--extension",
-            tools.to_str().unwrap(),
-            "mcp",
-            "--http",
-            "127.0.0.1:0",
-            "--no-auth",
+    let token = "conformance-token-0123456789abcdef";
+    let token_file = ws.config_home().join("token");
+    std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    // Behind a proxy, the server is told the address its clients use.
+    let proxy_port = Haproxy::free_port();
+    let proxy_host = format!("127.0.0.1:{proxy_port}");
+    let proxy_origin = format!("http://{proxy_host}");
+    let access = match auth {
+        Auth::None => vec!["--no-auth"],
+        Auth::TokenFile => vec![
+            "--token-file",
+            token_file.to_str().unwrap(),
+            "--allow-host",
+            &proxy_host,
+            "--allow-origin",
+            &proxy_origin,
         ],
-    );
+    };
+    let mut args = vec![
+        "--extension",
+        tools.to_str().unwrap(),
+        "mcp",
+        "--http",
+        "127.0.0.1:0",
+    ];
+    args.extend(access);
+    let server = Listening::start(&ws, &args);
+    let header = format!("http-request set-header Authorization \"Bearer {token}\"");
+    let proxy = matches!(auth, Auth::TokenFile)
+        .then(|| Haproxy::start_on(proxy_port, &server.url, &[&header]));
+    let url = proxy.as_ref().map_or(&server.url, |p| &p.url);
     let out_dir = tempfile::tempdir().unwrap();
     let out = Command::new(node)
         .arg(cli)
-        .args(["server", "--url", &server.url, "--requirements", revision])
+        .args(["server", "--url", url, "--requirements", revision])
         .arg("--expected-failures")
         .arg(repo_root().join("tests/conformance/expected-failures.yml"))
         .arg("-o")
@@ -124,12 +154,24 @@ fn stale_entries(out_dir: &std::path::Path) -> Vec<String> {
 
 #[test]
 fn the_official_conformance_suite_passes_at_2025_11_25_but_for_the_expected_failures() {
-    let (text, passed) = run("2025-11-25");
+    let (text, passed) = run("2025-11-25", Auth::None);
     assert!(passed, "{text}");
 }
 
 #[test]
 fn the_official_conformance_suite_passes_at_2026_07_28_but_for_the_expected_failures() {
-    let (text, passed) = run("2026-07-28");
+    let (text, passed) = run("2026-07-28", Auth::None);
+    assert!(passed, "{text}");
+}
+
+#[test]
+fn the_official_conformance_suite_passes_with_a_token_file_behind_a_proxy_at_2025_11_25() {
+    let (text, passed) = run("2025-11-25", Auth::TokenFile);
+    assert!(passed, "{text}");
+}
+
+#[test]
+fn the_official_conformance_suite_passes_with_a_token_file_behind_a_proxy_at_2026_07_28() {
+    let (text, passed) = run("2026-07-28", Auth::TokenFile);
     assert!(passed, "{text}");
 }

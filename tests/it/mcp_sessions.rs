@@ -91,59 +91,16 @@ fn the_session_bounds_must_be_positive() {
 fn a_call_survives_a_proxy_cutting_its_stream_mid_call() {
     let ws = Workspace::new();
     let server = Listening::start(&ws, &["mcp", "--http", "127.0.0.1:0", "--sse-poll", "0"]);
-    let backend = server
-        .url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_string();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("haproxy.cfg");
-    std::fs::write(
-        &config,
-        format!(
-            "global\n    log stdout format raw local0 info\n\
-             defaults\n    mode http\n    log global\n    option httplog\n\
-             \x20   timeout connect 5s\n    timeout client 30s\n    timeout server 2s\n\
-             frontend mcp\n    bind 127.0.0.1:{port}\n    default_backend toolhost\n\
-             \x20   http-request capture req.hdr(Last-Event-ID) len 64\n\
-             backend toolhost\n    server toolhost {backend}\n"
-        ),
-    )
-    .unwrap();
-    let log = dir.path().join("haproxy.log");
-    let mut haproxy = Command::new("haproxy")
-        .args(["-db", "-f"])
-        .arg(&config)
-        .stdout(std::fs::File::create(&log).unwrap())
-        .stderr(std::process::Stdio::inherit())
-        .spawn()
-        .expect("starting haproxy (scripts/setup installs it)");
-    let url = format!("http://127.0.0.1:{port}/mcp");
-    // haproxy is listening once a connection is accepted.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "haproxy did not listen"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let proxy = Haproxy::start(&server.url, &["timeout server 2s"]);
     let token = server.token.as_deref().expect("the server's token");
     let summary = script_summary(
         Command::new(python_with_mcp())
             .arg(repo_root().join("tests/mcp_resume.py"))
-            .args([&url, token, "7000"]),
+            .args([&proxy.url, token, "7000"]),
         "mcp_resume.py",
     );
-    let _ = haproxy.kill();
-    let _ = haproxy.wait();
     assert_eq!(summary["call"], "slow done after 7000 ms");
-    let logged = std::fs::read_to_string(&log).unwrap();
+    let logged = proxy.log();
     // A resume is a GET carrying the last event id (haproxy logs it in
     // braces); the SDK's own notification stream is a GET without one.
     let resumes = logged

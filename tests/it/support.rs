@@ -701,3 +701,101 @@ pub fn conformance_tools() -> (TempDir, PathBuf) {
     std::fs::copy(toolhost_tests::MCPTOOLS, tools.join("mcptools.wasm")).unwrap();
     (dir, tools)
 }
+
+/// haproxy (which scripts/setup installs) in front of the server at
+/// `backend` (its `http://HOST:PORT/mcp`), on a port of its own, logging
+/// each request with its `Last-Event-ID` (in braces) and `settings` added to
+/// its `defaults` (timeouts) or, when they start with `http-request`, to its
+/// frontend. Stopped when dropped.
+pub struct Haproxy {
+    child: std::process::Child,
+    /// The proxy's `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+    dir: TempDir,
+}
+
+impl Haproxy {
+    /// A port free now, for a proxy whose address the server must know
+    /// before it starts (`--allow-host`).
+    pub fn free_port() -> u16 {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    }
+
+    #[track_caller]
+    pub fn start(backend: &str, settings: &[&str]) -> Haproxy {
+        Haproxy::start_on(Haproxy::free_port(), backend, settings)
+    }
+
+    #[track_caller]
+    pub fn start_on(port: u16, backend: &str, settings: &[&str]) -> Haproxy {
+        let backend = backend
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp");
+        let (frontend, defaults): (Vec<&str>, Vec<&str>) =
+            settings.iter().partition(|s| s.starts_with("http-request"));
+        let indented = |lines: &[&str]| {
+            lines
+                .iter()
+                .map(|l| format!("    {l}\n"))
+                .collect::<String>()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("haproxy.cfg");
+        std::fs::write(
+            &config,
+            format!(
+                "global\n    log stdout format raw local0 info\n\
+                 defaults\n    mode http\n    log global\n    option httplog\n\
+                 \x20   timeout connect 5s\n    timeout client 60s\n{}\
+                 frontend mcp\n    bind 127.0.0.1:{port}\n    default_backend toolhost\n\
+                 \x20   http-request capture req.hdr(Last-Event-ID) len 64\n{}\
+                 backend toolhost\n    server toolhost {backend}\n",
+                indented(&defaults)
+                    + if defaults.iter().any(|d| d.starts_with("timeout server")) {
+                        ""
+                    } else {
+                        "    timeout server 60s\n"
+                    },
+                indented(&frontend),
+            ),
+        )
+        .unwrap();
+        let child = Command::new("haproxy")
+            .args(["-db", "-f"])
+            .arg(&config)
+            .stdout(std::fs::File::create(dir.path().join("haproxy.log")).unwrap())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("starting haproxy (scripts/setup installs it)");
+        // Listening once a connection is accepted.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "haproxy did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Haproxy {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            dir,
+        }
+    }
+
+    /// What it logged so far: a line a request.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("haproxy.log")).unwrap()
+    }
+}
+
+impl Drop for Haproxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
