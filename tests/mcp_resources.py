@@ -10,6 +10,8 @@ Usage: mcp_resources.py TOOLHOST WORKSPACE OUTSIDE EXTENSION MODE
   stores lie inside it. OUTSIDE is a file beside the workspace. EXTENSION is the conformance
   tools' directory (a manifest offering prompts and resources). MODE is `legacy` (the
   initialize handshake, resources/subscribe) or `auto` (2026-07-28, subscriptions/listen).
+  MODE `off`: the user's toolhost.toml says `[mcp] resources = false`: no resources
+  capability, nothing listed, every read refused naming the setting; prompts still served.
 """
 
 import json
@@ -55,6 +57,24 @@ async def all_pages(client):
         check(pages < 100, "the listing does not end")
 
 
+async def resources_off(client, workspace):
+    """`[mcp] resources = false`: nothing of the workspace, nor of the extensions, is a
+    resource."""
+    check(client.server_capabilities.resources is None, f"{client.server_capabilities}")
+    listed = await client.list_resources(cache_mode="bypass")
+    check(listed.resources == [], f"listed with resources off: {listed}")
+    templates = await client.list_resource_templates(cache_mode="bypass")
+    check(templates.resource_templates == [], f"templates with resources off: {templates}")
+    refused = {}
+    for uri in [file_uri(f"{workspace}/a.txt"), "test://static-text"]:
+        code, data_uri, message = await refusal(client, uri)
+        check(code == -32602 and data_uri == uri, f"{uri}: {code} {data_uri}")
+        refused[uri.split("/")[-1]] = message.replace(workspace, "WS")
+    prompts = [p.name for p in (await client.list_prompts(cache_mode="bypass")).prompts]
+    check("toolhost" in prompts, f"prompts with resources off: {prompts}")
+    return {"refused": refused}
+
+
 async def main(toolhost, workspace, outside, extension, mode):
     env = {**get_default_environment(), "XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"],
            "HOME": workspace, "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"]}
@@ -74,8 +94,11 @@ async def main(toolhost, workspace, outside, extension, mode):
         forms.append(params.message)
         return types.ElicitResult(action="accept", content={"context": "from the person"})
 
-    async with Client(stdio_client(params, errlog=errlog), mode=mode,
+    async with Client(stdio_client(params, errlog=errlog), mode="legacy" if mode == "off" else mode,
                       message_handler=on_message, elicitation_callback=on_elicit) as client:
+        if mode == "off":
+            print(json.dumps(await resources_off(client, workspace)))
+            return
         caps = client.server_capabilities
         check(caps.resources is not None and caps.prompts is not None and caps.completions is not None,
               f"capabilities {caps}")

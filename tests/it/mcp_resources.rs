@@ -55,6 +55,12 @@ fn lay_out(ws: &Path, outside: &Path) {
 
 #[track_caller]
 fn drive(mode: &str) -> Value {
+    drive_with(mode, "")
+}
+
+/// [`drive`] with `more` in the user's toolhost.toml.
+#[track_caller]
+fn drive_with(mode: &str, more: &str) -> Value {
     let outer = tempfile::tempdir().unwrap();
     let outer_path = outer.path().canonicalize().unwrap();
     let ws = outer_path.join("ws");
@@ -66,7 +72,10 @@ fn drive(mode: &str) -> Value {
     std::fs::create_dir_all(config.path().join("toolhost")).unwrap();
     std::fs::write(
         config.path().join("toolhost/toolhost.toml"),
-        "[extensions.mcptools]\ntools = true\nclient = [\"elicitation\", \"sampling\", \"roots\"]\n",
+        format!(
+            "{more}[extensions.mcptools]\ntools = true\nclient = [\"elicitation\", \"sampling\", \
+             \"roots\"]\n"
+        ),
     )
     .unwrap();
     script_summary(
@@ -177,4 +186,20 @@ fn mcp_resources_name_nothing_read_could_not_with_the_handshake() {
 #[test]
 fn mcp_resources_name_nothing_read_could_not_at_2026_07_28() {
     check_summary(&drive("auto"));
+}
+
+/// `[mcp] resources = false` turns the surface off: no capability, nothing
+/// listed, each read refused saying why; prompts are still served.
+#[test]
+fn mcp_resources_false_serves_no_resource_at_all() {
+    let summary = drive_with("off", "[mcp]\nresources = false\n\n");
+    assert_eq!(
+        summary["refused"],
+        json!({
+            "a.txt": "Resource not found: file://WS/a.txt (toolhost serves no resources here: \
+                      [mcp] resources = false)",
+            "static-text": "Resource not found: test://static-text (toolhost serves no \
+                            resources here: [mcp] resources = false)",
+        })
+    );
 }
