@@ -6,7 +6,10 @@ Over revision 2026-07-28 (stateless: any instance answers any request) the clien
 writes, reads and commands; every read must return what the write before it wrote, whichever
 instance served either, and both instances must have served it (each reports its own
 /etc/hostname). A second client on the 2025-11-25 handshake keeps its session on one instance
-(the balancer pins it) and runs the same calls. Prints a JSON summary; exits 1 on a failure.
+(the balancer pins it) and runs the same calls, then a command of 8 seconds: its response stream
+is closed mid-call (the server closes it after 5 s, --sse-poll) and the client resumes it through
+the balancer with Last-Event-ID, which the balancer sends to the same instance by the session id.
+Prints a JSON summary; exits 1 on a failure.
 """
 
 import json
@@ -44,6 +47,17 @@ async def interleaved(url, token, mode, rounds):
             "failures": failures}
 
 
+async def outlives_its_stream(url, token):
+    """A 2025-11-25 call longer than the server keeps its stream open: its result arrives on
+    the resumed stream."""
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
+                              timeout=httpx2.Timeout(30, read=300))
+    async with Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+        result = await client.call_tool("bash", {"command": "sleep 8; echo survived"})
+    await http.aclose()
+    return text(result)
+
+
 async def main(url, token):
     modern = await interleaved(url, token, "auto", 12)
     legacy = await interleaved(url, token, "legacy", 6)
@@ -54,7 +68,11 @@ async def main(url, token):
         problems.append(f"2026-07-28 requests reached {modern['instances']}, not two instances")
     if len(legacy["instances"]) != 1:
         problems.append(f"a handshake session moved between {legacy['instances']}")
-    print(json.dumps({"2026-07-28": modern, "2025-11-25": legacy, "problems": problems}, indent=1))
+    resumed = await outlives_its_stream(url, token)
+    if resumed != "survived\n":
+        problems.append(f"the 8-second call answered {resumed!r} through the balancer")
+    print(json.dumps({"2026-07-28": modern, "2025-11-25": legacy, "resumed": resumed,
+                      "problems": problems}, indent=1))
     return not problems
 
 

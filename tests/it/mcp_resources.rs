@@ -96,51 +96,40 @@ fn drive_with(mode: &str, more: &str) -> Value {
 fn check_summary(summary: &Value) {
     let refusals = &summary["refusals"];
     let refused = |name: &str| refusals[name].as_str().unwrap_or_default().to_string();
+    let all_say = |names: &[&str], said: &str| {
+        for name in names {
+            let text = refused(name);
+            assert!(text.contains(said), "{name}: {text}");
+        }
+    };
     // Outside the workspace, by every spelling: named, and said why.
-    for name in ["outside", "passwd", "dotdot", "encodedDotdot"] {
-        assert!(
-            refused(name).contains("is outside the workspace, the only place read may open"),
-            "{name}: {}",
-            refused(name)
-        );
-    }
+    all_say(
+        &["outside", "passwd", "dotdot", "encodedDotdot"],
+        "is outside the workspace, the only place read may open",
+    );
     // Hidden, whatever read may do.
-    for name in [
-        "gitConfig",
-        "gitHead",
-        "policy",
-        "dotToolhost",
-        "sshKey",
-        "awsCredentials",
-        "dirLinkToGit",
-    ] {
-        assert!(
-            refused(name).contains("is protected (git's internals, toolhost's configuration"),
-            "{name}: {}",
-            refused(name)
-        );
-    }
-    for name in ["linkOut", "linkIn"] {
-        assert!(
-            refused(name).contains("leads through a symbolic link"),
-            "{name}: {}",
-            refused(name)
-        );
-    }
-    for name in [
+    all_say(
+        &[
+            "gitConfig",
+            "gitHead",
+            "policy",
+            "dotToolhost",
+            "sshKey",
+            "awsCredentials",
+            "dirLinkToGit",
+        ],
+        "is protected (git's internals, toolhost's configuration",
+    );
+    all_say(&["linkOut", "linkIn"], "leads through a symbolic link");
+    let not_files = [
         "otherHost",
         "query",
         "nul",
         "otherScheme",
         "relative",
         "unknownScheme",
-    ] {
-        assert!(
-            refused(name).starts_with("Resource not found: "),
-            "{name}: {}",
-            refused(name)
-        );
-    }
+    ];
+    all_say(&not_files, "Resource not found: ");
     assert_eq!(
         refused("missing"),
         "Resource not found: file://WS/missing.txt"

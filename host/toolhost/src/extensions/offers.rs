@@ -212,38 +212,25 @@ impl Offers {
         resources: &[ResourceSpec],
     ) -> Vec<String> {
         let mut problems = Vec::new();
-        for prompt in prompts {
-            let taken = self.prompts.iter().find(|p| p.spec.name == prompt.name);
-            match (prompt.check(), taken) {
-                (Err(e), _) => {
-                    problems.push(format!("prompt {:?} is not offered: {e}", prompt.name))
-                }
-                (Ok(()), Some(first)) => problems.push(format!(
-                    "prompt {:?} is not offered: extension {} offers one of that name",
-                    prompt.name, first.extension
-                )),
-                (Ok(()), None) => self.prompts.push(Offered {
-                    extension: extension.to_string(),
-                    spec: prompt.clone(),
-                }),
-            }
-        }
-        for resource in resources {
-            let taken = self.resources.iter().find(|r| r.spec.uri == resource.uri);
-            match (resource.check(), taken) {
-                (Err(e), _) => {
-                    problems.push(format!("resource {:?} is not offered: {e}", resource.uri))
-                }
-                (Ok(()), Some(first)) => problems.push(format!(
-                    "resource {:?} is not offered: extension {} offers it",
-                    resource.uri, first.extension
-                )),
-                (Ok(()), None) => self.resources.push(Offered {
-                    extension: extension.to_string(),
-                    spec: resource.clone(),
-                }),
-            }
-        }
+        let (key, check): (fn(&PromptSpec) -> &str, _) = (|p| &p.name, PromptSpec::check);
+        take_first(
+            &mut self.prompts,
+            (extension, "prompt"),
+            prompts,
+            &mut problems,
+            key,
+            check,
+        );
+        let (key, check): (fn(&ResourceSpec) -> &str, _) = (|r| &r.uri, ResourceSpec::check);
+        let what = (extension, "resource");
+        take_first(
+            &mut self.resources,
+            what,
+            resources,
+            &mut problems,
+            key,
+            check,
+        );
         problems
     }
 
@@ -289,6 +276,34 @@ impl Offers {
             .iter()
             .map(|r| &r.spec)
             .find_map(|r| match_template(&r.uri, uri).map(|values| (r, values)))
+    }
+}
+
+/// Add each of `extension`'s `offered` (`what`: `prompt`, `resource`) to
+/// `taken`, unless `check` finds it wrong or its `key` is taken already;
+/// why not goes to `problems`, naming it.
+fn take_first<T: Clone>(
+    taken: &mut Vec<Offered<T>>,
+    (extension, what): (&str, &str),
+    offered: &[T],
+    problems: &mut Vec<String>,
+    key: fn(&T) -> &str,
+    check: fn(&T) -> Result<(), String>,
+) {
+    for spec in offered {
+        let shown = format!("{what} {:?}", key(spec));
+        let first = taken.iter().find(|o| key(&o.spec) == key(spec));
+        match (check(spec), first) {
+            (Err(e), _) => problems.push(format!("{shown} is not offered: {e}")),
+            (Ok(()), Some(first)) => problems.push(format!(
+                "{shown} is not offered: extension {} offers it already",
+                first.extension
+            )),
+            (Ok(()), None) => taken.push(Offered {
+                extension: extension.to_string(),
+                spec: spec.clone(),
+            }),
+        }
     }
 }
 
@@ -504,7 +519,7 @@ mod tests {
         assert_eq!(
             problems,
             [
-                "prompt \"p\" is not offered: extension a offers one of that name",
+                "prompt \"p\" is not offered: extension a offers it already",
                 "prompt \"q\" is not offered: message 1 must have exactly one of text, image and resource",
                 "resource \"file:///etc/passwd\" is not offered: file: URIs are the workspace's; an extension offers others",
             ]

@@ -449,24 +449,27 @@ fn name_form() -> InputRequest {
     )
 }
 
+/// The name the person gives when asked (`user_name`), or a stand-in.
+fn asked_name() -> Result<String, ToolError> {
+    let answers = ask(vec![("user_name", name_form())])?;
+    let name = match &answers[0] {
+        InputResponse::Elicitation(e) => e
+            .content
+            .as_deref()
+            .and_then(|c| toolhost_sdk::serde_json::from_str::<Value>(c).ok())
+            .and_then(|c| c["name"].as_str().map(str::to_string)),
+        _ => None,
+    };
+    Ok(name.unwrap_or_else(|| "whoever you are".into()))
+}
+
 static IR_ELICITATION: Fixed = Fixed {
     name: "test_input_required_result_elicitation",
     description: "Asks the person's name (MCP conformance, SEP-2322).",
     parameters: NONE,
     run: |_| {
-        let answers = ask(vec![("user_name", name_form())])?;
-        let name = match &answers[0] {
-            InputResponse::Elicitation(e) => e
-                .content
-                .as_deref()
-                .and_then(|c| toolhost_sdk::serde_json::from_str::<Value>(c).ok())
-                .and_then(|c| c["name"].as_str().map(str::to_string)),
-            _ => None,
-        };
-        Ok(ToolOutput::text(format!(
-            "Hello, {}!",
-            name.unwrap_or_else(|| "whoever you are".into())
-        )))
+        let name = asked_name()?;
+        Ok(ToolOutput::text(format!("Hello, {name}!")))
     },
 };
 
@@ -477,19 +480,8 @@ static WITH_TASK: Fixed = Fixed {
     description: "Asks the person's name, then greets them in a task (MCP conformance, tasks).",
     parameters: NONE,
     run: |_| {
-        let answers = ask(vec![("user_name", name_form())])?;
-        let name = match &answers[0] {
-            InputResponse::Elicitation(e) => e
-                .content
-                .as_deref()
-                .and_then(|c| toolhost_sdk::serde_json::from_str::<Value>(c).ok())
-                .and_then(|c| c["name"].as_str().map(str::to_string)),
-            _ => None,
-        };
-        Ok(ToolOutput::text(format!(
-            "Hello from a task, {}!",
-            name.unwrap_or_else(|| "whoever you are".into())
-        )))
+        let name = asked_name()?;
+        Ok(ToolOutput::text(format!("Hello from a task, {name}!")))
     },
 };
 

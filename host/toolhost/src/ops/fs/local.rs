@@ -178,12 +178,7 @@ impl LocalFs {
         path: &str,
         op: impl Fn(&Dir, &Path) -> io::Result<T>,
     ) -> Result<T, FsError> {
-        let abs = normalize(path).ok_or_else(|| {
-            fs_error(
-                ErrorCode::InvalidInput,
-                format!("{path} is not an absolute path"),
-            )
-        })?;
+        let abs = absolute(path)?;
         let located = self.locate_lexical(&abs).ok_or_else(|| outside(path))?;
         match op(&located.root.dir, located.rel()) {
             Err(e) if is_escape(&e) => {
@@ -197,12 +192,7 @@ impl LocalFs {
     /// Where a write to `path` lands: symlinks followed as far as they
     /// exist, every step inside a root.
     fn locate_for_write(&self, path: &str) -> Result<Located<'_>, FsError> {
-        let abs = normalize(path).ok_or_else(|| {
-            fs_error(
-                ErrorCode::InvalidInput,
-                format!("{path} is not an absolute path"),
-            )
-        })?;
+        let abs = absolute(path)?;
         if self.locate_lexical(&abs).is_none() {
             return Err(outside(path));
         }
@@ -381,12 +371,7 @@ impl FsRead for LocalFs {
 
     fn read_unlinked(&self, path: &str, offset: u64, max_bytes: u64) -> Result<Vec<u8>, FsError> {
         use rustix::fs::{Mode, OFlags, ResolveFlags};
-        let abs = normalize(path).ok_or_else(|| {
-            fs_error(
-                ErrorCode::InvalidInput,
-                format!("{path} is not an absolute path"),
-            )
-        })?;
+        let abs = absolute(path)?;
         let located = self.locate_lexical(&abs).ok_or_else(|| outside(path))?;
         let rel = located.rel();
         // The kernel walks the path beneath the root's handle and refuses

@@ -56,12 +56,7 @@ impl MemoryFs {
 
     /// Follow symlinks in every component; the result must stay in the roots.
     fn resolve(&self, path: &str) -> Result<(PathBuf, MemoryNode), FsError> {
-        let abs = normalize(path).ok_or_else(|| {
-            fs_error(
-                ErrorCode::InvalidInput,
-                format!("{path} is not an absolute path"),
-            )
-        })?;
+        let abs = absolute(path)?;
         if !self.in_roots(&abs) {
             return Err(outside(path));
         }
@@ -161,12 +156,7 @@ impl FsRead for MemoryFs {
     }
 
     fn read_unlinked(&self, path: &str, offset: u64, max_bytes: u64) -> Result<Vec<u8>, FsError> {
-        let abs = normalize(path).ok_or_else(|| {
-            fs_error(
-                ErrorCode::InvalidInput,
-                format!("{path} is not an absolute path"),
-            )
-        })?;
+        let abs = absolute(path)?;
         if !self.in_roots(&abs) {
             return Err(outside(path));
         }

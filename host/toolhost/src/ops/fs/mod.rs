@@ -172,6 +172,16 @@ pub(crate) fn normalize(path: &str) -> Option<PathBuf> {
         .then(|| PathBuf::from(pi_compat::path::normalize(path)))
 }
 
+/// [`normalize`], or the backends' error for a path that is not absolute.
+fn absolute(path: &str) -> Result<PathBuf, FsError> {
+    normalize(path).ok_or_else(|| {
+        fs_error(
+            ErrorCode::InvalidInput,
+            format!("{path} is not an absolute path"),
+        )
+    })
+}
+
 /// The steps of a path for a link walk: its names and `..` components.
 fn path_steps(path: &Path) -> VecDeque<PathBuf> {
     path.components()
