@@ -215,8 +215,10 @@ impl crate::ops::http_client::CallWatch for CallSignals {
         &self.usage
     }
 
-    fn asking(&self) -> Option<&crate::permissions::ask::CallAsking> {
-        self.asking.get().map(|a| a.as_ref())
+    fn asking(&self) -> Option<&dyn crate::ops::http_client::AskForHost> {
+        self.asking
+            .get()
+            .map(|a| a.as_ref() as &dyn crate::ops::http_client::AskForHost)
     }
 }
 

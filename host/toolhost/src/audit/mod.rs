@@ -16,7 +16,10 @@
 //!
 //! [`read`] parses a log back and filters it (`toolhost audit`).
 
+mod processes;
 pub mod redact;
+
+pub(crate) use processes::ProcessAudit;
 
 use crate::ops::usage::Used;
 use serde::{Deserialize, Serialize};

@@ -785,10 +785,10 @@ impl HostBuilder {
                         .unwrap_or(crate::ops::process::session::DEFAULT_IDLE),
                 )
                 .audited(parts.config.audit_log.clone().map(|log| {
-                    crate::ops::process::session::ExitAudit {
+                    Arc::new(audit::ProcessAudit {
                         log,
                         session: self.session_id.clone(),
-                    }
+                    }) as Arc<dyn crate::ops::process::session::ProcessRecord>
                 })),
             ),
         };

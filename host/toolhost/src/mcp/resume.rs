@@ -23,7 +23,7 @@
 //! * **Bounds.** At most [`MAX_EVENT_BYTES`] of events per stream (the
 //!   oldest dropped first: a resume from before them is refused) and
 //!   [`MAX_STREAMS`] streams; a finished stream is kept [`KEEP_FINISHED`]
-//!   for a client that resumes late.
+//!   for a client that resumes late, within [`MAX_FINISHED_BYTES`] for all.
 
 use futures::{Stream, StreamExt};
 use rmcp::model::{ClientJsonRpcMessage, GetExtensions};
@@ -45,6 +45,9 @@ pub const MAX_EVENT_BYTES: usize = 16 << 20;
 pub const MAX_STREAMS: usize = 4096;
 /// How long a finished stream stays resumable.
 pub const KEEP_FINISHED: Duration = Duration::from_secs(60);
+/// The events of finished streams kept at once; past it the oldest go
+/// first (a busy server keeps less than [`KEEP_FINISHED`] of them).
+pub const MAX_FINISHED_BYTES: usize = 64 << 20;
 /// The retry hint of the priming events sent here.
 pub const RETRY: Duration = Duration::from_millis(500);
 
@@ -248,15 +251,23 @@ impl Streams {
                 .finished
                 .is_none_or(|at| at.elapsed() < KEEP_FINISHED)
         });
-        if records.len() >= MAX_STREAMS {
-            let oldest = records
-                .iter()
-                .filter_map(|(k, r)| r.state().finished.map(|at| (at, k.clone())))
-                .min()
-                .map(|(_, k)| k);
-            if let Some(oldest) = oldest {
-                records.remove(&oldest);
+        // The finished ones go, oldest first, while they hold too much or
+        // the table is full.
+        let mut finished: Vec<(Instant, usize, (SessionId, u64))> = records
+            .iter()
+            .filter_map(|(k, r)| {
+                let state = r.state();
+                state.finished.map(|at| (at, state.bytes, k.clone()))
+            })
+            .collect();
+        finished.sort_by_key(|(at, _, _)| *at);
+        let mut held: usize = finished.iter().map(|(_, bytes, _)| bytes).sum();
+        for (_, bytes, old) in finished {
+            if held <= MAX_FINISHED_BYTES && records.len() < MAX_STREAMS {
+                break;
             }
+            records.remove(&old);
+            held -= bytes;
         }
         records.insert(key, record);
     }

@@ -321,7 +321,7 @@ pub(crate) struct CallAsking {
     /// Never asked about.
     pub protected: Arc<crate::ops::fs::ProtectedPaths>,
     /// The places outside the roots this call was allowed (`paths`).
-    pub(super) places: Mutex<Vec<super::paths::Place>>,
+    pub(super) places: Mutex<Vec<Place>>,
     /// Its commands get the network, which the shell's policy withholds
     /// (`network(…)` rules, or the person).
     network: std::sync::atomic::AtomicBool,
@@ -330,6 +330,40 @@ pub(crate) struct CallAsking {
     /// Time spent waiting for answers, in microseconds: it does not count
     /// against the call's time limit.
     waited: AtomicU64,
+}
+
+/// A place outside the roots one call was allowed.
+pub(crate) struct Place {
+    pub(super) real: PathBuf,
+    pub(super) directory: bool,
+    pub(super) write: bool,
+    pub(super) fs: Arc<crate::ops::fs::LocalFs>,
+}
+
+impl Place {
+    /// Whether the place covers an Operation on `real`: reading it, writing
+    /// it, or (`mkdir`) creating it as a directory, which an approved write
+    /// of something inside it covers (its parents are made first).
+    pub(super) fn covers(&self, real: &std::path::Path, write: bool, mkdir: bool) -> bool {
+        (self.write || !write)
+            && (self.real == real
+                || (self.directory && real.starts_with(&self.real))
+                || (mkdir && self.write && self.real.starts_with(real)))
+    }
+}
+
+/// The HTTP Operations ask through this for a host not granted.
+impl crate::ops::http_client::AskForHost for CallAsking {
+    fn allow_host<'a>(
+        &'a self,
+        host: String,
+        port: u16,
+        refusal: &'a str,
+        cancel: &'a CancellationToken,
+        usage: &'a Usage,
+    ) -> futures::future::BoxFuture<'a, Result<(), String>> {
+        Box::pin(self.need(Need::Host { host, port }, refusal, cancel, usage))
+    }
 }
 
 impl CallAsking {

@@ -13,33 +13,13 @@
 //! on the same place are not asked again); "session" and "always" answers
 //! are the asker's and the rules'.
 
-use super::ask::{CallAsking, Need};
+use super::ask::{CallAsking, Need, Place};
 use crate::files::real_or_planned;
 use crate::ops::fs::{ErrorCode, FsError, LocalFs, fs_error};
 use crate::ops::usage::Usage;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-
-/// A place outside the roots one call was allowed.
-pub(crate) struct Place {
-    real: PathBuf,
-    directory: bool,
-    write: bool,
-    fs: Arc<LocalFs>,
-}
-
-impl Place {
-    /// Whether the place covers an Operation on `real`: reading it, writing
-    /// it, or (`mkdir`) creating it as a directory, which an approved write
-    /// of something inside it covers (its parents are made first).
-    fn covers(&self, real: &Path, write: bool, mkdir: bool) -> bool {
-        (self.write || !write)
-            && (self.real == real
-                || (self.directory && real.starts_with(&self.real))
-                || (mkdir && self.write && self.real.starts_with(real)))
-    }
-}
 
 /// `path` (absolute) with `.` and `..` resolved lexically (as Pi resolves
 /// them), then every symbolic link of its longest existing prefix; `None`

@@ -59,7 +59,6 @@ mod secrets;
 #[cfg(test)]
 mod tests;
 
-use crate::permissions::Need;
 pub use address::special;
 use body::{Incoming, Limited};
 use grant::*;
@@ -92,7 +91,23 @@ pub trait CallWatch: Send + Sync {
     fn cancel(&self) -> &CancellationToken;
     fn usage(&self) -> &Usage;
     /// How the call asks for a host it was not granted.
-    fn asking(&self) -> Option<&crate::permissions::ask::CallAsking>;
+    fn asking(&self) -> Option<&dyn AskForHost>;
+}
+
+/// How a call asks for a host it was not granted: the permission layer
+/// answers (`crate::permissions`: the rules, else the person), so that the
+/// Operations stay below it.
+pub trait AskForHost: Send + Sync {
+    /// `Ok` when the request to `host:port` may go; else the text of the
+    /// refusal (`refusal`, or what the person said).
+    fn allow_host<'a>(
+        &'a self,
+        host: String,
+        port: u16,
+        refusal: &'a str,
+        cancel: &'a CancellationToken,
+        usage: &'a Usage,
+    ) -> futures::future::BoxFuture<'a, Result<(), String>>;
 }
 
 /// The per-call `wasi:http` state of a call's store: the context
@@ -229,12 +244,15 @@ async fn send(
             let Some(asking) = signals.asking() else {
                 return Err(refused(reason, "not-granted"));
             };
-            let need = Need::Host {
-                host: target.host_text(),
-                port: target.port,
-            };
             let refusal = format!("HTTP request to {} refused: {reason}", target.url);
-            if let Err(text) = asking.need(need, &refusal, signals.cancel(), usage).await {
+            let allowed = asking.allow_host(
+                target.host_text(),
+                target.port,
+                &refusal,
+                signals.cancel(),
+                usage,
+            );
+            if let Err(text) = allowed.await {
                 usage.note(Use::Denied, &format!("http {}: not-granted", target.url));
                 return Err(internal(text));
             }

@@ -243,7 +243,7 @@ impl CallWatch for Quiet {
     fn usage(&self) -> &crate::ops::usage::Usage {
         &self.1
     }
-    fn asking(&self) -> Option<&crate::permissions::ask::CallAsking> {
+    fn asking(&self) -> Option<&dyn super::AskForHost> {
         None
     }
 }

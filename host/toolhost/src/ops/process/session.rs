@@ -258,70 +258,15 @@ async fn settle(writer: Writer) -> Vec<crate::ops::protect::guard::Reverted> {
     .unwrap_or_default()
 }
 
-/// Where a session's process exits are written: the audit log, with the
-/// session's id.
-#[derive(Clone)]
-pub(crate) struct ExitAudit {
-    pub log: Arc<crate::audit::AuditLog>,
-    pub session: Option<String>,
-}
-
-impl ExitAudit {
+/// Where a session's process ends, and what the git guard undid of what
+/// they changed, are recorded: the audit log, wired by the host
+/// (`crate::audit::ProcessAudit`), so that the Operations stay below it.
+pub(crate) trait ProcessRecord: Send + Sync {
+    /// The end of `info` (its start, writes and stop are in the lines of the
+    /// calls that made them).
+    fn ended(&self, info: &ProcessInfo);
     /// What the git guard undid of what the processes `ids` changed.
-    fn reverted(&self, ids: &[u32], reverted: &[crate::ops::protect::guard::Reverted]) {
-        use crate::audit::{Entry, Outcome, timestamp};
-        if reverted.is_empty() {
-            return;
-        }
-        let used = crate::ops::usage::Used {
-            reverted: reverted.iter().map(|r| r.sentence()).collect(),
-            ..Default::default()
-        };
-        let ids: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
-        self.log.record(&Entry {
-            time: timestamp(SystemTime::now()),
-            session: self.session.clone(),
-            tool_call_id: format!("process-{}", ids.join(",")),
-            tool: "session-process".into(),
-            component: None,
-            arguments: serde_json::json!({"running": ids}),
-            used,
-            outcome: Outcome::Ok,
-            error: None,
-            duration_ms: 0.0,
-        });
-    }
-
-    /// One line for the end of `info` (its start, writes and stop are in the
-    /// lines of the calls that made them).
-    fn record(&self, info: &ProcessInfo) {
-        use crate::audit::{Entry, Outcome, timestamp};
-        let (outcome, error) = match &info.state {
-            State::Exited(ExitStatus::Code(0)) => (Outcome::Ok, None),
-            State::Exited(ExitStatus::Code(code)) => {
-                (Outcome::Error, Some(format!("exited with code {code}")))
-            }
-            State::Exited(ExitStatus::Signal(signal)) => {
-                (Outcome::Error, Some(format!("killed by {signal}")))
-            }
-            State::Exited(ExitStatus::LimitExceeded(text)) => (Outcome::Error, Some(text.clone())),
-            State::Exited(ExitStatus::Cancelled | ExitStatus::TimedOut(_)) | State::Running => {
-                (Outcome::Cancelled, Some("stopped".to_string()))
-            }
-        };
-        self.log.record(&Entry {
-            time: timestamp(info.started),
-            session: self.session.clone(),
-            tool_call_id: format!("process-{}", info.id),
-            tool: "session-process".into(),
-            component: None,
-            arguments: serde_json::json!({"id": info.id, "command": info.command}),
-            used: Default::default(),
-            outcome,
-            error,
-            duration_ms: info.age.as_secs_f64() * 1000.0,
-        });
-    }
+    fn reverted(&self, ids: &[u32], reverted: &[crate::ops::protect::guard::Reverted]);
 }
 
 /// The processes of one session (see the module docs).
@@ -335,7 +280,7 @@ pub struct SessionProcesses {
     last_use: Arc<Mutex<Instant>>,
     /// Every process's end, as it happens.
     exits: tokio::sync::broadcast::Sender<ProcessInfo>,
-    audit: Option<ExitAudit>,
+    audit: Option<Arc<dyn ProcessRecord>>,
     /// The cgroup all of them lie in, made at the first start with its
     /// policy's limits: they hold for the session's processes together.
     cgroup: std::sync::OnceLock<Option<Arc<super::limits::SessionCgroup>>>,
@@ -402,7 +347,7 @@ impl SessionProcesses {
     }
 
     /// Write each process's end to `audit`.
-    pub(crate) fn audited(mut self, audit: Option<ExitAudit>) -> SessionProcesses {
+    pub(crate) fn audited(mut self, audit: Option<Arc<dyn ProcessRecord>>) -> SessionProcesses {
         self.audit = audit;
         self
     }
@@ -561,7 +506,7 @@ impl SessionProcesses {
                 }
             }
             if let Some(audit) = audit {
-                audit.record(&ended);
+                audit.ended(&ended);
             }
             let _ = exits.send(ended);
         });
