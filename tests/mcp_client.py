@@ -31,7 +31,7 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_common import TOKEN, address_in, check, wait_until
+from mcp_common import TOKEN, address_in, check, run_script, wait_until
 
 
 def text_of(result):
@@ -390,24 +390,5 @@ async def vanished_client(server, mode):
     return True
 
 
-def first_assertion(error):
-    """The AssertionError inside anyio's exception groups, if any."""
-    if isinstance(error, AssertionError):
-        return error
-    for inner in getattr(error, "exceptions", ()):
-        found = first_assertion(inner)
-        if found is not None:
-            return found
-    return None
-
-
 if __name__ == "__main__":
-    if len(sys.argv) != 7:
-        sys.exit(__doc__)
-    try:
-        anyio.run(main, *sys.argv[1:])
-    except BaseException as error:
-        failed = first_assertion(error)
-        if failed is None:
-            raise
-        sys.exit(f"FAILED: {failed}")
+    run_script(main, __doc__, 6)

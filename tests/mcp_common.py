@@ -1,6 +1,7 @@
 """What the MCP test scripts share: checks, waits and the processes found by a marker."""
 
 import os
+import sys
 import tempfile
 import time
 
@@ -72,3 +73,28 @@ async def address_in(log, prefix):
 
     await wait_until(lambda: address() is not None, "the server to print its address")
     return address()
+
+
+def first_assertion(error):
+    """The AssertionError inside anyio's exception groups, if any."""
+    if isinstance(error, AssertionError):
+        return error
+    for inner in getattr(error, "exceptions", ()):
+        found = first_assertion(inner)
+        if found is not None:
+            return found
+    return None
+
+
+def run_script(main, usage, count):
+    """Run `main` with the script's `count` arguments (else exit with `usage`); a failed check
+    exits non-zero with its message alone, not anyio's exception groups."""
+    if len(sys.argv) != count + 1:
+        sys.exit(usage)
+    try:
+        anyio.run(main, *sys.argv[1:])
+    except BaseException as error:
+        failed = first_assertion(error)
+        if failed is None:
+            raise
+        sys.exit(f"FAILED: {failed}")

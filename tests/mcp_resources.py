@@ -144,7 +144,8 @@ async def main(toolhost, workspace, outside, extension, mode):
         summary["pages"] = pages
         summary["listedCount"] = len(names)
         for hidden in [".git/config", ".git/HEAD", "toolhost.toml", ".toolhost/extensions/x.wasm",
-                       ".ssh/id_ed25519", ".aws/credentials", "ignored.log"]:
+                       ".ssh/id_ed25519", ".aws/credentials", "ignored.log", "link-in.txt",
+                       "link-out.txt"]:
             check(hidden not in names, f"{hidden} is listed")
         for shown in ["a.txt", "pixel.png", "sub/b.rs", ".gitignore", "many/f-249.txt"]:
             check(shown in names, f"{shown} is not listed: {names[:20]}…")

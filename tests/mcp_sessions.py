@@ -17,22 +17,15 @@ Usage: mcp_sessions.py URL TOKEN MODE N
 """
 
 import json
-import sys
 import time
 
 import anyio
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_common import DEADLINE_S, check, run_script
 
-# Generous bounds for waiting on the server: a failure ends the wait, never a timing check.
-DEADLINE_S = 60
 VERSION = "2025-11-25"
-
-
-def check(condition, message):
-    if not condition:
-        raise AssertionError(message)
 
 
 def short(text, limit=400):
@@ -191,24 +184,5 @@ async def main(url, token, mode, n):
     print(json.dumps(summary))
 
 
-def first_assertion(error):
-    """The AssertionError inside anyio's exception groups, if any."""
-    if isinstance(error, AssertionError):
-        return error
-    for inner in getattr(error, "exceptions", ()):
-        found = first_assertion(inner)
-        if found is not None:
-            return found
-    return None
-
-
 if __name__ == "__main__":
-    if len(sys.argv) != 5:
-        sys.exit(__doc__)
-    try:
-        anyio.run(main, *sys.argv[1:])
-    except BaseException as error:
-        failed = first_assertion(error)
-        if failed is None:
-            raise
-        sys.exit(f"FAILED: {failed}")
+    run_script(main, __doc__, 4)

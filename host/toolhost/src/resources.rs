@@ -218,7 +218,10 @@ impl WorkspaceFiles {
         let mut resources = Vec::new();
         let mut more = false;
         for (path, rel) in files.into_iter().filter(|(_, rel)| after(rel)) {
-            if self.hidden(&path) {
+            // A link is no resource (a read refuses it): the file it leads
+            // to is listed where it lies, if it is one.
+            let link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+            if link || self.hidden(&path) {
                 continue;
             }
             if resources.len() == PAGE {
