@@ -145,7 +145,7 @@ async def main(toolhost, workspace, outside, extension, mode):
         summary["listedCount"] = len(names)
         for hidden in [".git/config", ".git/HEAD", "toolhost.toml", ".toolhost/extensions/x.wasm",
                        ".ssh/id_ed25519", ".aws/credentials", "ignored.log", "link-in.txt",
-                       "link-out.txt"]:
+                       "link-out.txt", "keys/id_ed25519"]:
             check(hidden not in names, f"{hidden} is listed")
         for shown in ["a.txt", "pixel.png", "sub/b.rs", ".gitignore", "many/f-249.txt"]:
             check(shown in names, f"{shown} is not listed: {names[:20]}…")
@@ -179,6 +179,10 @@ async def main(toolhost, workspace, outside, extension, mode):
         check(done.completion.values == [f"{rel}/../{back}/"], f"completing ../: {done.completion}")
         done = await client.complete(ref, {"name": "path", "value": f"{rel}/../o"})
         check(done.completion.values == [], f"completing ../o: {done.completion}")
+        # Through a link to a secret store, or to a link's name: nothing (a read refuses links).
+        for through in [f"{rel}/keys/", f"{rel}/keys/id", f"{rel}/gitdir/", f"{rel}/ke"]:
+            done = await client.complete(ref, {"name": "path", "value": through})
+            check(done.completion.values == [], f"completing {through}: {done.completion}")
         done = await client.complete(ref, {"name": "path", "value": "et"})
         check(done.completion.values == [], f"completing /et: {done.completion}")
 

@@ -49,6 +49,8 @@ fn lay_out(ws: &Path, outside: &Path) {
     std::os::unix::fs::symlink(outside, ws.join("link-out.txt")).unwrap();
     std::os::unix::fs::symlink(ws.join("a.txt"), ws.join("link-in.txt")).unwrap();
     std::os::unix::fs::symlink(ws.join(".git"), ws.join("gitdir")).unwrap();
+    // A directory link to a secret store: its names must not leak either.
+    std::os::unix::fs::symlink(ws.join(".ssh"), ws.join("keys")).unwrap();
     // Over the 4 MiB a resource holds.
     write("big.bin", &vec![b'z'; (4 << 20) + 1]);
 }

@@ -192,6 +192,13 @@ impl WorkspaceFiles {
         self.protected.covers(path) || self.secrets.iter().any(|s| path.starts_with(s))
     }
 
+    /// Whether `path` is no name of a resource: hidden, or a symbolic link
+    /// (a read refuses links; what a link leads to is named where it lies).
+    fn unnamed(&self, path: &Path) -> bool {
+        std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+            || self.hidden(path)
+    }
+
     /// The page after `cursor` (the first without one) of the workspace's
     /// files, in `find`'s order, `.gitignore`d files left out.
     pub fn list(&self, cursor: Option<&str>) -> Result<Page, String> {
@@ -218,10 +225,9 @@ impl WorkspaceFiles {
         let mut resources = Vec::new();
         let mut more = false;
         for (path, rel) in files.into_iter().filter(|(_, rel)| after(rel)) {
-            // A link is no resource (a read refuses it): the file it leads
-            // to is listed where it lies, if it is one.
-            let link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
-            if link || self.hidden(&path) {
+            // The walk follows no link, so the entry itself is the only
+            // one on its way.
+            if self.unnamed(&path) {
                 continue;
             }
             if resources.len() == PAGE {
@@ -314,7 +320,12 @@ impl WorkspaceFiles {
         let mut values = Vec::new();
         for root in self.roots() {
             if dir_path.starts_with(&root) {
-                if self.hidden(&dir_path) {
+                // A directory named through a link is not looked into: what
+                // is hidden is judged by name, and a link (to `.ssh`, say)
+                // would rename it.
+                let through_link =
+                    std::fs::canonicalize(&dir_path).is_ok_and(|real| real != dir_path);
+                if through_link || self.hidden(&dir_path) {
                     continue;
                 }
                 let Ok(entries) = self.fs.list_dir(&dir_path.to_string_lossy()) else {
@@ -325,7 +336,7 @@ impl WorkspaceFiles {
                         continue;
                     }
                     let path = dir_path.join(&entry.name);
-                    if self.hidden(&path) {
+                    if self.unnamed(&path) {
                         continue;
                     }
                     let slash = if entry.kind == Some(crate::ops::fs::EntryKind::Directory) {
