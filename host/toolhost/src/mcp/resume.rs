@@ -105,8 +105,9 @@ struct Record {
 
 #[derive(Default)]
 struct RecordState {
-    /// Events by their index (the first part of their id), oldest first.
-    events: VecDeque<(usize, ServerSseMessage)>,
+    /// Events by their index (the first part of their id), oldest first,
+    /// each with its size as sent.
+    events: VecDeque<(usize, usize, ServerSseMessage)>,
     bytes: usize,
     finished: Option<Instant>,
     /// Followers reading now, and what cancels the call when none comes
@@ -124,28 +125,31 @@ impl Record {
     }
 
     fn push(&self, index: usize, event: ServerSseMessage) {
+        // Sized once, as it is kept (a priming event has no message).
         let size = event
             .message
             .as_ref()
             .map_or(16, |m| serde_json::to_string(&**m).map_or(0, |s| s.len()));
         let mut state = self.state();
-        state.events.push_back((index, event));
+        state.events.push_back((index, size, event));
         state.bytes += size;
         while state.bytes > MAX_EVENT_BYTES && state.events.len() > 1 {
-            if let Some((_, dropped)) = state.events.pop_front() {
-                state.bytes -= dropped
-                    .message
-                    .as_ref()
-                    .map_or(16, |m| serde_json::to_string(&**m).map_or(0, |s| s.len()));
+            if let Some((_, dropped, _)) = state.events.pop_front() {
+                state.bytes -= dropped;
             }
         }
         drop(state);
         self.changed.notify_waiters();
     }
 
-    fn finish(&self) {
-        self.state().finished = Some(Instant::now());
+    /// The stream ended: what it holds.
+    fn finish(&self) -> usize {
+        let mut state = self.state();
+        state.finished = Some(Instant::now());
+        let bytes = state.bytes;
+        drop(state);
         self.changed.notify_waiters();
+        bytes
     }
 
     /// A follower begins reading.
@@ -185,9 +189,40 @@ impl Drop for Attached {
     }
 }
 
+/// A recorded stream's key: its session, and its stream id.
+type Key = (SessionId, u64);
+
+/// The recorded streams, and the finished ones in the order they finished
+/// (the order they go in).
+#[derive(Default)]
+struct Table {
+    records: HashMap<Key, Arc<Record>>,
+    finished: VecDeque<(Instant, Key, usize)>,
+    finished_bytes: usize,
+}
+
+impl Table {
+    /// Let the oldest finished streams go while they are past
+    /// [`KEEP_FINISHED`], hold more than [`MAX_FINISHED_BYTES`], or the
+    /// table is full.
+    fn evict(&mut self) {
+        while let Some((at, _, _)) = self.finished.front() {
+            let expired = at.elapsed() >= KEEP_FINISHED;
+            let over = self.finished_bytes > MAX_FINISHED_BYTES;
+            if !expired && !over && self.records.len() < MAX_STREAMS {
+                return;
+            }
+            if let Some((_, key, bytes)) = self.finished.pop_front() {
+                self.finished_bytes -= bytes;
+                self.records.remove(&key);
+            }
+        }
+    }
+}
+
 /// The recorded streams of a server's sessions.
 pub struct Streams {
-    records: Mutex<HashMap<(SessionId, u64), Arc<Record>>>,
+    table: Mutex<Table>,
     /// How long a follower of a client that resumes stays open while the
     /// call runs; `None`: until the response.
     pub poll_after: Option<Duration>,
@@ -196,7 +231,7 @@ pub struct Streams {
 impl Streams {
     pub fn new(poll_after: Option<Duration>) -> Streams {
         Streams {
-            records: Mutex::default(),
+            table: Mutex::default(),
             poll_after,
         }
     }
@@ -239,37 +274,25 @@ impl Streams {
                 let index = id.map_or(0, |(index, _)| index);
                 recording.push(index, event);
             }
-            recording.finish();
+            let bytes = recording.finish();
+            if let (Some(key), Some(streams)) = (key, streams.upgrade()) {
+                let mut table = streams.table();
+                table.finished.push_back((Instant::now(), key, bytes));
+                table.finished_bytes += bytes;
+                table.evict();
+            }
         });
         follower
     }
 
-    fn keep(&self, key: (SessionId, u64), record: Arc<Record>) {
-        let mut records = self.records.lock().expect("records lock");
-        records.retain(|_, r| {
-            r.state()
-                .finished
-                .is_none_or(|at| at.elapsed() < KEEP_FINISHED)
-        });
-        // The finished ones go, oldest first, while they hold too much or
-        // the table is full.
-        let mut finished: Vec<(Instant, usize, (SessionId, u64))> = records
-            .iter()
-            .filter_map(|(k, r)| {
-                let state = r.state();
-                state.finished.map(|at| (at, state.bytes, k.clone()))
-            })
-            .collect();
-        finished.sort_by_key(|(at, _, _)| *at);
-        let mut held: usize = finished.iter().map(|(_, bytes, _)| bytes).sum();
-        for (_, bytes, old) in finished {
-            if held <= MAX_FINISHED_BYTES && records.len() < MAX_STREAMS {
-                break;
-            }
-            records.remove(&old);
-            held -= bytes;
-        }
-        records.insert(key, record);
+    fn table(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().expect("recorded streams lock")
+    }
+
+    fn keep(&self, key: Key, record: Arc<Record>) {
+        let mut table = self.table();
+        table.evict();
+        table.records.insert(key, record);
     }
 
     /// A follower of the stream `last_event_id` names in `session`, from
@@ -277,13 +300,12 @@ impl Streams {
     /// longer holds that event).
     pub(super) fn resume(&self, session: &SessionId, last_event_id: &str) -> Option<Follower> {
         let (index, stream_id) = parse_id(last_event_id)?;
-        let record = self
-            .records
-            .lock()
-            .expect("records lock")
-            .get(&(session.clone(), stream_id))
-            .cloned()?;
-        let oldest = record.state().events.front().map(|(i, _)| *i)?;
+        let record = {
+            let mut table = self.table();
+            table.evict();
+            table.records.get(&(session.clone(), stream_id)).cloned()?
+        };
+        let oldest = record.state().events.front().map(|(i, _, _)| *i)?;
         if index + 1 < oldest {
             return None;
         }
@@ -292,10 +314,10 @@ impl Streams {
 
     /// The sessions' records go with them.
     pub(super) fn forget(&self, session: &SessionId) {
-        self.records
-            .lock()
-            .expect("records lock")
-            .retain(|(s, _), _| s != session);
+        let mut table = self.table();
+        table.records.retain(|(s, _), _| s != session);
+        table.finished.retain(|(_, (s, _), _)| s != session);
+        table.finished_bytes = table.finished.iter().map(|(_, _, bytes)| bytes).sum();
     }
 
     /// A follower of `record` after the event `after` (index and id), or
@@ -335,8 +357,8 @@ impl Streams {
                     let event = state
                         .events
                         .iter()
-                        .find(|(i, _)| *i >= next)
-                        .map(|(i, e)| (*i, e.clone()));
+                        .find(|(i, _, _)| *i >= next)
+                        .map(|(i, _, e)| (*i, e.clone()));
                     (event, state.finished.is_some())
                 };
                 if let Some((index, event)) = event {
