@@ -338,17 +338,23 @@ impl McpServer {
     /// support its extension declares (`execution.taskSupport`).
     fn listing(&self) -> Value {
         let host = self.host();
-        let mut listing = formats::tools_as(&host.active_tool_infos(), ToolFormat::Mcp);
-        if let Some(tools) = listing["tools"].as_array_mut() {
-            for tool in tools {
-                let name = tool["name"].as_str().unwrap_or_default();
-                if let Some(support) = host.offers().task_support.get(name) {
-                    tool["execution"] = json!({ "taskSupport": support.name() });
-                }
+        tools_as_mcp(&host, &host.active_tool_infos())
+    }
+}
+
+/// `tools` in MCP's shape (a `tools/list` result), each with the task
+/// support its extension declares (`execution.taskSupport`).
+fn tools_as_mcp(host: &Host, tools: &[crate::registry::ToolInfo]) -> Value {
+    let mut listing = formats::tools_as(tools, ToolFormat::Mcp);
+    if let Some(tools) = listing["tools"].as_array_mut() {
+        for tool in tools {
+            let name = tool["name"].as_str().unwrap_or_default();
+            if let Some(support) = host.offers().task_support.get(name) {
+                tool["execution"] = json!({ "taskSupport": support.name() });
             }
         }
-        listing
     }
+    listing
 }
 
 /// The turn a `tools/call` took in the host's order of file mutations when
@@ -573,6 +579,26 @@ fn internal(what: &str, e: impl std::fmt::Display) -> McpError {
     McpError::internal_error(format!("{what}: {e}"), None)
 }
 
+/// `value` as the rmcp type of a result; `what` names the result in the
+/// internal error it can only be when toolhost built it wrong.
+fn from_json<T: serde::de::DeserializeOwned>(what: &str, value: Value) -> Result<T, McpError> {
+    serde_json::from_value(value).map_err(|e| internal(what, e))
+}
+
+/// `-32021`: the request needs `capabilities` (in the shape of a client's
+/// declaration, `{"elicitation": {}}`) which the client did not declare.
+fn missing_capability(capabilities: Value) -> McpError {
+    match from_json("naming the missing capability", capabilities) {
+        Ok(required) => McpError::missing_required_client_capability(required),
+        Err(e) => e,
+    }
+}
+
+/// A spawned call's end, a panic in it an internal error.
+fn joined<T>(joined: Result<Result<T, McpError>, tokio::task::JoinError>) -> Result<T, McpError> {
+    joined.unwrap_or_else(|e| Err(internal("running the call", e)))
+}
+
 impl ServerHandler for McpServer {
     // `enable_logging`: 2025-11-25 clients may set a level.
     #[allow(deprecated)]
@@ -677,7 +703,7 @@ impl ServerHandler for McpServer {
             tokio::task::spawn_blocking(move || server.list_resources_page(cursor.as_deref()))
                 .await
                 .map_err(|e| internal("listing the resources", e))??;
-        features::from_json("listing the resources", page)
+        from_json("listing the resources", page)
     }
 
     async fn list_resource_templates(
@@ -685,7 +711,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
-        features::from_json("listing the resource templates", self.list_templates())
+        from_json("listing the resource templates", self.list_templates())
     }
 
     async fn read_resource(
@@ -694,7 +720,7 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
         let contents = self.read_contents(&request.uri).await?;
-        let result: rmcp::model::ReadResourceResult = features::from_json(
+        let result: rmcp::model::ReadResourceResult = from_json(
             "reading the resource",
             json!({ "contents": [contents], "resultType": "complete" }),
         )?;
@@ -725,7 +751,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, McpError> {
-        features::from_json("listing the prompts", self.list_prompts_all())
+        from_json("listing the prompts", self.list_prompts_all())
     }
 
     async fn get_prompt(
@@ -752,11 +778,10 @@ impl ServerHandler for McpServer {
             .await?;
         if result["resultType"] == "input_required" {
             let required: rmcp::model::InputRequiredResult =
-                features::from_json("asking for the prompt's form", result)?;
+                from_json("asking for the prompt's form", result)?;
             return Ok(required.into());
         }
-        let result: rmcp::model::GetPromptResult =
-            features::from_json("getting the prompt", result)?;
+        let result: rmcp::model::GetPromptResult = from_json("getting the prompt", result)?;
         Ok(result.into())
     }
 
@@ -770,7 +795,7 @@ impl ServerHandler for McpServer {
         let result = self
             .complete_argument(&reference, &request.argument.name, &request.argument.value)
             .await?;
-        features::from_json("completing", result)
+        from_json("completing", result)
     }
 
     /// A tool of the active set in MCP's shape, by name: what rmcp checks a
@@ -779,12 +804,8 @@ impl ServerHandler for McpServer {
     /// match).
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
         let host = self.host();
-        let info = host.active_tool_info(name)?;
-        let mut listing = formats::tools_as(&[info], ToolFormat::Mcp);
-        if let Some(support) = host.offers().task_support.get(name) {
-            listing["tools"][0]["execution"] = json!({ "taskSupport": support.name() });
-        }
-        serde_json::from_value(listing["tools"][0].clone()).ok()
+        let mut listing = tools_as_mcp(&host, &[host.active_tool_info(name)?]);
+        serde_json::from_value(listing["tools"][0].take()).ok()
     }
 
     async fn list_tools(
@@ -796,7 +817,7 @@ impl ServerHandler for McpServer {
         // A complete result (2026-07-28 requires the field; rmcp removes it
         // for older revisions).
         listing["resultType"] = json!("complete");
-        serde_json::from_value(listing).map_err(|e| internal("listing the tools", e))
+        from_json("listing the tools", listing)
     }
 
     /// A call from a client that declared the tasks extension (in its
@@ -828,11 +849,8 @@ impl ServerHandler for McpServer {
         let active = host.is_active(&request.name);
         let support = host.offers().task_support(&request.name);
         if active && support == TaskSupport::Required && !tasks_declared {
-            let required = serde_json::from_value(
-                json!({ "extensions": { rmcp::model::TASKS_EXTENSION_ID: {} } }),
-            )
-            .map_err(|e| internal("naming the missing capability", e))?;
-            return Err(McpError::missing_required_client_capability(required));
+            let tasks = json!({ "extensions": { rmcp::model::TASKS_EXTENSION_ID: {} } });
+            return Err(missing_capability(tasks));
         }
         if !tasks_declared || !active || support == TaskSupport::Forbidden {
             return self.run_call(request, context, Mode::Request).await;
@@ -849,8 +867,8 @@ impl ServerHandler for McpServer {
             };
             tokio::select! {
                 biased;
-                joined = &mut running => {
-                    let ended = joined.unwrap_or_else(|e| Err(internal("running the call", e)));
+                ended = &mut running => {
+                    let ended = joined(ended);
                     if let Ok((CallToolResponse::InputRequired(question), _)) = ended {
                         return Ok(CallToolResponse::InputRequired(question));
                     }
@@ -859,7 +877,7 @@ impl ServerHandler for McpServer {
                 }
                 () = request_gone.cancelled() => {
                     stop.cancel();
-                    return running.await.unwrap_or_else(|e| Err(internal("running the call", e))).map(|(r, _)| r);
+                    return joined(running.await).map(|(response, _)| response);
                 }
                 () = tokio::time::sleep(TASK_AFTER) => {}
             }
@@ -882,20 +900,12 @@ impl ServerHandler for McpServer {
             };
             tokio::spawn(async move { this.run_call_ended(request, context, mode).await })
         };
-        let ended = |joined: Result<
-            Result<(CallToolResponse, Outcome), McpError>,
-            tokio::task::JoinError,
-        >| {
-            joined
-                .unwrap_or_else(|e| Err(internal("running the call", e)))
-                .map(|(response, _)| response)
-        };
         tokio::select! {
             biased;
-            joined = &mut running => return ended(joined),
+            ended = &mut running => return joined(ended).map(|(response, _)| response),
             () = request_gone.cancelled() => {
                 stop.cancel();
-                return ended(running.await);
+                return joined(running.await).map(|(response, _)| response);
             }
             () = client.wants_task() => {}
             () = tokio::time::sleep(TASK_AFTER) => {}
@@ -969,9 +979,7 @@ impl McpServer {
                     task.cancelled().await;
                     cancelled.cancel();
                 });
-                let ended = running
-                    .await
-                    .unwrap_or_else(|e| Err(internal("running the call", e)));
+                let ended = joined(running.await);
                 watch.abort();
                 match ended {
                     Ok((CallToolResponse::Complete(_), _)) if stop.is_cancelled() => {
@@ -1119,9 +1127,7 @@ impl McpServer {
                 progress.finish().await;
             }
             if let ask::Needed::Missing(method) = needed {
-                let required = serde_json::from_value(json!({ method.name(): {} }))
-                    .map_err(|e| internal("naming the missing capability", e))?;
-                return Err(McpError::missing_required_client_capability(required));
+                return Err(missing_capability(json!({ method.name(): {} })));
             }
             let required = self.shared.states.input_required(
                 &round,

@@ -321,9 +321,7 @@ impl CallRequest<'_> {
         self.turn = turn;
         self
     }
-}
 
-impl<'a> CallRequest<'a> {
     /// Run the call: its result message, and how it ended (the audit log's
     /// outcome, which tells a tool that crashed from one that reported an
     /// error).

@@ -42,18 +42,19 @@ fn refused(refusal: &Refused) -> McpError {
     McpError::invalid_params(refusal.message(), Some(json!({ "uri": refusal.uri })))
 }
 
+/// What a resource request gets under `[mcp] resources = false`.
+fn resources_off(uri: &str) -> McpError {
+    not_found(
+        uri,
+        "toolhost serves no resources here: [mcp] resources = false",
+    )
+}
+
 fn not_found(uri: &str, why: &str) -> McpError {
     McpError::invalid_params(
         format!("Resource not found: {uri} ({why})"),
         Some(json!({ "uri": uri })),
     )
-}
-
-pub(super) fn from_json<T: serde::de::DeserializeOwned>(
-    what: &str,
-    value: Value,
-) -> Result<T, McpError> {
-    serde_json::from_value(value).map_err(|e| super::internal(what, e))
 }
 
 /// A resource's contents as MCP's `ResourceContents`.
@@ -178,10 +179,7 @@ impl McpServer {
             return Ok(offered_contents(spec, uri, &values));
         }
         let Some(files) = host.files() else {
-            return Err(not_found(
-                uri,
-                "toolhost serves no resources here: [mcp] resources = false",
-            ));
+            return Err(resources_off(uri));
         };
         // The file is read on a blocking thread: it may be large, or slow.
         let (files, owned) = (files.clone(), uri.to_string());
@@ -198,7 +196,7 @@ impl McpServer {
             return Ok(());
         }
         let Some(files) = host.files() else {
-            return Err(not_found(uri, "[mcp] resources = false"));
+            return Err(resources_off(uri));
         };
         files.path_of(uri).map(|_| ()).map_err(|r| refused(&r))
     }
@@ -436,9 +434,7 @@ impl McpServer {
                     })?
                 }
                 PromptAsking::Live { peer: None } => {
-                    let required = serde_json::from_value(json!({ "elicitation": {} }))
-                        .map_err(|e| super::internal("naming the missing capability", e))?;
-                    return Err(McpError::missing_required_client_capability(required));
+                    return Err(super::missing_capability(json!({ "elicitation": {} })));
                 }
             };
             let answered = ask
