@@ -462,11 +462,34 @@ pub fn match_template(template: &str, uri: &str) -> Option<Vec<(String, String)>
     }
 }
 
-/// `text` with each `{name}` of `values` replaced by its value.
+/// `text` with each `{name}` of `values` replaced by its value, in one pass:
+/// a value is taken as it is, never read for `{…}` parts itself.
 pub fn substitute(text: &str, values: &[(String, String)]) -> String {
-    values.iter().fold(text.to_string(), |text, (name, value)| {
-        text.replace(&format!("{{{name}}}"), value)
-    })
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let part = &rest[open..];
+        let value = part.find('}').and_then(|close| {
+            let name = &part[1..close];
+            values
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, value)| (value, close))
+        });
+        match value {
+            Some((value, close)) => {
+                out.push_str(value);
+                rest = &part[close + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = &part[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
@@ -498,6 +521,9 @@ mod tests {
             substitute(r#"{"id":"{id}"}"#, &[("id".into(), "7".into())]),
             r#"{"id":"7"}"#
         );
+        // A value is not read again for parts: arg1 stays what was typed.
+        let values = [("a".into(), "{b}".into()), ("b".into(), "x".into())];
+        assert_eq!(substitute("{a} {b} {c}", &values), "{b} x {c}");
     }
 
     #[test]
