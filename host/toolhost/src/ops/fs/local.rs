@@ -295,6 +295,25 @@ fn accessible(dir: &Dir, name: &str, mode: rustix::fs::Access) -> io::Result<()>
     rustix::fs::accessat(dir, name, mode, rustix::fs::AtFlags::EACCESS).map_err(io::Error::from)
 }
 
+/// Up to `want` bytes from `offset` of a file just opened (`is_dir`: it is
+/// a directory, which reads refuse as `EISDIR`).
+fn read_opened(
+    mut file: impl Read + Seek,
+    is_dir: bool,
+    offset: u64,
+    want: u64,
+) -> io::Result<Vec<u8>> {
+    if is_dir {
+        return Err(io::Error::from_raw_os_error(
+            rustix::io::Errno::ISDIR.raw_os_error(),
+        ));
+    }
+    file.seek(SeekFrom::Start(offset))?;
+    let mut buf = Vec::new();
+    file.take(want).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
 fn io_error(e: &io::Error, path: &str) -> FsError {
     use rustix::io::Errno;
     if is_escape(e) {
@@ -356,16 +375,9 @@ impl FsRead for LocalFs {
             options
                 .read(true)
                 .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
-            let mut file = dir.open_with(rel, &options)?;
-            if file.metadata()?.is_dir() {
-                return Err(io::Error::from_raw_os_error(
-                    rustix::io::Errno::ISDIR.raw_os_error(),
-                ));
-            }
-            file.seek(SeekFrom::Start(offset))?;
-            let mut buf = Vec::new();
-            file.take(want).read_to_end(&mut buf)?;
-            Ok(buf)
+            let file = dir.open_with(rel, &options)?;
+            let is_dir = file.metadata()?.is_dir();
+            read_opened(file, is_dir, offset, want)
         })
     }
 
@@ -384,17 +396,9 @@ impl FsRead for LocalFs {
                 Mode::empty(),
                 ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
             )?;
-            let mut file = std::fs::File::from(fd);
-            if file.metadata()?.is_dir() {
-                return Err(io::Error::from_raw_os_error(
-                    rustix::io::Errno::ISDIR.raw_os_error(),
-                ));
-            }
-            file.seek(SeekFrom::Start(offset))?;
-            let mut buf = Vec::new();
-            file.take(max_bytes.min(MAX_READ_CHUNK))
-                .read_to_end(&mut buf)?;
-            Ok(buf)
+            let file = std::fs::File::from(fd);
+            let is_dir = file.metadata()?.is_dir();
+            read_opened(file, is_dir, offset, max_bytes.min(MAX_READ_CHUNK))
         };
         read().map_err(|e| io_error(&e, path))
     }
