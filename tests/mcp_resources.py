@@ -106,6 +106,10 @@ async def main(toolhost, workspace, outside, extension, mode):
 
         # --- Attacks first: every way to name what read could not, or what is hidden.
         ws = workspace
+        # A secret store made after the server started is hidden too.
+        os.makedirs(os.path.join(ws, ".gnupg"))
+        with open(os.path.join(ws, ".gnupg", "secring.gpg"), "w") as f:
+            f.write("made later\n")
         attacks = {
             "outside": file_uri(outside),
             "passwd": "file:///etc/passwd",
@@ -120,6 +124,7 @@ async def main(toolhost, workspace, outside, extension, mode):
             "dotToolhost": file_uri(f"{ws}/.toolhost/extensions/x.wasm"),
             "sshKey": file_uri(f"{ws}/.ssh/id_ed25519"),
             "awsCredentials": file_uri(f"{ws}/.aws/credentials"),
+            "madeLater": file_uri(f"{ws}/.gnupg/secring.gpg"),
             "otherHost": f"file://evil.example{ws}/a.txt",
             "query": file_uri(f"{ws}/a.txt?x=1"),
             "nul": file_uri(f"{ws}/a.txt%00.png"),
@@ -145,7 +150,7 @@ async def main(toolhost, workspace, outside, extension, mode):
         summary["listedCount"] = len(names)
         for hidden in [".git/config", ".git/HEAD", "toolhost.toml", ".toolhost/extensions/x.wasm",
                        ".ssh/id_ed25519", ".aws/credentials", "ignored.log", "link-in.txt",
-                       "link-out.txt", "keys/id_ed25519"]:
+                       "link-out.txt", "keys/id_ed25519", ".gnupg/secring.gpg"]:
             check(hidden not in names, f"{hidden} is listed")
         for shown in ["a.txt", "pixel.png", "sub/b.rs", ".gitignore", "many/f-249.txt"]:
             check(shown in names, f"{shown} is not listed: {names[:20]}…")

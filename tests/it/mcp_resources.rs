@@ -118,6 +118,7 @@ fn check_summary(summary: &Value) {
             "dotToolhost",
             "sshKey",
             "awsCredentials",
+            "madeLater",
             "dirLinkToGit",
         ],
         "is protected (git's internals, toolhost's configuration",

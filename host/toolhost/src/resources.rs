@@ -171,8 +171,10 @@ impl WorkspaceFiles {
             .filter(|h| !h.is_empty())
             .map(|home| crate::ops::process::secrets::secret_stores(Path::new(&home)))
             .unwrap_or_default()
-            .into_iter()
-            .map(|p| p.canonicalize().unwrap_or(p))
+            .iter()
+            // Real paths, for those not made yet too (hidden where they
+            // would be made), as the protected paths are judged.
+            .map(|p| crate::files::real_or_planned(p))
             .collect();
         WorkspaceFiles {
             fs,
