@@ -133,7 +133,7 @@ impl Entry {
     /// the word its capability shows it with (`ran`, `read`, `wrote`,
     /// `contacted`), then what the host refused and what it put back.
     pub fn used_lines(&self) -> Vec<(&'static str, &[String])> {
-        crate::capability::audited(&self.used)
+        crate::capability::audit_lists(&self.used)
             .into_iter()
             .filter(|(_, list)| !list.is_empty())
             .collect()

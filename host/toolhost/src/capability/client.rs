@@ -2,7 +2,7 @@
 //! or its roots (`ops/client.rs`). The grant names which:
 //! `client = ["elicitation", "sampling", "roots"]`.
 
-use super::{Capability, ForExtension, GrantSpec, Imported};
+use super::{Capability, ForExtension, Imported};
 use crate::ops::Capabilities;
 use crate::ops::client::{ClientCaps, ClientMethod};
 
@@ -18,22 +18,14 @@ pub(super) const CAPABILITY: Capability = Capability {
     merge: |mine, other| super::merge_list(&mut mine.client, &other.client),
     builtin: super::extensions_only,
     extension,
-    audit: Some(super::Audited {
-        list: crate::ops::usage::Use::Client,
-        shown_as: "asked the client",
-    }),
+    audit: super::audited(crate::ops::usage::Use::Client, "asked the client"),
     doctor: super::no_layers,
 };
 
 /// The kinds of request it names; an unknown kind is said and left out.
-fn extension(
-    grant: &GrantSpec,
-    _: &ForExtension<'_>,
-    caps: &mut Capabilities,
-    warnings: &mut Vec<String>,
-) {
+fn extension(x: &ForExtension<'_>, caps: &mut Capabilities, warnings: &mut Vec<String>) {
     let mut granted = ClientCaps::default();
-    for name in &grant.client {
+    for name in &x.grant.client {
         match ClientMethod::named(name) {
             Some(method) => granted = granted.with(method),
             None => warnings.push(format!(

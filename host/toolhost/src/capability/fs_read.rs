@@ -15,15 +15,12 @@ pub(super) const CAPABILITY: Capability = Capability {
     merge: |mine, other| super::merge_list(&mut mine.fs_read, &other.fs_read),
     builtin,
     // Its directories, as approved.
-    extension: |_, x, caps, warnings| {
+    extension: |x, caps, warnings| {
         if let Some(fs) = super::pinned(x.read_roots, "fs-read", warnings) {
             caps.fs_read = Some(Arc::new(fs));
         }
     },
-    audit: Some(super::Audited {
-        list: Use::Read,
-        shown_as: "read",
-    }),
+    audit: super::audited(Use::Read, "read"),
     doctor: super::no_layers,
 };
 

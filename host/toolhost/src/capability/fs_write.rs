@@ -14,15 +14,12 @@ pub(super) const CAPABILITY: Capability = Capability {
     merge: |mine, other| super::merge_list(&mut mine.fs_write, &other.fs_write),
     builtin,
     // Its directories, as approved, the protected paths refused.
-    extension: |_, x, caps, warnings| {
+    extension: |x, caps, warnings| {
         if let Some(fs) = super::pinned(x.write_roots, "fs-write", warnings) {
             caps.fs_write = Some(Arc::new(fs.protect(x.protected.clone())));
         }
     },
-    audit: Some(super::Audited {
-        list: Use::Written,
-        shown_as: "wrote",
-    }),
+    audit: super::audited(Use::Written, "wrote"),
     doctor: super::no_layers,
 };
 

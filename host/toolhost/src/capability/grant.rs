@@ -70,9 +70,6 @@ impl GrantSpec {
             (capability.merge)(self, other);
         }
         super::merge_list(&mut self.env, &other.env);
-        for (name, secret) in &other.secrets {
-            self.secrets.insert(name.clone(), secret.clone());
-        }
         self.hooks |= other.hooks;
         self.replace_builtin |= other.replace_builtin;
         self.digest = other.digest.clone().or(self.digest.take());

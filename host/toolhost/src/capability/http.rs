@@ -1,8 +1,8 @@
 //! `http`: `wasi:http` requests to the granted hosts (`ops/http_client/`).
 
-use super::{Capability, ForExtension, GrantSpec, Imported};
+use super::{Capability, ForExtension, Imported};
 use crate::ops::Capabilities;
-use crate::ops::http_client::{HttpPolicy, HttpSecret};
+use crate::ops::http_client::HttpPolicy;
 use crate::ops::usage::Use;
 use std::sync::Arc;
 
@@ -18,34 +18,19 @@ pub(super) const CAPABILITY: Capability = Capability {
     },
     builtin: super::extensions_only,
     extension,
-    audit: Some(super::Audited {
-        list: Use::Host,
-        shown_as: "contacted",
-    }),
+    audit: super::audited(Use::Host, "contacted"),
     doctor: super::no_layers,
 };
 
-/// Its hosts; each request waits at most the call's own time limit.
-fn extension(
-    grant: &GrantSpec,
-    x: &ForExtension<'_>,
-    caps: &mut Capabilities,
-    warnings: &mut Vec<String>,
-) {
-    match HttpPolicy::new(&grant.http, x.call_time) {
+/// Its hosts; each request waits at most the call's own time limit. The
+/// secrets it carries are `secrets`' (the next row).
+fn extension(x: &ForExtension<'_>, caps: &mut Capabilities, warnings: &mut Vec<String>) {
+    match HttpPolicy::new(&x.grant.http, x.call_time) {
         Ok(policy) => {
-            let mut policy = match grant.http_response_kb {
+            let policy = match x.grant.http_response_kb {
                 Some(kb) => policy.response_bytes(kb.saturating_mul(1024)),
                 None => policy,
             };
-            for (name, spec) in &grant.secrets {
-                match HttpSecret::resolve(name, spec, policy.grants()) {
-                    Ok(secret) => policy.secrets.push(Arc::new(secret)),
-                    Err(reason) => {
-                        warnings.push(format!("secret {name} is not sent: {reason}"));
-                    }
-                }
-            }
             caps.http = Some(Arc::new(policy));
         }
         Err(reason) => warnings.push(format!("{reason}; http not granted")),

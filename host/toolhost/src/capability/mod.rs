@@ -23,6 +23,7 @@ mod grant;
 mod http;
 pub(crate) mod process;
 mod search;
+mod secrets;
 mod session_processes;
 mod tools;
 
@@ -116,6 +117,9 @@ pub(crate) enum Imported {
     Package,
     /// Through WASI: every import whose name starts with this prefix.
     Wasi(&'static str),
+    /// Not by itself: it changes what the capability of this name serves
+    /// (`secrets` rides on `http`'s requests).
+    Through(&'static str),
 }
 
 /// A place a built-in's manifest names instead of a directory.
@@ -152,6 +156,8 @@ pub(crate) type ProvideBuiltin =
 /// its part (`extensions::capabilities` resolves it).
 pub(crate) struct ForExtension<'a> {
     pub name: &'a str,
+    /// Its grant, as its files wrote it (merged).
+    pub grant: &'a GrantSpec,
     /// Its `fs-read` and `fs-write` directories, as approved (pinned).
     pub read_roots: &'a [GrantedDir],
     pub write_roots: &'a [GrantedDir],
@@ -176,7 +182,7 @@ pub(crate) struct ForExtension<'a> {
 /// Give an extension its grant of one capability, into the capabilities
 /// being built; what it could not be given is said in `warnings`.
 pub(crate) type ProvideExtension =
-    fn(&GrantSpec, &ForExtension<'_>, &mut Capabilities, warnings: &mut Vec<String>);
+    fn(&ForExtension<'_>, &mut Capabilities, warnings: &mut Vec<String>);
 
 /// What a call's use of a capability adds to its audit line: the list its
 /// Operations fill ([`crate::ops::usage`]), and the word `toolhost audit`
@@ -185,6 +191,12 @@ pub(crate) type ProvideExtension =
 pub(crate) struct Audited {
     pub list: Use,
     pub shown_as: &'static str,
+}
+
+/// A capability's use fills `list`, which `toolhost audit` shows as
+/// `shown_as`.
+const fn audited(list: Use, shown_as: &'static str) -> Option<Audited> {
+    Some(Audited { list, shown_as })
 }
 
 /// One capability (see the module docs).
@@ -214,20 +226,21 @@ pub(crate) const ALL: &[Capability] = &[
     http::CAPABILITY,
     client::CAPABILITY,
     session_processes::CAPABILITY,
+    // After `http`: its secrets join the policy `http` made.
+    secrets::CAPABILITY,
 ];
 
 /// Each list of `used` that a capability fills, with the word it is shown
 /// with, in the table's order (a list two capabilities fill, once); then
 /// what the host itself recorded: refusals, what it put back, and what
 /// the person was asked.
-pub(crate) fn audited(used: &Used) -> Vec<(&'static str, &[String])> {
+pub(crate) fn audit_lists(used: &Used) -> Vec<(&'static str, &[String])> {
     let mut lists: Vec<(&'static str, Use)> = Vec::new();
     for audited in ALL.iter().filter_map(|c| c.audit) {
         if !lists.iter().any(|(_, list)| *list == audited.list) {
             lists.push((audited.shown_as, audited.list));
         }
     }
-    lists.push(("sent secrets", Use::Secret));
     lists.push(("denied", Use::Denied));
     lists.push(("put back", Use::Reverted));
     lists.push(("asked", Use::Asked));
@@ -266,15 +279,14 @@ pub(crate) fn for_builtin(
     Ok(caps)
 }
 
-/// The capabilities an extension's `grant`, resolved as `resolved`, gives it.
+/// The capabilities an extension's grant, resolved as `resolved`, gives it.
 pub(crate) fn for_extension(
-    grant: &GrantSpec,
     resolved: &ForExtension<'_>,
     warnings: &mut Vec<String>,
 ) -> Capabilities {
     let mut caps = Capabilities::default();
-    for capability in ALL.iter().filter(|c| (c.asked)(grant)) {
-        (capability.extension)(grant, resolved, &mut caps, warnings);
+    for capability in ALL.iter().filter(|c| (c.asked)(resolved.grant)) {
+        (capability.extension)(resolved, &mut caps, warnings);
     }
     caps
 }
@@ -335,6 +347,7 @@ mod tests {
             http: vec!["example.org".into()],
             client: vec!["sampling".into()],
             session_processes: true,
+            secrets: [("TOKEN".into(), Default::default())].into(),
             ..Default::default()
         };
         for capability in ALL {
@@ -364,7 +377,7 @@ mod tests {
             asked: vec!["send HTTP requests to a:443: once (terminal)".into()],
             more: 0,
         };
-        let shown: Vec<(&str, &str)> = audited(&used)
+        let shown: Vec<(&str, &str)> = audit_lists(&used)
             .into_iter()
             .map(|(word, list)| (word, list[0].as_str()))
             .collect();

@@ -24,10 +24,7 @@ pub(super) const CAPABILITY: Capability = Capability {
     },
     builtin,
     extension,
-    audit: Some(super::Audited {
-        list: Use::Program,
-        shown_as: "ran",
-    }),
+    audit: super::audited(Use::Program, "ran"),
     doctor: crate::ops::process::doctor::layers,
 };
 
@@ -128,13 +125,8 @@ pub(crate) fn shell_policy(
 /// for writing), nothing else of the user's, the secret stores hidden; the
 /// network only when that is granted too. A program that lies where tools
 /// can write is refused, and said so.
-fn extension(
-    grant: &GrantSpec,
-    x: &ForExtension<'_>,
-    caps: &mut Capabilities,
-    warnings: &mut Vec<String>,
-) {
-    let name = x.name;
+fn extension(x: &ForExtension<'_>, caps: &mut Capabilities, warnings: &mut Vec<String>) {
+    let (name, grant) = (x.name, x.grant);
     let programs: Vec<&str> = grant
         .process
         .iter()

@@ -14,10 +14,7 @@ pub(super) const CAPABILITY: Capability = Capability {
     merge: |mine, other| mine.search |= other.search,
     builtin,
     extension,
-    audit: Some(super::Audited {
-        list: Use::Read,
-        shown_as: "read",
-    }),
+    audit: super::audited(Use::Read, "read"),
     doctor: super::no_layers,
 };
 
@@ -29,12 +26,7 @@ fn builtin(_: &GrantSpec, b: &BuiltinBackends, caps: &mut Capabilities) -> Resul
 
 /// An extension searches the directories it may read (its `fs-read`
 /// grant, resolved).
-fn extension(
-    _: &GrantSpec,
-    x: &ForExtension<'_>,
-    caps: &mut Capabilities,
-    warnings: &mut Vec<String>,
-) {
+fn extension(x: &ForExtension<'_>, caps: &mut Capabilities, warnings: &mut Vec<String>) {
     if x.read_roots.is_empty() {
         warnings.push("search is granted but no fs-read directory to search".into());
     } else if let Some(fs) = super::pinned(x.read_roots, "search", warnings) {

@@ -2,7 +2,7 @@
 //! session (`ops/process/session.rs`), under the component's own `process`
 //! grant and jail. `session-processes = true`.
 
-use super::{Capability, ForExtension, GrantSpec, Imported};
+use super::{Capability, ForExtension, Imported};
 use crate::ops::Capabilities;
 
 pub(super) const CAPABILITY: Capability = Capability {
@@ -20,21 +20,13 @@ pub(super) const CAPABILITY: Capability = Capability {
         Ok(())
     },
     extension,
-    audit: Some(super::Audited {
-        list: crate::ops::usage::Use::Program,
-        shown_as: "ran",
-    }),
+    audit: super::audited(crate::ops::usage::Use::Program, "ran"),
     doctor: super::no_layers,
 };
 
 /// Granted; it starts nothing without programs of its own to start.
-fn extension(
-    grant: &GrantSpec,
-    _: &ForExtension<'_>,
-    caps: &mut Capabilities,
-    warnings: &mut Vec<String>,
-) {
-    if grant.process.is_empty() {
+fn extension(x: &ForExtension<'_>, caps: &mut Capabilities, warnings: &mut Vec<String>) {
+    if x.grant.process.is_empty() {
         warnings.push(
             "session-processes: granted, but no program is (process = [...]); it can start \
              nothing"

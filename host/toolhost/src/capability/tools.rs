@@ -10,7 +10,7 @@ pub(super) const CAPABILITY: Capability = Capability {
     asked: |g| g.tools,
     merge: |mine, other| mine.tools |= other.tools,
     builtin: super::extensions_only,
-    extension: |_, x, caps, _| caps.tools = Some(x.tool_set.clone()),
+    extension: |x, caps, _| caps.tools = Some(x.tool_set.clone()),
     audit: None,
     doctor: super::no_layers,
 };

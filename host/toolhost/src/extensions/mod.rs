@@ -358,6 +358,7 @@ fn capabilities(
         |program: &str, policy: &ProcessPolicy| passed_over(program, policy, cx.places);
     let resolved = ForExtension {
         name,
+        grant,
         read_roots: &read_roots,
         write_roots: &write_roots,
         env: &env_names,
@@ -370,7 +371,7 @@ fn capabilities(
         program_refusal: &program_refusal,
         passed_over: &passed_over,
     };
-    let mut caps = capability::for_extension(grant, &resolved, &mut warnings);
+    let mut caps = capability::for_extension(&resolved, &mut warnings);
     let mut preopens: Vec<(GrantedDir, bool)> =
         read_roots.iter().map(|d| (d.clone(), false)).collect();
     for dir in &write_roots {

@@ -65,7 +65,7 @@ pub fn interfaces() -> impl Iterator<Item = &'static Interface> {
 pub fn wasi_capabilities() -> impl Iterator<Item = (&'static str, &'static Interface)> {
     capability::ALL.iter().filter_map(|c| match c.imported {
         Imported::Wasi(prefix) => Some((prefix, &c.interface)),
-        Imported::Package => None,
+        Imported::Package | Imported::Through(_) => None,
     })
 }
 
