@@ -89,6 +89,8 @@ mod resources;
 pub mod serve;
 mod session;
 mod store;
+#[cfg(test)]
+mod testing;
 mod validate;
 #[cfg(feature = "mcp")]
 pub mod watch;

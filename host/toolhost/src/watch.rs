@@ -106,8 +106,7 @@ mod tests {
     #[test]
     fn a_fingerprint_sees_added_changed_and_removed_files() {
         let dir = tempfile::tempdir().unwrap();
-        let ext = dir.path().join("extensions");
-        let file = dir.path().join("tool.wasm");
+        let [ext, file] = ["extensions", "tool.wasm"].map(|n| dir.path().join(n));
         let paths = vec![ext.clone(), file.clone()];
         let missing = Fingerprint::of(&paths);
         std::fs::create_dir(&ext).unwrap();

@@ -228,12 +228,10 @@ mod tests {
     #[test]
     fn discovers_files_and_manifest_dirs_in_order() {
         let tmp = tempfile::tempdir().unwrap();
-        let ws_ext = tmp.path().join("ws");
-        let user_ext = tmp.path().join("user");
-        std::fs::create_dir_all(ws_ext.join("wc")).unwrap();
-        std::fs::create_dir_all(ws_ext.join(".hidden")).unwrap();
-        std::fs::create_dir_all(ws_ext.join("no-manifest")).unwrap();
-        std::fs::create_dir_all(ws_ext.join("deep/er")).unwrap();
+        let [ws_ext, user_ext] = ["ws", "user"].map(|n| tmp.path().join(n));
+        for dir in ["wc", ".hidden", "no-manifest", "deep/er"] {
+            std::fs::create_dir_all(ws_ext.join(dir)).unwrap();
+        }
         std::fs::create_dir_all(&user_ext).unwrap();
         std::fs::write(ws_ext.join("b.wasm"), "").unwrap();
         std::fs::write(ws_ext.join(".skip.wasm"), "").unwrap();

@@ -287,8 +287,7 @@ mod tests {
     }
 
     fn fixture() -> Fixture {
-        let tmp = tempfile::tempdir().unwrap();
-        let base = tmp.path().canonicalize().unwrap();
+        let (tmp, base) = crate::testing::real_temp_dir();
         let (ws, outside, temp) = (base.join("ws"), base.join("outside"), base.join("temp"));
         for dir in [&ws, &outside, &temp] {
             std::fs::create_dir_all(dir.join("docs/api")).unwrap();

@@ -181,9 +181,7 @@ mod tests {
     #[test]
     fn verdicts_follow_the_recorded_digests() {
         let tmp = tempfile::tempdir().unwrap();
-        let config = tmp.path().join("config");
-        let ws = tmp.path().join("ws");
-        let other = tmp.path().join("other");
+        let [config, ws, other] = ["config", "ws", "other"].map(|n| tmp.path().join(n));
         let a = Digest::of(b"a");
         let b = Digest::of(b"b");
         let mut store = TrustStore::load(&config).unwrap();

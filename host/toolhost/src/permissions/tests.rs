@@ -614,8 +614,7 @@ mod flooding {
 
 #[test]
 fn a_path_rule_names_the_real_place_behind_a_linked_directory() {
-    let tmp = tempfile::tempdir().unwrap();
-    let base = tmp.path().canonicalize().unwrap();
+    let (_tmp, base) = crate::testing::real_temp_dir();
     std::fs::create_dir_all(base.join("mnt/data")).unwrap();
     std::os::unix::fs::symlink(base.join("mnt/data"), base.join("data")).unwrap();
     let spec = PermissionsSpec {

@@ -119,8 +119,7 @@ mod tests {
 
     #[test]
     fn it_keeps_the_approved_directory_and_says_what_replaced_it() {
-        let tmp = tempfile::tempdir().unwrap();
-        let base = tmp.path().canonicalize().unwrap();
+        let (_tmp, base) = crate::testing::real_temp_dir();
         let docs = base.join("docs");
         std::fs::create_dir(&docs).unwrap();
         std::fs::write(docs.join("a.txt"), "approved").unwrap();

@@ -605,8 +605,7 @@ mod tests {
 
     #[test]
     fn follows_symlinks_that_stay_inside() {
-        let tmp = tempfile::tempdir().unwrap();
-        let ws = tmp.path().canonicalize().unwrap();
+        let (_tmp, ws) = crate::testing::real_temp_dir();
         std::fs::create_dir(ws.join("sub")).unwrap();
         std::fs::write(ws.join("sub/a.txt"), "hello").unwrap();
         std::os::unix::fs::symlink(ws.join("sub/a.txt"), ws.join("abs-in")).unwrap();
@@ -654,8 +653,7 @@ mod write_tests {
     #[test]
     fn writes_are_atomic_keep_permissions_and_follow_links() {
         use std::os::unix::fs::PermissionsExt as _;
-        let tmp = tempfile::tempdir().unwrap();
-        let ws = tmp.path().canonicalize().unwrap();
+        let (_tmp, ws) = crate::testing::real_temp_dir();
         let w = ws.to_str().unwrap();
         let fs = LocalFs::new(std::slice::from_ref(&ws)).unwrap();
         std::fs::write(ws.join("script.sh"), "old").unwrap();
@@ -720,8 +718,7 @@ mod write_tests {
 
     #[test]
     fn create_dir_all_reports_a_file_in_the_way() {
-        let tmp = tempfile::tempdir().unwrap();
-        let ws = tmp.path().canonicalize().unwrap();
+        let (_tmp, ws) = crate::testing::real_temp_dir();
         let w = ws.to_str().unwrap();
         std::fs::write(ws.join("f.txt"), "x").unwrap();
         let fs = LocalFs::new(std::slice::from_ref(&ws)).unwrap();

@@ -117,8 +117,7 @@ mod tests {
 
     #[test]
     fn read_reaches_the_files_the_shell_wrote_and_nothing_else_of_the_temp_directory() {
-        let tmp = tempfile::tempdir().unwrap();
-        let base = tmp.path().canonicalize().unwrap();
+        let (_tmp, base) = crate::testing::real_temp_dir();
         let (ws, temp) = (base.join("ws"), base.join("temp"));
         std::fs::create_dir_all(&ws).unwrap();
         std::fs::create_dir_all(&temp).unwrap();

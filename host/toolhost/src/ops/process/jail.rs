@@ -806,8 +806,7 @@ mod tests {
 
     #[test]
     fn a_system_only_view_shows_the_system_and_the_grants() {
-        let tmp = tempfile::tempdir().unwrap();
-        let docs = tmp.path().canonicalize().unwrap();
+        let (_tmp, docs) = crate::testing::real_temp_dir();
         let reads = [docs.clone()];
         let spec = JailSpec {
             view: View::SystemOnly,

@@ -172,8 +172,7 @@ mod tests {
 
     #[test]
     fn covers_the_list_beneath_and_git_hooks_and_config_at_any_depth() {
-        let tmp = tempfile::tempdir().unwrap();
-        let ws = tmp.path().canonicalize().unwrap();
+        let (_tmp, ws) = crate::testing::real_temp_dir();
         std::fs::create_dir_all(ws.join(".toolhost")).unwrap();
         let p = ProtectedPaths::new([
             ws.join("toolhost.toml"),
@@ -198,8 +197,7 @@ mod tests {
 
     #[test]
     fn git_directories_are_known_by_their_shape_and_what_configuration_names() {
-        let tmp = tempfile::tempdir().unwrap();
-        let ws = tmp.path().canonicalize().unwrap();
+        let (_tmp, ws) = crate::testing::real_temp_dir();
         let p = ProtectedPaths::default();
         // A bare repository under any name, and one this write would complete.
         std::fs::create_dir_all(ws.join("bare/objects")).unwrap();
