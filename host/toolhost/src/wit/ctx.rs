@@ -123,6 +123,33 @@ impl<'a> OpsCtx<'a> {
         }
     }
 
+    /// `op` on `path` through the `fs-read` backend, or beyond the roots
+    /// where a rule or the person allows it, recorded as read.
+    pub(super) async fn reading<T: Send>(
+        &mut self,
+        path: &str,
+        op: impl Fn(&dyn FsRead, &str) -> Result<T, FsError> + Send + Sync,
+    ) -> Result<T, FsError> {
+        let r = self.reader().and_then(|fs| op(&*fs, path));
+        let r = self
+            .or_beyond(r, path, (false, false), |fs, p| op(fs, p))
+            .await;
+        self.noted(r, Use::Read, path)
+    }
+
+    /// `op` on `path` through the `fs-write` backend, or beyond the roots
+    /// (to write, or to create as a directory: `how`), recorded as written.
+    pub(super) async fn writing<T: Send>(
+        &mut self,
+        path: &str,
+        how: (bool, bool),
+        op: impl Fn(&dyn FsWrite, &str) -> Result<T, FsError> + Send + Sync,
+    ) -> Result<T, FsError> {
+        let r = self.writer().and_then(|fs| op(&*fs, path));
+        let r = self.or_beyond(r, path, how, |fs, p| op(fs, p)).await;
+        self.noted(r, Use::Written, path)
+    }
+
     /// Record what an operation on `path` did: used as `kind` when it
     /// succeeded, denied when the host refused it.
     pub(super) fn noted<T>(
@@ -159,7 +186,7 @@ impl<'a> OpsCtx<'a> {
 impl OpsCtx<'_> {
     /// Run a search of `root` on the blocking pool and record it: read, or
     /// refused.
-    pub(super) async fn searched<T: Send + 'static>(
+    async fn searched<T: Send + 'static>(
         &mut self,
         root: String,
         run: impl FnOnce(&dyn search::Search, &search::StopFlag) -> Result<T, search::SearchError>
@@ -180,12 +207,31 @@ impl OpsCtx<'_> {
         found
     }
 
+    /// A search of `root` by `run` (given the backend and the root to
+    /// search), and when it is refused as outside the roots, the search
+    /// beyond them that a rule or the person may allow
+    /// ([`Self::search_beyond`]).
+    pub(super) async fn search<T: Send + 'static>(
+        &mut self,
+        root: String,
+        run: impl Fn(&dyn search::Search, &search::StopFlag, String) -> Result<T, search::SearchError>
+        + Clone
+        + Send
+        + 'static,
+    ) -> Result<T, search::SearchError> {
+        let (first, at) = (run.clone(), root.clone());
+        let found = self
+            .searched(root.clone(), move |backend, stop| first(backend, stop, at))
+            .await;
+        self.search_beyond(found, root, run).await
+    }
+
     /// `found`, a search of `root`; when it was refused as outside the
     /// roots and a rule or the person allows reading the place (see
     /// [`Self::or_beyond`]), `run` again on its real path, over a backend
     /// rooted at the approved place. A refusal that stands keeps the root's
     /// name on its first line and says why on the next.
-    pub(super) async fn search_beyond<T: Send + 'static>(
+    async fn search_beyond<T: Send + 'static>(
         &mut self,
         found: Result<T, search::SearchError>,
         root: String,

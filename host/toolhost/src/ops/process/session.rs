@@ -683,26 +683,12 @@ impl Drop for SessionProcesses {
 #[cfg(test)]
 mod tests {
     use super::super::JailMode;
+    use super::super::tests::command;
     use super::*;
     use std::path::Path;
 
     fn policy(dir: &Path, jail: JailMode) -> ProcessPolicy {
-        ProcessPolicy::new()
-            .program("sh")
-            .cwd_root(dir)
-            .write_root(dir)
-            .host_env()
-            .jail(jail)
-    }
-
-    fn sh(script: &str, dir: &Path) -> Command {
-        Command {
-            program: "sh".into(),
-            args: vec!["-c".into(), script.into()],
-            cwd: dir.to_string_lossy().into_owned(),
-            env: Vec::new(),
-            timeout_ms: None,
-        }
+        super::super::tests::policy(dir).jail(jail)
     }
 
     /// Start `script` in `dir` under `p`, with no guard.
@@ -713,8 +699,14 @@ mod tests {
         dir: &Path,
         input: Input,
     ) -> ProcessInfo {
-        sp.start(p, sh(script, dir), script, input, (&Usage::default(), None))
-            .unwrap()
+        sp.start(
+            p,
+            command(script, dir),
+            script,
+            input,
+            (&Usage::default(), None),
+        )
+        .unwrap()
     }
 
     /// Read process `id` until its output so far (beginning with `held`,
@@ -844,7 +836,7 @@ mod tests {
             let refused = sp
                 .start(
                     &p,
-                    sh("true", dir.path()),
+                    command("true", dir.path()),
                     "true",
                     Input::Null,
                     (&Usage::default(), None),

@@ -61,7 +61,8 @@ fn the_socket_filter_refuses_inet_sockets_and_io_uring_only() {
     );
 }
 
-fn policy(dir: &Path) -> ProcessPolicy {
+/// A policy that runs `sh` in `dir`, with the host's safe environment.
+pub(super) fn policy(dir: &Path) -> ProcessPolicy {
     ProcessPolicy::new()
         .program("sh")
         .cwd_root(dir)
@@ -69,7 +70,8 @@ fn policy(dir: &Path) -> ProcessPolicy {
         .host_env()
 }
 
-fn command(script: &str, cwd: &Path) -> Command {
+/// `sh -c script` in `cwd`.
+pub(super) fn command(script: &str, cwd: &Path) -> Command {
     Command {
         program: "sh".into(),
         args: vec!["-c".into(), script.into()],

@@ -2,8 +2,7 @@
 //! edge, and their glue.
 
 use super::super::{fs_read, fs_types, fs_write};
-use crate::ops::fs::{self, FsError, FsRead, FsWrite, MutationLock, lock_file_in_turn};
-use crate::ops::usage::Use;
+use crate::ops::fs::{self, FsError, FsWrite, MutationLock, lock_file_in_turn};
 use crate::wit::OpsCtx;
 use wasmtime::component::Resource;
 
@@ -67,7 +66,6 @@ impl From<fs::DirEntry> for fs_types::DirEntry {
 
 /// What an Operation does to a path outside the roots, as
 /// [`OpsCtx::or_beyond`] asks about it: (write, create as a directory).
-const READ: (bool, bool) = (false, false);
 const WRITE: (bool, bool) = (true, false);
 const MKDIR: (bool, bool) = (true, true);
 
@@ -83,9 +81,7 @@ impl fs_read::Host for OpsCtx<'_> {
         &mut self,
         path: String,
     ) -> wasmtime::Result<Result<fs_types::Metadata, fs_types::FsError>> {
-        let r = self.reader().and_then(|fs| fs.stat(&path));
-        let r = self.or_beyond(r, &path, READ, |fs, p| fs.stat(p)).await;
-        wit(self.noted(r, Use::Read, &path))
+        wit(self.reading(&path, |fs, p| fs.stat(p)).await)
     }
 
     async fn read_file(
@@ -94,25 +90,17 @@ impl fs_read::Host for OpsCtx<'_> {
         offset: u64,
         max_bytes: u64,
     ) -> wasmtime::Result<Result<Vec<u8>, fs_types::FsError>> {
-        let r = self
-            .reader()
-            .and_then(|fs| fs.read(&path, offset, max_bytes));
-        let r = self
-            .or_beyond(r, &path, READ, |fs, p| fs.read(p, offset, max_bytes))
-            .await;
-        wit(self.noted(r, Use::Read, &path))
+        wit(self
+            .reading(&path, |fs, p| fs.read(p, offset, max_bytes))
+            .await)
     }
 
     async fn list_dir(
         &mut self,
         path: String,
     ) -> wasmtime::Result<Result<Vec<fs_types::DirEntry>, fs_types::FsError>> {
-        let entries = self.reader().and_then(|fs| fs.list_dir(&path));
-        let entries = self
-            .or_beyond(entries, &path, READ, |fs, p| fs.list_dir(p))
-            .await;
-        Ok(self
-            .noted(entries, Use::Read, &path)
+        let entries = self.reading(&path, |fs, p| fs.list_dir(p)).await;
+        Ok(entries
             .map(|entries| entries.into_iter().map(Into::into).collect())
             .map_err(Into::into))
     }
@@ -124,11 +112,9 @@ impl fs_write::Host for OpsCtx<'_> {
         path: String,
         contents: Vec<u8>,
     ) -> wasmtime::Result<Result<(), fs_types::FsError>> {
-        let r = self.writer().and_then(|fs| fs.write_file(&path, &contents));
-        let r = self
-            .or_beyond(r, &path, WRITE, |fs, p| fs.write_file(p, &contents))
-            .await;
-        wit(self.noted(r, Use::Written, &path))
+        wit(self
+            .writing(&path, WRITE, |fs, p| fs.write_file(p, &contents))
+            .await)
     }
 
     async fn append_file(
@@ -136,24 +122,18 @@ impl fs_write::Host for OpsCtx<'_> {
         path: String,
         contents: Vec<u8>,
     ) -> wasmtime::Result<Result<(), fs_types::FsError>> {
-        let r = self
-            .writer()
-            .and_then(|fs| fs.append_file(&path, &contents));
-        let r = self
-            .or_beyond(r, &path, WRITE, |fs, p| fs.append_file(p, &contents))
-            .await;
-        wit(self.noted(r, Use::Written, &path))
+        wit(self
+            .writing(&path, WRITE, |fs, p| fs.append_file(p, &contents))
+            .await)
     }
 
     async fn create_dir_all(
         &mut self,
         path: String,
     ) -> wasmtime::Result<Result<(), fs_types::FsError>> {
-        let r = self.writer().and_then(|fs| fs.create_dir_all(&path));
-        let r = self
-            .or_beyond(r, &path, MKDIR, |fs, p| fs.create_dir_all(p))
-            .await;
-        wit(self.noted(r, Use::Written, &path))
+        wit(self
+            .writing(&path, MKDIR, |fs, p| fs.create_dir_all(p))
+            .await)
     }
 
     async fn access(&mut self, path: String) -> wasmtime::Result<Result<(), fs_types::FsError>> {

@@ -85,19 +85,12 @@ impl search::Host for OpsCtx<'_> {
         request: search::GrepRequest,
     ) -> wasmtime::Result<Result<search::GrepResult, search::SearchError>> {
         let request = ops::GrepRequest::from(request);
-        let root = request.root.clone();
-        let again = request.clone();
         let found = self
-            .searched(root.clone(), move |backend, stop| {
-                backend.grep(&request, stop)
-            })
-            .await;
-        let found = self
-            .search_beyond(found, root, move |backend, stop, real| {
+            .search(request.root.clone(), move |backend, stop, root| {
                 backend.grep(
                     &ops::GrepRequest {
-                        root: real,
-                        ..again
+                        root,
+                        ..request.clone()
                     },
                     stop,
                 )
@@ -111,19 +104,12 @@ impl search::Host for OpsCtx<'_> {
         request: search::GlobRequest,
     ) -> wasmtime::Result<Result<search::GlobResult, search::SearchError>> {
         let request = ops::GlobRequest::from(request);
-        let root = request.root.clone();
-        let again = request.clone();
         let found = self
-            .searched(root.clone(), move |backend, stop| {
-                backend.glob(&request, stop)
-            })
-            .await;
-        let found = self
-            .search_beyond(found, root, move |backend, stop, real| {
+            .search(request.root.clone(), move |backend, stop, root| {
                 backend.glob(
                     &ops::GlobRequest {
-                        root: real,
-                        ..again
+                        root,
+                        ..request.clone()
                     },
                     stop,
                 )
