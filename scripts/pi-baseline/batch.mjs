@@ -50,7 +50,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { baselineInfo, importInternal, importPackage, parseArgs, round, stats } from "./common.mjs";
+import { baselineInfo, importInternal, importPackage, parseArgs, round, scriptedModel, stats } from "./common.mjs";
 
 const usage =
 	"usage: node batch.mjs --reads N [--files M] [--dir DIR] [--lines L] [--parallel | --sequential | --compare]\n" +
@@ -116,47 +116,7 @@ for (let i = 0; i < N; i++) {
 }
 
 // The scripted model.
-const model = {
-	id: "pi-baseline",
-	name: "pi-baseline",
-	api: "pi-baseline",
-	provider: "pi-baseline",
-	baseUrl: "",
-	reasoning: false,
-	input: ["text"],
-	cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-	contextWindow: 1_000_000,
-	maxTokens: 100_000,
-};
-const usage0 = {
-	input: 0,
-	output: 0,
-	cacheRead: 0,
-	cacheWrite: 0,
-	totalTokens: 0,
-	cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-};
-function assistant(content, stopReason) {
-	return {
-		role: "assistant",
-		content,
-		api: model.api,
-		provider: model.provider,
-		model: model.id,
-		usage: usage0,
-		stopReason,
-		timestamp: Date.now(),
-	};
-}
-function scriptedModel() {
-	let turn = 0;
-	return () => {
-		const stream = createAssistantMessageEventStream();
-		const message = turn++ === 0 ? assistant(calls, "toolUse") : assistant([{ type: "text", text: "done" }], "stop");
-		queueMicrotask(() => stream.push({ type: "done", reason: message.stopReason, message }));
-		return stream;
-	};
-}
+const { model, conversation } = scriptedModel("pi-baseline", calls, createAssistantMessageEventStream);
 
 const tool = createReadTool(dir);
 const events = !opts["no-events"];
@@ -166,7 +126,7 @@ let eventBytes = 0;
 async function runOnce(mode) {
 	const agent = new Agent({
 		initialState: { systemPrompt: "", model, tools: [tool], messages: [] },
-		streamFn: scriptedModel(),
+		streamFn: conversation(),
 		toolExecution: mode,
 	});
 	let start;

@@ -111,3 +111,52 @@ export function baselineInfo() {
 		pi_agent_core: packageVersion("@earendil-works/pi-agent-core"),
 	};
 }
+
+/**
+ * A model that answers the first turn with `calls` and then stops: `model` for Pi's Agent, and
+ * `conversation()`, a new `streamFn` each time (its turns counted from the first), built on
+ * pi-ai's `createAssistantMessageEventStream` (passed in: each script imports pi-ai from its own
+ * install). `name` names the model, its API and its provider.
+ */
+export function scriptedModel(name, calls, createAssistantMessageEventStream) {
+	const model = {
+		id: name,
+		name,
+		api: name,
+		provider: name,
+		baseUrl: "",
+		reasoning: false,
+		input: ["text"],
+		cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+		contextWindow: 1_000_000,
+		maxTokens: 100_000,
+	};
+	const usage = {
+		input: 0,
+		output: 0,
+		cacheRead: 0,
+		cacheWrite: 0,
+		totalTokens: 0,
+		cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+	};
+	const assistant = (content, stopReason) => ({
+		role: "assistant",
+		content,
+		api: model.api,
+		provider: model.provider,
+		model: model.id,
+		usage,
+		stopReason,
+		timestamp: Date.now(),
+	});
+	const conversation = () => {
+		let turn = 0;
+		return () => {
+			const stream = createAssistantMessageEventStream();
+			const message = turn++ === 0 ? assistant(calls, "toolUse") : assistant([{ type: "text", text: "done" }], "stop");
+			queueMicrotask(() => stream.push({ type: "done", reason: message.stopReason, message }));
+			return stream;
+		};
+	};
+	return { model, conversation };
+}
