@@ -28,6 +28,7 @@ mod permissions;
 mod pipeline;
 mod protect;
 mod read;
+mod registry;
 mod sandbox;
 mod search;
 mod serve;

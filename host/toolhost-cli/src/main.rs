@@ -345,15 +345,54 @@ enum ExtCommand {
     },
     /// Install a component for every workspace (into the user's extensions
     /// directory) and write its grant, pinned to its digest, into the user's
-    /// toolhost.toml.
+    /// toolhost.toml. From a registry, `oci://REGISTRY/REPOSITORY[:TAG][@sha256:…]`:
+    /// pulled, checked, and its signature checked before anything is written.
     Add {
-        #[arg(value_name = "FILE.wasm")]
-        file: PathBuf,
-        /// The name it is installed and granted under (default: the file's stem).
+        #[arg(value_name = "FILE.wasm|oci://…")]
+        file: String,
+        /// The name it is installed and granted under (default: the file's
+        /// stem, or the repository's last part).
         #[arg(long)]
         name: Option<String>,
+        /// It loads only with a signature by this cosign public key (written
+        /// into its grant as `key`).
+        #[arg(long, value_name = "FILE.pub")]
+        key: Option<PathBuf>,
+        /// It loads only with a keyless signature of IDENTITY@ISSUER
+        /// (written into its grant as `signed-by`).
+        #[arg(long = "signed-by", value_name = "IDENTITY@ISSUER")]
+        signed_by: Option<String>,
         #[command(flatten)]
         grant: GrantArgs,
+    },
+    /// Pull a newer component of extensions installed from a registry,
+    /// check it (signatures included) and show what it requests; install it
+    /// only with --yes.
+    Update {
+        /// The extensions (default: every one with a source).
+        #[arg(value_name = "NAME")]
+        names: Vec<String>,
+        /// Install what is newer (its digest pinned in the same grant).
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Push a built component to a registry (builds nothing); with --sign,
+    /// sign its digest as cosign does.
+    Publish {
+        #[arg(value_name = "FILE.wasm")]
+        file: PathBuf,
+        #[arg(value_name = "oci://REGISTRY/REPOSITORY:TAG")]
+        reference: String,
+        /// A cosign private key (its password in COSIGN_PASSWORD when it is
+        /// encrypted).
+        #[arg(long, value_name = "FILE.key")]
+        sign: Option<PathBuf>,
+    },
+    /// Make a signing key pair, PREFIX.key (encrypted with COSIGN_PASSWORD,
+    /// as cosign writes it) and PREFIX.pub.
+    Keygen {
+        #[arg(value_name = "PREFIX", default_value = "cosign")]
+        prefix: PathBuf,
     },
     /// Remove an installed extension and its grant.
     Remove {
@@ -524,8 +563,36 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             command: ExtCommand::Inspect { file, json },
         } => return inspect(&file, json).await,
         Command::Ext {
-            command: ExtCommand::Add { file, name, grant },
-        } => return ext_add(&file, name.as_deref(), grant.grant()?).await,
+            command:
+                ExtCommand::Add {
+                    file,
+                    name,
+                    key,
+                    signed_by,
+                    grant,
+                },
+        } => {
+            let mut grant = grant.grant()?;
+            grant.key = key
+                .map(|k| std::path::absolute(&k).map(|k| k.display().to_string()))
+                .transpose()?;
+            grant.signed_by = signed_by;
+            return ext_add(&file, name.as_deref(), grant).await;
+        }
+        Command::Ext {
+            command: ExtCommand::Update { names, yes },
+        } => return ext_update(&names, yes).await,
+        Command::Ext {
+            command:
+                ExtCommand::Publish {
+                    file,
+                    reference,
+                    sign,
+                },
+        } => return ext_publish(&file, &reference, sign.as_deref()).await,
+        Command::Ext {
+            command: ExtCommand::Keygen { prefix },
+        } => return ext_keygen(&prefix),
         Command::Ext {
             command: ExtCommand::Remove { name },
         } => return ext_remove(&name),
@@ -900,23 +967,36 @@ fn print_component(i: &toolhost::Inspection) {
 }
 
 async fn ext_add(
-    file: &std::path::Path,
+    file: &str,
     name: Option<&str>,
     grant: toolhost::extensions::policy::GrantSpec,
 ) -> Result<ExitCode> {
+    use toolhost::extensions::install;
     let config = user_config_dir()?;
     let runtime = toolhost::Runtime::shared()?;
-    let installed =
-        toolhost::extensions::install::add(&runtime, &config, file, name, grant).await?;
+    let from_registry = file.starts_with(toolhost::extensions::oci::SCHEME);
+    let installed = if from_registry {
+        install::add_from_registry(&runtime, &config, file, name, grant).await?
+    } else {
+        install::add(&runtime, &config, std::path::Path::new(file), name, grant).await?
+    };
     // Its first call finds Cranelift's code, compiled meanwhile.
     hand_over_compiles(None, std::slice::from_ref(&installed.path));
     let i = &installed.inspection;
     println!(
         "installed {} as {}",
-        escape_path(file),
+        escape(file),
         escape_path(&installed.path)
     );
     println!("  digest: {}", installed.digest);
+    if let Some(source) = &installed.grant.source {
+        let signed = match (&installed.grant.key, &installed.grant.signed_by) {
+            (Some(key), _) => format!("signature by {key} checked"),
+            (None, Some(by)) => format!("signature of {by} checked"),
+            (None, None) => "no signature policy".to_string(),
+        };
+        println!("  from {} ({signed})", escape(source));
+    }
     print_component(i);
     println!(
         "  granted in {}: {}",
@@ -932,6 +1012,114 @@ async fn ext_add(
             println!("    {}", escape(line));
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn ext_update(names: &[String], yes: bool) -> Result<ExitCode> {
+    use toolhost::extensions::install::{self, Update};
+    let config = user_config_dir()?;
+    let runtime = toolhost::Runtime::shared()?;
+    let names = if names.is_empty() {
+        install::from_registries(&config)?
+    } else {
+        names.to_vec()
+    };
+    let mut waiting = false;
+    for name in &names {
+        match install::update(&runtime, &config, name, yes).await? {
+            Update::Pinned { source } => {
+                println!(
+                    "{}: pinned by digest ({}); nothing to update",
+                    escape(name),
+                    escape(&source)
+                )
+            }
+            Update::Current { source, digest } => {
+                println!(
+                    "{}: up to date ({} is {digest})",
+                    escape(name),
+                    escape(&source)
+                )
+            }
+            Update::Newer {
+                source,
+                from,
+                to,
+                requested: (before, now),
+                ungranted,
+                applied,
+            } => {
+                let list = |l: &[String]| {
+                    if l.is_empty() {
+                        "none".to_string()
+                    } else {
+                        escape(&l.join(", ")).into_owned()
+                    }
+                };
+                println!(
+                    "{}: {} moved from {from} to {to}",
+                    escape(name),
+                    escape(&source)
+                );
+                println!("  requests: {} (was {})", list(&now), list(&before));
+                for line in &ungranted {
+                    println!("  not granted: {}", escape(line));
+                }
+                if applied {
+                    println!("  installed, its digest pinned in its grant");
+                } else {
+                    println!(
+                        "  not installed: run `toolhost ext update {} --yes` to install it",
+                        escape(name)
+                    );
+                    waiting = true;
+                }
+            }
+        }
+    }
+    Ok(if waiting {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+async fn ext_publish(
+    file: &std::path::Path,
+    reference: &str,
+    key: Option<&std::path::Path>,
+) -> Result<ExitCode> {
+    let runtime = toolhost::Runtime::shared()?;
+    let password = std::env::var(toolhost::extensions::signature::PASSWORD_VARIABLE).ok();
+    let published =
+        toolhost::extensions::install::publish(&runtime, file, reference, key, password.as_deref())
+            .await?;
+    println!(
+        "pushed {} to {}",
+        escape_path(file),
+        escape(&published.reference)
+    );
+    println!("  digest: {}", published.digest);
+    if published.signed {
+        println!(
+            "  signed with {}",
+            escape_path(key.expect("signed with a key"))
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn ext_keygen(prefix: &std::path::Path) -> Result<ExitCode> {
+    use toolhost::extensions::signature::{PASSWORD_VARIABLE, generate};
+    let password = std::env::var(PASSWORD_VARIABLE).map_err(|_| {
+        anyhow::anyhow!("set {PASSWORD_VARIABLE} to the password that seals the private key")
+    })?;
+    let (private, public) = generate(prefix, &password).map_err(anyhow::Error::msg)?;
+    println!("private key (keep it secret): {}", escape_path(&private));
+    println!(
+        "public key (give it to your users): {}",
+        escape_path(&public)
+    );
     Ok(ExitCode::SUCCESS)
 }
 

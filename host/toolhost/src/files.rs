@@ -95,6 +95,30 @@ pub fn read_open(file: &std::fs::File, max: u64) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
+/// All of `file` from its start, at most `max` bytes, leaving its offset
+/// where it was (for a second reader of the same open file).
+pub fn read_whole_at(file: &std::fs::File, max: u64) -> Result<Vec<u8>, String> {
+    use std::os::unix::fs::FileExt as _;
+    let mut bytes = vec![0; 64 << 10];
+    let mut len = 0;
+    loop {
+        if len == bytes.len() {
+            bytes.resize(len * 2, 0);
+        }
+        match file.read_at(&mut bytes[len..], len as u64) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("cannot be read: {e}")),
+        }
+        if len as u64 > max {
+            return Err(too_large(len as u64, max));
+        }
+    }
+    bytes.truncate(len);
+    Ok(bytes)
+}
+
 /// [`read_regular`] of a text file.
 pub fn read_text(path: &Path, max: u64) -> Result<Option<String>, String> {
     match read_regular(path, max)? {

@@ -14,6 +14,18 @@ pub struct GrantSpec {
     /// Only the component with this digest gets the grant (`blake3:…`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
+    /// Where it was installed from (`oci://…`; `toolhost ext update` pulls
+    /// from there again).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// It loads only with a signature by this public key (a cosign key;
+    /// relative to the user's configuration directory). Only the user's
+    /// file says who must have signed an extension.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// It loads only with a keyless signature of this `identity@issuer`.
+    #[serde(skip_serializing_if = "Option::is_none", alias = "signed_by")]
+    pub signed_by: Option<String>,
     pub fs_read: Vec<String>,
     pub fs_write: Vec<String>,
     pub process: Vec<String>,
@@ -73,6 +85,9 @@ impl GrantSpec {
         self.hooks |= other.hooks;
         self.replace_builtin |= other.replace_builtin;
         self.digest = other.digest.clone().or(self.digest.take());
+        self.source = other.source.clone().or(self.source.take());
+        self.key = other.key.clone().or(self.key.take());
+        self.signed_by = other.signed_by.clone().or(self.signed_by.take());
         self.memory_mb = other.memory_mb.or(self.memory_mb);
         self.max_processes = other.max_processes.or(self.max_processes);
         self.process_memory_mb = other.process_memory_mb.or(self.process_memory_mb);

@@ -9,11 +9,13 @@
 
 use crate::engine::Runtime;
 use crate::error::Error;
+use crate::extensions::oci::{self, OciRef};
 use crate::extensions::policy::grant_line;
-use crate::extensions::policy::{GrantSpec, POLICY_FILE};
+use crate::extensions::policy::{GrantSpec, POLICY_FILE, signature_policies_in};
+use crate::extensions::signature::{self, Provenance};
 use crate::extensions::trust::Digest;
 use crate::files::write_private;
-use crate::files::{self, MAX_COMPONENT_BYTES};
+use crate::files::{self, MAX_COMPONENT_BYTES, MAX_POLICY_BYTES};
 use crate::loader::{Inspection, inspect_bytes};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -64,10 +66,9 @@ pub async fn add(
     user_config: &Path,
     file: &Path,
     name: Option<&str>,
-    mut grant: GrantSpec,
+    grant: GrantSpec,
 ) -> Result<Installed, Error> {
     let origin = file.display().to_string();
-    let load_error = |reason: String| Error::load(&origin, reason);
     let name = match name {
         Some(n) => n.to_string(),
         None => file
@@ -75,44 +76,143 @@ pub async fn add(
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default(),
     };
-    if !valid_name(&name) {
-        return Err(load_error(format!(
-            "{name:?} cannot name an extension: use 1 to 64 letters, digits, '_', '-' or '.', \
-             not starting with '.'"
-        )));
-    }
+    free_name(user_config, &name, &origin)?;
     let bytes = files::read_regular(file, MAX_COMPONENT_BYTES)
         .and_then(|b| b.ok_or_else(|| "does not exist".to_string()))
+        .map_err(|reason| Error::load(&origin, reason))?;
+    install(runtime, user_config, &bytes, &origin, name, grant, None).await
+}
+
+/// Install the component `reference` (`oci://REGISTRY/REPOSITORY[:TAG]
+/// [@sha256:…]`) names as the extension `name` (default: the repository's
+/// last part): pulled and checked (`oci.rs`), its signatures checked
+/// against what the user's file and `grant` say (`key`, `signed-by`,
+/// `[trust] require-signatures`) before anything is written, then
+/// installed as [`add`] does, with the record of where it came from beside
+/// it and `source` in its grant.
+pub async fn add_from_registry(
+    runtime: &Arc<Runtime>,
+    user_config: &Path,
+    reference: &str,
+    name: Option<&str>,
+    mut grant: GrantSpec,
+) -> Result<Installed, Error> {
+    let load_error = |reason: String| Error::load(reference, reason);
+    let r = OciRef::parse(reference).map_err(load_error)?;
+    let name = match name {
+        Some(n) => n.to_string(),
+        None => r
+            .repository()
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+    };
+    free_name(user_config, &name, reference)?;
+    grant.source = Some(r.to_string());
+    let (provenance, component) = pull_checked(user_config, &r, &name, &grant).await?;
+    install(
+        runtime,
+        user_config,
+        &component,
+        reference,
+        name,
+        grant,
+        Some(&provenance),
+    )
+    .await
+}
+
+/// Pull `r` and check its signatures against the policies of `name` once
+/// `grant` is written: the record to keep beside it, and the component.
+async fn pull_checked(
+    user_config: &Path,
+    r: &OciRef,
+    name: &str,
+    grant: &GrantSpec,
+) -> Result<(Provenance, Vec<u8>), Error> {
+    let shown = r.to_string();
+    let load_error = |reason: String| Error::load(&shown, reason);
+    let policy = user_config.join(POLICY_FILE);
+    let text = files::read_text(&policy, MAX_POLICY_BYTES)
+        .map_err(|reason| policy_error(&policy, reason))?
+        .unwrap_or_default();
+    let policies = signature_policies_in(&text, &policy, name, grant)?;
+    let pulled = oci::pull(r).await.map_err(load_error)?;
+    let signatures = signature::fetch(r, &pulled.digest)
+        .await
         .map_err(load_error)?;
-    let inspection = inspect_bytes(runtime, &bytes, &origin).await?;
+    let provenance = Provenance {
+        source: shown.clone(),
+        digest: pulled.digest,
+        manifest: String::from_utf8(pulled.manifest)
+            .map_err(|_| load_error("its manifest is not UTF-8 text".into()))?,
+        signatures,
+    };
+    for p in &policies {
+        signature::verify(&pulled.component, &provenance, p)
+            .map_err(|why| load_error(format!("its signature check failed: {why}")))?;
+    }
+    Ok((provenance, pulled.component))
+}
+
+/// Refuse a name that cannot name an extension or that is taken.
+fn free_name(user_config: &Path, name: &str, origin: &str) -> Result<(), Error> {
+    if !valid_name(name) {
+        return Err(Error::load(
+            origin,
+            format!(
+                "{name:?} cannot name an extension: use 1 to 64 letters, digits, '_', '-' or \
+                 '.', not starting with '.'"
+            ),
+        ));
+    }
     let dir = user_config.join("extensions");
     let dest = dir.join(format!("{name}.wasm"));
-    if dest.exists() || dir.join(&name).exists() {
-        return Err(load_error(format!(
-            "an extension named {name} is installed already ({}); remove it first with \
-             `toolhost ext remove {name}`",
-            dest.display()
-        )));
+    if dest.exists() || dir.join(name).exists() {
+        return Err(Error::load(
+            origin,
+            format!(
+                "an extension named {name} is installed already ({}); remove it first with \
+                 `toolhost ext remove {name}`",
+                dest.display()
+            ),
+        ));
     }
-    let digest = Digest::of(&bytes);
+    Ok(())
+}
+
+/// Inspect `bytes` (which fills the compile cache), then write them as
+/// `name`'s component, its record beside it when it has one, and its grant
+/// with their digest pinned.
+async fn install(
+    runtime: &Arc<Runtime>,
+    user_config: &Path,
+    bytes: &[u8],
+    origin: &str,
+    name: String,
+    mut grant: GrantSpec,
+    provenance: Option<&Provenance>,
+) -> Result<Installed, Error> {
+    let load_error = |reason: String| Error::load(origin, reason);
+    let inspection = inspect_bytes(runtime, bytes, origin).await?;
+    let dest = user_config.join("extensions").join(format!("{name}.wasm"));
+    let digest = Digest::of(bytes);
     grant.digest = Some(digest.to_string());
     let policy = user_config.join(POLICY_FILE);
     let mut doc = read_policy(&policy)?;
     set_grant(&mut doc, &name, &grant).map_err(|reason| policy_error(&policy, reason))?;
-    write_private(&dest, &bytes).map_err(|e| load_error(format!("cannot be installed: {e}")))?;
-    if let Err(e) = write_policy(&policy, &doc) {
+    write_private(&dest, bytes).map_err(|e| load_error(format!("cannot be installed: {e}")))?;
+    let kept = provenance.map_or(Ok(()), |p| p.write(&dest));
+    if let Err(e) = kept
+        .map_err(load_error)
+        .and_then(|()| write_policy(&policy, &doc))
+    {
         let _ = std::fs::remove_file(&dest);
+        let _ = std::fs::remove_file(Provenance::path_of(&dest));
         return Err(e);
     }
-    let mut requested = inspection.capabilities.clone();
-    if inspection.hooks {
-        requested.push("hooks".into());
-    }
-    let ungranted = requested
-        .iter()
-        .filter(|c| !grant.grants(c))
-        .map(|c| grant_line(&name, c))
-        .collect();
+    let ungranted = ungranted(&name, &inspection, &grant);
     Ok(Installed {
         name,
         path: dest,
@@ -121,6 +221,179 @@ pub async fn add(
         grant,
         ungranted,
         policy,
+    })
+}
+
+/// What `inspection` requests that `grant` does not give, each as the line
+/// that would grant it.
+fn ungranted(name: &str, inspection: &Inspection, grant: &GrantSpec) -> Vec<String> {
+    let mut requested = inspection.capabilities.clone();
+    if inspection.hooks {
+        requested.push("hooks".into());
+    }
+    requested
+        .iter()
+        .filter(|c| !grant.grants(c))
+        .map(|c| grant_line(name, c))
+        .collect()
+}
+
+/// What `update` found for one extension.
+#[derive(Clone, Debug)]
+pub enum Update {
+    /// Its source names a digest: it cannot move.
+    Pinned { source: String },
+    /// The registry serves what is installed.
+    Current { source: String, digest: String },
+    /// A newer component, checked and signed as its policy says; installed
+    /// when `update` was told to apply it.
+    Newer {
+        source: String,
+        from: String,
+        to: String,
+        /// The capabilities (and `hooks`) the old and the new component
+        /// request.
+        requested: (Vec<String>, Vec<String>),
+        /// What the new one requests that its grant does not give.
+        ungranted: Vec<String>,
+        applied: bool,
+    },
+}
+
+/// Look for a newer component of the extension `name` where it was
+/// installed from; when there is one, check it as `add` does (signatures
+/// included) and inspect it; install it, pinning its digest in the same
+/// grant, only when `apply`. Nothing changes otherwise.
+pub async fn update(
+    runtime: &Arc<Runtime>,
+    user_config: &Path,
+    name: &str,
+    apply: bool,
+) -> Result<Update, Error> {
+    let policy = user_config.join(POLICY_FILE);
+    let mut doc = read_policy(&policy)?;
+    let grant: GrantSpec = doc
+        .get("extensions")
+        .and_then(|e| e.get(name))
+        .map(|g| toml::from_str(&g.to_string()))
+        .transpose()
+        .map_err(|e| policy_error(&policy, format!("[extensions.{name}]: {e}")))?
+        .ok_or_else(|| Error::runtime(format!("no extension named {name} is installed")))?;
+    let Some(source) = grant.source.clone() else {
+        return Err(Error::runtime(format!(
+            "{name} was not installed from a registry (its grant names no source)"
+        )));
+    };
+    let r = OciRef::parse(&source).map_err(|e| Error::load(&source, e))?;
+    if r.digest().is_some() {
+        return Ok(Update::Pinned { source });
+    }
+    let dest = user_config.join("extensions").join(format!("{name}.wasm"));
+    let old = Provenance::read(&dest).map_err(|e| Error::load(&source, e))?;
+    let (provenance, component) =
+        pull_checked(user_config, &r, name, &GrantSpec::default()).await?;
+    if old.as_ref().is_some_and(|o| o.digest == provenance.digest) {
+        return Ok(Update::Current {
+            source,
+            digest: provenance.digest,
+        });
+    }
+    let inspection = inspect_bytes(runtime, &component, &source).await?;
+    let before = match files::read_regular(&dest, MAX_COMPONENT_BYTES) {
+        Ok(Some(bytes)) => requested(&inspect_bytes(runtime, &bytes, &source).await?),
+        _ => Vec::new(),
+    };
+    let from = old.map_or_else(|| "(no record)".to_string(), |o| o.digest);
+    let update = |applied| Update::Newer {
+        source: source.clone(),
+        from: from.clone(),
+        to: provenance.digest.clone(),
+        requested: (before.clone(), requested(&inspection)),
+        ungranted: ungranted(name, &inspection, &grant),
+        applied,
+    };
+    if !apply {
+        return Ok(update(false));
+    }
+    let mut pinned = grant.clone();
+    pinned.digest = Some(Digest::of(&component).to_string());
+    set_grant(&mut doc, name, &pinned).map_err(|reason| policy_error(&policy, reason))?;
+    write_private(&dest, &component)
+        .map_err(|e| Error::load(&source, format!("cannot be installed: {e}")))?;
+    provenance
+        .write(&dest)
+        .map_err(|e| Error::load(&source, e))?;
+    write_policy(&policy, &doc)?;
+    Ok(update(true))
+}
+
+/// The extensions the user's file says came from a registry (`source`).
+pub fn from_registries(user_config: &Path) -> Result<Vec<String>, Error> {
+    let policy = user_config.join(POLICY_FILE);
+    let doc = read_policy(&policy)?;
+    let Some(extensions) = doc.get("extensions").and_then(|e| e.as_table_like()) else {
+        return Ok(Vec::new());
+    };
+    Ok(extensions
+        .iter()
+        .filter(|(_, grant)| grant.get("source").is_some())
+        .map(|(name, _)| name.to_string())
+        .collect())
+}
+
+/// The capabilities `inspection` requests, with `hooks` when it has them.
+fn requested(inspection: &Inspection) -> Vec<String> {
+    let mut requested = inspection.capabilities.clone();
+    if inspection.hooks {
+        requested.push("hooks".into());
+    }
+    requested
+}
+
+/// What `publish` did.
+#[derive(Clone, Debug)]
+pub struct Published {
+    pub reference: String,
+    /// The manifest's digest: `oci://…@<digest>` names exactly this.
+    pub digest: String,
+    /// Whether a signature by the key was pushed beside it.
+    pub signed: bool,
+}
+
+/// Push the built component `file` to `reference` (a tag), checked to be a
+/// tool component first; with `key` (a cosign private key, encrypted with
+/// `password` or not), sign its manifest's digest and push the signature
+/// as cosign does. Builds nothing.
+pub async fn publish(
+    runtime: &Arc<Runtime>,
+    file: &Path,
+    reference: &str,
+    key: Option<&Path>,
+    password: Option<&str>,
+) -> Result<Published, Error> {
+    let r = OciRef::parse(reference).map_err(|e| Error::load(reference, e))?;
+    let origin = file.display().to_string();
+    let bytes = files::read_regular(file, MAX_COMPONENT_BYTES)
+        .and_then(|b| b.ok_or_else(|| "does not exist".to_string()))
+        .map_err(|reason| Error::load(&origin, reason))?;
+    inspect_bytes(runtime, &bytes, &origin).await?;
+    // The key first: a wrong password pushes nothing.
+    let signer = key
+        .map(|k| signature::signer(k, password))
+        .transpose()
+        .map_err(|e| Error::load(reference, e))?;
+    let digest = oci::push(&r, &bytes)
+        .await
+        .map_err(|e| Error::load(reference, e))?;
+    if let Some(signer) = &signer {
+        signature::sign_and_push(&r, &digest, signer)
+            .await
+            .map_err(|e| Error::load(reference, e))?;
+    }
+    Ok(Published {
+        reference: r.to_string(),
+        digest,
+        signed: signer.is_some(),
     })
 }
 
@@ -182,7 +455,8 @@ pub fn remove(user_config: &Path, name: &str) -> Result<Removed, Error> {
     }
     let mut removed = Removed::default();
     let dir = user_config.join("extensions");
-    for path in [dir.join(format!("{name}.wasm")), dir.join(name)] {
+    let component = dir.join(format!("{name}.wasm"));
+    for path in [Provenance::path_of(&component), component, dir.join(name)] {
         let meta = match std::fs::symlink_metadata(&path) {
             Ok(meta) => meta,
             Err(_) => continue,

@@ -20,9 +20,11 @@
 pub mod discovery;
 pub(crate) mod grants;
 pub mod install;
+pub mod oci;
 pub mod offers;
 pub mod policy;
 pub mod review;
+pub mod signature;
 pub mod trust;
 
 use crate::capability::{self, ForExtension, GrantSpec};
@@ -203,6 +205,10 @@ pub(crate) fn prepare(cx: &LoadContext<'_>, found: &Found) -> Pending {
         ));
         granted = GrantSpec::default();
     }
+    if let Err(reason) = check_signatures(cx, found, &file, bytes.as_deref()) {
+        report.refused = Some(reason);
+        return Pending::refused(report, warnings);
+    }
     report.granted = granted.clone();
     let limits = limits(
         &granted,
@@ -237,6 +243,46 @@ pub(crate) fn prepare(cx: &LoadContext<'_>, found: &Found) -> Pending {
         warnings,
         prepared: Some(prepared),
     }
+}
+
+/// When the user's file says who must have signed `found`, check it with
+/// no network, from the record kept beside the component at install
+/// (`signature.rs`), over the very bytes that load (`bytes`, else `file`).
+fn check_signatures(
+    cx: &LoadContext<'_>,
+    found: &Found,
+    file: &std::fs::File,
+    bytes: Option<&[u8]>,
+) -> Result<(), String> {
+    let policies = cx.policy.signature_policies(&found.name)?;
+    if policies.is_empty() {
+        return Ok(());
+    }
+    let refused = |why: String| format!("its signature check failed: {why}");
+    if policies.contains(&signature::SignaturePolicy::Unnamed) {
+        return Err(refused(signature::UNNAMED.into()));
+    }
+    let provenance = signature::Provenance::read(&found.component)
+        .map_err(refused)?
+        .ok_or_else(|| {
+            refused(format!(
+                "it has no record of where it came from and who signed it ({}); install it \
+                 with `toolhost ext add oci://…`",
+                signature::Provenance::path_of(&found.component).display()
+            ))
+        })?;
+    let read;
+    let bytes = match bytes {
+        Some(bytes) => bytes,
+        None => {
+            read = crate::files::read_whole_at(file, MAX_COMPONENT_BYTES).map_err(refused)?;
+            &read
+        }
+    };
+    for policy in &policies {
+        signature::verify(bytes, &provenance, policy).map_err(refused)?;
+    }
+    Ok(())
 }
 
 impl Pending {

@@ -56,6 +56,7 @@
 pub use crate::capability::GrantSpec;
 use crate::error::Diagnostic;
 use crate::error::Error;
+use crate::extensions::signature::SignaturePolicy;
 use crate::extensions::trust::{Digest, TrustStore};
 use crate::files::{self, MAX_POLICY_BYTES};
 pub use crate::ops::http_client::SecretSpec;
@@ -133,6 +134,17 @@ struct PolicyFile {
     extensions: BTreeMap<String, GrantSpec>,
     permissions: Option<PermissionsSpec>,
     mcp: McpSettings,
+    trust: TrustSettings,
+}
+
+/// `[trust]`: what every extension must show before it loads.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct TrustSettings {
+    /// No extension loads without a signature its grant's `key` or
+    /// `signed-by` names (and one whose grant names neither never loads).
+    #[serde(alias = "require_signatures")]
+    pub require_signatures: bool,
 }
 
 /// `[mcp]`: what `toolhost mcp` serves beside the tools.
@@ -175,6 +187,9 @@ pub struct Policy {
     pub permissions: Rules,
     /// `[mcp]`, the user's and a trusted workspace's (off wins).
     pub mcp: McpSettings,
+    /// `[trust] require-signatures`, from the user's file or a trusted
+    /// workspace's (either turns it on; neither turns it off).
+    pub require_signatures: bool,
     /// The user's `toolhost.toml`, where an "always" answer is written;
     /// `None` when the host reads no user configuration.
     pub user_file: Option<PathBuf>,
@@ -315,8 +330,23 @@ impl Policy {
                     ),
                 });
             }
+            // Nor who must have signed an extension, or where one comes
+            // from: those are the user's to say.
+            if origin == Origin::Workspace
+                && (grant.key.is_some() || grant.signed_by.is_some() || grant.source.is_some())
+            {
+                (grant.key, grant.signed_by, grant.source) = (None, None, None);
+                self.diagnostics.push(Diagnostic {
+                    path: path.display().to_string(),
+                    message: format!(
+                        "[extensions.{name}]: key, signed-by and source are set only by the \
+                         user's toolhost.toml; ignored here"
+                    ),
+                });
+            }
             grants.entry(name.clone()).or_default().merge(&grant);
         }
+        self.require_signatures |= file.trust.require_signatures;
         self.extension_paths.extend(
             file.extension_paths
                 .iter()
@@ -431,6 +461,20 @@ impl Policy {
 
     /// The grants of the extension `name` found at `origin`: those of the
     /// files of that origin only (nothing when none are written).
+    /// Who must have signed the extension `name`, whatever its origin: the
+    /// user's grant's `key` (relative to the user's configuration
+    /// directory) and `signed-by`, each to be checked; with neither, nothing,
+    /// unless `[trust] require-signatures` is on. An unreadable `signed-by`
+    /// is an error naming it.
+    pub fn signature_policies(&self, name: &str) -> Result<Vec<SignaturePolicy>, String> {
+        let base = self
+            .user_file
+            .as_deref()
+            .and_then(Path::parent)
+            .unwrap_or(&self.workspace_dir);
+        signature_policies_of(self.user.get(name), self.require_signatures, base)
+    }
+
     pub fn grants_for(&self, name: &str, origin: Origin) -> GrantSpec {
         let grants = match origin {
             Origin::Workspace => &self.workspace,
@@ -503,6 +547,44 @@ fn parse(text: &str, path: &Path) -> Result<PolicyFile, Error> {
         }
     }
     Ok(file)
+}
+
+/// Who must have signed an extension whose user's grant is `grant`:
+/// its `key` (resolved against `base`) and its `signed-by`; with neither,
+/// nothing, or [`SignaturePolicy::Unnamed`] when signatures are required.
+fn signature_policies_of(
+    grant: Option<&GrantSpec>,
+    required: bool,
+    base: &Path,
+) -> Result<Vec<SignaturePolicy>, String> {
+    let mut policies = Vec::new();
+    if let Some(key) = grant.and_then(|g| g.key.as_deref()) {
+        policies.push(SignaturePolicy::Key(resolve_path(key, base)));
+    }
+    if let Some(by) = grant.and_then(|g| g.signed_by.as_deref()) {
+        policies.push(SignaturePolicy::signed_by(by)?);
+    }
+    if policies.is_empty() && required {
+        policies.push(SignaturePolicy::Unnamed);
+    }
+    Ok(policies)
+}
+
+/// The signature policies of the extension `name` once `grant` is written
+/// over its grant in the user's file `path` (whose text is `text`): what
+/// `ext add` and `ext update` check before they install anything.
+pub(crate) fn signature_policies_in(
+    text: &str,
+    path: &Path,
+    name: &str,
+    grant: &GrantSpec,
+) -> Result<Vec<SignaturePolicy>, Error> {
+    let file = parse(text, path)?;
+    let mut merged = file.extensions.get(name).cloned().unwrap_or_default();
+    merged.merge(grant);
+    let base = path.parent().unwrap_or(Path::new("."));
+    signature_policies_of(Some(&merged), file.trust.require_signatures, base)
+        .map_err(|reason| policy_error(path, reason))
 }
 
 /// A path from a policy file: `~/…` is the user's home, a relative path is

@@ -1,0 +1,506 @@
+//! Extensions from a registry, signed: `toolhost ext publish`, `ext add
+//! oci://…`, `ext update`, and the signature check of every start, against
+//! the OCI distribution reference registry (Debian's `docker-registry`,
+//! installed by `scripts/setup`) started on loopback by each test.
+//!
+//! The hostile cases come first: a tampered layer, a signature by another
+//! key, a signature moved from another component, a registry that serves
+//! other bytes than the digest names, a component changed after install;
+//! each is refused with the check that failed, and nothing is installed or
+//! loaded.
+
+use crate::examples::example;
+use crate::support::*;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use tempfile::TempDir;
+
+/// A registry on a loopback port, its storage in a temporary directory;
+/// stopped when dropped.
+struct Registry {
+    child: Child,
+    /// `127.0.0.1:PORT`.
+    addr: String,
+    dir: TempDir,
+}
+
+impl Registry {
+    #[track_caller]
+    fn start() -> Registry {
+        let binary = "docker-registry";
+        let dir = tempfile::tempdir().unwrap();
+        let port = Haproxy::free_port();
+        let addr = format!("127.0.0.1:{port}");
+        let config = dir.path().join("config.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\n\
+                 storage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n\
+                 http:\n  addr: {addr}\n  secret: test-only\n",
+                dir.path().join("data").display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new(binary)
+            .arg("serve")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start {binary} ({e}): install it with scripts/setup")
+            });
+        let registry = Registry { child, addr, dir };
+        // Ready when it answers the API's base.
+        for _ in 0..500 {
+            if curl(&["-sf", &format!("http://{}/v2/", registry.addr)])
+                .status
+                .success()
+            {
+                return registry;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("the registry on {} never answered", registry.addr);
+    }
+
+    /// `oci://127.0.0.1:PORT/REPO`.
+    fn oci(&self, repo: &str) -> String {
+        format!("oci://{}/{repo}", self.addr)
+    }
+
+    /// The file holding the blob `digest` in the registry's storage.
+    fn blob(&self, digest: &str) -> PathBuf {
+        let hex = digest.strip_prefix("sha256:").unwrap();
+        self.dir
+            .path()
+            .join("data/docker/registry/v2/blobs/sha256")
+            .join(&hex[..2])
+            .join(hex)
+            .join("data")
+    }
+
+    /// The manifest `reference` (a tag or digest) of `repo`, raw.
+    fn manifest(&self, repo: &str, reference: &str) -> Vec<u8> {
+        let out = curl(&[
+            "-sf",
+            "-H",
+            "Accept: application/vnd.oci.image.manifest.v1+json",
+            &format!("http://{}/v2/{repo}/manifests/{reference}", self.addr),
+        ]);
+        assert!(out.status.success(), "GET {repo}:{reference}");
+        out.stdout
+    }
+
+    /// Put `body` as the manifest `tag` of `repo` (what an attacker with
+    /// write access to the registry does).
+    fn put_manifest(&self, repo: &str, tag: &str, body: &[u8]) {
+        let file = self.dir.path().join("put.json");
+        std::fs::write(&file, body).unwrap();
+        let out = curl(&[
+            "-sf",
+            "-X",
+            "PUT",
+            "-H",
+            "Content-Type: application/vnd.oci.image.manifest.v1+json",
+            "--data-binary",
+            &format!("@{}", file.display()),
+            &format!("http://{}/v2/{repo}/manifests/{tag}", self.addr),
+        ]);
+        assert!(out.status.success(), "PUT {repo}:{tag}: {}", stderr(&out));
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn curl(args: &[&str]) -> Output {
+    Command::new("curl").args(args).output().expect("curl runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+const PASSWORD: &str = "correct horse";
+
+/// The CLI on `ws` with the signing key's password.
+fn cli(ws: &Workspace, args: &[&str]) -> Output {
+    toolhost_with_env(ws, args, None, &[("COSIGN_PASSWORD", PASSWORD)])
+}
+
+/// A key pair made by `toolhost ext keygen` in `dir`: (private, public).
+fn keygen(ws: &Workspace, dir: &Path, name: &str) -> (String, String) {
+    let prefix = dir.join(name);
+    let out = cli(ws, &["ext", "keygen", prefix.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let path = |ext: &str| prefix.with_extension(ext).display().to_string();
+    (path("key"), path("pub"))
+}
+
+/// Publish the example `name` to `reference`, signed with `key` if given;
+/// the manifest digest it printed.
+#[track_caller]
+fn publish(ws: &Workspace, name: &str, reference: &str, key: Option<&str>) -> String {
+    let component = example(name);
+    let mut args = vec!["ext", "publish", component.to_str().unwrap(), reference];
+    if let Some(key) = key {
+        args.extend(["--sign", key]);
+    }
+    let out = cli(ws, &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("digest: "))
+        .unwrap_or_else(|| panic!("no digest in {text}"))
+        .to_string()
+}
+
+/// `ext add REFERENCE ARGS…`.
+fn add(ws: &Workspace, reference: &str, args: &[&str]) -> Output {
+    let mut all = vec!["ext", "add", reference];
+    all.extend(args);
+    cli(ws, &all)
+}
+
+/// Nothing of `name` was installed: no component, no record, no grant.
+#[track_caller]
+fn nothing_installed(ws: &Workspace, name: &str) {
+    let ext = ws.user_extensions();
+    assert!(!ext.join(format!("{name}.wasm")).exists());
+    assert!(!ext.join(format!("{name}.oci.json")).exists());
+    let policy =
+        std::fs::read_to_string(ws.user_config().join("toolhost.toml")).unwrap_or_default();
+    assert!(
+        !policy.contains(&format!("[extensions.{name}]")),
+        "{policy}"
+    );
+}
+
+/// The extension `name` as `ext list --json` reports it.
+fn listed_extension(ws: &Workspace, name: &str) -> Value {
+    let list = json_out(&toolhost(ws, &["ext", "list", "--json"], None));
+    list.as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("{name} is not listed: {list}"))
+}
+
+#[test]
+fn a_tampered_layer_is_refused_and_nothing_is_installed() {
+    let registry = Registry::start();
+    let ws = Workspace::new();
+    let (private, public) = keygen(&ws, ws.config_home(), "cosign");
+    let reference = format!("{}:1.0", registry.oci("tools/wordcount"));
+    publish(&ws, "wordcount", &reference, Some(&private));
+    // The component's blob changed in the registry's storage, its length kept.
+    let manifest: Value =
+        serde_json::from_slice(&registry.manifest("tools/wordcount", "1.0")).unwrap();
+    let layer = registry.blob(manifest["layers"][0]["digest"].as_str().unwrap());
+    let mut bytes = std::fs::read(&layer).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&layer, bytes).unwrap();
+
+    let out = add(&ws, &reference, &["--key", &public, "--fs-read", "docs"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains(&reference) && err.contains("digest"), "{err}");
+    nothing_installed(&ws, "wordcount");
+}
+
+#[test]
+fn a_signature_by_another_key_is_refused_by_name() {
+    let registry = Registry::start();
+    let ws = Workspace::new();
+    let (private, _) = keygen(&ws, ws.config_home(), "publisher");
+    let (_, impostor) = keygen(&ws, ws.config_home(), "expected");
+    let reference = format!("{}:1.0", registry.oci("tools/wordcount"));
+    let digest = publish(&ws, "wordcount", &reference, Some(&private));
+
+    let out = add(&ws, &reference, &["--key", &impostor]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("its signature check failed")
+            && err.contains(&format!("no signature by {impostor} over {digest}"))
+            && err.contains("a signature is not the key's"),
+        "{err}"
+    );
+    nothing_installed(&ws, "wordcount");
+    // Unsigned: refused too when a key is named.
+    let unsigned = format!("{}:unsigned", registry.oci("tools/wordcount"));
+    publish(&ws, "wordcount", &unsigned, None);
+    let err = stderr(&add(&ws, &unsigned, &["--key", &impostor]));
+    assert!(err.contains("it is not signed"), "{err}");
+    nothing_installed(&ws, "wordcount");
+}
+
+#[test]
+fn a_signature_moved_from_another_component_is_refused() {
+    let registry = Registry::start();
+    let ws = Workspace::new();
+    let (private, public) = keygen(&ws, ws.config_home(), "cosign");
+    // The publisher signed httpget; an attacker who can write the registry
+    // pushes wordcount under the tool's name and copies httpget's signature
+    // manifest to the new digest's signature tag.
+    let signed = publish(
+        &ws,
+        "httpget",
+        &format!("{}:1.0", registry.oci("tools/tool")),
+        Some(&private),
+    );
+    let planted = publish(
+        &ws,
+        "wordcount",
+        &format!("{}:2.0", registry.oci("tools/tool")),
+        None,
+    );
+    let signature = registry.manifest("tools/tool", &format!("{}.sig", signed.replace(':', "-")));
+    registry.put_manifest(
+        "tools/tool",
+        &format!("{}.sig", planted.replace(':', "-")),
+        &signature,
+    );
+
+    let out = add(
+        &ws,
+        &format!("{}:2.0", registry.oci("tools/tool")),
+        &["--key", &public],
+    );
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("the key signed {signed}, another component")),
+        "{err}"
+    );
+    nothing_installed(&ws, "tool");
+}
+
+#[test]
+fn a_registry_serving_other_bytes_than_the_digest_names_is_refused() {
+    let registry = Registry::start();
+    let ws = Workspace::new();
+    let (private, public) = keygen(&ws, ws.config_home(), "cosign");
+    let tagged = format!("{}:1.0", registry.oci("tools/wordcount"));
+    let digest = publish(&ws, "wordcount", &tagged, Some(&private));
+    // The stored manifest rewritten: the registry now serves other bytes for
+    // the digest (and for the tag that points at it).
+    let stored = registry.blob(&digest);
+    let text = std::fs::read_to_string(&stored).unwrap();
+    std::fs::write(
+        &stored,
+        text.replace("\"schemaVersion\":2", "\"schemaVersion\": 2"),
+    )
+    .unwrap();
+
+    for reference in [
+        format!("{}@{digest}", registry.oci("tools/wordcount")),
+        tagged,
+    ] {
+        let out = add(&ws, &reference, &["--key", &public]);
+        assert!(!out.status.success(), "{reference}");
+        let err = stderr(&out);
+        assert!(
+            err.contains(&reference) && err.contains(&digest),
+            "{reference}: {err}"
+        );
+        nothing_installed(&ws, "wordcount");
+    }
+}
+
+/// The three commands of the README: the publisher's `keygen` and
+/// `publish --sign`, and the user's `add` with the publisher's key; by tag
+/// and by digest. The first call does not compile (the install did).
+#[test]
+fn a_signed_component_installs_by_tag_and_by_digest_and_runs_under_its_grant() {
+    let registry = Registry::start();
+    let ws = Workspace::new();
+    ws.write_files(&[("docs/a.txt", "one two three\n")]);
+    let (private, public) = keygen(&ws, ws.config_home(), "cosign");
+    let reference = format!("{}:1.0", registry.oci("examples/wordcount"));
+    let digest = publish(&ws, "wordcount", &reference, Some(&private));
+
+    let out = add(&ws, &reference, &["--key", &public, "--fs-read", "docs"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(&format!("from {reference} (signature by {public} checked)")),
+        "{}",
+        stdout(&out)
+    );
+    let record: Value = serde_json::from_slice(
+        &std::fs::read(ws.user_extensions().join("wordcount.oci.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["digest"], digest.as_str());
+    assert_eq!(record["source"], reference.as_str());
+    let policy = std::fs::read_to_string(ws.user_config().join("toolhost.toml")).unwrap();
+    assert!(
+        policy.contains(&format!("source = \"{reference}\"")),
+        "{policy}"
+    );
+    assert!(policy.contains(&format!("key = \"{public}\"")), "{policy}");
+
+    let (text, is_error) = call_text(&ws, "wc", json!({"path": "docs"}));
+    assert!(!is_error && text.contains('3'), "{text}");
+    let ext = listed_extension(&ws, "wordcount");
+    assert!(ext["refused"].is_null(), "{ext}");
+
+    // Again by digest, under another name.
+    let pinned = format!("{}@{digest}", registry.oci("examples/wordcount"));
+    let out = add(&ws, &pinned, &["--name", "wc-pinned", "--key", &public]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = cli(&ws, &["ext", "update", "wc-pinned"]);
+    assert!(
+        stdout(&out).contains("pinned by digest"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// Every start checks the signature again from the record beside the
+/// component, with no network: a component changed on disk, a record whose
+/// signature was swapped, and an extension with no record under
+/// `[trust] require-signatures` are refused, each with its reason.
+#[test]
+fn every_start_checks_the_signature_offline_and_names_the_check_that_failed() {
+    let registry = Registry::start();
+    let ws = Workspace::new();
+    ws.write_files(&[("docs/a.txt", "one\n")]);
+    let (private, public) = keygen(&ws, ws.config_home(), "cosign");
+    let wc = format!("{}:1.0", registry.oci("tools/wordcount"));
+    let get = format!("{}:1.0", registry.oci("tools/httpget"));
+    publish(&ws, "wordcount", &wc, Some(&private));
+    publish(&ws, "httpget", &get, Some(&private));
+    for (reference, grant) in [(&wc, "--fs-read"), (&get, "--http")] {
+        let out = add(&ws, reference, &["--key", &public, grant, "docs"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    drop(registry);
+    let wordcount = listed_extension(&ws, "wordcount");
+    assert!(wordcount["refused"].is_null(), "{wordcount}");
+
+    // httpget's record with wordcount's signatures.
+    let ext = ws.user_extensions();
+    let record = |name: &str| -> Value {
+        serde_json::from_slice(&std::fs::read(ext.join(format!("{name}.oci.json"))).unwrap())
+            .unwrap()
+    };
+    let mut swapped = record("httpget");
+    swapped["signatures"] = record("wordcount")["signatures"].clone();
+    std::fs::write(ext.join("httpget.oci.json"), swapped.to_string()).unwrap();
+    let refused = listed_extension(&ws, "httpget")["refused"].clone();
+    assert!(
+        refused
+            .as_str()
+            .unwrap()
+            .starts_with("its signature check failed: no signature by")
+            && refused.as_str().unwrap().contains("another component"),
+        "{refused}"
+    );
+
+    // wordcount changed on disk, its pin updated by someone who can write
+    // the user's file: the signature still speaks of the old bytes.
+    let component = ext.join("wordcount.wasm");
+    let mut bytes = std::fs::read(&component).unwrap();
+    bytes.extend_from_slice(b"\0\0\0\0");
+    std::fs::write(&component, &bytes).unwrap();
+    let refused = listed_extension(&ws, "wordcount")["refused"].clone();
+    assert!(
+        refused
+            .as_str()
+            .unwrap()
+            .contains("the component is not the one its manifest names"),
+        "{refused}"
+    );
+
+    // A plain drop-in has no record: under require-signatures it never
+    // loads, and neither does an extension whose grant names no key.
+    std::fs::copy(example("jsonquery"), ext.join("jsonquery.wasm")).unwrap();
+    let policy = ws.user_config().join("toolhost.toml");
+    let text = std::fs::read_to_string(&policy).unwrap();
+    std::fs::write(
+        &policy,
+        format!("[trust]\nrequire-signatures = true\n\n{text}"),
+    )
+    .unwrap();
+    let refused = listed_extension(&ws, "jsonquery")["refused"].clone();
+    assert_eq!(
+        refused,
+        "its signature check failed: [trust] require-signatures is on, and its grant names no \
+         key or signed-by"
+    );
+}
+
+/// `ext update` pulls what the tag points at now, checks it as `add` does
+/// and shows what it requests; only `--yes` installs it, and an unsigned
+/// newer component is refused.
+#[test]
+fn an_update_shows_what_the_new_component_requests_and_installs_only_when_told() {
+    let registry = Registry::start();
+    let ws = Workspace::new();
+    let (private, public) = keygen(&ws, ws.config_home(), "cosign");
+    let tag = format!("{}:stable", registry.oci("tools/tool"));
+    let first = publish(&ws, "wordcount", &tag, Some(&private));
+    let out = add(&ws, &tag, &["--key", &public, "--name", "tool"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = cli(&ws, &["ext", "update"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(&format!("tool: up to date ({tag} is {first})")),
+        "{}",
+        stdout(&out)
+    );
+
+    // The tag moves to httpget, signed: shown, not installed.
+    let second = publish(&ws, "httpget", &tag, Some(&private));
+    let out = cli(&ws, &["ext", "update", "tool"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!("moved from {first} to {second}")),
+        "{text}"
+    );
+    assert!(text.contains("requests: http (was fs-read)"), "{text}");
+    assert!(text.contains("not installed"), "{text}");
+    let pinned = |ws: &Workspace| {
+        let record: Value = serde_json::from_slice(
+            &std::fs::read(ws.user_extensions().join("tool.oci.json")).unwrap(),
+        )
+        .unwrap();
+        record["digest"].as_str().unwrap().to_string()
+    };
+    assert_eq!(pinned(&ws), first);
+    let out = cli(&ws, &["ext", "update", "tool", "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(pinned(&ws), second);
+    // It loads as far as its grant: httpget asks for http, not granted.
+    let refused = listed_extension(&ws, "tool")["refused"].clone();
+    assert!(
+        refused.as_str().unwrap().contains("[extensions.tool] http"),
+        "{refused}"
+    );
+
+    // An unsigned component under the tag: refused, the installed one kept.
+    publish(&ws, "wordcount", &tag, None);
+    let out = cli(&ws, &["ext", "update", "tool", "--yes"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("it is not signed"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(pinned(&ws), second);
+}
