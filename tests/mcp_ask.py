@@ -21,6 +21,7 @@ import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import get_default_environment, stdio_client
+from mcp_common import call_with_progress
 
 
 def text_of(result):
@@ -82,15 +83,10 @@ async def main(toolhost, workspace, mode):
             summary["logLevelSet"] = True
             # A silent command still sends progress (a heartbeat), which keeps a client that
             # times calls out unless progress comes (Pi's) waiting.
-            beats = []
-
-            async def on_progress(value, total, message):
-                beats.append(message)
-
-            result = await client.call_tool(
-                "bash", {"command": "sleep 13; printf done"}, progress_callback=on_progress
+            result, beats = await call_with_progress(
+                client, "bash", {"command": "sleep 13; printf done"}
             )
-            summary["silent"] = [text_of(result), beats]
+            summary["silent"] = [text_of(result), [message for _, message in beats]]
     print(json.dumps(summary))
 
 

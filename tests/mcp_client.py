@@ -31,7 +31,7 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_common import TOKEN, address_in, check, run_script, wait_until
+from mcp_common import TOKEN, address_in, call_with_progress, check, run_script, wait_until
 
 
 def text_of(result):
@@ -169,26 +169,17 @@ async def session(server, workspace, extension, planted, mode):
         summary["schemaViolation"] = text_of(result)
 
         # Progress: each tool update is a notifications/progress before the result.
-        progress = []
-
-        async def on_progress(value, total, message):
-            progress.append((value, message))
-
-        result = await client.call_tool("progress", {"count": 3}, progress_callback=on_progress)
+        result, progress = await call_with_progress(client, "progress", {"count": 3})
         check(text_of(result) == "progress done", f"progress result: {result}")
         check(progress == [(1, "partial 1"), (2, "partial 2"), (3, "partial 3")],
               f"progress notifications: {progress}")
         summary["progress"] = progress
 
         # bash streams its output as progress (Pi's onUpdate), the last with all of it.
-        bash_progress = []
-
-        async def on_bash_progress(value, total, message):
-            bash_progress.append(message)
-
-        result = await client.call_tool(
-            "bash", {"command": "echo a; sleep 0.3; echo b"}, progress_callback=on_bash_progress
+        result, updates = await call_with_progress(
+            client, "bash", {"command": "echo a; sleep 0.3; echo b"}
         )
+        bash_progress = [message for _, message in updates]
         check(text_of(result) == "a\nb\n" and not result.is_error, f"bash result: {result}")
         check(len(bash_progress) >= 2 and bash_progress[-1] == "a\nb\n",
               f"bash progress notifications: {bash_progress}")

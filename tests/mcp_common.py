@@ -16,6 +16,18 @@ def check(condition, message):
         raise AssertionError(message)
 
 
+async def call_with_progress(client, name, arguments):
+    """Call a tool, keeping its progress notifications: the result, and each
+    notification's (progress, message) in order."""
+    progress = []
+
+    async def on_progress(value, total, message):
+        progress.append((value, message))
+
+    result = await client.call_tool(name, arguments, progress_callback=on_progress)
+    return result, progress
+
+
 def running(marker):
     """Whether a live process other than this script has `marker` in an argument."""
     for pid in os.listdir("/proc"):

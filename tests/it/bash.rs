@@ -313,8 +313,7 @@ fn progress_streams_as_update_events_in_pis_shapes() {
 #[test]
 fn read_opens_the_full_output_file_its_bash_named_and_no_other_file_beside_it() {
     let ws = Workspace::new();
-    let temp = tempfile::tempdir().unwrap();
-    let dir = temp.path().canonicalize().unwrap();
+    let (_temp, dir) = outside_dir();
     // Another session's log, and a command's leftover, in the same directory.
     let other = dir.join("toolhost-bash-00000000000000aa.log");
     std::fs::write(&other, "another session's output\n").unwrap();
@@ -446,11 +445,13 @@ fn powershell_is_defined_but_not_active_by_default() {
     assert!(!default.active_tools().contains(&"powershell".to_string()));
 
     let host = host(&ws);
-    let definition = host
-        .definitions()
-        .into_iter()
-        .find(|d| d.name == "powershell")
-        .unwrap();
+    let defined = |name: &str| {
+        host.definitions()
+            .into_iter()
+            .find(|d| d.name == name)
+            .unwrap()
+    };
+    let definition = defined("powershell");
     assert_eq!(
         definition.description,
         "Execute a PowerShell command in the current working directory. Returns stdout and stderr. Output is truncated to last 2000 lines or 50KB (whichever is hit first). If truncated, full output is saved to a temp file. Optionally provide a timeout in seconds."
@@ -459,11 +460,7 @@ fn powershell_is_defined_but_not_active_by_default() {
         definition.prompt_snippet.as_deref(),
         Some("Execute PowerShell commands")
     );
-    let bash = host
-        .definitions()
-        .into_iter()
-        .find(|d| d.name == "bash")
-        .unwrap();
+    let bash = defined("bash");
     assert_eq!(
         bash.prompt_snippet.as_deref(),
         Some("Execute bash commands (ls, grep, find, etc.)")

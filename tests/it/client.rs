@@ -64,6 +64,21 @@ fn mcptools(ws: &Workspace, client: &str) -> toolhost::HostBuilder {
     granted(ws, &policy).extensions(|e| e.load(toolhost_tests::MCPTOOLS))
 }
 
+/// A host of the MCP test tools, granted `client`, in a fresh workspace, and
+/// a client that records what it is asked.
+fn recorded_mcptools(client: &str) -> (Workspace, Host, Arc<Recording>) {
+    let ws = Workspace::new();
+    let host = built(mcptools(&ws, client));
+    (ws, host, Arc::new(Recording::default()))
+}
+
+/// `name` called with `args` through `client`: its text and whether it is
+/// an error.
+fn ask(host: &Host, client: &Arc<Recording>, name: &str, args: Value) -> (String, bool) {
+    let (text, is_error, _) = call_with(host, Some(client.clone()), name, args);
+    (text, is_error)
+}
+
 fn call_with(
     host: &Host,
     client: Option<Arc<Recording>>,
@@ -96,9 +111,9 @@ fn an_embedders_client_answers_a_tools_requests_within_its_grant() {
 
     // Three kinds at once, in one request: the client sees them in order,
     // under the tool's keys, named with the tool that asks.
-    let (text, is_error, _) = call_with(
+    let (text, is_error) = ask(
         &host,
-        Some(client.clone()),
+        &client,
         "test_input_required_result_multiple_inputs",
         json!({}),
     );
@@ -175,25 +190,18 @@ fn an_embedders_client_answers_a_tools_requests_within_its_grant() {
 
 #[test]
 fn what_the_grant_does_not_name_never_reaches_the_client_and_no_client_is_a_clear_error() {
-    let ws = Workspace::new();
-    let host = built(mcptools(&ws, r#"["elicitation"]"#));
-    let client = Arc::new(Recording::default());
+    let (_ws, host, client) = recorded_mcptools(r#"["elicitation"]"#);
     // Sampling is not granted: refused in the host; the client is not asked.
-    let (text, is_error, _) = call_with(
-        &host,
-        Some(client.clone()),
-        "test_sampling",
-        json!({"prompt": "Say hi"}),
-    );
+    let (text, is_error) = ask(&host, &client, "test_sampling", json!({"prompt": "Say hi"}));
     assert!(is_error);
     assert!(
         text.contains("asking the client for sampling is not granted; grant it in toolhost.toml: client = [\"sampling\"]"),
         "{text}"
     );
     // Nor is a request that mixes a granted kind with one that is not.
-    let (text, is_error, _) = call_with(
+    let (text, is_error) = ask(
         &host,
-        Some(client.clone()),
+        &client,
         "test_input_required_result_multiple_inputs",
         json!({}),
     );
@@ -236,15 +244,8 @@ fn a_component_importing_client_without_the_grant_is_refused_at_load() {
 
 #[test]
 fn a_tool_that_asks_in_a_loop_is_stopped_after_64_requests() {
-    let ws = Workspace::new();
-    let host = built(mcptools(&ws, r#"["roots"]"#));
-    let client = Arc::new(Recording::default());
-    let (text, is_error, _) = call_with(
-        &host,
-        Some(client.clone()),
-        "ask_in_a_loop",
-        json!({"count": 1000}),
-    );
+    let (_ws, host, client) = recorded_mcptools(r#"["roots"]"#);
+    let (text, is_error) = ask(&host, &client, "ask_in_a_loop", json!({"count": 1000}));
     assert!(!is_error, "{text}");
     assert_eq!(
         text,

@@ -152,26 +152,27 @@ fn stale_entries(out_dir: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn the_official_conformance_suite_passes_at_2025_11_25_but_for_the_expected_failures() {
-    let (text, passed) = run("2025-11-25", Auth::None);
-    assert!(passed, "{text}");
+/// One test per revision and authentication, each running the suite and
+/// asserting it passed (its report on failure).
+macro_rules! suite_passes {
+    ($($name:ident: $revision:expr, $auth:expr;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                let (text, passed) = run($revision, $auth);
+                assert!(passed, "{text}");
+            }
+        )*
+    };
 }
 
-#[test]
-fn the_official_conformance_suite_passes_at_2026_07_28_but_for_the_expected_failures() {
-    let (text, passed) = run("2026-07-28", Auth::None);
-    assert!(passed, "{text}");
-}
-
-#[test]
-fn the_official_conformance_suite_passes_with_a_token_file_behind_a_proxy_at_2025_11_25() {
-    let (text, passed) = run("2025-11-25", Auth::TokenFile);
-    assert!(passed, "{text}");
-}
-
-#[test]
-fn the_official_conformance_suite_passes_with_a_token_file_behind_a_proxy_at_2026_07_28() {
-    let (text, passed) = run("2026-07-28", Auth::TokenFile);
-    assert!(passed, "{text}");
+suite_passes! {
+    the_official_conformance_suite_passes_at_2025_11_25_but_for_the_expected_failures:
+        "2025-11-25", Auth::None;
+    the_official_conformance_suite_passes_at_2026_07_28_but_for_the_expected_failures:
+        "2026-07-28", Auth::None;
+    the_official_conformance_suite_passes_with_a_token_file_behind_a_proxy_at_2025_11_25:
+        "2025-11-25", Auth::TokenFile;
+    the_official_conformance_suite_passes_with_a_token_file_behind_a_proxy_at_2026_07_28:
+        "2026-07-28", Auth::TokenFile;
 }

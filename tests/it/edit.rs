@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use toolhost::backend::fs::{FsWrite, LocalFs, MutationLock, lock_file};
-use toolhost::{AssistantMessage, CancellationToken, Event, EventSink, ToolResultMessage};
+use toolhost::{AssistantMessage, CancellationToken, Event, EventSink, Host, ToolResultMessage};
 
 #[test]
 fn edit_cases_match_pi() {
@@ -26,6 +26,22 @@ fn edit(host: &toolhost::Host, path: &str, pairs: &[(&str, &str)]) -> ToolResult
     call(host, "edit", json!({"path": path, "edits": edits}))
 }
 
+/// A host on a fresh workspace holding `path` with `text`.
+fn with_file(path: &str, text: &str) -> (Workspace, Host) {
+    let ws = Workspace::new();
+    ws.write(path, text);
+    let host = host(&ws);
+    (ws, host)
+}
+
+/// [`with_file`], then `edit` of `path` with `pairs`: the workspace, the
+/// host and the result.
+fn edited(path: &str, text: &str, pairs: &[(&str, &str)]) -> (Workspace, Host, ToolResultMessage) {
+    let (ws, host) = with_file(path, text);
+    let r = edit(&host, path, pairs);
+    (ws, host, r)
+}
+
 #[track_caller]
 fn read(ws: &Workspace, rel: &str) -> String {
     String::from_utf8(std::fs::read(ws.path.join(rel)).unwrap()).unwrap()
@@ -38,10 +54,11 @@ fn ok(r: &ToolResultMessage) {
 
 #[test]
 fn decision_8_untouched_lines_keep_their_own_endings() {
-    let ws = Workspace::new();
-    let host = host(&ws);
-    ws.write("f.txt", "one\r\ntwo\nthree\r\nfour\rfive\n");
-    let r = edit(&host, "f.txt", &[("three\n", "3\nTHREE\n")]);
+    let (ws, host, r) = edited(
+        "f.txt",
+        "one\r\ntwo\nthree\r\nfour\rfive\n",
+        &[("three\n", "3\nTHREE\n")],
+    );
     ok(&r);
     // Pi would write every break as CRLF (the first line's ending) and read
     // the lone CR as a break (spec §5 bug 10). The edited line takes its own
@@ -68,11 +85,9 @@ fn decision_8_untouched_lines_keep_their_own_endings() {
 
 #[test]
 fn decision_9_exact_matches_are_unique_on_their_own_text() {
-    let ws = Workspace::new();
-    let host = host(&ws);
     // "x  " normalises to "x" too, so Pi counts two occurrences (bug 12).
-    ws.write("f.txt", "x\nx  \n");
-    ok(&edit(&host, "f.txt", &[("x\n", "y\n")]));
+    let (ws, host, r) = edited("f.txt", "x\nx  \n", &[("x\n", "y\n")]);
+    ok(&r);
     assert_eq!(read(&ws, "f.txt"), "y\nx  \n");
     // Two exact occurrences are still two.
     ws.write("g.txt", "a\na\n");
@@ -85,14 +100,10 @@ fn decision_9_exact_matches_are_unique_on_their_own_text() {
 
 #[test]
 fn decision_9_fuzzy_matching_tolerates_indentation() {
-    let ws = Workspace::new();
-    let host = host(&ws);
-    let file = "fn main() {\n\tif ready {\n\t\tgo();\n\t}\n}\n";
-    ws.write("f.rs", file);
     // The model wrote spaces where the file has tabs (bug 11).
-    let r = edit(
-        &host,
+    let (ws, host, r) = edited(
         "f.rs",
+        "fn main() {\n\tif ready {\n\t\tgo();\n\t}\n}\n",
         &[(
             "    if ready {\n        go();\n    }\n",
             "    if ready {\n        go();\n        stop();\n    }\n",
@@ -120,13 +131,10 @@ fn decision_9_fuzzy_matching_tolerates_indentation() {
 
 #[test]
 fn decision_10_a_failed_match_says_what_was_tried_and_shows_the_closest_region() {
-    let ws = Workspace::new();
-    let host = host(&ws);
     let file = "fn main() {\n    let total = compute(1, 2);\n    println!(\"{}\", total);\n}\n";
-    ws.write("f.rs", file);
-    let r = edit(
-        &host,
+    let (ws, host, r) = edited(
         "f.rs",
+        file,
         &[(
             "    let total = compute(1, 3);\n    println!(\"{}\", total);",
             "x",
@@ -297,9 +305,7 @@ fn edits_of_different_files_run_side_by_side_and_aliases_share_a_lock() {
 
 #[test]
 fn legacy_argument_shapes_are_prepared_and_events_keep_what_the_model_sent() {
-    let ws = Workspace::new();
-    let host = host(&ws);
-    ws.write("f.txt", "one two three four\n");
+    let (ws, host) = with_file("f.txt", "one two three four\n");
     let shapes = [
         json!({"path": "f.txt", "oldText": "one", "newText": "1"}),
         json!({"path": "f.txt", "edits": "[{\"oldText\":\"two\",\"newText\":\"2\"}]"}),
@@ -307,8 +313,7 @@ fn legacy_argument_shapes_are_prepared_and_events_keep_what_the_model_sent() {
         json!({"path": "f.txt", "edits": {"oldText": "four", "newText": "4"}}),
     ];
     for (i, args) in shapes.iter().enumerate() {
-        let batch = AssistantMessage::from_calls(vec![tool_call("c1", "edit", args.clone())]);
-        let (outcome, events) = run(&host, &batch, CancellationToken::new());
+        let (outcome, events) = run_one(&host, "edit", args.clone());
         assert_eq!(
             outcome.results[0].text(),
             "Successfully replaced 1 block(s) in f.txt.",
@@ -326,10 +331,7 @@ fn legacy_argument_shapes_are_prepared_and_events_keep_what_the_model_sent() {
 
 #[test]
 fn multiple_edits_apply_against_the_original_and_report_all_blocks() {
-    let ws = Workspace::new();
-    let host = host(&ws);
-    ws.write("f.txt", "a\nb\nc\n");
-    let r = edit(&host, "f.txt", &[("c", "b"), ("b", "a"), ("a", "c")]);
+    let (ws, host, r) = edited("f.txt", "a\nb\nc\n", &[("c", "b"), ("b", "a"), ("a", "c")]);
     ok(&r);
     assert_eq!(r.text(), "Successfully replaced 3 block(s) in f.txt.");
     assert_eq!(read(&ws, "f.txt"), "c\na\nb\n");
@@ -347,10 +349,8 @@ fn multiple_edits_apply_against_the_original_and_report_all_blocks() {
 
 #[test]
 fn bom_is_kept_and_not_matched() {
-    let ws = Workspace::new();
-    let host = host(&ws);
-    ws.write("f.txt", "\u{FEFF}first\r\nsecond\r\n");
-    ok(&edit(&host, "f.txt", &[("first", "1st")]));
+    let (ws, _host, r) = edited("f.txt", "\u{FEFF}first\r\nsecond\r\n", &[("first", "1st")]);
+    ok(&r);
     assert_eq!(read(&ws, "f.txt"), "\u{FEFF}1st\r\nsecond\r\n");
 }
 
@@ -396,9 +396,7 @@ fn filesystem_errors_keep_pis_texts() {
 
 #[test]
 fn a_cancelled_edit_writes_nothing() {
-    let ws = Workspace::new();
-    let host = host(&ws);
-    ws.write("f.txt", "abc");
+    let (ws, host) = with_file("f.txt", "abc");
     let cancel = CancellationToken::new();
     cancel.cancel();
     let batch = AssistantMessage::from_calls(vec![tool_call(

@@ -117,10 +117,12 @@ fn listed(ws: &Workspace, name: &str) -> Option<Value> {
 #[test]
 fn rust_wordcount_counts_files_in_its_granted_directory_only() {
     let ws = Workspace::new();
-    ws.write("docs/a.txt", "one two\nthree\n");
-    ws.write("docs/sub/b.md", "héllo wörld\n");
-    ws.write("docs/.hidden", "not counted");
-    ws.write("secret.txt", "outside the grant");
+    ws.write_files(&[
+        ("docs/a.txt", "one two\nthree\n"),
+        ("docs/sub/b.md", "héllo wörld\n"),
+        ("docs/.hidden", "not counted"),
+        ("secret.txt", "outside the grant"),
+    ]);
     ws.symlink("docs/link", ws.path.join("secret.txt"));
     drop_in(&ws.user_extensions(), "wordcount");
 

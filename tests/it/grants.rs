@@ -31,6 +31,14 @@ fn secret_home(tmp: &tempfile::TempDir, secret: &str) -> PathBuf {
     home
 }
 
+/// The jail required; a fresh workspace, and a directory outside it by its
+/// real path (there while the guard lives).
+fn jailed_workspace_and_outside() -> (Workspace, tempfile::TempDir, PathBuf) {
+    require_jail();
+    let (guard, outside) = outside_dir();
+    (Workspace::new(), guard, outside)
+}
+
 fn text(out: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -156,10 +164,7 @@ fn grants_a_directory_bash_replaced_with_a_symlink_to_home_is_refused_on_the_nex
 
 #[test]
 fn grants_a_directory_whose_parent_bash_moved_and_linked_elsewhere_is_refused() {
-    require_jail();
-    let ws = Workspace::new();
-    let tmp = tempfile::tempdir().unwrap();
-    let elsewhere = tmp.path().canonicalize().unwrap();
+    let (ws, _guard, elsewhere) = jailed_workspace_and_outside();
     let secret = "th-secret-notes-8d02";
     std::fs::create_dir_all(elsewhere.join("today")).unwrap();
     std::fs::write(elsewhere.join("today/plan.txt"), secret).unwrap();
@@ -196,10 +201,7 @@ fn grants_a_directory_whose_parent_bash_moved_and_linked_elsewhere_is_refused() 
 
 #[test]
 fn grants_a_running_host_keeps_the_directory_approved_when_bash_swaps_it_between_calls() {
-    require_jail();
-    let ws = Workspace::new();
-    let tmp = tempfile::tempdir().unwrap();
-    let outside = tmp.path().canonicalize().unwrap();
+    let (ws, _guard, outside) = jailed_workspace_and_outside();
     let secret = "th-secret-running-5e7a";
     std::fs::write(outside.join("key.txt"), secret).unwrap();
     std::fs::create_dir_all(outside.join("sink")).unwrap();
@@ -296,10 +298,7 @@ fn grants_a_running_host_keeps_the_directory_approved_when_bash_swaps_it_between
 
 #[test]
 fn grants_a_shell_read_write_directory_swapped_for_a_symlink_is_refused_and_named() {
-    require_jail();
-    let ws = Workspace::new();
-    let tmp = tempfile::tempdir().unwrap();
-    let outside = tmp.path().canonicalize().unwrap();
+    let (ws, _guard, outside) = jailed_workspace_and_outside();
     ws.write("cache/.keep", "");
     let policy = "[shell]\nread-write = [\"cache\"]\n";
     // Where the jail cannot run (Landlock alone), bash can move the granted
@@ -344,10 +343,7 @@ fn grants_a_shell_read_write_directory_swapped_for_a_symlink_is_refused_and_name
 
 #[test]
 fn grants_an_extension_path_swapped_for_a_symlink_loads_nothing_from_behind_it() {
-    require_jail();
-    let ws = Workspace::new();
-    let tmp = tempfile::tempdir().unwrap();
-    let elsewhere = tmp.path().canonicalize().unwrap();
+    let (ws, _guard, elsewhere) = jailed_workspace_and_outside();
     // A component the user never approved, wherever the agent found one.
     std::fs::copy(toolhost_tests::FSPROBE, elsewhere.join("probe.wasm")).unwrap();
     ws.write("tools/.keep", "");
@@ -384,10 +380,7 @@ fn grants_an_extension_path_swapped_for_a_symlink_loads_nothing_from_behind_it()
 
 #[test]
 fn grants_a_program_bash_planted_on_path_or_named_inside_the_workspace_never_runs() {
-    require_jail();
-    let ws = Workspace::new();
-    let tmp = tempfile::tempdir().unwrap();
-    let tmpdir = tmp.path().canonicalize().unwrap();
+    let (ws, _guard, tmpdir) = jailed_workspace_and_outside();
     let uid = std::fs::metadata(&ws.path).unwrap().uid();
     // The host's temp directory (its commands' TMPDIR) under this TMPDIR.
     let host_temp = tmpdir.join(format!("toolhost-{uid}"));

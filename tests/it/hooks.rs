@@ -4,7 +4,7 @@
 
 use crate::support::*;
 use serde_json::json;
-use toolhost::{AssistantMessage, CancellationToken, Event, Host};
+use toolhost::{Event, Host};
 
 fn hooked(ws: &Workspace) -> Host {
     built(builder(ws).extensions(|e| {
@@ -20,22 +20,19 @@ fn echo(host: &Host, value: &str) -> (String, bool) {
     (r.text(), r.is_error)
 }
 
+/// `echo` of `value` through the hooks answers `text`, an error or not.
+#[track_caller]
+fn assert_echo(host: &Host, value: &str, text: &str, is_error: bool) {
+    assert_eq!(echo(host, value), (text.to_string(), is_error), "{value}");
+}
+
 #[test]
 fn a_hook_component_blocks_rewrites_or_lets_calls_through() {
     let ws = Workspace::new();
     let host = hooked(&ws);
-    assert_eq!(
-        echo(&host, "rm -rf /"),
-        ("hookkit blocked \"rm -rf /\"".into(), true)
-    );
-    assert_eq!(
-        echo(&host, "rewrite"),
-        ("echoed: {\"value\":\"rewritten\"}".into(), false)
-    );
-    assert_eq!(
-        echo(&host, "harmless"),
-        ("echoed: {\"value\":\"harmless\"}".into(), false)
-    );
+    assert_echo(&host, "rm -rf /", r#"hookkit blocked "rm -rf /""#, true);
+    assert_echo(&host, "rewrite", r#"echoed: {"value":"rewritten"}"#, false);
+    assert_echo(&host, "harmless", r#"echoed: {"value":"harmless"}"#, false);
     let ext = &host.extensions()[1];
     assert_eq!(
         (ext.name.as_str(), ext.hooks, ext.tools.len()),
@@ -47,36 +44,27 @@ fn a_hook_component_blocks_rewrites_or_lets_calls_through() {
 fn a_hook_that_fails_crashes_or_hangs_blocks_the_call() {
     let ws = Workspace::new();
     let host = hooked(&ws);
-    assert_eq!(
-        echo(&host, "fail"),
-        ("hookkit refuses this call".into(), true)
-    );
+    assert_echo(&host, "fail", "hookkit refuses this call", true);
     let (text, is_error) = echo(&host, "crash");
     assert!(is_error);
     assert!(
         text.starts_with("Hook hookkit crashed: wasm `unreachable` instruction executed"),
         "{text}"
     );
-    assert_eq!(
-        echo(&host, "spin"),
-        (
-            "Hook hookkit timed out after 2 seconds and was stopped".into(),
-            true
-        )
+    assert_echo(
+        &host,
+        "spin",
+        "Hook hookkit timed out after 2 seconds and was stopped",
+        true,
     );
-    assert_eq!(
-        echo(&host, "ok"),
-        ("echoed: {\"value\":\"ok\"}".into(), false)
-    );
+    assert_echo(&host, "ok", r#"echoed: {"value":"ok"}"#, false);
 }
 
 #[test]
 fn a_blocking_hook_may_ask_the_loop_to_terminate() {
     let ws = Workspace::new();
     let host = hooked(&ws);
-    let batch =
-        AssistantMessage::from_calls(vec![tool_call("c1", "echo", json!({"value": "stop"}))]);
-    let (outcome, _) = run(&host, &batch, CancellationToken::new());
+    let (outcome, _) = run_one(&host, "echo", json!({"value": "stop"}));
     assert_eq!(outcome.results[0].text(), "Tool execution was blocked");
     assert!(outcome.terminate);
 }
@@ -92,9 +80,7 @@ fn tool_result_hooks_patch_results_or_are_reported_when_they_fail() {
     );
     assert_eq!(r.details, Some(json!({"hook": "hookkit"})));
 
-    let batch =
-        AssistantMessage::from_calls(vec![tool_call("c1", "fail", json!({"message": "boom"}))]);
-    let (outcome, events) = run(&host, &batch, CancellationToken::new());
+    let (outcome, events) = run_one(&host, "fail", json!({"message": "boom"}));
     assert_eq!(outcome.results[0].text(), "boom", "the result is unchanged");
     assert!(outcome.results[0].is_error);
     let events = events.events.lock().unwrap();

@@ -537,17 +537,20 @@ fn hostile_results_larger_than_the_output_limit_are_refused() {
     assert_hostile_serves(&host);
 }
 
+/// Run the `hostile` call of `args` as a batch of its own, which must answer
+/// `text`; its events.
+#[track_caller]
+fn hostile_events(host: &Host, args: Value, text: &str) -> Arc<Recorder> {
+    let (outcome, recorder) = run_one(host, "hostile", args);
+    assert_eq!(outcome.results[0].text(), text);
+    recorder
+}
+
 #[test]
 fn hostile_progress_floods_are_capped() {
     let ws = Workspace::new();
     let host = hostile_host(&ws, "", limits(60, 64));
-    let progress = |args: Value| {
-        let message =
-            toolhost::AssistantMessage::from_calls(vec![tool_call("c1", "hostile", args)]);
-        let (outcome, recorder) = run(&host, &message, toolhost::CancellationToken::new());
-        assert_eq!(outcome.results[0].text(), "progress sent");
-        recorder.count("update c1")
-    };
+    let progress = |args: Value| hostile_events(&host, args, "progress sent").count("update c1");
     let cap = toolhost::MAX_PROGRESS_UPDATES as usize;
     assert_eq!(
         progress(json!({"mode": "progress", "count": cap * 2, "bytes": 1})),
@@ -577,10 +580,7 @@ fn hostile_log_floods_are_capped_and_cut_at_a_character() {
     let ws = Workspace::new();
     let host = hostile_host(&ws, "", limits(60, 64));
     let logs = |args: Value| {
-        let message =
-            toolhost::AssistantMessage::from_calls(vec![tool_call("c1", "hostile", args)]);
-        let (outcome, recorder) = run(&host, &message, toolhost::CancellationToken::new());
-        assert_eq!(outcome.results[0].text(), "logs sent");
+        let recorder = hostile_events(&host, args, "logs sent");
         let events = recorder.events.lock().unwrap();
         events
             .iter()
@@ -645,11 +645,14 @@ impl Escape {
     fn new() -> Escape {
         let ws = Workspace::new();
         let outside = Workspace::new();
-        outside.write("secret.txt", "OUTSIDE SECRET");
-        outside.write("file.txt", "OUTSIDE SECRET");
-        ws.write("secret.txt", "WORKSPACE SECRET");
-        ws.write("granted/inside.txt", "inside");
-        ws.write("granted/dir/file.txt", "inside");
+        for name in ["secret.txt", "file.txt"] {
+            outside.write(name, "OUTSIDE SECRET");
+        }
+        ws.write_files(&[
+            ("secret.txt", "WORKSPACE SECRET"),
+            ("granted/inside.txt", "inside"),
+            ("granted/dir/file.txt", "inside"),
+        ]);
         ws.symlink("granted/link-out", outside.path.join("secret.txt"));
         ws.symlink("granted/dir-out", &outside.path);
         ws.symlink("granted/up", "..");

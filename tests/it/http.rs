@@ -227,10 +227,44 @@ fn get(ws: &Workspace, args: Value) -> (String, bool, Value) {
     )
 }
 
-#[test]
-fn a_granted_host_is_reached_and_its_body_returned() {
+/// A test server, and a workspace whose http_get extension may reach it
+/// (as `localhost`).
+fn granted_server() -> (Server, Workspace) {
     let server = Server::start("127.0.0.1:0", 1);
     let ws = installed(&grant(&[format!("http://localhost:{}", server.port)]));
+    (server, ws)
+}
+
+/// A workspace whose shell may reach `localhost:{port}`.
+fn shell_reaching(port: u16) -> Workspace {
+    let ws = Workspace::new();
+    user_policy(&ws, &format!("[shell]\nnetwork = [\"localhost:{port}\"]\n"));
+    ws
+}
+
+/// `toolhost --audit LOG run BATCH --json` on `ws` with `env`, the batch a
+/// message of `calls` and the log in the configuration home: the output,
+/// and the log's path.
+fn run_audited(
+    ws: &Workspace,
+    calls: &[(&str, &str, Value)],
+    env: &[(&str, &str)],
+) -> (std::process::Output, PathBuf) {
+    let log = ws.config_home().join("audit.jsonl");
+    let file = batch_file(ws, calls);
+    let args = [
+        "--audit",
+        log.to_str().unwrap(),
+        "run",
+        file.to_str().unwrap(),
+        "--json",
+    ];
+    (toolhost_with_env(ws, &args, None, env), log)
+}
+
+#[test]
+fn a_granted_host_is_reached_and_its_body_returned() {
+    let (server, ws) = granted_server();
     let url = format!("http://localhost:{}/hello", server.port);
     let (text, is_error, details) = get(&ws, json!({"url": url}));
     assert!(!is_error, "{text}");
@@ -388,25 +422,15 @@ fn without_an_http_grant_the_component_is_refused_at_load() {
 
 #[test]
 fn the_audit_line_of_an_http_call_lists_the_host_contacted() {
-    let server = Server::start("127.0.0.1:0", 1);
-    let ws = installed(&grant(&[format!("http://localhost:{}", server.port)]));
-    let log = ws.config_home().join("audit.jsonl");
-    let batch = json!({"role": "assistant", "stopReason": "toolUse", "content": [
-        {"type": "toolCall", "id": "ok", "name": "http_get",
-         "arguments": {"url": format!("http://localhost:{}/hello", server.port)}},
-        {"type": "toolCall", "id": "no", "name": "http_get",
-         "arguments": {"url": "http://evil.test/"}},
-    ]});
-    let file = ws.write("batch.json", batch.to_string());
-    let out = toolhost(
+    let (server, ws) = granted_server();
+    let hello = format!("http://localhost:{}/hello", server.port);
+    let (out, log) = run_audited(
         &ws,
         &[
-            "--audit",
-            log.to_str().unwrap(),
-            "run",
-            file.to_str().unwrap(),
+            ("ok", "http_get", json!({ "url": hello })),
+            ("no", "http_get", json!({"url": "http://evil.test/"})),
         ],
-        None,
+        &[],
     );
     assert!(
         out.status.success(),
@@ -521,24 +545,14 @@ fn a_secret_reaches_only_its_host_and_never_the_component() {
     let b = Server::start("127.0.0.1:0", 1);
     let a = Server::start("127.0.0.1:0", b.port);
     let ws = with_a_secret(&a, &b, "env:TEST_API_TOKEN");
-    let log = ws.config_home().join("audit.jsonl");
-    let call = |id: &str, url: String| json!({"type": "toolCall", "id": id, "name": "http_get", "arguments": {"url": url}});
-    let batch = json!({"role": "assistant", "stopReason": "toolUse", "content": [
-        call("a", format!("http://localhost:{}/echo", a.port)),
-        call("b", format!("http://localhost:{}/echo", b.port)),
-        call("redirected", format!("http://localhost:{}/redirect", a.port)),
-    ]});
-    let file = ws.write("batch.json", batch.to_string());
-    let out = toolhost_with_env(
+    let url = |path: &str, port: u16| json!({"url": format!("http://localhost:{port}{path}")});
+    let (out, log) = run_audited(
         &ws,
         &[
-            "--audit",
-            log.to_str().unwrap(),
-            "run",
-            file.to_str().unwrap(),
-            "--json",
+            ("a", "http_get", url("/echo", a.port)),
+            ("b", "http_get", url("/echo", b.port)),
+            ("redirected", "http_get", url("/redirect", a.port)),
         ],
-        None,
         &[("TEST_API_TOKEN", SECRET)],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -794,8 +808,7 @@ fn commands_reach_the_granted_hosts_through_the_proxy_and_nothing_else() {
 fn the_proxy_records_its_connections_and_a_bad_entry_means_no_network() {
     let server = Server::start("127.0.0.1:0", 1);
     let port = server.port;
-    let ws = Workspace::new();
-    user_policy(&ws, &format!("[shell]\nnetwork = [\"localhost:{port}\"]\n"));
+    let ws = shell_reaching(port);
     let log = ws.config_home().join("audit.jsonl");
     let command = format!(
         "curl -s http://localhost:{port}/hello >/dev/null; curl -s http://localhost:{}/x >/dev/null; true",
@@ -865,8 +878,7 @@ fn the_proxy_records_its_connections_and_a_bad_entry_means_no_network() {
 fn two_thousand_proxied_connections_leave_the_hosts_memory_bounded() {
     let server = Server::start("127.0.0.1:0", 1);
     let port = server.port;
-    let ws = Workspace::new();
-    user_policy(&ws, &format!("[shell]\nnetwork = [\"localhost:{port}\"]\n"));
+    let ws = shell_reaching(port);
     let script = format!(
         "import socket, sys\n\
          n = int(sys.argv[1]); ok = 0\n\
@@ -938,8 +950,7 @@ fn npm_view_works_through_the_proxy_against_a_local_registry() {
         let packument = r#"{"name":"tiny-pkg","dist-tags":{"latest":"1.2.3"},"versions":{"1.2.3":{"name":"tiny-pkg","version":"1.2.3","description":"A stand-in","dist":{"tarball":"http://localhost:1/tiny-pkg-1.2.3.tgz","shasum":"0"}}}}"#;
         ("application/json", packument.as_bytes().to_vec())
     });
-    let ws = Workspace::new();
-    user_policy(&ws, &format!("[shell]\nnetwork = [\"localhost:{port}\"]\n"));
+    let ws = shell_reaching(port);
     // The machine's npm (scripts/setup needs it for the examples too).
     let command = format!(
         "npm view tiny-pkg version --registry http://localhost:{port}/ --cache $TMPDIR/npm-cache 2>&1"
@@ -980,8 +991,7 @@ fn pip_download_works_through_the_proxy_against_a_local_index() {
             ("application/octet-stream", bytes.clone())
         }
     });
-    let ws = Workspace::new();
-    user_policy(&ws, &format!("[shell]\nnetwork = [\"localhost:{port}\"]\n"));
+    let ws = shell_reaching(port);
     let command = format!(
         "python3 -m pip download --no-deps --no-cache-dir --disable-pip-version-check -q \
          --index-url http://localhost:{port}/simple/ -d $TMPDIR/dl tiny 2>&1; ls $TMPDIR/dl"

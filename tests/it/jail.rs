@@ -29,6 +29,15 @@ fn jailed(ws: &Workspace) -> Host {
     built(builder(ws).jail(toolhost::JailMode::Required))
 }
 
+/// A jailed host on `ws` whose commands have the network or not.
+fn jailed_with_network(ws: &Workspace, network: bool) -> Host {
+    built(
+        builder(ws)
+            .jail(toolhost::JailMode::Required)
+            .commands(|p| p.network(network)),
+    )
+}
+
 fn bash(host: &Host, command: &str) -> toolhost::ToolResultMessage {
     call(host, "bash", json!({ "command": command }))
 }
@@ -70,37 +79,50 @@ fn escapes(m: &str) -> String {
     )
 }
 
+/// bash runs every escape (marked with a fresh marker), then `then`, with
+/// `timeout` if given; its result, once no process the escapes left lives
+/// (`after` names the case).
+#[track_caller]
+fn escaping_then(
+    host: &Host,
+    then: &str,
+    timeout: Option<u64>,
+    after: &str,
+) -> toolhost::ToolResultMessage {
+    let m = marker();
+    let mut args = json!({"command": format!("{}; {then}", escapes(&m))});
+    if let Some(seconds) = timeout {
+        args["timeout"] = json!(seconds);
+    }
+    let r = call(host, "bash", args);
+    assert!(all_gone(&m), "{after}");
+    r
+}
+
 #[test]
 fn jail_nothing_a_call_started_outlives_it_however_the_call_ends() {
     let ws = Workspace::new();
     let host = jailed(&ws);
 
-    let m = marker();
-    let r = bash(&host, &format!("{}; echo done", escapes(&m)));
+    let r = escaping_then(&host, "echo done", None, "after a success");
     assert_eq!((r.text(), r.is_error), ("done\n".to_string(), false));
-    assert!(all_gone(&m), "after a success");
-
-    let m = marker();
-    let r = bash(&host, &format!("{}; exit 3", escapes(&m)));
-    assert!(
-        r.text().ends_with("Command exited with code 3"),
-        "{}",
-        r.text()
-    );
-    assert!(all_gone(&m), "after an error");
-
-    let m = marker();
-    let r = call(
-        &host,
-        "bash",
-        json!({"command": format!("{}; sleep 100", escapes(&m)), "timeout": 1}),
-    );
-    assert!(
-        r.text().ends_with("Command timed out after 1 seconds"),
-        "{}",
-        r.text()
-    );
-    assert!(all_gone(&m), "after a timeout");
+    for (then, timeout, ending, after) in [
+        (
+            "exit 3",
+            None,
+            "Command exited with code 3",
+            "after an error",
+        ),
+        (
+            "sleep 100",
+            Some(1),
+            "Command timed out after 1 seconds",
+            "after a timeout",
+        ),
+    ] {
+        let r = escaping_then(&host, then, timeout, after);
+        assert!(r.text().ends_with(ending), "{after}: {}", r.text());
+    }
 
     let m = marker();
     let cancel = CancellationToken::new();
@@ -181,23 +203,18 @@ fn jail_no_child_can_read_the_hosts_environment_by_any_route() {
     let routes = "env; cat /proc/$PPID/environ; cat /proc/1/environ; \
                   for p in /proc/[0-9]*; do cat $p/environ; done; \
                   ps eww -e 2>/dev/null; cat /proc/self/environ; true";
-    let out = toolhost_with_env(
-        &ws,
-        &[
-            "--require-jail",
-            "call",
-            "bash",
-            &json!({ "command": routes }).to_string(),
-        ],
-        None,
-        &[("TOOLHOST_TEST_HOST_SECRET", secret)],
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The CLI with the secret in its environment, which no route may show.
+    let leak_free = |args: &[&str]| {
+        let out = toolhost_with_env(&ws, args, None, &[("TOOLHOST_TEST_HOST_SECRET", secret)]);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            !stdout.contains(secret),
+            "the host's environment leaked: {stdout}"
+        );
+        stdout
+    };
+    let stdout = leak_free(&jailed_bash_args(routes).each_ref().map(String::as_str));
     assert!(stdout.contains("PATH="), "the routes ran: {stdout}");
-    assert!(
-        !stdout.contains(secret),
-        "the host's environment leaked: {stdout}"
-    );
 
     // A program granted to an extension, the same routes.
     std::fs::create_dir_all(ws.user_extensions()).unwrap();
@@ -212,18 +229,8 @@ fn jail_no_child_can_read_the_hosts_environment_by_any_route() {
     )
     .unwrap();
     let args = json!({"program": "sh", "args": ["-c", routes]}).to_string();
-    let out = toolhost_with_env(
-        &ws,
-        &["--require-jail", "call", "run", &args],
-        None,
-        &[("TOOLHOST_TEST_HOST_SECRET", secret)],
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = leak_free(&["--require-jail", "call", "run", &args]);
     assert!(stdout.starts_with("exit 0: "), "{stdout}");
-    assert!(
-        !stdout.contains(secret),
-        "the host's environment leaked: {stdout}"
-    );
 }
 
 #[test]
@@ -410,11 +417,13 @@ fn jail_home_hidden_shows_only_the_roots_and_the_named_directories() {
 #[test]
 fn jail_protected_paths_are_read_only_to_bash() {
     let ws = Workspace::new();
-    ws.write("toolhost.toml", "# trusted grants\n");
-    ws.write(".toolhost/extensions/tool.wasm", "component");
-    ws.write(".git/config", "[core]\n");
-    ws.write(".git/hooks/pre-commit", "#!/bin/sh\n");
-    ws.write(".git/HEAD", "ref: refs/heads/main\n");
+    ws.write_files(&[
+        ("toolhost.toml", "# trusted grants\n"),
+        (".toolhost/extensions/tool.wasm", "component"),
+        (".git/config", "[core]\n"),
+        (".git/hooks/pre-commit", "#!/bin/sh\n"),
+        (".git/HEAD", "ref: refs/heads/main\n"),
+    ]);
     let host = jailed(&ws);
     for attempt in [
         "echo '[extensions.x]' >> toolhost.toml",
@@ -560,11 +569,7 @@ fn jail_unix_and_abstract_sockets_outside_are_never_reached() {
         .collect();
     for network in [true, false] {
         let ws = Workspace::new();
-        let host = built(
-            builder(&ws)
-                .jail(toolhost::JailMode::Required)
-                .commands(|p| p.network(network)),
-        );
+        let host = jailed_with_network(&ws, network);
         let r = bash(&host, &script.join("; "));
         assert!(
             !r.text().contains("REACHED"),
@@ -648,11 +653,7 @@ except OSError as e:
 EOF";
     for network in [true, false] {
         let ws = Workspace::new();
-        let host = built(
-            builder(&ws)
-                .jail(toolhost::JailMode::Required)
-                .commands(|p| p.network(network)),
-        );
+        let host = jailed_with_network(&ws, network);
         let r = bash(&host, serve_and_connect);
         let text = r.text();
         assert_eq!(

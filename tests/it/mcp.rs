@@ -17,6 +17,18 @@ fn pixel_png() -> Vec<u8> {
     bytes
 }
 
+/// Python with the MCP SDK running `tests/{script}` on toolhost and `ws`
+/// (with the workspace's configuration home); the caller adds the script's
+/// own arguments.
+fn mcp_script(ws: &Workspace, script: &str) -> Command {
+    let mut cmd = Command::new(python_with_mcp());
+    cmd.arg(repo_root().join("tests").join(script))
+        .arg(toolhost_bin())
+        .arg(&ws.path)
+        .env("XDG_CONFIG_HOME", ws.config_home());
+    cmd
+}
+
 /// Runs tests/mcp_client.py over `transport` in the SDK's connect `mode`, and
 /// checks its summary: the revision it negotiated, and every step's outcome.
 #[track_caller]
@@ -31,14 +43,10 @@ fn python_sdk_drives_toolhost_mcp(transport: &str, mode: &str) -> Value {
     let extension = kit.path().join("testkit.wasm");
     std::fs::copy(toolhost_tests::TESTKIT, &extension).unwrap();
     let summary = script_summary(
-        Command::new(python_with_mcp())
-            .arg(repo_root().join("tests/mcp_client.py"))
-            .arg(toolhost_bin())
-            .arg(&ws.path)
+        mcp_script(&ws, "mcp_client.py")
             .arg(&extension)
             .arg(toolhost_tests::FSPROBE)
-            .args([transport, mode])
-            .env("XDG_CONFIG_HOME", ws.config_home()),
+            .args([transport, mode]),
         &format!("mcp_client.py {transport} {mode}"),
     );
     let version = if mode == "legacy" {
@@ -218,12 +226,7 @@ fn a_client_answers_questions(mode: &str) -> Value {
     let ws = Workspace::new();
     user_policy(&ws, "[permissions]\nask = [\"bash(echo *)\"]\n");
     let summary = script_summary(
-        Command::new(python_with_mcp())
-            .arg(repo_root().join("tests/mcp_ask.py"))
-            .arg(toolhost_bin())
-            .arg(&ws.path)
-            .arg(mode)
-            .env("XDG_CONFIG_HOME", ws.config_home()),
+        mcp_script(&ws, "mcp_ask.py").arg(mode),
         &format!("mcp_ask.py {mode}"),
     );
     assert_eq!(
@@ -577,13 +580,9 @@ fn a_tool_asks_the_client(mode: &str) -> Value {
         "[extensions.mcptools]\ntools = true\nclient = [\"elicitation\", \"roots\"]\n",
     );
     let summary = script_summary(
-        Command::new(python_with_mcp())
-            .arg(repo_root().join("tests/mcp_tool_asks.py"))
-            .arg(toolhost_bin())
-            .arg(&ws.path)
+        mcp_script(&ws, "mcp_tool_asks.py")
             .arg(mode)
-            .arg(toolhost_tests::MCPTOOLS)
-            .env("XDG_CONFIG_HOME", ws.config_home()),
+            .arg(toolhost_tests::MCPTOOLS),
         &format!("mcp_tool_asks.py {mode}"),
     );
     let calls = &summary["calls"];

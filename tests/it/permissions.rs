@@ -519,8 +519,7 @@ fn a_protected_path_is_never_asked_about_and_without_a_person_the_refusal_says_w
 fn a_write_outside_the_workspace_allowed_always_lands_at_the_approved_path_and_stays_allowed() {
     use toolhost::permissions::Answer;
     let ws = Workspace::new();
-    let outside = tempfile::tempdir().unwrap();
-    let dir = outside.path().canonicalize().unwrap();
+    let (_outside, dir) = outside_dir();
     let target = dir.join("new/report.txt");
     let (host, person, config) = asking_host(
         &ws,
@@ -631,8 +630,8 @@ fn a_command_without_the_network_gets_it_only_when_a_rule_or_the_person_says_so(
 fn find_and_grep_outside_the_workspace_ask_about_the_directory_they_search() {
     use toolhost::permissions::{Answer, Need};
     let ws = Workspace::new();
-    let outside = tempfile::tempdir().unwrap();
-    let notes = outside.path().canonicalize().unwrap().join("notes");
+    let (_guard, outside) = outside_dir();
+    let notes = outside.join("notes");
     std::fs::create_dir_all(notes.join("sub")).unwrap();
     std::fs::write(notes.join("a.md"), "alpha\n").unwrap();
     std::fs::write(notes.join("sub/b.md"), "beta alpha\n").unwrap();
@@ -700,11 +699,11 @@ fn the_terminal_view_of_run_keeps_the_question_readable_while_it_waits() {
 #[test]
 fn a_home_rule_matches_when_home_is_reached_through_a_link() {
     let ws = Workspace::new();
-    let place = tempfile::tempdir().unwrap();
-    let real = place.path().canonicalize().unwrap().join("real-home");
+    let (place_dir, place) = outside_dir();
+    let real = place.join("real-home");
     std::fs::create_dir_all(real.join("secret")).unwrap();
     std::fs::write(real.join("secret/key.txt"), "hidden").unwrap();
-    let link = place.path().join("home-link");
+    let link = place_dir.path().join("home-link");
     std::os::unix::fs::symlink(&real, &link).unwrap();
     user_policy(
         &ws,

@@ -6,29 +6,46 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use toolhost::{
-    AfterToolCallContext, AfterToolCallResult, AssistantMessage, BeforeToolCallContext,
-    BeforeToolCallResult, CancellationToken, ContentBlock, Event, StopReason, ToolHooks,
+    AfterToolCallContext, AfterToolCallResult, AssistantMessage, BatchOutcome,
+    BeforeToolCallContext, BeforeToolCallResult, CancellationToken, ContentBlock, Event,
+    StopReason, ToolHooks, ToolResultMessage,
 };
 
-fn message(calls: &[(&str, &str, Value)]) -> AssistantMessage {
+/// A batch of `calls` (tool, arguments) with the ids `c1`, `c2`, … in order.
+fn message(calls: &[(&str, Value)]) -> AssistantMessage {
     AssistantMessage::from_calls(
         calls
             .iter()
-            .map(|(id, name, args)| tool_call(id, name, args.clone()))
+            .enumerate()
+            .map(|(i, (name, args))| tool_call(&format!("c{}", i + 1), name, args.clone()))
             .collect(),
     )
 }
 
+/// Run `calls` as one batch on a host of the test guests in a fresh
+/// workspace, recording its events.
+fn run_calls(calls: &[(&str, Value)], cancel: CancellationToken) -> (BatchOutcome, Arc<Recorder>) {
+    let ws = Workspace::new();
+    run(&host(&ws), &message(calls), cancel)
+}
+
+/// Call `name` with `arguments` on a host of the test guests in a fresh
+/// workspace.
+fn call_fresh(name: &str, arguments: Value) -> ToolResultMessage {
+    let ws = Workspace::new();
+    call(&host(&ws), name, arguments)
+}
+
 #[test]
 fn parallel_batch_follows_pis_observed_event_order() {
-    let ws = Workspace::new();
-    let host = host(&ws);
-    let batch = message(&[
-        ("c1", "slow", json!({"ms": 400})),
-        ("c2", "fast", json!({})),
-        ("c3", "nope", json!({})),
-    ]);
-    let (outcome, events) = run(&host, &batch, CancellationToken::new());
+    let (outcome, events) = run_calls(
+        &[
+            ("slow", json!({"ms": 400})),
+            ("fast", json!({})),
+            ("nope", json!({})),
+        ],
+        CancellationToken::new(),
+    );
     let mut want: Vec<String> = [
         "start c1",
         "start c2",
@@ -51,9 +68,7 @@ fn parallel_batch_follows_pis_observed_event_order() {
 
 #[test]
 fn unknown_tool_result_message_has_pis_shape() {
-    let ws = Workspace::new();
-    let host = host(&ws);
-    let r = call(&host, "nope", json!({}));
+    let r = call_fresh("nope", json!({}));
     let mut v = serde_json::to_value(&r).unwrap();
     assert!(v["timestamp"].as_u64().unwrap() > 1_700_000_000_000);
     v.as_object_mut().unwrap().remove("timestamp");
@@ -86,14 +101,14 @@ fn unknown_tool_result_message_has_pis_shape() {
 
 #[test]
 fn a_sequential_tool_makes_the_batch_sequential() {
-    let ws = Workspace::new();
-    let host = host(&ws);
-    let batch = message(&[
-        ("c1", "step", json!({"ms": 200})),
-        ("c2", "fast", json!({})),
-        ("c3", "step", json!({"ms": 10})),
-    ]);
-    let (outcome, events) = run(&host, &batch, CancellationToken::new());
+    let (outcome, events) = run_calls(
+        &[
+            ("step", json!({"ms": 200})),
+            ("fast", json!({})),
+            ("step", json!({"ms": 10})),
+        ],
+        CancellationToken::new(),
+    );
     let want: Vec<String> = ["c1", "c2", "c3"]
         .iter()
         .flat_map(|id| {
@@ -113,10 +128,7 @@ fn a_sequential_tool_makes_the_batch_sequential() {
 fn the_host_can_force_sequential_execution() {
     let ws = Workspace::new();
     let host = built(builder(&ws).sequential(true));
-    let batch = message(&[
-        ("c1", "slow", json!({"ms": 200})),
-        ("c2", "fast", json!({})),
-    ]);
+    let batch = message(&[("slow", json!({"ms": 200})), ("fast", json!({}))]);
     let (_, events) = run(&host, &batch, CancellationToken::new());
     assert_eq!(
         &events.lines()[..3],
@@ -128,7 +140,7 @@ fn the_host_can_force_sequential_execution() {
 fn length_stop_fails_every_call_unexecuted() {
     let ws = Workspace::new();
     let host = host(&ws);
-    let mut batch = message(&[("c1", "terminate", json!({})), ("c2", "nope", json!({}))]);
+    let mut batch = message(&[("terminate", json!({})), ("nope", json!({}))]);
     batch.stop_reason = StopReason::Length;
     let (outcome, events) = run(&host, &batch, CancellationToken::new());
     let mut want: Vec<String> = Vec::new();
@@ -150,7 +162,7 @@ fn error_and_aborted_stop_reasons_run_nothing() {
     let ws = Workspace::new();
     let host = host(&ws);
     for reason in [StopReason::Error, StopReason::Aborted] {
-        let mut batch = message(&[("c1", "fast", json!({}))]);
+        let mut batch = message(&[("fast", json!({}))]);
         batch.stop_reason = reason;
         let (outcome, events) = run(&host, &batch, CancellationToken::new());
         assert!(outcome.results.is_empty());
@@ -162,14 +174,11 @@ fn error_and_aborted_stop_reasons_run_nothing() {
 fn terminate_only_when_every_result_asks() {
     let ws = Workspace::new();
     let host = host(&ws);
-    let all = message(&[
-        ("c1", "terminate", json!({})),
-        ("c2", "terminate", json!({})),
-    ]);
+    let all = message(&[("terminate", json!({})), ("terminate", json!({}))]);
     assert!(run(&host, &all, CancellationToken::new()).0.terminate);
-    let mixed = message(&[("c1", "terminate", json!({})), ("c2", "fast", json!({}))]);
+    let mixed = message(&[("terminate", json!({})), ("fast", json!({}))]);
     assert!(!run(&host, &mixed, CancellationToken::new()).0.terminate);
-    let failing = message(&[("c1", "terminate", json!({})), ("c2", "nope", json!({}))]);
+    let failing = message(&[("terminate", json!({})), ("nope", json!({}))]);
     assert!(!run(&host, &failing, CancellationToken::new()).0.terminate);
     assert!(
         !run(&host, &message(&[]), CancellationToken::new())
@@ -184,8 +193,8 @@ fn abort_before_the_batch_gives_every_call_a_result_in_both_modes() {
     let ws = Workspace::new();
     let host = host(&ws);
     for calls in [
-        vec![("c1", "slow", json!({"ms": 10})), ("c2", "nope", json!({}))],
-        vec![("c1", "step", json!({"ms": 10})), ("c2", "fast", json!({}))],
+        vec![("slow", json!({"ms": 10})), ("nope", json!({}))],
+        vec![("step", json!({"ms": 10})), ("fast", json!({}))],
     ] {
         let cancel = CancellationToken::new();
         cancel.cancel();
@@ -203,14 +212,10 @@ fn abort_before_the_batch_gives_every_call_a_result_in_both_modes() {
 
 #[test]
 fn abort_during_a_parallel_batch_stops_running_calls() {
-    let ws = Workspace::new();
-    let host = host(&ws);
-    let batch = message(&[
-        ("c1", "slow", json!({"ms": 60000})),
-        ("c2", "fast", json!({})),
-    ]);
-    let cancel = cancel_after(Duration::from_millis(300));
-    let (outcome, events) = run(&host, &batch, cancel);
+    let (outcome, events) = run_calls(
+        &[("slow", json!({"ms": 60000})), ("fast", json!({}))],
+        cancel_after(Duration::from_millis(300)),
+    );
     assert_eq!(outcome.results[0].text(), "Operation aborted");
     assert!(outcome.results[0].is_error);
     assert_eq!(outcome.results[1].text(), "fast done");
@@ -219,15 +224,14 @@ fn abort_during_a_parallel_batch_stops_running_calls() {
 
 #[test]
 fn abort_during_a_sequential_batch_still_answers_later_calls() {
-    let ws = Workspace::new();
-    let host = host(&ws);
-    let batch = message(&[
-        ("c1", "step", json!({"ms": 60000})),
-        ("c2", "fast", json!({})),
-        ("c3", "nope", json!({})),
-    ]);
-    let cancel = cancel_after(Duration::from_millis(300));
-    let (outcome, events) = run(&host, &batch, cancel);
+    let (outcome, events) = run_calls(
+        &[
+            ("step", json!({"ms": 60000})),
+            ("fast", json!({})),
+            ("nope", json!({})),
+        ],
+        cancel_after(Duration::from_millis(300)),
+    );
     let texts: Vec<String> = outcome.results.iter().map(|r| r.text()).collect();
     assert_eq!(texts, ["Operation aborted"; 3]);
     let mut want = Vec::new();
@@ -243,7 +247,7 @@ fn a_call_ignoring_cancellation_is_stopped_after_the_grace_period() {
     let ws = Workspace::new();
     let host = host(&ws);
     for tool in ["spin", "sleepy"] {
-        let batch = message(&[("c1", tool, json!({"ms": 60000}))]);
+        let batch = message(&[(tool, json!({"ms": 60000}))]);
         let cancel = cancel_after(Duration::from_millis(200));
         let (outcome, _) = run(&host, &batch, cancel);
         assert_eq!(outcome.results[0].text(), "Operation aborted", "{tool}");
@@ -253,9 +257,7 @@ fn a_call_ignoring_cancellation_is_stopped_after_the_grace_period() {
 
 #[test]
 fn validation_failure_is_an_error_result_with_pis_text() {
-    let ws = Workspace::new();
-    let host = host(&ws);
-    let r = call(&host, "read", json!({}));
+    let r = call_fresh("read", json!({}));
     assert!(r.is_error);
     assert_eq!(
         r.text(),
@@ -266,9 +268,7 @@ fn validation_failure_is_an_error_result_with_pis_text() {
 
 #[test]
 fn a_throwing_tool_is_an_error_result_with_its_message() {
-    let ws = Workspace::new();
-    let host = host(&ws);
-    let r = call(&host, "fail", json!({"message": "it broke"}));
+    let r = call_fresh("fail", json!({"message": "it broke"}));
     assert!(r.is_error);
     assert_eq!(r.text(), "it broke");
     assert_eq!(r.details, Some(json!({})));
@@ -277,9 +277,7 @@ fn a_throwing_tool_is_an_error_result_with_its_message() {
 #[test]
 fn prepare_arguments_rewrites_what_runs_but_not_what_is_stored() {
     let ws = Workspace::new();
-    let host = host(&ws);
-    let batch = message(&[("c1", "legacy", json!({"old": "x"}))]);
-    let (outcome, events) = run(&host, &batch, CancellationToken::new());
+    let (outcome, events) = run_one(&host(&ws), "legacy", json!({"old": "x"}));
     assert_eq!(outcome.results[0].text(), "legacy got {\"value\":\"x\"}");
     // §7.4: events keep the arguments the model sent.
     let events = events.events.lock().unwrap();
@@ -291,20 +289,24 @@ fn prepare_arguments_rewrites_what_runs_but_not_what_is_stored() {
 
 #[test]
 fn a_throwing_prepare_arguments_fails_the_call() {
-    let ws = Workspace::new();
-    let host = host(&ws);
-    let r = call(&host, "prepfail", json!({}));
+    let r = call_fresh("prepfail", json!({}));
     assert!(r.is_error);
     assert_eq!(r.text(), "prepare failed: unsupported argument shape");
 }
 
+/// Run `progress` with `count` updates as a batch on a host of the test
+/// guests in a fresh workspace; it must finish. Its events.
+#[track_caller]
+fn progress_events(count: u32) -> Arc<Recorder> {
+    let ws = Workspace::new();
+    let (outcome, events) = run_one(&host(&ws), "progress", json!({ "count": count }));
+    assert_eq!(outcome.results[0].text(), "progress done");
+    events
+}
+
 #[test]
 fn progress_updates_are_forwarded_with_the_calls_arguments() {
-    let ws = Workspace::new();
-    let host = host(&ws);
-    let batch = message(&[("c1", "progress", json!({"count": 2}))]);
-    let (outcome, events) = run(&host, &batch, CancellationToken::new());
-    assert_eq!(outcome.results[0].text(), "progress done");
+    let events = progress_events(2);
     assert_eq!(
         events.lines()[..4],
         ["start c1", "update c1", "update c1", "end c1"].map(String::from)
@@ -319,11 +321,7 @@ fn progress_updates_are_forwarded_with_the_calls_arguments() {
 
 #[test]
 fn a_flood_of_progress_updates_is_capped() {
-    let ws = Workspace::new();
-    let host = host(&ws);
-    let batch = message(&[("c1", "progress", json!({"count": 25000}))]);
-    let (outcome, events) = run(&host, &batch, CancellationToken::new());
-    assert_eq!(outcome.results[0].text(), "progress done");
+    let events = progress_events(25000);
     assert_eq!(
         events.count("update"),
         toolhost::MAX_PROGRESS_UPDATES as usize
@@ -375,22 +373,35 @@ impl ToolHooks for Hooks {
     }
 }
 
-fn hooked(ws: &Workspace, hooks: Arc<Hooks>) -> toolhost::Host {
-    built(builder(ws).hooks(hooks))
+/// Call `name` with `arguments` on a fresh host with `hooks`; the result,
+/// and the hooks (which count their after calls).
+fn call_hooked(hooks: Hooks, name: &str, arguments: Value) -> (ToolResultMessage, Arc<Hooks>) {
+    let ws = Workspace::new();
+    let hooks = Arc::new(hooks);
+    let host = built(builder(&ws).hooks(hooks.clone()));
+    (call(&host, name, arguments), hooks)
+}
+
+/// Run `calls` as one batch on a fresh host with `hooks`; the outcome, its
+/// events, and the hooks.
+fn run_hooked(hooks: Hooks, calls: &[(&str, Value)]) -> (BatchOutcome, Arc<Recorder>, Arc<Hooks>) {
+    let ws = Workspace::new();
+    let hooks = Arc::new(hooks);
+    let host = built(builder(&ws).hooks(hooks.clone()));
+    let (outcome, events) = run(&host, &message(calls), CancellationToken::new());
+    (outcome, events, hooks)
 }
 
 #[test]
 fn a_before_hook_blocks_without_reason_and_skips_the_after_hook() {
-    let ws = Workspace::new();
-    let hooks = Arc::new(Hooks {
+    let hooks = Hooks {
         block: Some(BeforeToolCallResult {
             block: true,
             ..Default::default()
         }),
         ..Default::default()
-    });
-    let host = hooked(&ws, hooks.clone());
-    let r = call(&host, "echo", json!({"value": "x"}));
+    };
+    let (r, hooks) = call_hooked(hooks, "echo", json!({"value": "x"}));
     assert_eq!(
         (r.text().as_str(), r.is_error),
         ("Tool execution was blocked", true)
@@ -401,26 +412,22 @@ fn a_before_hook_blocks_without_reason_and_skips_the_after_hook() {
 
 #[test]
 fn a_blocking_hook_can_terminate_the_batch() {
-    let ws = Workspace::new();
-    let hooks = Arc::new(Hooks {
+    let hooks = Hooks {
         block: Some(BeforeToolCallResult {
             block: true,
             reason: Some("not now".into()),
             terminate: true,
         }),
         ..Default::default()
-    });
-    let host = hooked(&ws, hooks);
-    let batch = message(&[("c1", "fast", json!({}))]);
-    let (outcome, _) = run(&host, &batch, CancellationToken::new());
+    };
+    let (outcome, _, _) = run_hooked(hooks, &[("fast", json!({}))]);
     assert_eq!(outcome.results[0].text(), "not now");
     assert!(outcome.terminate);
 }
 
 #[test]
 fn an_abort_during_the_before_hook_ends_the_call_as_aborted() {
-    let ws = Workspace::new();
-    let hooks = Arc::new(Hooks {
+    let hooks = Hooks {
         cancel_batch: true,
         block: Some(BeforeToolCallResult {
             block: true,
@@ -428,10 +435,8 @@ fn an_abort_during_the_before_hook_ends_the_call_as_aborted() {
             terminate: false,
         }),
         ..Default::default()
-    });
-    let host = hooked(&ws, hooks.clone());
-    let batch = message(&[("c1", "fast", json!({})), ("c2", "fast", json!({}))]);
-    let (outcome, events) = run(&host, &batch, CancellationToken::new());
+    };
+    let (outcome, events, hooks) = run_hooked(hooks, &[("fast", json!({})), ("fast", json!({}))]);
     // The abort wins over the hook's verdict, and the later call is answered too.
     let texts: Vec<String> = outcome.results.iter().map(|r| r.text()).collect();
     assert_eq!(texts, ["Operation aborted", "Operation aborted"]);
@@ -441,13 +446,11 @@ fn an_abort_during_the_before_hook_ends_the_call_as_aborted() {
 
 #[test]
 fn a_failing_before_hook_blocks_the_call() {
-    let ws = Workspace::new();
-    let hooks = Arc::new(Hooks {
+    let hooks = Hooks {
         before_error: Some("policy engine down".into()),
         ..Default::default()
-    });
-    let host = hooked(&ws, hooks);
-    let r = call(&host, "fast", json!({}));
+    };
+    let (r, _) = call_hooked(hooks, "fast", json!({}));
     assert_eq!(
         (r.text().as_str(), r.is_error),
         ("policy engine down", true)
@@ -456,13 +459,11 @@ fn a_failing_before_hook_blocks_the_call() {
 
 #[test]
 fn a_before_hook_may_rewrite_arguments_without_revalidation() {
-    let ws = Workspace::new();
-    let hooks = Arc::new(Hooks {
+    let hooks = Hooks {
         rewrite: Some(json!({"value": 123})),
         ..Default::default()
-    });
-    let host = hooked(&ws, hooks);
-    let r = call(&host, "echo", json!({"value": "x"}));
+    };
+    let (r, _) = call_hooked(hooks, "echo", json!({"value": "x"}));
     assert_eq!(
         (r.text().as_str(), r.is_error),
         ("echoed: {\"value\":123}", false)
@@ -471,21 +472,18 @@ fn a_before_hook_may_rewrite_arguments_without_revalidation() {
 
 #[test]
 fn a_throwing_after_hook_turns_the_result_into_its_error() {
-    let ws = Workspace::new();
-    let hooks = Arc::new(Hooks {
+    let hooks = Hooks {
         after_error: Some("after boom".into()),
         ..Default::default()
-    });
-    let host = hooked(&ws, hooks);
-    let r = call(&host, "fast", json!({}));
+    };
+    let (r, _) = call_hooked(hooks, "fast", json!({}));
     assert_eq!((r.text().as_str(), r.is_error), ("after boom", true));
     assert_eq!(r.details, Some(json!({})));
 }
 
 #[test]
 fn an_after_hook_patches_fields_wholesale() {
-    let ws = Workspace::new();
-    let hooks = Arc::new(Hooks {
+    let hooks = Hooks {
         after_patch: Some(AfterToolCallResult {
             content: Some(vec![ContentBlock::text("patched")]),
             details: Some(json!({"by": "hook"})),
@@ -494,10 +492,8 @@ fn an_after_hook_patches_fields_wholesale() {
             ..Default::default()
         }),
         ..Default::default()
-    });
-    let host = hooked(&ws, hooks.clone());
-    let batch = message(&[("c1", "fast", json!({}))]);
-    let (outcome, _) = run(&host, &batch, CancellationToken::new());
+    };
+    let (outcome, _, hooks) = run_hooked(hooks, &[("fast", json!({}))]);
     let r = &outcome.results[0];
     assert_eq!((r.text().as_str(), r.is_error), ("patched", true));
     assert_eq!(r.details, Some(json!({"by": "hook"})));
@@ -544,14 +540,8 @@ fn a_batch_larger_than_the_instance_pool_completes() {
     })
     .unwrap();
     let host = built(builder(&ws).runtime(runtime));
-    let calls: Vec<(String, &str, Value)> = (0..12)
-        .map(|i| (format!("c{i}"), "slow", json!({"ms": 20})))
-        .collect();
-    let refs: Vec<(&str, &str, Value)> = calls
-        .iter()
-        .map(|(id, name, args)| (id.as_str(), *name, args.clone()))
-        .collect();
-    let (outcome, _) = run(&host, &message(&refs), CancellationToken::new());
+    let calls = vec![("slow", json!({"ms": 20})); 12];
+    let (outcome, _) = run(&host, &message(&calls), CancellationToken::new());
     assert_eq!(outcome.results.len(), 12);
     assert!(
         outcome

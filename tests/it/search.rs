@@ -38,15 +38,19 @@ fn ignore_files_count_everywhere_hidden_files_do_and_git_never() {
     let ws = Workspace::new();
     ws.write(".gitignore", "*.log\nbuild/\n");
     ws.write(".ignore", "private.txt\n");
-    ws.write("app.log", "needle\n");
-    ws.write("build/out.txt", "needle\n");
-    ws.write("private.txt", "needle\n");
-    ws.write(".env", "needle\n");
-    ws.write(".git/config", "needle\n");
-    ws.write(".git/HEAD", "needle\n");
-    ws.write("src/main.txt", "needle\n");
     ws.write("src/.gitignore", "generated.txt\n");
-    ws.write("src/generated.txt", "needle\n");
+    for name in [
+        "app.log",
+        "build/out.txt",
+        "private.txt",
+        ".env",
+        ".git/config",
+        ".git/HEAD",
+        "src/main.txt",
+        "src/generated.txt",
+    ] {
+        ws.write(name, "needle\n");
+    }
     let host = host(&ws);
     assert_eq!(
         text_of(&host, "grep", json!({"pattern": "needle"})),
@@ -119,9 +123,9 @@ const NOBODY: u32 = 65534;
 fn an_unreadable_directory_is_a_warning_not_a_failure() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let ws = Workspace::new();
-    ws.write("a.txt", "needle\n");
-    ws.write("locked/secret.txt", "needle\n");
-    ws.write("z.txt", "needle\n");
+    for name in ["a.txt", "locked/secret.txt", "z.txt"] {
+        ws.write(name, "needle\n");
+    }
     let mode = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
     mode(&ws.path, 0o755).unwrap();
     mode(&ws.path.join("locked"), 0o000).unwrap();

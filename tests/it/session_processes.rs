@@ -5,6 +5,7 @@
 use crate::serve::{Server, batch};
 use crate::support::*;
 use serde_json::{Value, json};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 const TOOLS: &str = "bash,process_start,process_output,process_write,process_list,process_stop";
@@ -90,6 +91,16 @@ impl Session {
         answer
     }
 
+    /// Write `input` to process `id`, not waiting for its output; the write
+    /// must succeed.
+    #[track_caller]
+    fn write(&mut self, id: u64, input: &str) -> Answer {
+        self.ok(
+            "process_write",
+            json!({"id": id, "input": input, "wait": 0}),
+        )
+    }
+
     /// Read process `id` until what it printed since contains `needle`
     /// (giving up after a minute: a bound on a failure, not a timing).
     #[track_caller]
@@ -104,6 +115,14 @@ impl Session {
             self.ok("process_output", json!({"id": id, "wait": 0.2}));
         }
     }
+}
+
+/// A session of the server on `ws` with the session tools, writing its
+/// audit log in the workspace; the log's path.
+fn audited(ws: &Workspace) -> (Session, PathBuf) {
+    let audit = ws.path.join("audit.jsonl");
+    let server = Server::start(ws, &["--tools", TOOLS, "--audit", audit.to_str().unwrap()]);
+    (Session::of(server), audit)
 }
 
 /// A TCP port free now on loopback.
@@ -177,31 +196,16 @@ fn a_python_repl_in_a_terminal_is_driven_through_several_writes() {
         started.text
     );
     s.read_until(1, ">>> ");
-    s.ok(
-        "process_write",
-        json!({"id": 1, "input": "import sys; x = 6\r", "wait": 0}),
-    );
-    s.ok(
-        "process_write",
-        json!({"id": 1, "input": "print(x * 7, sys.stdin.isatty())\r", "wait": 0}),
-    );
+    s.write(1, "import sys; x = 6\r");
+    s.write(1, "print(x * 7, sys.stdin.isatty())\r");
     let text = s.read_until(1, "42 True");
     assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text:?}");
     // Definitions survive between writes: one interpreter all along.
-    s.ok(
-        "process_write",
-        json!({"id": 1, "input": "def f(): return x + 1\r\r", "wait": 0}),
-    );
-    s.ok(
-        "process_write",
-        json!({"id": 1, "input": "f()\r", "wait": 0}),
-    );
+    s.write(1, "def f(): return x + 1\r\r");
+    s.write(1, "f()\r");
     s.read_until(1, "\n7\n");
     // Ctrl-D ends it: the terminal is its controlling one.
-    s.ok(
-        "process_write",
-        json!({"id": 1, "input": "\u{4}", "wait": 0}),
-    );
+    s.write(1, "\u{4}");
     let give_up = Instant::now() + Duration::from_secs(60);
     loop {
         let answer = s.ok("process_output", json!({"id": 1, "wait": 1}));
@@ -412,11 +416,7 @@ fn mcp_clients_use_the_tools_and_each_http_session_has_its_own_processes() {
 #[test]
 fn a_process_ending_between_calls_is_told_to_the_client_and_written_to_the_audit_log() {
     let ws = Workspace::new();
-    let audit = ws.path.join("audit.jsonl");
-    let mut s = Session::of(Server::start(
-        &ws,
-        &["--tools", TOOLS, "--audit", audit.to_str().unwrap()],
-    ));
+    let (mut s, audit) = audited(&ws);
     let started = s.ok(
         "process_start",
         json!({"command": "read line; echo got $line; exit 3", "wait": 0}),
@@ -426,10 +426,7 @@ fn a_process_ending_between_calls_is_told_to_the_client_and_written_to_the_audit
         "{}",
         started.text
     );
-    s.ok(
-        "process_write",
-        json!({"id": 1, "input": "go\n", "wait": 0}),
-    );
+    s.write(1, "go\n");
     let told = loop {
         let line = s.server.next();
         if line["method"] == "process/exited" {
@@ -494,20 +491,13 @@ fn a_process_ending_between_calls_is_told_to_the_client_and_written_to_the_audit
 #[test]
 fn hostile_a_hook_a_session_process_plants_between_calls_is_undone() {
     let ws = Workspace::new();
-    let audit = ws.path.join("audit.jsonl");
-    let mut s = Session::of(Server::start(
-        &ws,
-        &["--tools", TOOLS, "--audit", audit.to_str().unwrap()],
-    ));
+    let (mut s, audit) = audited(&ws);
     let plant = "read go; sleep 0.3; git init -q planted && \
                  printf '#!/bin/sh\\necho pwned\\n' > planted/.git/hooks/pre-commit && \
                  chmod +x planted/.git/hooks/pre-commit && echo planted; sleep 600";
     s.ok("process_start", json!({"command": plant, "wait": 0}));
     // Its write call returns at once; the hook comes after it.
-    s.ok(
-        "process_write",
-        json!({"id": 1, "input": "go\n", "wait": 0}),
-    );
+    s.write(1, "go\n");
     let hook = ws.path.join("planted/.git/hooks/pre-commit");
     let give_up = Instant::now() + Duration::from_secs(60);
     while !hook.exists() {

@@ -76,6 +76,14 @@ impl Workspace {
         p
     }
 
+    /// Write each `(rel, contents)` of `files`, in order.
+    #[track_caller]
+    pub fn write_files(&self, files: &[(&str, &str)]) {
+        for (rel, contents) in files {
+            self.write(rel, contents);
+        }
+    }
+
     /// The text of the file at `rel`.
     #[track_caller]
     pub fn read(&self, rel: &str) -> String {
@@ -287,6 +295,40 @@ pub fn run(
     let recorder = Arc::new(Recorder::default());
     let outcome = block(host.run_batch(message, cancel, recorder.clone()));
     (outcome, recorder)
+}
+
+/// Run one call `c1` of `name` with `arguments` as a batch of its own,
+/// recording its events.
+pub fn run_one(
+    host: &Host,
+    name: &str,
+    arguments: Value,
+) -> (toolhost::BatchOutcome, Arc<Recorder>) {
+    let message = AssistantMessage::from_calls(vec![tool_call("c1", name, arguments)]);
+    run(host, &message, CancellationToken::new())
+}
+
+/// The JSON of an assistant message asking for `calls` (id, tool,
+/// arguments), as `toolhost run` and `batch/run` take it.
+pub fn batch_json(calls: &[(&str, &str, Value)]) -> Value {
+    let calls = calls
+        .iter()
+        .map(|(id, name, arguments)| tool_call(id, name, arguments.clone()))
+        .collect();
+    AssistantMessage::from_calls(calls).raw
+}
+
+/// [`batch_json`] of `calls` written to `batch.json` in `ws`; its path.
+pub fn batch_file(ws: &Workspace, calls: &[(&str, &str, Value)]) -> PathBuf {
+    ws.write("batch.json", batch_json(calls).to_string())
+}
+
+/// A temporary directory outside every workspace, and its real path (the
+/// one tools see); it is removed when the guard drops.
+pub fn outside_dir() -> (TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("creating a directory outside the workspace");
+    let path = dir.path().canonicalize().unwrap();
+    (dir, path)
 }
 
 /// Short lines for the standard message events of each id, in order.
