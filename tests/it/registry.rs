@@ -504,3 +504,161 @@ fn an_update_shows_what_the_new_component_requests_and_installs_only_when_told()
     );
     assert_eq!(pinned(&ws), second);
 }
+
+/// The tests' own Sigstore (`tests/sigstore_fixture.py`): a trusted root
+/// in `dir`, named as `[trust] sigstore-root` in `ws`'s user file.
+fn sigstore_root(ws: &Workspace, dir: &Path) -> PathBuf {
+    let out = fixture(&["root", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let root = dir.join("trusted_root.json");
+    user_policy(
+        ws,
+        &format!("[trust]\nsigstore-root = \"{}\"\n", root.display()),
+    );
+    root
+}
+
+fn fixture(args: &[&str]) -> Output {
+    Command::new(python_with_mcp())
+        .arg(repo_root().join("tests/sigstore_fixture.py"))
+        .args(args)
+        .output()
+        .expect("python runs")
+}
+
+const ISSUER: &str = "https://issuer.toolhost.test";
+
+/// A keyless bundle from the tests' Sigstore over `digest` for `identity`
+/// (`tamper`: one part broken), written to a file in `dir`.
+fn bundle(dir: &Path, digest: &str, identity: &str, tamper: Option<&str>) -> PathBuf {
+    let mut args = vec!["bundle", dir.to_str().unwrap(), digest, identity, ISSUER];
+    if let Some(what) = tamper {
+        args.extend(["--tamper", what]);
+    }
+    let out = fixture(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let file = dir.join(format!("{}-{}.json", identity, tamper.unwrap_or("good")));
+    std::fs::write(&file, &out.stdout).unwrap();
+    file
+}
+
+/// A component published unsigned to `repo`, with `bundle_for(digest)`
+/// attached as its keyless signature; its tag reference and digest.
+fn published_with_bundle(
+    registry: &Registry,
+    ws: &Workspace,
+    repo: &str,
+    bundle_for: impl Fn(&str) -> PathBuf,
+) -> (String, String) {
+    let tag = format!("{}:1.0", registry.oci(repo));
+    let digest = publish(ws, "wordcount", &tag, None);
+    let pinned = format!("{}@{digest}", registry.oci(repo));
+    let out = cli(
+        ws,
+        &[
+            "ext",
+            "attach",
+            &pinned,
+            bundle_for(&digest).to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    (tag, digest)
+}
+
+/// Keyless: a Fulcio-style certificate for the identity, its SCT, the
+/// signature and its Rekor entry (signed timestamp, inclusion proof, signed
+/// checkpoint), all checked offline against the trusted root the user
+/// named; the wrong identity, and each broken part, refused by name.
+#[test]
+fn a_keyless_signature_of_the_named_identity_installs_and_every_broken_part_is_refused() {
+    let registry = Registry::start();
+    let ws = Workspace::new();
+    ws.write_files(&[("docs/a.txt", "one two\n")]);
+    let sigstore = ws.config_home().join("sigstore");
+    sigstore_root(&ws, &sigstore);
+    let me = "dev@example.com";
+    let signed_by = format!("{me}@{ISSUER}");
+
+    let (tag, _) = published_with_bundle(&registry, &ws, "tools/wc", |d| {
+        bundle(&sigstore, d, me, None)
+    });
+    let out = add(&ws, &tag, &["--signed-by", &signed_by, "--fs-read", "docs"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(&format!("(signature of {signed_by} checked)")),
+        "{}",
+        stdout(&out)
+    );
+    let (text, is_error) = call_text(&ws, "wc", json!({"path": "docs"}));
+    assert!(!is_error && text.contains('2'), "{text}");
+
+    // Another identity is not the one named.
+    let other = format!("other@example.com@{ISSUER}");
+    let out = add(&ws, &tag, &["--name", "wc-other", "--signed-by", &other]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("no keyless signature of other@example.com") && err.contains("SubjectAltName"),
+        "{err}"
+    );
+    nothing_installed(&ws, "wc-other");
+
+    // Each part of the proof, broken in turn.
+    for (what, why) in [
+        ("sct", "SCT"),
+        ("set", "its log entry's signed timestamp is not the log's"),
+        ("proof", "its log entry is not proven in the log"),
+        ("checkpoint", "its log entry is not proven in the log"),
+    ] {
+        let repo = format!("broken/{what}");
+        let (tag, _) = published_with_bundle(&registry, &ws, &repo, |d| {
+            bundle(&sigstore, d, me, Some(what))
+        });
+        let name = format!("broken-{what}");
+        let out = add(&ws, &tag, &["--name", &name, "--signed-by", &signed_by]);
+        assert!(!out.status.success(), "{what}");
+        let err = stderr(&out);
+        assert!(err.contains(why), "{what}: {err}");
+        nothing_installed(&ws, &name);
+    }
+
+    // A bundle for another digest is refused on attaching, and moved into
+    // the record of an installed component it does not hold at start.
+    let (other_tag, other_digest) = published_with_bundle(&registry, &ws, "tools/other", |d| {
+        bundle(&sigstore, d, me, None)
+    });
+    let wrong = bundle(&sigstore, &other_digest, me, None);
+    let ext = ws.user_extensions();
+    let read = |name: &str| -> Value {
+        serde_json::from_slice(&std::fs::read(ext.join(format!("{name}.oci.json"))).unwrap())
+            .unwrap()
+    };
+    let wc_digest = read("wc")["digest"].as_str().unwrap().to_string();
+    let pinned = format!("{}@{wc_digest}", registry.oci("tools/wc"));
+    let out = cli(&ws, &["ext", "attach", &pinned, wrong.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(&format!("the bundle signs another digest than {wc_digest}")),
+        "{}",
+        stderr(&out)
+    );
+    let out = add(
+        &ws,
+        &other_tag,
+        &["--name", "other", "--signed-by", &signed_by],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    drop(registry);
+    let mut record = read("wc");
+    record["bundles"] = read("other")["bundles"].clone();
+    std::fs::write(ext.join("wc.oci.json"), record.to_string()).unwrap();
+    let refused = listed_extension(&ws, "wc")["refused"].clone();
+    assert!(
+        refused
+            .as_str()
+            .unwrap()
+            .starts_with("its signature check failed: no keyless signature"),
+        "{refused}"
+    );
+}

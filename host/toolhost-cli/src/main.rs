@@ -388,6 +388,14 @@ enum ExtCommand {
         #[arg(long, value_name = "FILE.key")]
         sign: Option<PathBuf>,
     },
+    /// Attach a Sigstore bundle (a keyless signature made elsewhere, such as
+    /// by cosign in CI) to a component in a registry, named by digest.
+    Attach {
+        #[arg(value_name = "oci://REGISTRY/REPOSITORY@sha256:DIGEST")]
+        reference: String,
+        #[arg(value_name = "BUNDLE.json")]
+        bundle: PathBuf,
+    },
     /// Make a signing key pair, PREFIX.key (encrypted with COSIGN_PASSWORD,
     /// as cosign writes it) and PREFIX.pub.
     Keygen {
@@ -559,43 +567,9 @@ impl HostOptions {
 async fn run(cli: Cli) -> Result<ExitCode> {
     // Commands that do not need the tools loaded.
     match cli.command {
-        Command::Ext {
-            command: ExtCommand::Inspect { file, json },
-        } => return inspect(&file, json).await,
-        Command::Ext {
-            command:
-                ExtCommand::Add {
-                    file,
-                    name,
-                    key,
-                    signed_by,
-                    grant,
-                },
-        } => {
-            let mut grant = grant.grant()?;
-            grant.key = key
-                .map(|k| std::path::absolute(&k).map(|k| k.display().to_string()))
-                .transpose()?;
-            grant.signed_by = signed_by;
-            return ext_add(&file, name.as_deref(), grant).await;
+        Command::Ext { command } if !matches!(command, ExtCommand::List { .. }) => {
+            return ext(command).await;
         }
-        Command::Ext {
-            command: ExtCommand::Update { names, yes },
-        } => return ext_update(&names, yes).await,
-        Command::Ext {
-            command:
-                ExtCommand::Publish {
-                    file,
-                    reference,
-                    sign,
-                },
-        } => return ext_publish(&file, &reference, sign.as_deref()).await,
-        Command::Ext {
-            command: ExtCommand::Keygen { prefix },
-        } => return ext_keygen(&prefix),
-        Command::Ext {
-            command: ExtCommand::Remove { name },
-        } => return ext_remove(&name),
         Command::Trust { yes, revoke, json } => {
             return trust(cli.workspace.as_deref(), yes, revoke, json).await;
         }
@@ -966,6 +940,37 @@ fn print_component(i: &toolhost::Inspection) {
     println!("  requests: {}", list(requests, "nothing"));
 }
 
+/// `toolhost ext …`, but `list`, which loads the tools first.
+async fn ext(command: ExtCommand) -> Result<ExitCode> {
+    match command {
+        ExtCommand::Inspect { file, json } => inspect(&file, json).await,
+        ExtCommand::Add {
+            file,
+            name,
+            key,
+            signed_by,
+            grant,
+        } => {
+            let mut grant = grant.grant()?;
+            grant.key = key
+                .map(|k| std::path::absolute(&k).map(|k| k.display().to_string()))
+                .transpose()?;
+            grant.signed_by = signed_by;
+            ext_add(&file, name.as_deref(), grant).await
+        }
+        ExtCommand::Update { names, yes } => ext_update(&names, yes).await,
+        ExtCommand::Publish {
+            file,
+            reference,
+            sign,
+        } => ext_publish(&file, &reference, sign.as_deref()).await,
+        ExtCommand::Attach { reference, bundle } => ext_attach(&reference, &bundle).await,
+        ExtCommand::Keygen { prefix } => ext_keygen(&prefix),
+        ExtCommand::Remove { name } => ext_remove(&name),
+        ExtCommand::List { .. } => unreachable!("`ext list` loads the tools first"),
+    }
+}
+
 async fn ext_add(
     file: &str,
     name: Option<&str>,
@@ -1106,6 +1111,18 @@ async fn ext_publish(
             escape_path(key.expect("signed with a key"))
         );
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn ext_attach(reference: &str, bundle: &std::path::Path) -> Result<ExitCode> {
+    use toolhost::extensions::{keyless, oci::OciRef};
+    let r = OciRef::parse(reference).map_err(anyhow::Error::msg)?;
+    let bytes = std::fs::read(bundle).with_context(|| format!("reading {}", bundle.display()))?;
+    let referrer = keyless::attach(&r, &bytes)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    println!("attached {} to {}", escape_path(bundle), escape(reference));
+    println!("  as the referrer {referrer}");
     Ok(ExitCode::SUCCESS)
 }
 

@@ -9,6 +9,7 @@
 
 use crate::engine::Runtime;
 use crate::error::Error;
+use crate::extensions::keyless;
 use crate::extensions::oci::{self, OciRef};
 use crate::extensions::policy::grant_line;
 use crate::extensions::policy::{GrantSpec, POLICY_FILE, signature_policies_in};
@@ -142,12 +143,16 @@ async fn pull_checked(
     let signatures = signature::fetch(r, &pulled.digest)
         .await
         .map_err(load_error)?;
+    let bundles = keyless::fetch(r, &pulled.digest)
+        .await
+        .map_err(load_error)?;
     let provenance = Provenance {
         source: shown.clone(),
         digest: pulled.digest,
         manifest: String::from_utf8(pulled.manifest)
             .map_err(|_| load_error("its manifest is not UTF-8 text".into()))?,
         signatures,
+        bundles,
     };
     for p in &policies {
         signature::verify(&pulled.component, &provenance, p)

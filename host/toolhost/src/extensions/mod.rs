@@ -20,6 +20,7 @@
 pub mod discovery;
 pub(crate) mod grants;
 pub mod install;
+pub mod keyless;
 pub mod oci;
 pub mod offers;
 pub mod policy;

@@ -162,9 +162,14 @@ pub fn is_sha256(digest: &str) -> bool {
     })
 }
 
+/// The SHA-256 of `bytes`.
+pub fn sha256_bytes(bytes: &[u8]) -> [u8; 32] {
+    sha2::Sha256::digest(bytes).into()
+}
+
 /// `sha256:` and the hexadecimal SHA-256 of `bytes`.
 pub fn sha256(bytes: &[u8]) -> String {
-    let hash = sha2::Sha256::digest(bytes);
+    let hash = sha256_bytes(bytes);
     let mut out = String::with_capacity(71);
     out.push_str("sha256:");
     for b in hash {
@@ -245,7 +250,7 @@ pub fn check_manifest(manifest: &[u8]) -> Result<OciDescriptor, String> {
 /// Pull the component `r` names and check it (see the module docs).
 pub async fn pull(r: &OciRef) -> Result<Pulled, String> {
     let client = r.client()?;
-    let (manifest, digest) = pull_manifest(&client, &r.reference, r)
+    let (manifest, digest) = pull_manifest(&client, &r.reference, r, OCI_IMAGE_MEDIA_TYPE)
         .await?
         .ok_or_else(|| format!("{r}: the registry has no such manifest"))?;
     if let Some(named) = r.digest()
@@ -275,14 +280,16 @@ pub async fn pull(r: &OciRef) -> Result<Pulled, String> {
 
 /// The manifest `reference` names, its bytes and their digest; `None`
 /// when the registry has none. The digest is computed here from the bytes,
-/// whatever the registry's headers say.
+/// whatever the registry's headers say. `media_type` is what is accepted:
+/// an image manifest ([`OCI_IMAGE_MEDIA_TYPE`]) or an index.
 pub(crate) async fn pull_manifest(
     client: &Client,
     reference: &Reference,
     shown: &OciRef,
+    media_type: &str,
 ) -> Result<Option<(Vec<u8>, String)>, String> {
     match client
-        .pull_manifest_raw(reference, &RegistryAuth::Anonymous, &[OCI_IMAGE_MEDIA_TYPE])
+        .pull_manifest_raw(reference, &RegistryAuth::Anonymous, &[media_type])
         .await
     {
         Ok((bytes, served)) => {
@@ -350,19 +357,20 @@ pub async fn push(r: &OciRef, component: &[u8]) -> Result<String, String> {
         .await
         .map_err(|e| push_err("config", e))?;
     let body = serde_json::to_vec(&manifest).expect("a manifest serializes");
-    push_manifest(&client, &r.reference, &body)
+    push_manifest(&client, &r.reference, &body, OCI_IMAGE_MEDIA_TYPE)
         .await
         .map_err(|e| push_err("manifest", e))?;
     Ok(sha256(&body))
 }
 
-/// Put the manifest `body` under `reference` (a tag).
+/// Put the manifest `body` (of `media_type`) under `reference`.
 pub(crate) async fn push_manifest(
     client: &Client,
     reference: &Reference,
     body: &[u8],
+    media_type: &'static str,
 ) -> Result<(), OciDistributionError> {
-    let content_type = http::HeaderValue::from_static(OCI_IMAGE_MEDIA_TYPE);
+    let content_type = http::HeaderValue::from_static(media_type);
     client
         .push_manifest_raw(reference, body.to_vec(), content_type)
         .await

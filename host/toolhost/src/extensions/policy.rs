@@ -145,6 +145,11 @@ pub struct TrustSettings {
     /// `signed-by` names (and one whose grant names neither never loads).
     #[serde(alias = "require_signatures")]
     pub require_signatures: bool,
+    /// The Sigstore trusted root (`trusted_root.json`) keyless signatures
+    /// (`signed-by`) are checked against; relative to the file's directory.
+    /// Only the user's file names it.
+    #[serde(alias = "sigstore_root")]
+    pub sigstore_root: Option<String>,
 }
 
 /// `[mcp]`: what `toolhost mcp` serves beside the tools.
@@ -190,6 +195,8 @@ pub struct Policy {
     /// `[trust] require-signatures`, from the user's file or a trusted
     /// workspace's (either turns it on; neither turns it off).
     pub require_signatures: bool,
+    /// `[trust] sigstore-root`, from the user's file, resolved.
+    pub sigstore_root: Option<PathBuf>,
     /// The user's `toolhost.toml`, where an "always" answer is written;
     /// `None` when the host reads no user configuration.
     pub user_file: Option<PathBuf>,
@@ -347,6 +354,16 @@ impl Policy {
             grants.entry(name.clone()).or_default().merge(&grant);
         }
         self.require_signatures |= file.trust.require_signatures;
+        match (&file.trust.sigstore_root, origin) {
+            (Some(_), Origin::Workspace) => self.diagnostics.push(Diagnostic {
+                path: path.display().to_string(),
+                message: "[trust] sigstore-root is set only by the user's toolhost.toml; \
+                          ignored here"
+                    .into(),
+            }),
+            (Some(root), _) => self.sigstore_root = Some(resolve_path(root, base)),
+            (None, _) => {}
+        }
         self.extension_paths.extend(
             file.extension_paths
                 .iter()
@@ -472,7 +489,11 @@ impl Policy {
             .as_deref()
             .and_then(Path::parent)
             .unwrap_or(&self.workspace_dir);
-        signature_policies_of(self.user.get(name), self.require_signatures, base)
+        signature_policies_of(
+            self.user.get(name),
+            (self.require_signatures, self.sigstore_root.clone()),
+            base,
+        )
     }
 
     pub fn grants_for(&self, name: &str, origin: Origin) -> GrantSpec {
@@ -554,7 +575,7 @@ fn parse(text: &str, path: &Path) -> Result<PolicyFile, Error> {
 /// nothing, or [`SignaturePolicy::Unnamed`] when signatures are required.
 fn signature_policies_of(
     grant: Option<&GrantSpec>,
-    required: bool,
+    (required, root): (bool, Option<PathBuf>),
     base: &Path,
 ) -> Result<Vec<SignaturePolicy>, String> {
     let mut policies = Vec::new();
@@ -562,7 +583,7 @@ fn signature_policies_of(
         policies.push(SignaturePolicy::Key(resolve_path(key, base)));
     }
     if let Some(by) = grant.and_then(|g| g.signed_by.as_deref()) {
-        policies.push(SignaturePolicy::signed_by(by)?);
+        policies.push(SignaturePolicy::signed_by(by, root)?);
     }
     if policies.is_empty() && required {
         policies.push(SignaturePolicy::Unnamed);
@@ -583,7 +604,8 @@ pub(crate) fn signature_policies_in(
     let mut merged = file.extensions.get(name).cloned().unwrap_or_default();
     merged.merge(grant);
     let base = path.parent().unwrap_or(Path::new("."));
-    signature_policies_of(Some(&merged), file.trust.require_signatures, base)
+    let root = file.trust.sigstore_root.map(|r| resolve_path(&r, base));
+    signature_policies_of(Some(&merged), (file.trust.require_signatures, root), base)
         .map_err(|reason| policy_error(path, reason))
 }
 

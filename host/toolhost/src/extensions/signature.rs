@@ -62,6 +62,9 @@ pub struct Provenance {
     pub manifest: String,
     #[serde(default)]
     pub signatures: Vec<CosignSignature>,
+    /// Sigstore bundles (keyless signatures) of the digest, as JSON.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bundles: Vec<serde_json::Value>,
 }
 
 impl Provenance {
@@ -97,8 +100,14 @@ pub enum SignaturePolicy {
     /// `key = "cosign.pub"`: a signature by this public key.
     Key(PathBuf),
     /// `signed-by = "identity@issuer"`: a keyless signature (a Fulcio
-    /// certificate for this identity from this OIDC issuer).
-    Identity { identity: String, issuer: String },
+    /// certificate for this identity from this OIDC issuer, logged in
+    /// Rekor), checked against the Sigstore trusted root `root`
+    /// (`[trust] sigstore-root`).
+    Identity {
+        identity: String,
+        issuer: String,
+        root: Option<PathBuf>,
+    },
     /// `[trust] require-signatures = true`, and the extension's grant names
     /// neither.
     Unnamed,
@@ -107,7 +116,7 @@ pub enum SignaturePolicy {
 impl SignaturePolicy {
     /// Split `identity@issuer` at the issuer's URL (an identity may hold an
     /// `@` itself: an address, a workflow's `@refs/heads/main`).
-    pub fn signed_by(text: &str) -> Result<SignaturePolicy, String> {
+    pub fn signed_by(text: &str, root: Option<PathBuf>) -> Result<SignaturePolicy, String> {
         let at = text
             .rfind("@https://")
             .or_else(|| text.rfind("@http://"))
@@ -121,6 +130,7 @@ impl SignaturePolicy {
         Ok(SignaturePolicy::Identity {
             identity: identity.into(),
             issuer: issuer.into(),
+            root,
         })
     }
 }
@@ -166,10 +176,17 @@ pub fn verify(
             &source.repo(),
             &provenance.digest,
         ),
-        SignaturePolicy::Identity { identity, issuer } => Err(format!(
-            "signed-by {identity}@{issuer}: keyless signatures are not checked by this version; \
-             name the publisher's key (key = \"cosign.pub\") instead"
-        )),
+        SignaturePolicy::Identity {
+            identity,
+            issuer,
+            root,
+        } => super::keyless::verify(
+            &provenance.bundles,
+            identity,
+            issuer,
+            root.as_deref(),
+            &provenance.digest,
+        ),
         SignaturePolicy::Unnamed => Err(UNNAMED.into()),
     }
 }
@@ -293,8 +310,13 @@ fn signature_tag(digest: &str) -> String {
 /// None is not an error here: the policy decides whether one is needed.
 pub async fn fetch(r: &OciRef, digest: &str) -> Result<Vec<CosignSignature>, String> {
     let client = oci::client_of(r)?;
-    let Some((manifest, _)) =
-        oci::pull_manifest(&client, &r.tagged(&signature_tag(digest)), r).await?
+    let Some((manifest, _)) = oci::pull_manifest(
+        &client,
+        &r.tagged(&signature_tag(digest)),
+        r,
+        OCI_IMAGE_MEDIA_TYPE,
+    )
+    .await?
     else {
         return Ok(Vec::new());
     };
@@ -347,7 +369,7 @@ pub async fn sign_and_push(
     );
     let client = oci::client_of(r)?;
     let tag = r.tagged(&signature_tag(digest));
-    let mut manifest = match oci::pull_manifest(&client, &tag, r).await? {
+    let mut manifest = match oci::pull_manifest(&client, &tag, r, OCI_IMAGE_MEDIA_TYPE).await? {
         Some((bytes, _)) => serde_json::from_slice::<OciImageManifest>(&bytes)
             .map_err(|e| format!("{r}: its signature manifest cannot be read: {e}"))?,
         None => OciImageManifest {
@@ -376,7 +398,7 @@ pub async fn sign_and_push(
     manifest.layers.retain(|l| l.digest != layer.digest);
     manifest.layers.push(layer);
     let body = serde_json::to_vec(&manifest).expect("a manifest serializes");
-    oci::push_manifest(&client, &tag, &body)
+    oci::push_manifest(&client, &tag, &body, OCI_IMAGE_MEDIA_TYPE)
         .await
         .map_err(|e| push_err("manifest", e))?;
     Ok(CosignSignature {
@@ -412,6 +434,7 @@ mod tests {
             }],
             digest,
             manifest,
+            bundles: Vec::new(),
         }
     }
 
@@ -489,8 +512,8 @@ mod tests {
         assert!(refused(a, &theirs_only, &key).contains("not the key's"));
         // Keyless and unnamed policies fail closed.
         let identity =
-            SignaturePolicy::signed_by("dev@example.com@https://issuer.example").unwrap();
-        assert!(refused(a, &good, &identity).contains("keyless"));
+            SignaturePolicy::signed_by("dev@example.com@https://issuer.example", None).unwrap();
+        assert!(refused(a, &good, &identity).contains("no Sigstore trusted root"));
         assert!(refused(a, &good, &SignaturePolicy::Unnamed).contains("names no key"));
     }
 
@@ -498,16 +521,18 @@ mod tests {
     fn signed_by_splits_at_the_issuers_url() {
         assert_eq!(
             SignaturePolicy::signed_by(
-                "https://github.com/o/r/.github/workflows/rel.yml@refs/heads/main@https://token.actions.githubusercontent.com"
+                "https://github.com/o/r/.github/workflows/rel.yml@refs/heads/main@https://token.actions.githubusercontent.com",
+                None
             )
             .unwrap(),
             SignaturePolicy::Identity {
                 identity: "https://github.com/o/r/.github/workflows/rel.yml@refs/heads/main".into(),
                 issuer: "https://token.actions.githubusercontent.com".into(),
+                root: None,
             }
         );
-        assert!(SignaturePolicy::signed_by("dev@example.com").is_err());
-        assert!(SignaturePolicy::signed_by("@https://issuer.example").is_err());
+        assert!(SignaturePolicy::signed_by("dev@example.com", None).is_err());
+        assert!(SignaturePolicy::signed_by("@https://issuer.example", None).is_err());
     }
 
     #[test]
