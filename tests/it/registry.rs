@@ -13,75 +13,22 @@ use crate::examples::example;
 use crate::support::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use tempfile::TempDir;
+use std::process::{Command, Output};
+use toolhost_tests::registry::Registry;
 
-/// A registry on a loopback port, its storage in a temporary directory;
-/// stopped when dropped.
-struct Registry {
-    child: Child,
-    /// `127.0.0.1:PORT`.
-    addr: String,
-    dir: TempDir,
+/// Raw access to the registry's API, as an attacker with write access to
+/// it has.
+trait RegistryApi {
+    fn manifest(&self, repo: &str, reference: &str) -> Vec<u8>;
+    fn put_manifest(&self, repo: &str, tag: &str, body: &[u8]);
 }
 
-impl Registry {
-    #[track_caller]
-    fn start() -> Registry {
-        let binary = "docker-registry";
-        let dir = tempfile::tempdir().unwrap();
-        let port = Haproxy::free_port();
-        let addr = format!("127.0.0.1:{port}");
-        let config = dir.path().join("config.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\n\
-                 storage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n\
-                 http:\n  addr: {addr}\n  secret: test-only\n",
-                dir.path().join("data").display()
-            ),
-        )
-        .unwrap();
-        let child = Command::new(binary)
-            .arg("serve")
-            .arg(&config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!("cannot start {binary} ({e}): install it with scripts/setup")
-            });
-        let registry = Registry { child, addr, dir };
-        // Ready when it answers the API's base.
-        for _ in 0..500 {
-            if curl(&["-sf", &format!("http://{}/v2/", registry.addr)])
-                .status
-                .success()
-            {
-                return registry;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        panic!("the registry on {} never answered", registry.addr);
-    }
+#[track_caller]
+fn registry() -> Registry {
+    Registry::start().unwrap_or_else(|e| panic!("{e}"))
+}
 
-    /// `oci://127.0.0.1:PORT/REPO`.
-    fn oci(&self, repo: &str) -> String {
-        format!("oci://{}/{repo}", self.addr)
-    }
-
-    /// The file holding the blob `digest` in the registry's storage.
-    fn blob(&self, digest: &str) -> PathBuf {
-        let hex = digest.strip_prefix("sha256:").unwrap();
-        self.dir
-            .path()
-            .join("data/docker/registry/v2/blobs/sha256")
-            .join(&hex[..2])
-            .join(hex)
-            .join("data")
-    }
-
+impl RegistryApi for Registry {
     /// The manifest `reference` (a tag or digest) of `repo`, raw.
     fn manifest(&self, repo: &str, reference: &str) -> Vec<u8> {
         let out = curl(&[
@@ -110,13 +57,6 @@ impl Registry {
             &format!("http://{}/v2/{repo}/manifests/{tag}", self.addr),
         ]);
         assert!(out.status.success(), "PUT {repo}:{tag}: {}", stderr(&out));
-    }
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -200,7 +140,7 @@ fn listed_extension(ws: &Workspace, name: &str) -> Value {
 
 #[test]
 fn a_tampered_layer_is_refused_and_nothing_is_installed() {
-    let registry = Registry::start();
+    let registry = registry();
     let ws = Workspace::new();
     let (private, public) = keygen(&ws, ws.config_home(), "cosign");
     let reference = format!("{}:1.0", registry.oci("tools/wordcount"));
@@ -223,7 +163,7 @@ fn a_tampered_layer_is_refused_and_nothing_is_installed() {
 
 #[test]
 fn a_signature_by_another_key_is_refused_by_name() {
-    let registry = Registry::start();
+    let registry = registry();
     let ws = Workspace::new();
     let (private, _) = keygen(&ws, ws.config_home(), "publisher");
     let (_, impostor) = keygen(&ws, ws.config_home(), "expected");
@@ -250,7 +190,7 @@ fn a_signature_by_another_key_is_refused_by_name() {
 
 #[test]
 fn a_signature_moved_from_another_component_is_refused() {
-    let registry = Registry::start();
+    let registry = registry();
     let ws = Workspace::new();
     let (private, public) = keygen(&ws, ws.config_home(), "cosign");
     // The publisher signed httpget; an attacker who can write the registry
@@ -291,7 +231,7 @@ fn a_signature_moved_from_another_component_is_refused() {
 
 #[test]
 fn a_registry_serving_other_bytes_than_the_digest_names_is_refused() {
-    let registry = Registry::start();
+    let registry = registry();
     let ws = Workspace::new();
     let (private, public) = keygen(&ws, ws.config_home(), "cosign");
     let tagged = format!("{}:1.0", registry.oci("tools/wordcount"));
@@ -326,7 +266,7 @@ fn a_registry_serving_other_bytes_than_the_digest_names_is_refused() {
 /// and by digest. The first call does not compile (the install did).
 #[test]
 fn a_signed_component_installs_by_tag_and_by_digest_and_runs_under_its_grant() {
-    let registry = Registry::start();
+    let registry = registry();
     let ws = Workspace::new();
     ws.write_files(&[("docs/a.txt", "one two three\n")]);
     let (private, public) = keygen(&ws, ws.config_home(), "cosign");
@@ -376,7 +316,7 @@ fn a_signed_component_installs_by_tag_and_by_digest_and_runs_under_its_grant() {
 /// `[trust] require-signatures` are refused, each with its reason.
 #[test]
 fn every_start_checks_the_signature_offline_and_names_the_check_that_failed() {
-    let registry = Registry::start();
+    let registry = registry();
     let ws = Workspace::new();
     ws.write_files(&[("docs/a.txt", "one\n")]);
     let (private, public) = keygen(&ws, ws.config_home(), "cosign");
@@ -449,7 +389,7 @@ fn every_start_checks_the_signature_offline_and_names_the_check_that_failed() {
 /// newer component is refused.
 #[test]
 fn an_update_shows_what_the_new_component_requests_and_installs_only_when_told() {
-    let registry = Registry::start();
+    let registry = registry();
     let ws = Workspace::new();
     let (private, public) = keygen(&ws, ws.config_home(), "cosign");
     let tag = format!("{}:stable", registry.oci("tools/tool"));
@@ -572,7 +512,7 @@ fn published_with_bundle(
 /// named; the wrong identity, and each broken part, refused by name.
 #[test]
 fn a_keyless_signature_of_the_named_identity_installs_and_every_broken_part_is_refused() {
-    let registry = Registry::start();
+    let registry = registry();
     let ws = Workspace::new();
     ws.write_files(&[("docs/a.txt", "one two\n")]);
     let sigstore = ws.config_home().join("sigstore");

@@ -2,6 +2,8 @@
 
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));
 
+pub mod registry;
+
 /// The fixtures directory (spec cases and test data).
 pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures");
 

@@ -9,7 +9,10 @@
 //!
 //! And the first call of the Python example after `toolhost ext add`
 //! (which hands Cranelift's compile to a detached `toolhost optimise`),
-//! against its warm calls; the install's own time beside it.
+//! against its warm calls; the install's own time beside it. The same after
+//! `ext add oci://…` from a registry on loopback, where it was published
+//! signed: the pull and the signature check change nothing of the first
+//! call.
 //!
 //! Baselines: the process floor (`toolhost --version`, which exits before
 //! the runtime starts), the built-ins alone (the slope gives the cost per
@@ -62,11 +65,23 @@ impl Setup {
     /// One run of `toolhost ARGS` in `workspace` with its own config and
     /// cache; returns its wall time and stdout.
     fn time(&self, workspace: &Path, cache: &Path, args: &[&str]) -> (Duration, String) {
+        self.time_with(workspace, cache, args, &[])
+    }
+
+    /// [`Setup::time`] with these environment variables too.
+    fn time_with(
+        &self,
+        workspace: &Path,
+        cache: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> (Duration, String) {
         let (out, elapsed) = timed_output(
             Command::new(&self.bin)
                 .arg("--workspace")
                 .arg(workspace)
                 .args(args)
+                .envs(env.iter().copied())
                 .env("XDG_CONFIG_HOME", &self.config_home)
                 .env("TOOLHOST_CACHE_DIR", cache),
             &format!("toolhost {args:?}"),
@@ -155,7 +170,8 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
             .target("≤ 0.5 ms", per_ext <= Duration::from_micros(500)),
     );
 
-    first_call_after_install(&setup.bin, &dir("installed"), cfg, rows);
+    first_call_after_install(&setup.bin, &dir("installed"), cfg, rows, Source::File);
+    first_call_after_install(&setup.bin, &dir("pulled"), cfg, rows, Source::Registry);
 
     let mut cold = Vec::new();
     for i in 0..cfg.scaled(3) {
@@ -172,14 +188,34 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
     ));
 }
 
+/// Where `ext add` takes the Python example from.
+#[derive(Clone, Copy, PartialEq)]
+enum Source {
+    /// Its file.
+    File,
+    /// A registry on loopback (Debian's `docker-registry`), where it was
+    /// published signed; `ext add oci://…` pulls it and checks the signature.
+    Registry,
+}
+
 /// `toolhost ext add` of the Python example into a fresh configuration and
 /// cache, then (once the detached compile has ended) its first call, against
 /// its warm calls.
-fn first_call_after_install(bin: &Path, home: &Path, cfg: &Config, rows: &mut Vec<Row>) {
+fn first_call_after_install(
+    bin: &Path,
+    home: &Path,
+    cfg: &Config,
+    rows: &mut Vec<Row>,
+    source: Source,
+) {
+    let from = match source {
+        Source::File => "",
+        Source::Registry => " oci://…",
+    };
     let example = Path::new(toolhost_tests::EXAMPLES).join("csvstats.wasm");
     if !example.is_file() {
         rows.push(Row::new(
-            "first call after `ext add` (Python example)",
+            format!("first call after `ext add{from}` (Python example)"),
             "skipped: build the examples (guest-tools/examples/build.sh)",
         ));
         return;
@@ -192,17 +228,44 @@ fn first_call_after_install(bin: &Path, home: &Path, cfg: &Config, rows: &mut Ve
         config_home: home.join("config"),
     };
     let ws_arg = ws.to_string_lossy().into_owned();
-    let (install, _) = setup.time(
-        &ws,
-        &cache,
-        &[
+    let file_arg = example.to_string_lossy().into_owned();
+    let mut add = vec!["ext", "add", &file_arg, "--fs-read", &ws_arg];
+    // The registry and the published component live as long as the row.
+    let _registry;
+    let (reference, mut key);
+    if source == Source::Registry {
+        let registry = match toolhost_tests::registry::Registry::start() {
+            Ok(registry) => registry,
+            Err(why) => {
+                rows.push(Row::new(
+                    format!("first call after `ext add{from}` (Python example)"),
+                    format!("skipped: {why}"),
+                ));
+                return;
+            }
+        };
+        reference = format!("{}:1.0", registry.oci("examples/csvstats"));
+        key = home.join("cosign").to_string_lossy().into_owned();
+        // The author's side, with a cache of its own.
+        let author = home.join("author-cache");
+        let password = [("COSIGN_PASSWORD", "bench")];
+        setup.time_with(&ws, &author, &["ext", "keygen", &key], &password);
+        let signing = format!("{key}.key");
+        let published = ["ext", "publish", &file_arg, &reference, "--sign", &signing];
+        setup.time_with(&ws, &author, &published, &password);
+        key.push_str(".pub");
+        add = vec![
             "ext",
             "add",
-            &example.to_string_lossy(),
+            &reference,
+            "--key",
+            &key,
             "--fs-read",
             &ws_arg,
-        ],
-    );
+        ];
+        _registry = registry;
+    }
+    let (install, _) = setup.time(&ws, &cache, &add);
     // The detached `toolhost optimise` has ended when the example's quick
     // entry is gone (Cranelift's code replaced it) and its process too (it
     // then notes what it compiled as verified, once that has settled).
@@ -229,7 +292,7 @@ fn first_call_after_install(bin: &Path, home: &Path, cfg: &Config, rows: &mut Ve
     let warm = median(&warm);
     rows.push(
         Row::timed(
-            "first call after `ext add` (Python example, 18 MB)",
+            format!("first call after `ext add{from}` (Python example, 18 MB)"),
             first,
             "its warm call",
             warm,
@@ -240,10 +303,11 @@ fn first_call_after_install(bin: &Path, home: &Path, cfg: &Config, rows: &mut Ve
             first.as_secs_f64() <= 1.2 * warm.as_secs_f64(),
         ),
     );
-    rows.push(Row::new(
-        "`ext add` of the Python example (inspection on the quick compiler's code)",
-        ms(install),
-    ));
+    let install_row = match source {
+        Source::File => "`ext add` of the Python example (inspection on the quick compiler's code)",
+        Source::Registry => "`ext add oci://…` of the Python example (pull, signature, inspection)",
+    };
+    rows.push(Row::new(install_row, ms(install)));
 }
 
 /// Whether a `toolhost optimise` of something under `home` (the installed
