@@ -3,9 +3,10 @@
 //! temporary directory: what the registry tests and the benchmark push to
 //! and pull from.
 
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A running registry; stopped when dropped.
 pub struct Registry {
@@ -31,29 +32,38 @@ impl Registry {
         std::fs::write(
             &config,
             format!(
-                "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\n\
+                "version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: true\n\
                  storage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n\
                  http:\n  addr: {addr}\n  secret: test-only\n",
                 dir.path().join("data").display()
             ),
         )
         .map_err(|e| e.to_string())?;
-        let child = Command::new(binary)
+        let mut child = Command::new(binary)
             .arg("serve")
             .arg(&config)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| format!("cannot start {binary} ({e}): install it with scripts/setup"))?;
-        let registry = Registry { child, addr, dir };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if std::net::TcpStream::connect(&registry.addr).is_ok() {
-                return Ok(registry);
+        // Ready when its log says it listens; the log is read to its end
+        // (its requests' lines) so that it never blocks on a full pipe.
+        let log = child.stderr.take().expect("piped");
+        let (ready, listening) = std::sync::mpsc::channel();
+        let wanted = format!("listening on {addr}");
+        std::thread::spawn(move || {
+            let mut ready = Some(ready);
+            for line in BufReader::new(log).lines().map_while(Result::ok) {
+                if line.contains(&wanted) {
+                    ready.take().map(|r| r.send(()));
+                }
             }
-            std::thread::sleep(Duration::from_millis(10));
+        });
+        let registry = Registry { child, addr, dir };
+        match listening.recv_timeout(Duration::from_secs(30)) {
+            Ok(()) => Ok(registry),
+            Err(_) => Err(format!("the registry on {} never listened", registry.addr)),
         }
-        Err(format!("the registry on {} never listened", registry.addr))
     }
 
     /// `oci://127.0.0.1:PORT/REPO`.

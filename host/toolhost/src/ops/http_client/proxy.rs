@@ -480,6 +480,11 @@ mod tests {
 
     /// Send `head` to the proxy at `port`, then `after` once it answers;
     /// everything it sent back.
+    /// What the proxy on `port` answers a tunnel to `target` (`host:port`).
+    async fn connect(port: u16, target: &str) -> String {
+        ask(port, &format!("CONNECT {target} HTTP/1.1\r\n\r\n"), "").await
+    }
+
     async fn ask(port: u16, head: &str, after: &str) -> String {
         let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
         s.write_all(head.as_bytes()).await.unwrap();
@@ -527,12 +532,7 @@ mod tests {
         );
         // Another port of the same host: refused, with the reason in a 403.
         let other = port.wrapping_add(1);
-        let out = ask(
-            proxy,
-            &format!("CONNECT localhost:{other} HTTP/1.1\r\n\r\n"),
-            "",
-        )
-        .await;
+        let out = connect(proxy, &format!("localhost:{other}")).await;
         assert!(out.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{out}");
         assert!(
             out.contains(&format!(
@@ -559,12 +559,7 @@ mod tests {
             format!("127.0.0.1:{port}"),
         ];
         let (proxy, _seen, _cancel) = proxy(&entries, Arc::new(Loopback)).await;
-        let out = ask(
-            proxy,
-            &format!("CONNECT pkg.example.test:{port} HTTP/1.1\r\n\r\n"),
-            "",
-        )
-        .await;
+        let out = connect(proxy, &format!("pkg.example.test:{port}")).await;
         assert!(out.starts_with("HTTP/1.1 403"), "{out}");
         assert!(
             out.contains("resolves to 127.0.0.1, a loopback address"),

@@ -70,6 +70,12 @@ pub(super) fn policy(dir: &Path) -> ProcessPolicy {
         .host_env()
 }
 
+/// `script` started under `p` in `cwd`, uncancelled.
+fn spawned(p: &ProcessPolicy, script: &str, cwd: &Path) -> Child {
+    p.spawn(command(script, cwd), CancellationToken::new())
+        .unwrap()
+}
+
 /// `sh -c script` in `cwd`.
 pub(super) fn command(script: &str, cwd: &Path) -> Command {
     Command {
@@ -175,12 +181,7 @@ async fn a_burst_arrives_grouped_per_stream_like_pi() {
 async fn large_output_is_delivered_whole_through_the_bounded_channel_in_bounded_pieces() {
     let dir = TempDir::new().unwrap();
     let p = policy(dir.path());
-    let mut child = p
-        .spawn(
-            command("head -c 3000000 /dev/zero | tr '\\0' x", dir.path()),
-            CancellationToken::new(),
-        )
-        .unwrap();
+    let mut child = spawned(&p, "head -c 3000000 /dev/zero | tr '\\0' x", dir.path());
     let mut total = 0;
     let mut chunks = 0;
     loop {
@@ -319,6 +320,18 @@ async fn the_environment_is_the_allowlist_plus_the_command_and_session() {
     );
 }
 
+/// `cmd` (which leaves `sleep {m}` processes behind) under `p` ends timed
+/// out after `ms`, with nothing of its group left.
+async fn times_out(p: &ProcessPolicy, cmd: Command, ms: u64, m: &str, what: &str) {
+    let (_, status) = run(p, cmd).await;
+    assert_same!(status, ExitStatus::TimedOut(ms), "{what}");
+    assert_eq!(
+        live_with(m),
+        0,
+        "{what}: the group is gone when timed-out is reported"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timeout_stops_the_whole_group() {
     let dir = TempDir::new().unwrap();
@@ -327,53 +340,46 @@ async fn a_timeout_stops_the_whole_group() {
         let m = marker();
         let mut cmd = command(&format!("sleep {m} & sleep {m}"), dir.path());
         cmd.timeout_ms = Some(300);
-        let (_, status) = run(&p, cmd).await;
-        assert_same!(status, ExitStatus::TimedOut(300));
-        assert_eq!(
-            live_with(&m),
-            0,
-            "{mode:?}: the group is gone when timed-out is reported"
-        );
+        times_out(&p, cmd, 300, &m, &format!("{mode:?}")).await;
 
-        let p = policy(dir.path())
-            .jail(mode)
-            .default_timeout(Some(Duration::from_millis(200)));
+        let p = p.default_timeout(Some(Duration::from_millis(200)));
         let m = marker();
-        let (_, status) = run(&p, command(&format!("sleep {m}"), dir.path())).await;
-        assert_same!(status, ExitStatus::TimedOut(200), "the policy's default");
-        assert_eq!(live_with(&m), 0, "{mode:?}");
+        let cmd = command(&format!("sleep {m}"), dir.path());
+        times_out(&p, cmd, 200, &m, &format!("{mode:?}: the policy's default")).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancellation_kill_and_drop_stop_the_group() {
+    #[derive(Debug)]
+    enum Stop {
+        Cancel,
+        Kill,
+        Drop,
+    }
     let dir = TempDir::new().unwrap();
     for mode in modes() {
         let p = policy(dir.path()).jail(mode);
-        let started = |m: &str| command(&format!("echo started; sleep {m}"), dir.path());
-
-        let (m, cancel) = (marker(), CancellationToken::new());
-        let mut child = p.spawn(started(&m), cancel.clone()).unwrap();
-        assert!(matches!(child.next().await, ChildEvent::Output(_)));
-        cancel.cancel();
-        assert_same!(collect(&mut child).await.1, ExitStatus::Cancelled);
-        assert_eq!(live_with(&m), 0, "{mode:?}: cancelled");
-
-        let m = marker();
-        let mut child = p.spawn(started(&m), CancellationToken::new()).unwrap();
-        assert!(matches!(child.next().await, ChildEvent::Output(_)));
-        child.kill();
-        assert_same!(collect(&mut child).await.1, ExitStatus::Cancelled);
-        assert_eq!(live_with(&m), 0, "{mode:?}: killed");
-
-        let m = marker();
-        let mut child = p.spawn(started(&m), CancellationToken::new()).unwrap();
-        assert!(matches!(child.next().await, ChildEvent::Output(_)));
-        drop(child);
-        assert!(
-            all_gone(&m).await,
-            "{mode:?}: dropping the handle stops the group"
-        );
+        for how in [Stop::Cancel, Stop::Kill, Stop::Drop] {
+            let (m, cancel) = (marker(), CancellationToken::new());
+            let started = command(&format!("echo started; sleep {m}"), dir.path());
+            let mut child = p.spawn(started, cancel.clone()).unwrap();
+            assert!(matches!(child.next().await, ChildEvent::Output(_)));
+            match how {
+                Stop::Cancel => cancel.cancel(),
+                Stop::Kill => child.kill(),
+                Stop::Drop => {
+                    drop(child);
+                    assert!(
+                        all_gone(&m).await,
+                        "{mode:?}: dropping the handle stops the group"
+                    );
+                    continue;
+                }
+            }
+            assert_same!(collect(&mut child).await.1, ExitStatus::Cancelled);
+            assert_eq!(live_with(&m), 0, "{mode:?}: {how:?}");
+        }
     }
 }
 
@@ -386,9 +392,7 @@ async fn sigterm_is_followed_by_sigkill_after_the_grace() {
         // Ignoring SIGTERM is inherited by `sleep`.
         let mut cmd = command(&format!("trap '' TERM; sleep {m}"), dir.path());
         cmd.timeout_ms = Some(100);
-        let (_, status) = run(&p, cmd).await;
-        assert_same!(status, ExitStatus::TimedOut(100));
-        assert_eq!(live_with(&m), 0, "{mode:?}");
+        times_out(&p, cmd, 100, &m, &format!("{mode:?}")).await;
     }
 }
 
@@ -463,12 +467,7 @@ async fn in_the_jail_exit_codes_and_signals_are_told_apart() {
 async fn next_within_returns_none_while_output_pauses() {
     let dir = TempDir::new().unwrap();
     let p = policy(dir.path());
-    let mut child = p
-        .spawn(
-            command("sleep 0.5; echo late", dir.path()),
-            CancellationToken::new(),
-        )
-        .unwrap();
+    let mut child = spawned(&p, "sleep 0.5; echo late", dir.path());
     assert!(child.next_within(Duration::from_millis(50)).await.is_none());
     assert_eq!(collect(&mut child).await.0, "late\n");
 }

@@ -1002,15 +1002,24 @@ mod tests {
         )
     }
 
+    /// A temporary workspace (`ws`, by its real path) holding `dirs`
+    /// (`""`: the workspace itself); the guard removes it when dropped.
+    fn workspace_with(dirs: &[&str]) -> (tempfile::TempDir, PathBuf) {
+        let (tmp, base) = crate::testing::real_temp_dir();
+        let ws = base.join("ws");
+        for dir in dirs {
+            std::fs::create_dir_all(ws.join(dir)).unwrap();
+        }
+        (tmp, ws)
+    }
+
     fn later() {
         std::thread::sleep(RACY + Duration::from_millis(20));
     }
 
     #[test]
     fn finds_top_nested_submodule_worktree_and_bare_repositories() {
-        let tmp = tempfile::tempdir().unwrap();
-        let ws = tmp.path().canonicalize().unwrap().join("ws");
-        std::fs::create_dir_all(ws.join("vendor/lib")).unwrap();
+        let (_tmp, ws) = workspace_with(&["vendor/lib"]);
         git(&ws, &["init", "-q"]);
         git(&ws.join("vendor/lib"), &["init", "-q"]);
         git(&ws, &["init", "-q", "--bare", "bare.git"]);
@@ -1054,10 +1063,7 @@ mod tests {
     /// was once known, deep in a tree whose upper directories are clean.
     #[test]
     fn a_survey_from_memory_still_sees_what_a_rename_deep_in_the_tree_brought() {
-        let tmp = tempfile::tempdir().unwrap();
-        let ws = tmp.path().canonicalize().unwrap().join("ws");
-        std::fs::create_dir_all(ws.join("a/b/c")).unwrap();
-        std::fs::create_dir_all(ws.join("elsewhere/a/b/c")).unwrap();
+        let (_tmp, ws) = workspace_with(&["a/b/c", "elsewhere/a/b/c"]);
         git(&ws.join("elsewhere/a/b/c"), &["init", "-q"]);
         let g = guard(&ws);
         g.watch();
@@ -1086,9 +1092,7 @@ mod tests {
 
     #[test]
     fn a_risky_change_during_a_call_is_undone_and_an_inert_one_kept() {
-        let tmp = tempfile::tempdir().unwrap();
-        let ws = tmp.path().canonicalize().unwrap().join("ws");
-        std::fs::create_dir_all(&ws).unwrap();
+        let (_tmp, ws) = workspace_with(&[""]);
         git(&ws, &["init", "-q"]);
         let g = guard(&ws);
         let before = std::fs::read_to_string(ws.join(".git/config")).unwrap();
@@ -1132,9 +1136,7 @@ mod tests {
 
     #[test]
     fn a_repository_created_during_a_call_keeps_only_its_inert_settings() {
-        let tmp = tempfile::tempdir().unwrap();
-        let ws = tmp.path().canonicalize().unwrap().join("ws");
-        std::fs::create_dir_all(ws.join("a/b")).unwrap();
+        let (_tmp, ws) = workspace_with(&["a/b"]);
         let g = guard(&ws);
         later();
         let watch = g.watch();
@@ -1153,9 +1155,7 @@ mod tests {
 
     #[test]
     fn a_repository_planted_deep_down_is_found_through_its_changed_parent() {
-        let tmp = tempfile::tempdir().unwrap();
-        let ws = tmp.path().canonicalize().unwrap().join("ws");
-        std::fs::create_dir_all(ws.join("x/y")).unwrap();
+        let (_tmp, ws) = workspace_with(&["x/y"]);
         let g = guard(&ws);
         later();
         g.watch();
