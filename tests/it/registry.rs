@@ -170,16 +170,42 @@ fn a_signature_by_another_key_is_refused_by_name() {
     let reference = format!("{}:1.0", registry.oci("tools/wordcount"));
     let digest = publish(&ws, "wordcount", &reference, Some(&private));
 
-    let out = add(&ws, &reference, &["--key", &impostor]);
-    assert!(!out.status.success());
-    let err = stderr(&out);
-    assert!(
-        err.contains("its signature check failed")
-            && err.contains(&format!("no signature by {impostor} over {digest}"))
-            && err.contains("a signature is not the key's"),
-        "{err}"
-    );
-    nothing_installed(&ws, "wordcount");
+    // Every spelling that reaches the component reaches the check: by tag,
+    // by digest, by both; the spellings that could reach another artifact
+    // are refused before any request.
+    let repo = registry.oci("tools/wordcount");
+    for spelling in [
+        reference.clone(),
+        format!("{repo}@{digest}"),
+        format!("{repo}:1.0@{digest}"),
+        format!("{repo}:other@{digest}"),
+    ] {
+        let out = add(&ws, &spelling, &["--key", &impostor]);
+        assert!(!out.status.success(), "{spelling}");
+        let err = stderr(&out);
+        assert!(
+            err.contains("its signature check failed")
+                && err.contains(&format!("no signature by {impostor} over {digest}"))
+                && err.contains("a signature is not the key's"),
+            "{spelling}: {err}"
+        );
+        nothing_installed(&ws, "wordcount");
+    }
+    let upper = repo.replace("127.0.0.1", "LOCALHOST");
+    for spelling in [
+        format!("{upper}:1.0"),
+        format!(
+            "{repo}@{}",
+            digest.to_uppercase().replace("SHA256", "sha256")
+        ),
+    ] {
+        let err = stderr(&add(&ws, &spelling, &["--key", &impostor]));
+        assert!(
+            err.contains("is not a component reference"),
+            "{spelling}: {err}"
+        );
+        nothing_installed(&ws, "wordcount");
+    }
     // Unsigned: refused too when a key is named.
     let unsigned = format!("{}:unsigned", registry.oci("tools/wordcount"));
     publish(&ws, "wordcount", &unsigned, None);

@@ -953,7 +953,11 @@ async fn ext(command: ExtCommand) -> Result<ExitCode> {
         } => {
             let mut grant = grant.grant()?;
             grant.key = key
-                .map(|k| std::path::absolute(&k).map(|k| k.display().to_string()))
+                .map(|k| {
+                    std::fs::canonicalize(&k)
+                        .map(|k| k.display().to_string())
+                        .with_context(|| format!("the key {}", k.display()))
+                })
                 .transpose()?;
             grant.signed_by = signed_by;
             ext_add(&file, name.as_deref(), grant).await
