@@ -130,6 +130,17 @@ fn failed_saying(out: &Output, says: &[impl AsRef<str>]) {
     }
 }
 
+/// `out` succeeded, its output saying `says`.
+#[track_caller]
+fn succeeded_saying(out: &Output, says: &str) {
+    assert!(out.status.success(), "{}", stderr(out));
+    assert!(
+        stdout(out).contains(says),
+        "{says:?} is not in: {}",
+        stdout(out)
+    );
+}
+
 /// `ext add REFERENCE ARGS…` fails saying each of `says`, and nothing of
 /// `name` is installed.
 #[track_caller]
@@ -156,6 +167,30 @@ fn nothing_installed(ws: &Workspace, name: &str) {
         !policy.contains(&format!("[extensions.{name}]")),
         "{policy}"
     );
+}
+
+/// The record kept beside the installed extension `name`.
+fn record(ws: &Workspace, name: &str) -> Value {
+    let file = ws.user_extensions().join(format!("{name}.oci.json"));
+    serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap()
+}
+
+/// `into`'s record with its `part` (`signatures`, `bundles`) taken from
+/// `from`'s, as someone who can write the extensions directory would.
+fn move_record_part(ws: &Workspace, part: &str, from: &str, into: &str) {
+    let mut moved = record(ws, into);
+    moved[part] = record(ws, from)[part].clone();
+    let file = ws.user_extensions().join(format!("{into}.oci.json"));
+    std::fs::write(file, moved.to_string()).unwrap();
+}
+
+/// Why the extension `name` is refused at load.
+fn refusal(ws: &Workspace, name: &str) -> String {
+    let refused = listed_extension(ws, name)["refused"].clone();
+    refused
+        .as_str()
+        .unwrap_or_else(|| panic!("{name} loads"))
+        .to_string()
 }
 
 /// The extension `name` as `ext list --json` reports it.
@@ -296,18 +331,13 @@ fn a_signed_component_installs_by_tag_and_by_digest_and_runs_under_its_grant() {
     let digest = publish(&ws, "wordcount", &reference, Some(&private));
 
     let out = add(&ws, &reference, &["--key", &public, "--fs-read", "docs"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stdout(&out).contains(&format!("from {reference} (signature by {public} checked)")),
-        "{}",
-        stdout(&out)
+    succeeded_saying(
+        &out,
+        &format!("from {reference} (signature by {public} checked)"),
     );
-    let record: Value = serde_json::from_slice(
-        &std::fs::read(ws.user_extensions().join("wordcount.oci.json")).unwrap(),
-    )
-    .unwrap();
-    assert_eq!(record["digest"], digest.as_str());
-    assert_eq!(record["source"], reference.as_str());
+    let kept = record(&ws, "wordcount");
+    assert_eq!(kept["digest"], digest.as_str());
+    assert_eq!(kept["source"], reference.as_str());
     let policy = std::fs::read_to_string(ws.user_config().join("toolhost.toml")).unwrap();
     assert!(
         policy.contains(&format!("source = \"{reference}\"")),
@@ -353,36 +383,24 @@ fn every_start_checks_the_signature_offline_and_names_the_check_that_failed() {
     assert!(wordcount["refused"].is_null(), "{wordcount}");
 
     // httpget's record with wordcount's signatures.
-    let ext = ws.user_extensions();
-    let record = |name: &str| -> Value {
-        serde_json::from_slice(&std::fs::read(ext.join(format!("{name}.oci.json"))).unwrap())
-            .unwrap()
-    };
-    let mut swapped = record("httpget");
-    swapped["signatures"] = record("wordcount")["signatures"].clone();
-    std::fs::write(ext.join("httpget.oci.json"), swapped.to_string()).unwrap();
-    let refused = listed_extension(&ws, "httpget")["refused"].clone();
+    move_record_part(&ws, "signatures", "wordcount", "httpget");
+    let refused = refusal(&ws, "httpget");
     assert!(
-        refused
-            .as_str()
-            .unwrap()
-            .starts_with("its signature check failed: no signature by")
-            && refused.as_str().unwrap().contains("another component"),
+        refused.starts_with("its signature check failed: no signature by")
+            && refused.contains("another component"),
         "{refused}"
     );
 
     // wordcount changed on disk, its pin updated by someone who can write
     // the user's file: the signature still speaks of the old bytes.
+    let ext = ws.user_extensions();
     let component = ext.join("wordcount.wasm");
     let mut bytes = std::fs::read(&component).unwrap();
     bytes.extend_from_slice(b"\0\0\0\0");
     std::fs::write(&component, &bytes).unwrap();
-    let refused = listed_extension(&ws, "wordcount")["refused"].clone();
+    let refused = refusal(&ws, "wordcount");
     assert!(
-        refused
-            .as_str()
-            .unwrap()
-            .contains("the component is not the one its manifest names"),
+        refused.contains("the component is not the one its manifest names"),
         "{refused}"
     );
 
@@ -396,9 +414,8 @@ fn every_start_checks_the_signature_offline_and_names_the_check_that_failed() {
         format!("[trust]\nrequire-signatures = true\n\n{text}"),
     )
     .unwrap();
-    let refused = listed_extension(&ws, "jsonquery")["refused"].clone();
     assert_eq!(
-        refused,
+        refusal(&ws, "jsonquery"),
         "its signature check failed: [trust] require-signatures is on, and its grant names no \
          key or signed-by"
     );
@@ -433,23 +450,14 @@ fn an_update_shows_what_the_new_component_requests_and_installs_only_when_told()
     );
     assert!(text.contains("requests: http (was fs-read)"), "{text}");
     assert!(text.contains("not installed"), "{text}");
-    let pinned = |ws: &Workspace| {
-        let record: Value = serde_json::from_slice(
-            &std::fs::read(ws.user_extensions().join("tool.oci.json")).unwrap(),
-        )
-        .unwrap();
-        record["digest"].as_str().unwrap().to_string()
-    };
+    let pinned = |ws: &Workspace| record(ws, "tool")["digest"].as_str().unwrap().to_string();
     assert_eq!(pinned(&ws), first);
     let out = cli(&ws, &["ext", "update", "tool", "--yes"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(pinned(&ws), second);
     // It loads as far as its grant: httpget asks for http, not granted.
-    let refused = listed_extension(&ws, "tool")["refused"].clone();
-    assert!(
-        refused.as_str().unwrap().contains("[extensions.tool] http"),
-        "{refused}"
-    );
+    let refused = refusal(&ws, "tool");
+    assert!(refused.contains("[extensions.tool] http"), "{refused}");
 
     // An unsigned component under the tag: refused, the installed one kept.
     publish(&ws, "wordcount", &tag, None);
@@ -537,12 +545,7 @@ fn a_keyless_signature_of_the_named_identity_installs_and_every_broken_part_is_r
         bundle(&sigstore, d, me, None)
     });
     let out = add(&ws, &tag, &["--signed-by", &signed_by, "--fs-read", "docs"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stdout(&out).contains(&format!("(signature of {signed_by} checked)")),
-        "{}",
-        stdout(&out)
-    );
+    succeeded_saying(&out, &format!("(signature of {signed_by} checked)"));
     let (text, is_error) = call_text(&ws, "wc", json!({"path": "docs"}));
     assert!(!is_error && text.contains('2'), "{text}");
 
@@ -577,12 +580,7 @@ fn a_keyless_signature_of_the_named_identity_installs_and_every_broken_part_is_r
         bundle(&sigstore, d, me, None)
     });
     let wrong = bundle(&sigstore, &other_digest, me, None);
-    let ext = ws.user_extensions();
-    let read = |name: &str| -> Value {
-        serde_json::from_slice(&std::fs::read(ext.join(format!("{name}.oci.json"))).unwrap())
-            .unwrap()
-    };
-    let wc_digest = read("wc")["digest"].as_str().unwrap().to_string();
+    let wc_digest = record(&ws, "wc")["digest"].as_str().unwrap().to_string();
     let pinned = format!("{}@{wc_digest}", registry.oci("tools/wc"));
     let out = cli(&ws, &["ext", "attach", &pinned, wrong.to_str().unwrap()]);
     failed_saying(
@@ -596,15 +594,10 @@ fn a_keyless_signature_of_the_named_identity_installs_and_every_broken_part_is_r
     );
     assert!(out.status.success(), "{}", stderr(&out));
     drop(registry);
-    let mut record = read("wc");
-    record["bundles"] = read("other")["bundles"].clone();
-    std::fs::write(ext.join("wc.oci.json"), record.to_string()).unwrap();
-    let refused = listed_extension(&ws, "wc")["refused"].clone();
+    move_record_part(&ws, "bundles", "other", "wc");
+    let refused = refusal(&ws, "wc");
     assert!(
-        refused
-            .as_str()
-            .unwrap()
-            .starts_with("its signature check failed: no keyless signature"),
+        refused.starts_with("its signature check failed: no keyless signature"),
         "{refused}"
     );
 }
