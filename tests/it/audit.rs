@@ -28,11 +28,16 @@ fn printed(ws: &Workspace, args: &[&str]) -> String {
     String::from_utf8(toolhost(ws, args, None).stdout).unwrap()
 }
 
-/// `toolhost run` on a batch of `calls`, with the audit log at `log`.
+/// `toolhost run` on a batch of `calls` (id, tool, arguments), with the
+/// audit log at `log`.
 #[track_caller]
-fn run_audited(ws: &Workspace, log: &str, calls: Value) -> std::process::Output {
-    let batch = json!({"role": "assistant", "stopReason": "toolUse", "content": calls});
-    let file = ws.write("batch.json", batch.to_string());
+fn run_audited(
+    ws: &Workspace,
+    log: impl AsRef<std::path::Path>,
+    calls: &[(&str, &str, Value)],
+) -> std::process::Output {
+    let file = batch_file(ws, calls);
+    let log = log.as_ref().to_str().unwrap();
     toolhost(ws, &["--audit", log, "run", file.to_str().unwrap()], None)
 }
 
@@ -44,17 +49,22 @@ fn every_call_has_a_line_saying_what_it_used_and_how_it_ended() {
     let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
     let out = run_audited(
         &ws,
-        log.to_str().unwrap(),
-        json!([
-            {"type": "toolCall", "id": "w", "name": "write",
-             "arguments": {"path": "out/made.txt", "content": "hi"}},
-            {"type": "toolCall", "id": "b", "name": "bash",
-             "arguments": {"command": format!("GITHUB_TOKEN={token} cat notes.txt")}},
-            {"type": "toolCall", "id": "o", "name": "read", "arguments": {"path": "/etc/passwd"}},
-            {"type": "toolCall", "id": "v", "name": "read",
-             "arguments": {"apiKey": "hunter2"}},
-            {"type": "toolCall", "id": "n", "name": "nope", "arguments": {}},
-        ]),
+        &log,
+        &[
+            (
+                "w",
+                "write",
+                json!({"path": "out/made.txt", "content": "hi"}),
+            ),
+            (
+                "b",
+                "bash",
+                json!({"command": format!("GITHUB_TOKEN={token} cat notes.txt")}),
+            ),
+            ("o", "read", json!({"path": "/etc/passwd"})),
+            ("v", "read", json!({"apiKey": "hunter2"})),
+            ("n", "nope", json!({})),
+        ],
     );
     assert!(
         out.status.success(),
@@ -144,23 +154,11 @@ fn every_call_has_a_line_saying_what_it_used_and_how_it_ended() {
 fn the_audit_log_is_protected_from_the_tools_it_records() {
     let ws = Workspace::new();
     let log = ws.path.join("audit.jsonl");
-    let out = run_audited(
-        &ws,
-        log.to_str().unwrap(),
-        json!([
-            {"type": "toolCall", "id": "a", "name": "read", "arguments": {"path": "batch.json"}},
-        ]),
-    );
+    let out = run_audited(&ws, &log, &[("a", "read", json!({"path": "batch.json"}))]);
     assert!(out.status.success());
     let before = std::fs::read_to_string(&log).unwrap();
-    let out = run_audited(
-        &ws,
-        log.to_str().unwrap(),
-        json!([
-            {"type": "toolCall", "id": "w", "name": "write",
-             "arguments": {"path": "audit.jsonl", "content": "nothing happened\n"}},
-        ]),
-    );
+    let write = json!({"path": "audit.jsonl", "content": "nothing happened\n"});
+    let out = run_audited(&ws, &log, &[("w", "write", write)]);
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(
         stdout.contains("Path is protected: audit.jsonl"),
@@ -175,11 +173,12 @@ fn the_audit_log_is_protected_from_the_tools_it_records() {
 fn calls_succeed_when_the_audit_log_cannot_be_written_and_it_is_said_once() {
     let ws = Workspace::new();
     ws.write("a.txt", "alpha\n");
-    let calls = json!([
-        {"type": "toolCall", "id": "1", "name": "read", "arguments": {"path": "a.txt"}},
-        {"type": "toolCall", "id": "2", "name": "read", "arguments": {"path": "a.txt"}},
-        {"type": "toolCall", "id": "3", "name": "read", "arguments": {"path": "a.txt"}},
-    ]);
+    let read = json!({"path": "a.txt"});
+    let calls = [
+        ("1", "read", read.clone()),
+        ("2", "read", read.clone()),
+        ("3", "read", read),
+    ];
     // A missing directory is made; one that cannot be (a file in the way)
     // is a log that cannot be opened.
     std::fs::write(ws.config_home().join("a-file"), "").unwrap();
@@ -188,7 +187,7 @@ fn calls_succeed_when_the_audit_log_cannot_be_written_and_it_is_said_once() {
         ("/dev/full", "No space left on device"),
         (unopenable.to_str().unwrap(), "Not a directory"),
     ] {
-        let out = run_audited(&ws, log, calls.clone());
+        let out = run_audited(&ws, log, &calls);
         assert!(
             out.status.success(),
             "{}",
@@ -242,8 +241,8 @@ fn the_audit_log_is_never_written_through_a_symlink() {
     let log = ws.path.join("audit.jsonl");
     let out = run_audited(
         &ws,
-        log.to_str().unwrap(),
-        json!([{"type": "toolCall", "id": "a", "name": "read", "arguments": {"path": "elsewhere.txt"}}]),
+        &log,
+        &[("a", "read", json!({"path": "elsewhere.txt"}))],
     );
     assert!(out.status.success(), "the call still runs");
     let stderr = String::from_utf8(out.stderr).unwrap();

@@ -56,6 +56,12 @@ fn bash(host: &Host, args: Value) -> ToolResultMessage {
     call(host, "bash", args)
 }
 
+/// `bash` with `args` on a host of its own, in a fresh workspace.
+fn bash_alone(args: Value) -> ToolResultMessage {
+    let ws = Workspace::new();
+    bash(&host(&ws), args)
+}
+
 #[track_caller]
 fn assert_error(result: &ToolResultMessage, text: &str) {
     assert_eq!(result.text(), text);
@@ -65,13 +71,8 @@ fn assert_error(result: &ToolResultMessage, text: &str) {
 
 #[test]
 fn a_timeout_stops_the_whole_process_group() {
-    let ws = Workspace::new();
-    let host = host(&ws);
     // A background child in the same group must die too.
-    let result = bash(
-        &host,
-        json!({"command": "echo $$; sleep 100 & sleep 100", "timeout": 1}),
-    );
+    let result = bash_alone(json!({"command": "echo $$; sleep 100 & sleep 100", "timeout": 1}));
     let text = result.text();
     let pgid = first_number(&text);
     assert_error(
@@ -410,10 +411,7 @@ fn truncation_keeps_the_raw_output_in_the_full_output_file() {
 
 #[test]
 fn ansi_escapes_and_control_characters_are_stripped() {
-    let ws = Workspace::new();
-    let host = host(&ws);
-    let result = bash(
-        &host,
+    let result = bash_alone(
         json!({"command": "printf '\\033[1;32mgreen\\033[0m\\r\\n\\ttab\\a\\033]0;title\\007!\\n'"}),
     );
     assert_eq!(result.text(), "green\n\ttab!\n");

@@ -252,17 +252,11 @@ fn the_tools_grant_lets_a_tool_activate_others_and_reports_them() {
 #[test]
 fn ext_inspect_shows_tools_and_requested_capabilities_without_granting() {
     let ws = Workspace::new();
-    let out = toolhost(
+    let inspection = json_ok(&toolhost(
         &ws,
         &["ext", "inspect", toolhost_tests::FSPROBE, "--json"],
         None,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let inspection = json_out(&out);
+    ));
     assert_eq!(inspection["capabilities"], json!(["fs-read"]));
     assert_eq!(inspection["tools"][0]["name"], "probe");
     assert_eq!(

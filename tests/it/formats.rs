@@ -4,7 +4,6 @@
 
 use crate::support::*;
 use serde_json::{Value, json};
-use std::process::Output;
 use toolhost::{ExecutionMode, ToolDefinition, formats};
 
 fn schema(name: &str) -> jsonschema::Validator {
@@ -25,17 +24,8 @@ fn violations(validator: &jsonschema::Validator, instance: &Value) -> Vec<String
 }
 
 #[track_caller]
-fn json_stdout(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 fn list_as(ws: &Workspace, format: &str) -> Value {
-    json_stdout(&toolhost(
+    json_ok(&toolhost(
         ws,
         &[
             "--all-tools",
@@ -125,7 +115,7 @@ fn the_json_format_lists_the_active_definitions_in_order() {
         ],
         None,
     );
-    let tools = json_stdout(&out);
+    let tools = json_ok(&out);
     let names = strings_at(&tools, "/name");
     assert_eq!(names, ["slow", "read"]);
     assert_eq!(tools[1]["label"], "read");

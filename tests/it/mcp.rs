@@ -219,6 +219,15 @@ fn mcp_a_tool_changing_the_active_set_reaches_the_client_as_list_changed() {
     child.wait().unwrap();
 }
 
+/// `text` starts with `start` and contains each of `parts`.
+#[track_caller]
+fn assert_reads(text: &str, start: &str, parts: &[&str]) {
+    assert!(text.starts_with(start), "{text}");
+    for part in parts {
+        assert!(text.contains(part), "{part:?} in {text}");
+    }
+}
+
 /// Runs tests/mcp_ask.py in the SDK's connect `mode` against a user file
 /// that asks about `echo`, and checks what every revision shares.
 #[track_caller]
@@ -244,14 +253,10 @@ fn a_client_answers_questions(mode: &str) -> Value {
         ])
     );
     let first = &summary["questions"][0];
-    let message = first["message"].as_str().unwrap();
-    assert!(
-        message.starts_with("toolhost: permission needed\nTool bash (component built-in, blake3:"),
-        "{message}"
-    );
-    assert!(
-        message.contains("wants to run the command: echo one"),
-        "{message}"
+    assert_reads(
+        first["message"].as_str().unwrap(),
+        "toolhost: permission needed\nTool bash (component built-in, blake3:",
+        &["wants to run the command: echo one"],
     );
     assert_eq!(
         first["schema"]["properties"]["answer"]["enum"],
@@ -273,16 +278,11 @@ fn a_2025_11_25_client_with_elicitation_answers_and_one_without_gets_the_refusal
     let summary = a_client_answers_questions("legacy");
     // The handshake tells the model what `toolhost prompt` would, and a
     // level can be set.
-    let instructions = summary["instructions"].as_str().unwrap_or_default();
-    assert!(
-        instructions.starts_with("toolhost runs these tools in "),
-        "{instructions}"
+    assert_reads(
+        summary["instructions"].as_str().unwrap_or_default(),
+        "toolhost runs these tools in ",
+        &["Available tools:\n- read: ", "Guidelines:\n"],
     );
-    assert!(
-        instructions.contains("Available tools:\n- read: "),
-        "{instructions}"
-    );
-    assert!(instructions.contains("Guidelines:\n"), "{instructions}");
     assert_eq!(summary["logLevelSet"], true);
     // A question open when its call was cancelled was withdrawn.
     assert_eq!(summary["withdrawn"], 1, "{summary}");
@@ -476,11 +476,18 @@ fn inspector(ws: &Workspace, target: &[&str], method: &str, more: &[&str]) -> (V
     (first, out.status.success())
 }
 
+/// [`inspector`]'s result of a call that must succeed.
+#[track_caller]
+fn inspector_ok(ws: &Workspace, target: &[&str], method: &str, more: &[&str]) -> Value {
+    let (result, ok) = inspector(ws, target, method, more);
+    assert!(ok, "{method}: {result}");
+    result
+}
+
 /// Lists the tools and calls read, a failing bash and an extension tool
 /// through the inspector's CLI.
 fn inspector_drives_toolhost_mcp(ws: &Workspace, target: &[&str]) {
-    let (listed, ok) = inspector(ws, target, "tools/list", &[]);
-    assert!(ok, "{listed}");
+    let listed = inspector_ok(ws, target, "tools/list", &[]);
     let names: Vec<&str> = listed["tools"]
         .as_array()
         .unwrap()
@@ -490,13 +497,12 @@ fn inspector_drives_toolhost_mcp(ws: &Workspace, target: &[&str]) {
     for name in ["read", "bash", "fast"] {
         assert!(names.contains(&name), "{name} in {names:?}");
     }
-    let (read, ok) = inspector(
+    let read = inspector_ok(
         ws,
         target,
         "tools/call",
         &["--tool-name", "read", "--tool-arg", "path=a.txt"],
     );
-    assert!(ok, "{read}");
     assert_eq!(read["content"][0]["text"], "Hello, Inspector!\n");
     let (failed, ok) = inspector(
         ws,
@@ -506,12 +512,10 @@ fn inspector_drives_toolhost_mcp(ws: &Workspace, target: &[&str]) {
     );
     assert!(!ok, "an error result is a failure of the command: {failed}");
     assert_eq!(failed["isError"], true, "{failed}");
-    let (fast, ok) = inspector(ws, target, "tools/call", &["--tool-name", "fast"]);
-    assert!(ok, "{fast}");
+    let fast = inspector_ok(ws, target, "tools/call", &["--tool-name", "fast"]);
     assert_eq!(fast["isError"], false, "{fast}");
     // The workspace's files as resources, the tools' text as a prompt.
-    let (resources, ok) = inspector(ws, target, "resources/list", &[]);
-    assert!(ok, "{resources}");
+    let resources = inspector_ok(ws, target, "resources/list", &[]);
     let listed = resources["resources"]
         .as_array()
         .unwrap()
@@ -519,8 +523,7 @@ fn inspector_drives_toolhost_mcp(ws: &Workspace, target: &[&str]) {
         .find(|r| r["name"] == "a.txt")
         .unwrap_or_else(|| panic!("a.txt is not listed: {resources}"));
     let uri = listed["uri"].as_str().unwrap();
-    let (read, ok) = inspector(ws, target, "resources/read", &["--uri", uri]);
-    assert!(ok, "{read}");
+    let read = inspector_ok(ws, target, "resources/read", &["--uri", uri]);
     assert_eq!(read["contents"][0]["text"], "Hello, Inspector!\n");
     let (refused, ok) = inspector(
         ws,
@@ -534,8 +537,7 @@ fn inspector_drives_toolhost_mcp(ws: &Workspace, target: &[&str]) {
         "Resource refused: file:///etc/passwd is outside the workspace, the only place read may \
          open"
     );
-    let (prompt, ok) = inspector(ws, target, "prompts/get", &["--prompt-name", "toolhost"]);
-    assert!(ok, "{prompt}");
+    let prompt = inspector_ok(ws, target, "prompts/get", &["--prompt-name", "toolhost"]);
     let text = prompt["messages"][0]["content"]["text"].as_str().unwrap();
     assert!(text.starts_with("Available tools:\n- read:"), "{text}");
 }

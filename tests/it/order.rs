@@ -55,9 +55,11 @@ fn outcome(result: &Value) -> (String, bool, String) {
     )
 }
 
-/// Every result says its call succeeded, the edits as Pi words it.
+/// Every result says its call succeeded, the edits as Pi words it, and
+/// `f.txt` holds what the last round left.
 #[track_caller]
-fn all_succeeded(results: &[(String, bool, String)]) {
+fn all_succeeded(ws: &Workspace, results: impl IntoIterator<Item = (String, bool, String)>) {
+    let results: Vec<_> = results.into_iter().collect();
     assert_eq!(results.len(), 2 * ROUNDS);
     let failed: Vec<_> = results.iter().filter(|(_, error, _)| *error).collect();
     assert!(
@@ -69,6 +71,7 @@ fn all_succeeded(results: &[(String, bool, String)]) {
     for (id, _, text) in results.iter().filter(|(id, ..)| id.starts_with('e')) {
         assert_eq!(text, "Successfully replaced 1 block(s) in f.txt.", "{id}");
     }
+    assert_eq!(ws.read("f.txt"), format!("edited {}\n", ROUNDS - 1));
 }
 
 /// Run `cli` with `input` written in one burst, and collect its stdout's
@@ -116,14 +119,10 @@ fn order_write_then_edit_of_one_file_200_times_in_one_run_message() {
         .last()
         .map(|l| serde_json::from_str(l).unwrap())
         .unwrap();
-    let results: Vec<_> = end["toolResults"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(outcome)
-        .collect();
-    all_succeeded(&results);
-    assert_eq!(ws.read("f.txt"), format!("edited {}\n", ROUNDS - 1));
+    all_succeeded(
+        &ws,
+        end["toolResults"].as_array().unwrap().iter().map(outcome),
+    );
 }
 
 #[test]
@@ -141,14 +140,12 @@ fn order_write_then_edit_of_one_file_200_times_as_serve_batches_in_one_burst() {
     let lines = exchange(cli, &input, |lines| {
         lines.iter().filter(|l| l.get("result").is_some()).count() == ROUNDS
     });
-    let results: Vec<_> = lines
+    let results = lines
         .iter()
         .filter_map(|l| l["result"]["toolResults"].as_array())
         .flatten()
-        .map(outcome)
-        .collect();
-    all_succeeded(&results);
-    assert_eq!(ws.read("f.txt"), format!("edited {}\n", ROUNDS - 1));
+        .map(outcome);
+    all_succeeded(&ws, results);
 }
 
 #[test]
@@ -176,23 +173,18 @@ fn order_write_then_edit_of_one_file_200_times_as_mcp_requests_in_one_burst() {
             .count()
     };
     let lines = exchange(cli, &input, |lines| answered(lines) == 2 * ROUNDS + 1);
-    let results: Vec<(String, bool, String)> = lines
-        .iter()
-        .filter(|l| l["id"] != "init")
-        .map(|l| {
-            let result = &l["result"];
-            (
-                l["id"].as_str().unwrap_or_default().to_string(),
-                result["isError"] != false,
-                result["content"][0]["text"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-            )
-        })
-        .collect();
-    all_succeeded(&results);
-    assert_eq!(ws.read("f.txt"), format!("edited {}\n", ROUNDS - 1));
+    let results = lines.iter().filter(|l| l["id"] != "init").map(|l| {
+        let result = &l["result"];
+        (
+            l["id"].as_str().unwrap_or_default().to_string(),
+            result["isError"] != false,
+            result["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        )
+    });
+    all_succeeded(&ws, results);
 }
 
 /// A before hook that lets every call through: with one, a parallel batch
@@ -220,13 +212,11 @@ fn in_a_small_pool(hooks: Option<std::sync::Arc<dyn toolhost::ToolHooks>>) {
         .collect();
     let batch = toolhost::AssistantMessage::from_calls(calls);
     let (outcome, _) = run(&host, &batch, toolhost::CancellationToken::new());
-    let results: Vec<_> = outcome
+    let results = outcome
         .results
         .iter()
-        .map(|r| (r.tool_call_id.clone(), r.is_error, r.text()))
-        .collect();
-    all_succeeded(&results);
-    assert_eq!(ws.read("f.txt"), format!("edited {}\n", ROUNDS - 1));
+        .map(|r| (r.tool_call_id.clone(), r.is_error, r.text()));
+    all_succeeded(&ws, results);
 }
 
 #[test]

@@ -626,15 +626,26 @@ fn a_command_without_the_network_gets_it_only_when_a_rule_or_the_person_says_so(
     assert_eq!(server.connections(), reached + 2);
 }
 
+/// [`outside_dir`] holding `files` (path below it, content).
+fn outside_with(files: &[(&str, &str)]) -> (tempfile::TempDir, std::path::PathBuf) {
+    let (guard, dir) = outside_dir();
+    for (path, content) in files {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    (guard, dir)
+}
+
 #[test]
 fn find_and_grep_outside_the_workspace_ask_about_the_directory_they_search() {
     use toolhost::permissions::{Answer, Need};
     let ws = Workspace::new();
-    let (_guard, outside) = outside_dir();
+    let (_guard, outside) = outside_with(&[
+        ("notes/a.md", "alpha\n"),
+        ("notes/sub/b.md", "beta alpha\n"),
+    ]);
     let notes = outside.join("notes");
-    std::fs::create_dir_all(notes.join("sub")).unwrap();
-    std::fs::write(notes.join("a.md"), "alpha\n").unwrap();
-    std::fs::write(notes.join("sub/b.md"), "beta alpha\n").unwrap();
     let (host, person, _) = asking_host(
         &ws,
         "[permissions]\ndefault = \"ask\"\n",
@@ -699,10 +710,8 @@ fn the_terminal_view_of_run_keeps_the_question_readable_while_it_waits() {
 #[test]
 fn a_home_rule_matches_when_home_is_reached_through_a_link() {
     let ws = Workspace::new();
-    let (place_dir, place) = outside_dir();
+    let (place_dir, place) = outside_with(&[("real-home/secret/key.txt", "hidden")]);
     let real = place.join("real-home");
-    std::fs::create_dir_all(real.join("secret")).unwrap();
-    std::fs::write(real.join("secret/key.txt"), "hidden").unwrap();
     let link = place_dir.path().join("home-link");
     std::os::unix::fs::symlink(&real, &link).unwrap();
     user_policy(

@@ -226,13 +226,11 @@ fn name_collisions_are_reported_and_the_first_extension_wins() {
 
 #[test]
 fn the_built_ins_run_unchanged_on_an_in_memory_filesystem() {
-    use toolhost::backend::fs::{MemoryFs, MemoryNode};
+    use toolhost::backend::fs::MemoryNode;
     // The workspace directory must exist on disk; the tools never touch it.
     let ws = Workspace::new();
-    let root = ws.str().to_string();
-    let memory = MemoryFs::new(&[root.as_str()]);
-    memory.write_file(&format!("{root}/notes/today.txt"), "one\ntwo\nthree");
-    memory.write_file(&format!("{root}/B.md"), "");
+    let root = ws.str();
+    let memory = memory_fs(&ws, &[("notes/today.txt", "one\ntwo\nthree"), ("B.md", "")]);
     memory.insert(
         &format!("{root}/link"),
         MemoryNode::Symlink(format!("{root}/notes")),
@@ -241,7 +239,7 @@ fn the_built_ins_run_unchanged_on_an_in_memory_filesystem() {
         &format!("{root}/escape"),
         MemoryNode::Symlink("/etc".into()),
     );
-    let host = built(builder(&ws).builtins(|b| b.fs_backend(std::sync::Arc::new(memory))));
+    let host = memory_host(&ws, memory);
     let r = call(
         &host,
         "read",

@@ -213,44 +213,52 @@ fn errors_name_the_path_and_the_cause() {
     ws.symlink("escape", ws.path.parent().unwrap());
     let host = host(&ws);
     let w = ws.str();
-    assert_eq!(
-        error_of(&host, "grep", json!({"pattern": "x", "path": "nope"})),
-        format!("Path not found: {w}/nope")
-    );
-    assert_eq!(
-        error_of(&host, "find", json!({"pattern": "*", "path": "nope"})),
-        format!("Path not found: {w}/nope")
-    );
-    assert_eq!(
-        error_of(&host, "find", json!({"pattern": "*", "path": "a.txt"})),
-        format!("Not a directory: {w}/a.txt")
-    );
-    assert_eq!(
-        error_of(&host, "grep", json!({"pattern": "x", "glob": "["})),
-        "Invalid glob '[': unclosed character class; missing ']'"
-    );
-    assert_eq!(
-        error_of(&host, "find", json!({"pattern": "["})),
-        "Invalid glob '[': unclosed character class; missing ']'"
-    );
-    assert_eq!(
-        error_of(&host, "grep", json!({"pattern": "(x"})),
-        "Invalid regex: unclosed group"
-    );
+    let bad_glob = "Invalid glob '[': unclosed character class; missing ']'";
+    let mut cases = vec![
+        (
+            "grep",
+            json!({"pattern": "x", "path": "nope"}),
+            format!("Path not found: {w}/nope"),
+        ),
+        (
+            "find",
+            json!({"pattern": "*", "path": "nope"}),
+            format!("Path not found: {w}/nope"),
+        ),
+        (
+            "find",
+            json!({"pattern": "*", "path": "a.txt"}),
+            format!("Not a directory: {w}/a.txt"),
+        ),
+        (
+            "grep",
+            json!({"pattern": "x", "glob": "["}),
+            bad_glob.into(),
+        ),
+        ("find", json!({"pattern": "["}), bad_glob.into()),
+        (
+            "grep",
+            json!({"pattern": "(x"}),
+            "Invalid regex: unclosed group".into(),
+        ),
+    ];
     for path in ["..", "escape", "/etc", "~"] {
-        assert_eq!(
-            error_of(&host, "grep", json!({"pattern": "x", "path": path})),
-            format!("Path is outside the workspace: {path}")
-        );
-        assert_eq!(
-            error_of(&host, "find", json!({"pattern": "*", "path": path})),
-            format!("Path is outside the workspace: {path}")
-        );
+        let outside = format!("Path is outside the workspace: {path}");
+        cases.push((
+            "grep",
+            json!({"pattern": "x", "path": path}),
+            outside.clone(),
+        ));
+        cases.push(("find", json!({"pattern": "*", "path": path}), outside));
     }
-    assert_eq!(
-        error_of(&host, "find", json!({"pattern": "*", "limit": 0})),
-        "Invalid limit: 0. Use a positive whole number of results."
-    );
+    cases.push((
+        "find",
+        json!({"pattern": "*", "limit": 0}),
+        "Invalid limit: 0. Use a positive whole number of results.".into(),
+    ));
+    for (tool, args, error) in cases {
+        assert_eq!(error_of(&host, tool, args.clone()), error, "{tool} {args}");
+    }
     // A literal pattern is not a regex.
     assert_eq!(
         text_of(&host, "grep", json!({"pattern": "(x", "literal": true})),
@@ -262,14 +270,16 @@ fn errors_name_the_path_and_the_cause() {
 /// through its `FsRead` view.
 #[test]
 fn search_works_over_an_in_memory_filesystem() {
-    use toolhost::backend::fs::MemoryFs;
     let ws = Workspace::new();
-    let root = ws.str().to_string();
-    let memory = MemoryFs::new(&[root.as_str()]);
-    memory.write_file(&format!("{root}/.gitignore"), "*.log\n");
-    memory.write_file(&format!("{root}/src/a.txt"), "one\nneedle\n");
-    memory.write_file(&format!("{root}/debug.log"), "needle\n");
-    let host = built(builder(&ws).builtins(|b| b.fs_backend(std::sync::Arc::new(memory))));
+    let memory = memory_fs(
+        &ws,
+        &[
+            (".gitignore", "*.log\n"),
+            ("src/a.txt", "one\nneedle\n"),
+            ("debug.log", "needle\n"),
+        ],
+    );
+    let host = memory_host(&ws, memory);
     assert_eq!(
         text_of(&host, "grep", json!({"pattern": "needle"})),
         "src/a.txt:2: needle"

@@ -527,6 +527,16 @@ fn a_client_with_a_person_answers_questions_and_one_without_gets_the_refusal() {
     server.finish();
 }
 
+/// Request `id`: a batch of `call` alone, from a client that declared it
+/// can answer elicitation (and nothing else).
+fn run_eliciting(server: &mut Server, id: u32, call: Value) {
+    server.request(
+        json!(id),
+        "batch/run",
+        json!({"message": batch(json!([call])), "client": {"elicitation": true}}),
+    );
+}
+
 /// A tool that asks the client (`toolhost:tool/client`) in a batch whose
 /// client declared it can answer: the request comes as MCP's, the answer
 /// goes back to the tool; a kind the client did not declare is not sent.
@@ -540,11 +550,7 @@ fn a_client_answers_what_a_tool_asks_of_it() {
     let mut server = Server::start(&ws, &["--extension", toolhost_tests::MCPTOOLS]);
     let call = json!({"type": "toolCall", "id": "a", "name": "test_elicitation",
         "arguments": {"message": "Who are you?"}});
-    server.request(
-        json!(1),
-        "batch/run",
-        json!({"message": batch(json!([call])), "client": {"elicitation": true}}),
-    );
+    run_eliciting(&mut server, 1, call);
     let asked = loop {
         let line = server.next();
         if line["method"] == "elicitation/create" {
@@ -582,11 +588,7 @@ fn a_client_answers_what_a_tool_asks_of_it() {
     // Roots were not declared for this batch: the tool is told, the client
     // is not asked.
     let call = json!({"type": "toolCall", "id": "b", "name": "test_input_required_result_list_roots", "arguments": {}});
-    server.request(
-        json!(2),
-        "batch/run",
-        json!({"message": batch(json!([call])), "client": {"elicitation": true}}),
-    );
+    run_eliciting(&mut server, 2, call);
     let response = loop {
         let line = server.next();
         assert!(

@@ -187,19 +187,15 @@ fn read_reply(stream: &mut TcpStream) -> Reply {
     }
 }
 
-fn batch(calls: Value) -> Value {
-    json!({"role": "assistant", "stopReason": "toolUse", "content": calls})
-}
-
 #[test]
 fn a_batch_streams_its_events_then_its_response_as_json_lines() {
     let ws = Workspace::new();
     let server = HttpServer::start(&ws);
-    let message = batch(json!([
-        {"type": "toolCall", "id": "c1", "name": "slow", "arguments": {"ms": 2000}},
-        {"type": "toolCall", "id": "c2", "name": "fast", "arguments": {}},
-        {"type": "toolCall", "id": "c3", "name": "nope", "arguments": {}},
-    ]));
+    let message = batch_json(&[
+        ("c1", "slow", json!({"ms": 2000})),
+        ("c2", "fast", json!({})),
+        ("c3", "nope", json!({})),
+    ]);
     let reply = server.rpc(json!("b1"), "batch/run", json!({"message": message}));
     assert_eq!(reply.status, 200, "{}", reply.body);
     assert_eq!(reply.header("content-type"), Some("application/x-ndjson"));
@@ -242,10 +238,7 @@ fn a_batch_streams_its_events_then_its_response_as_json_lines() {
 fn refused_requests_run_nothing() {
     let ws = Workspace::new();
     let server = HttpServer::start(&ws);
-    let write = batch(json!([
-        {"type": "toolCall", "id": "w", "name": "write",
-         "arguments": {"path": "refused.txt", "content": "x"}},
-    ]));
+    let write = batch_json(&[("w", "write", json!({"path": "refused.txt", "content": "x"}))]);
     let request = json!({"jsonrpc": "2.0", "id": 1, "method": "batch/run",
                          "params": {"message": write}})
     .to_string();
@@ -298,14 +291,19 @@ fn thirty_two_clients_each_run_a_batch_at_once() {
             .map(|i| {
                 let server = &server;
                 scope.spawn(move || {
-                    let message = batch(json!([
-                        {"type": "toolCall", "id": format!("r{i}"), "name": "read",
-                         "arguments": {"path": format!("f{i}.txt")}},
-                        {"type": "toolCall", "id": format!("b{i}"), "name": "bash",
-                         "arguments": {"command": format!("echo client {i}")}},
-                        {"type": "toolCall", "id": format!("s{i}"), "name": "slow",
-                         "arguments": {"ms": 200}},
-                    ]));
+                    let message = batch_json(&[
+                        (
+                            &format!("r{i}"),
+                            "read",
+                            json!({"path": format!("f{i}.txt")}),
+                        ),
+                        (
+                            &format!("b{i}"),
+                            "bash",
+                            json!({"command": format!("echo client {i}")}),
+                        ),
+                        (&format!("s{i}"), "slow", json!({"ms": 200})),
+                    ]);
                     let reply = server.rpc(json!(i), "batch/run", json!({"message": message}));
                     assert_eq!(reply.status, 200, "{}", reply.body);
                     let lines = reply.lines();
@@ -338,9 +336,7 @@ fn thirty_two_clients_each_run_a_batch_at_once() {
 fn a_client_that_goes_away_cancels_its_batch() {
     let ws = Workspace::new();
     let server = HttpServer::start(&ws);
-    let message = batch(json!([
-        {"type": "toolCall", "id": "long", "name": "slow", "arguments": {"ms": 600000}},
-    ]));
+    let message = batch_json(&[("long", "slow", json!({"ms": 600000}))]);
     let request = json!({"jsonrpc": "2.0", "id": "gone", "method": "batch/run",
                          "params": {"message": message}})
     .to_string();
@@ -360,7 +356,7 @@ fn a_client_that_goes_away_cancels_its_batch() {
     let first: Value = serde_json::from_slice(&read_chunk(&mut reader).unwrap()).unwrap();
     assert_eq!(first["params"]["event"]["type"], "tool_execution_start");
     // While its client is connected, the batch runs: its id is taken.
-    let probe = json!({"message": batch(json!([]))});
+    let probe = json!({"message": batch_json(&[])});
     let running = server.rpc(json!("gone"), "batch/run", probe.clone());
     assert_eq!(
         running.lines()[0]["error"]["message"],

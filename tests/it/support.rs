@@ -459,6 +459,35 @@ pub fn json_out(out: &Output) -> Value {
     })
 }
 
+/// An in-memory filesystem whose one root is `ws`'s directory, holding
+/// `files` (path below the root, content); the directory on disk stays
+/// empty.
+pub fn memory_fs(ws: &Workspace, files: &[(&str, &str)]) -> toolhost::backend::fs::MemoryFs {
+    let root = ws.str();
+    let memory = toolhost::backend::fs::MemoryFs::new(&[root]);
+    for (path, content) in files {
+        memory.write_file(&format!("{root}/{path}"), *content);
+    }
+    memory
+}
+
+/// A host whose built-ins see `memory` instead of the disk.
+#[track_caller]
+pub fn memory_host(ws: &Workspace, memory: toolhost::backend::fs::MemoryFs) -> Host {
+    built(builder(ws).builtins(|b| b.fs_backend(Arc::new(memory))))
+}
+
+/// The stdout as JSON of a CLI run that must have succeeded.
+#[track_caller]
+pub fn json_ok(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_out(out)
+}
+
 /// Write the user's `toolhost.toml` (the CLI's, see [`Workspace::user_config`]).
 pub fn user_policy(ws: &Workspace, text: &str) {
     std::fs::create_dir_all(ws.user_config()).unwrap();

@@ -624,58 +624,57 @@ mod tests {
         assert_eq!(out, "a\u{FFFD}b\u{FFFD}");
     }
 
-    #[test]
-    fn small_output_is_kept_whole_without_a_file() {
+    /// Feed `chunks` to an accumulator of `max_lines` and `max_bytes` over
+    /// files in memory and finish it: its snapshot (the file kept if
+    /// truncated), and the files.
+    fn finished(
+        max_lines: u64,
+        max_bytes: usize,
+        chunks: &[impl AsRef<[u8]>],
+    ) -> (Snapshot, BTreeMap<String, Vec<u8>>) {
         let mut m = Memory::default();
-        let mut acc = Accumulator::new(2000, 51200, &mut m);
-        acc.append(b"a\n");
-        acc.append(b"b\n");
+        let mut acc = Accumulator::new(max_lines, max_bytes, &mut m);
+        for chunk in chunks {
+            acc.append(chunk.as_ref());
+        }
         acc.finish();
         let snap = acc.snapshot(true);
+        drop(acc);
+        (snap, m.files)
+    }
+
+    #[test]
+    fn small_output_is_kept_whole_without_a_file() {
+        let (snap, files) = finished(2000, 51200, &[b"a\n", b"b\n"]);
         assert_eq!(snap.content, "a\nb\n");
         assert!(!snap.truncation.truncated);
         assert_eq!(snap.full_output_path, None);
-        drop(acc);
-        assert!(m.files.is_empty());
+        assert!(files.is_empty());
     }
 
     #[test]
     fn byte_cap_matches_pi_c091_and_keeps_the_raw_bytes() {
-        let mut m = Memory::default();
-        let mut acc = Accumulator::new(2000, 51200, &mut m);
-        let mut raw = Vec::new();
-        for i in 1..=1000 {
-            let line = format!("{i:099}\n");
-            raw.extend_from_slice(line.as_bytes());
-            acc.append(line.as_bytes());
-        }
-        acc.finish();
-        let snap = acc.snapshot(true);
+        let lines: Vec<String> = (1..=1000).map(|i| format!("{i:099}\n")).collect();
+        let (snap, files) = finished(2000, 51200, &lines);
         let t = &snap.truncation;
         assert!(t.truncated);
         assert_eq!(t.truncated_by, Some(TruncatedBy::Bytes));
         assert_eq!((t.total_lines, t.total_bytes), (1000, 100000));
         assert_eq!((t.output_lines, t.output_bytes), (512, 51199));
         assert!(snap.content.starts_with(&format!("{:099}\n", 489)));
-        let path = snap.full_output_path.clone().unwrap();
-        drop(acc);
-        assert_eq!(m.files[&path], raw);
+        let path = snap.full_output_path.unwrap();
+        assert_eq!(files[&path], lines.concat().as_bytes());
     }
 
     #[test]
     fn the_file_keeps_escapes_the_text_drops() {
-        let mut m = Memory::default();
-        let mut acc = Accumulator::new(3, 51200, &mut m);
         let raw = b"\x1b[1mone\x1b[0m\ntwo\nthree\nfour\n";
-        acc.append(raw);
-        acc.finish();
-        let snap = acc.snapshot(true);
+        let (snap, files) = finished(3, 51200, &[raw]);
         assert_eq!(snap.content, "two\nthree\nfour");
         assert_eq!(snap.truncation.truncated_by, Some(TruncatedBy::Lines));
         assert_eq!(snap.truncation.total_bytes, "one\ntwo\nthree\nfour\n".len());
-        let path = snap.full_output_path.clone().unwrap();
-        drop(acc);
-        assert_eq!(m.files[&path], raw);
+        let path = snap.full_output_path.unwrap();
+        assert_eq!(files[&path], raw);
     }
 
     #[test]

@@ -19,14 +19,13 @@
 //! there and keep it; default: a temporary directory).
 
 use crate::table::{Row, alternating_medians, median, ms, us};
-use crate::{Config, runtime};
+use crate::{Config, runtime, timed_call};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use toolhost::doctor::Support;
 use toolhost::internals::GitGuard;
-use toolhost::{AssistantMessage, CancellationToken, Host, JailMode, NoEvents, ToolCall};
+use toolhost::{Host, JailMode};
 
 /// The generated repository's shape: `TOP × LEAVES` directories of `FILES`
 /// files each, `NESTED` of them repositories of their own.
@@ -59,19 +58,8 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
         host(ws.path(), JailMode::Off),
     );
     let (repo_jailed, repo_bare) = (host(&repo, JailMode::Required), host(&repo, JailMode::Off));
-    let bash = |host: &Host, command: &str| -> (String, Duration) {
-        let message = AssistantMessage::from_calls(vec![ToolCall {
-            id: "call_1".into(),
-            name: "bash".into(),
-            arguments: serde_json::json!({ "command": command }),
-        }]);
-        let start = Instant::now();
-        let outcome =
-            rt.block_on(host.run_batch(&message, CancellationToken::new(), Arc::new(NoEvents)));
-        let elapsed = start.elapsed();
-        let result = &outcome.results[0];
-        assert!(!result.is_error, "{}", result.text());
-        (result.text(), elapsed)
+    let bash = |host: &Host, command: &str| {
+        timed_call(&rt, host, "bash", serde_json::json!({ "command": command }))
     };
     let time = |host: &Host| bash(host, "true").1;
     // Warm every host (the jail's probe, compiled components, the guard's

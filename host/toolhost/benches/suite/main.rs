@@ -91,6 +91,31 @@ pub fn testkit_host(workspace: &Path) -> HostBuilder {
         .cancel_grace(Duration::from_millis(300))
 }
 
+/// Run one call `name` with `arguments` through the whole pipeline, as a
+/// batch of its own: its text and wall time. It must succeed.
+pub fn timed_call(
+    rt: &tokio::runtime::Runtime,
+    host: &toolhost::Host,
+    name: &str,
+    arguments: serde_json::Value,
+) -> (String, Duration) {
+    let message = toolhost::AssistantMessage::from_calls(vec![toolhost::ToolCall {
+        id: "call_1".into(),
+        name: name.into(),
+        arguments,
+    }]);
+    let start = Instant::now();
+    let outcome = rt.block_on(host.run_batch(
+        &message,
+        toolhost::CancellationToken::new(),
+        std::sync::Arc::new(toolhost::NoEvents),
+    ));
+    let elapsed = start.elapsed();
+    let result = &outcome.results[0];
+    assert!(!result.is_error, "{name}: {}", result.text());
+    (result.text(), elapsed)
+}
+
 /// Run `command` (stdin closed) to its end: its output and wall time. It
 /// must succeed; `what` names it if it does not.
 pub fn timed_output(command: &mut Command, what: &str) -> (Output, Duration) {

@@ -10,10 +10,8 @@
 //!   against `read` of a one-line file: the cheapest call there is.
 
 use crate::table::{Row, alternating_medians, us};
-use crate::{Config, runtime};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-use toolhost::{AssistantMessage, CancellationToken, Host, NoEvents, ToolCall};
+use crate::{Config, runtime, timed_call};
+use toolhost::Host;
 
 pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
     let rt = runtime();
@@ -27,20 +25,7 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
                 .build(),
         )
         .expect("building the host");
-    let call = |name: &str, arguments: serde_json::Value| -> (String, Duration) {
-        let message = AssistantMessage::from_calls(vec![ToolCall {
-            id: "call_1".into(),
-            name: name.into(),
-            arguments,
-        }]);
-        let start = Instant::now();
-        let outcome =
-            rt.block_on(host.run_batch(&message, CancellationToken::new(), Arc::new(NoEvents)));
-        let elapsed = start.elapsed();
-        let result = &outcome.results[0];
-        assert!(!result.is_error, "{name}: {}", result.text());
-        (result.text(), elapsed)
-    };
+    let call = |name: &str, arguments| timed_call(&rt, &host, name, arguments);
     host.set_active_tools(&[
         "bash",
         "read",
