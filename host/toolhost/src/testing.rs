@@ -10,3 +10,12 @@ pub(crate) fn real_temp_dir() -> (tempfile::TempDir, PathBuf) {
     let real = dir.path().canonicalize().expect("its real path");
     (dir, real)
 }
+
+/// [`real_temp_dir`] with the directories `dirs` (relative) made in it.
+pub(crate) fn real_temp_dir_with(dirs: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let (dir, real) = real_temp_dir();
+    for made in dirs {
+        std::fs::create_dir_all(real.join(made)).expect("a directory in it");
+    }
+    (dir, real)
+}

@@ -227,12 +227,15 @@ mod tests {
 
     #[test]
     fn discovers_files_and_manifest_dirs_in_order() {
-        let tmp = tempfile::tempdir().unwrap();
-        let [ws_ext, user_ext] = ["ws", "user"].map(|n| tmp.path().join(n));
-        for dir in ["wc", ".hidden", "no-manifest", "deep/er"] {
-            std::fs::create_dir_all(ws_ext.join(dir)).unwrap();
-        }
-        std::fs::create_dir_all(&user_ext).unwrap();
+        let made = [
+            "ws/wc",
+            "ws/.hidden",
+            "ws/no-manifest",
+            "ws/deep/er",
+            "user",
+        ];
+        let (_tmp, base) = crate::testing::real_temp_dir_with(&made);
+        let [ws_ext, user_ext] = ["ws", "user"].map(|n| base.join(n));
         std::fs::write(ws_ext.join("b.wasm"), "").unwrap();
         std::fs::write(ws_ext.join(".skip.wasm"), "").unwrap();
         std::fs::write(ws_ext.join("notes.txt"), "").unwrap();
@@ -251,7 +254,7 @@ mod tests {
                 (ws_ext.clone(), Origin::Workspace),
                 (user_ext.clone(), Origin::User),
             ],
-            &[(tmp.path().join("extra.wasm"), Origin::Configured)],
+            &[(base.join("extra.wasm"), Origin::Configured)],
         );
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
         let names: Vec<(&str, Origin)> =

@@ -637,6 +637,13 @@ mod tests {
         std::fs::write(dir.join(POLICY_FILE), text).unwrap();
     }
 
+    /// `err` names the policy file of `dir` and says `cause`.
+    #[track_caller]
+    fn names_file_and_cause(err: &str, dir: &Path, cause: &str) {
+        let file = dir.join(POLICY_FILE).display().to_string();
+        assert!(err.contains(&file) && err.contains(cause), "{err}");
+    }
+
     /// Why the policy of `ws` and `user` (trusting nothing) does not load.
     fn load_error(ws: &Path, user: &Path) -> String {
         Policy::load(ws, Some(user), &TrustStore::empty())
@@ -748,13 +755,10 @@ mod tests {
 
         write_policy(&user, "[extensions.web]\nhttp = [\"api.example.com/v1\"]\n");
         let err = load_error(&ws, &user);
-        assert!(
-            err.contains(&user.join(POLICY_FILE).display().to_string()),
-            "{err}"
-        );
-        assert!(
-            err.contains("[extensions.web] http entry \"api.example.com/v1\" grants a host"),
-            "{err}"
+        names_file_and_cause(
+            &err,
+            &user,
+            "[extensions.web] http entry \"api.example.com/v1\" grants a host",
         );
     }
 
@@ -821,21 +825,10 @@ mod tests {
         write_policy(&ws, "[permissions]\nask = [\"bash(git\"]\n");
         trust_policy_of(&ws, &user);
         let err = load_error_trusting(&ws, &user);
-        assert!(
-            err.contains(&ws.join(POLICY_FILE).display().to_string()),
-            "{err}"
-        );
-        assert!(
-            err.contains("the workspace's permissions.ask[0] \"bash(git\""),
-            "{err}"
-        );
+        names_file_and_cause(&err, &ws, "the workspace's permissions.ask[0] \"bash(git\"");
         write_policy(&user, "[permissions]\ndefault = \"maybe\"\n");
         let err = load_error(&ws, &user);
-        assert!(
-            err.contains(&user.join(POLICY_FILE).display().to_string()),
-            "{err}"
-        );
-        assert!(err.contains("permissions.default: \"maybe\""), "{err}");
+        names_file_and_cause(&err, &user, "permissions.default: \"maybe\"");
     }
 
     #[test]

@@ -126,8 +126,7 @@ mod tests {
 
     #[test]
     fn the_real_path_resolves_dots_links_and_a_missing_tail() {
-        let (_tmp, base) = crate::testing::real_temp_dir();
-        std::fs::create_dir(base.join("notes")).unwrap();
+        let (_tmp, base) = crate::testing::real_temp_dir_with(&["notes"]);
         std::os::unix::fs::symlink(base.join("notes"), base.join("link")).unwrap();
         let at = |p: &str| real_path(&format!("{}/{p}", base.display()));
         assert_eq!(at("link/a.md"), Some(base.join("notes/a.md")));

@@ -480,9 +480,10 @@ mod tests {
 
     /// Send `head` to the proxy at `port`, then `after` once it answers;
     /// everything it sent back.
-    /// What the proxy on `port` answers a tunnel to `target` (`host:port`).
-    async fn connect(port: u16, target: &str) -> String {
-        ask(port, &format!("CONNECT {target} HTTP/1.1\r\n\r\n"), "").await
+    /// What the proxy on `port` answers a tunnel to `target` (`host:port`),
+    /// with `after` sent through it once it is open (if anything).
+    async fn connect(port: u16, target: &str, after: &str) -> String {
+        ask(port, &format!("CONNECT {target} HTTP/1.1\r\n\r\n"), after).await
     }
 
     async fn ask(port: u16, head: &str, after: &str) -> String {
@@ -532,7 +533,7 @@ mod tests {
         );
         // Another port of the same host: refused, with the reason in a 403.
         let other = port.wrapping_add(1);
-        let out = connect(proxy, &format!("localhost:{other}")).await;
+        let out = connect(proxy, &format!("localhost:{other}"), "").await;
         assert!(out.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{out}");
         assert!(
             out.contains(&format!(
@@ -559,19 +560,14 @@ mod tests {
             format!("127.0.0.1:{port}"),
         ];
         let (proxy, _seen, _cancel) = proxy(&entries, Arc::new(Loopback)).await;
-        let out = connect(proxy, &format!("pkg.example.test:{port}")).await;
+        let out = connect(proxy, &format!("pkg.example.test:{port}"), "").await;
         assert!(out.starts_with("HTTP/1.1 403"), "{out}");
         assert!(
             out.contains("resolves to 127.0.0.1, a loopback address"),
             "{out}"
         );
         // The address itself, named by an entry: allowed.
-        let out = ask(
-            proxy,
-            &format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n"),
-            "HI\r\n\r\n",
-        )
-        .await;
+        let out = connect(proxy, &format!("127.0.0.1:{port}"), "HI\r\n\r\n").await;
         assert!(out.ends_with("HI\r\n"), "{out}");
         // An entry without a port allows 80 and 443 only.
         let policy = NetPolicy::new(&["pkg.example.test".into()], Duration::from_secs(1)).unwrap();

@@ -726,6 +726,19 @@ mod tests {
         text
     }
 
+    /// Write `input` to the process `id`, then read until `needle` comes
+    /// (what the write returned counts); all that was read.
+    async fn answered(
+        sp: &SessionProcesses,
+        id: u32,
+        input: &[u8],
+        needle: &str,
+        cancel: &CancellationToken,
+    ) -> String {
+        let wrote = sp.write(id, input, Duration::ZERO, cancel).await.unwrap();
+        read_until(sp, id, needle, said(&wrote)).await
+    }
+
     fn said(read: &Read) -> String {
         String::from_utf8_lossy(&read.output).into_owned()
     }
@@ -759,12 +772,20 @@ mod tests {
         modes
     }
 
-    #[tokio::test]
-    async fn a_pipe_and_a_terminal_carry_input_and_output_across_calls() {
-        for jail in modes() {
+    /// For each jail mode here: the mode, a directory, a policy that runs
+    /// `sh` there, and an empty table of session processes.
+    fn set_ups() -> Vec<(JailMode, tempfile::TempDir, ProcessPolicy, SessionProcesses)> {
+        let set_up = |jail| {
             let dir = tempfile::tempdir().unwrap();
             let p = policy(dir.path(), jail);
-            let sp = SessionProcesses::default();
+            (jail, dir, p, SessionProcesses::default())
+        };
+        modes().into_iter().map(set_up).collect()
+    }
+
+    #[tokio::test]
+    async fn a_pipe_and_a_terminal_carry_input_and_output_across_calls() {
+        for (jail, dir, p, sp) in set_ups() {
             let cat = start(
                 &sp,
                 &p,
@@ -773,16 +794,8 @@ mod tests {
                 Input::Pipe,
             );
             let cancel = CancellationToken::new();
-            let wrote = sp
-                .write(cat.id, b"one\n", Duration::ZERO, &cancel)
-                .await
-                .unwrap();
-            read_until(&sp, cat.id, "got:one", said(&wrote)).await;
-            let wrote = sp
-                .write(cat.id, b"two\n", Duration::ZERO, &cancel)
-                .await
-                .unwrap();
-            let text = read_until(&sp, cat.id, "got:two", said(&wrote)).await;
+            answered(&sp, cat.id, b"one\n", "got:one", &cancel).await;
+            let text = answered(&sp, cat.id, b"two\n", "got:two", &cancel).await;
             assert!(!text.contains("got:one"), "read twice: {text:?}");
 
             let script = "test -t 0 && echo a-terminal; stty size; read l; echo got:$l";
@@ -799,11 +812,7 @@ mod tests {
             assert!(tty.terminal);
             let text = read_until(&sp, tty.id, "30 100", String::new()).await;
             assert!(text.contains("a-terminal"), "{jail:?}: {text:?}");
-            let wrote = sp
-                .write(tty.id, b"three\r", Duration::ZERO, &cancel)
-                .await
-                .unwrap();
-            read_until(&sp, tty.id, "got:three", said(&wrote)).await;
+            answered(&sp, tty.id, b"three\r", "got:three", &cancel).await;
             let last = sp
                 .read(tty.id, Duration::from_secs(10), &cancel)
                 .await
@@ -822,10 +831,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_ninth_process_is_refused_and_nothing_survives_the_session() {
-        for jail in modes() {
-            let dir = tempfile::tempdir().unwrap();
-            let p = policy(dir.path(), jail);
-            let sp = SessionProcesses::default();
+        for (jail, dir, p, sp) in set_ups() {
             let marker = format!("session-marker-{}-{jail:?}", std::process::id());
             // Each leaves a child behind in a session of its own, as a
             // daemon would.

@@ -320,14 +320,24 @@ async fn the_environment_is_the_allowlist_plus_the_command_and_session() {
     );
 }
 
-/// `cmd` (which leaves `sleep {m}` processes behind) under `p` ends timed
-/// out after `ms`, with nothing of its group left.
-async fn times_out(p: &ProcessPolicy, cmd: Command, ms: u64, m: &str, what: &str) {
+/// `script(m)` (which leaves `sleep {m}` processes behind) under `p`,
+/// with a timeout of `timeout` ms (`None`: the policy's), ends timed out
+/// after `ms` with nothing of its group left.
+async fn times_out(
+    (p, dir): (&ProcessPolicy, &Path),
+    script: impl Fn(&str) -> String,
+    timeout: Option<u64>,
+    ms: u64,
+    what: &str,
+) {
+    let m = marker();
+    let mut cmd = command(&script(&m), dir);
+    cmd.timeout_ms = timeout;
     let (_, status) = run(p, cmd).await;
     assert_same!(status, ExitStatus::TimedOut(ms), "{what}");
+    let left = live_with(&m);
     assert_eq!(
-        live_with(m),
-        0,
+        left, 0,
         "{what}: the group is gone when timed-out is reported"
     );
 }
@@ -337,15 +347,13 @@ async fn a_timeout_stops_the_whole_group() {
     let dir = TempDir::new().unwrap();
     for mode in modes() {
         let p = policy(dir.path()).jail(mode);
-        let m = marker();
-        let mut cmd = command(&format!("sleep {m} & sleep {m}"), dir.path());
-        cmd.timeout_ms = Some(300);
-        times_out(&p, cmd, 300, &m, &format!("{mode:?}")).await;
+        let both = |m: &str| format!("sleep {m} & sleep {m}");
+        let what = format!("{mode:?}");
+        times_out((&p, dir.path()), both, Some(300), 300, &what).await;
 
         let p = p.default_timeout(Some(Duration::from_millis(200)));
-        let m = marker();
-        let cmd = command(&format!("sleep {m}"), dir.path());
-        times_out(&p, cmd, 200, &m, &format!("{mode:?}: the policy's default")).await;
+        let what = format!("{mode:?}: the policy's default");
+        times_out((&p, dir.path()), |m| format!("sleep {m}"), None, 200, &what).await;
     }
 }
 
@@ -388,12 +396,20 @@ async fn sigterm_is_followed_by_sigkill_after_the_grace() {
     let dir = TempDir::new().unwrap();
     for mode in modes() {
         let p = policy(dir.path()).jail(mode);
-        let m = marker();
         // Ignoring SIGTERM is inherited by `sleep`.
-        let mut cmd = command(&format!("trap '' TERM; sleep {m}"), dir.path());
-        cmd.timeout_ms = Some(100);
-        times_out(&p, cmd, 100, &m, &format!("{mode:?}")).await;
+        let stubborn = |m: &str| format!("trap '' TERM; sleep {m}");
+        let what = format!("{mode:?}");
+        times_out((&p, dir.path()), stubborn, Some(100), 100, &what).await;
     }
+}
+
+/// `script` (which prints `started` and leaves `sleep {m}` processes
+/// behind) ends at once with status 0, and none of them outlives the call.
+async fn ends_leaving_nothing(p: &ProcessPolicy, script: &str, dir: &Path, m: &str, what: &str) {
+    let (out, status) = run(p, command(script, dir)).await;
+    assert_same!(status, ExitStatus::Code(0), "{what}");
+    assert_eq!(out, "started\n", "{what}");
+    assert!(all_gone(m).await, "{what}: a process outlived its call");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -404,10 +420,7 @@ async fn a_quiet_background_child_does_not_hold_the_call_and_is_stopped() {
         let m = marker();
         // The background sleep keeps stdout open but writes nothing.
         let script = format!("sleep {m} & echo started");
-        let (out, status) = run(&p, command(&script, dir.path())).await;
-        assert_same!(status, ExitStatus::Code(0));
-        assert_eq!(out, "started\n");
-        assert!(all_gone(&m).await, "{mode:?}: the straggler was stopped");
+        ends_leaving_nothing(&p, &script, dir.path(), &m, &format!("{mode:?}")).await;
     }
 }
 
@@ -423,10 +436,7 @@ async fn in_the_jail_nothing_outlives_the_call_however_it_left_the_group() {
         "setsid -f sleep {m}; (sleep {m} &); nohup sleep {m} >/dev/null 2>&1 & \
          setsid sh -c 'sleep {m} & exit' & echo started"
     );
-    let (out, status) = run(&p, command(&script, dir.path())).await;
-    assert_same!(status, ExitStatus::Code(0));
-    assert_eq!(out, "started\n");
-    assert!(all_gone(&m).await, "a process outlived its call");
+    ends_leaving_nothing(&p, &script, dir.path(), &m, "in the jail").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1005,12 +1005,10 @@ mod tests {
     /// A temporary workspace (`ws`, by its real path) holding `dirs`
     /// (`""`: the workspace itself); the guard removes it when dropped.
     fn workspace_with(dirs: &[&str]) -> (tempfile::TempDir, PathBuf) {
-        let (tmp, base) = crate::testing::real_temp_dir();
-        let ws = base.join("ws");
-        for dir in dirs {
-            std::fs::create_dir_all(ws.join(dir)).unwrap();
-        }
-        (tmp, ws)
+        let within: Vec<String> = dirs.iter().map(|d| format!("ws/{d}")).collect();
+        let within: Vec<&str> = within.iter().map(String::as_str).collect();
+        let (tmp, base) = crate::testing::real_temp_dir_with(&within);
+        (tmp, base.join("ws"))
     }
 
     fn later() {

@@ -172,8 +172,7 @@ mod tests {
 
     #[test]
     fn covers_the_list_beneath_and_git_hooks_and_config_at_any_depth() {
-        let (_tmp, ws) = crate::testing::real_temp_dir();
-        std::fs::create_dir_all(ws.join(".toolhost")).unwrap();
+        let (_tmp, ws) = crate::testing::real_temp_dir_with(&[".toolhost"]);
         let p = ProtectedPaths::new([
             ws.join("toolhost.toml"),
             ws.join(".toolhost"),
