@@ -628,20 +628,14 @@ impl SessionProcesses {
                 r = tokio::time::timeout(wait.max(Duration::from_secs(1)), input.write_all(bytes)) => r,
                 _ = cancel.cancelled() => return Err(error(ProcessErrorCode::Cancelled, "the call was cancelled")),
             };
+            let failed = |why: String| {
+                let message = format!("cannot write to process {id}: {why}");
+                Err(error(ProcessErrorCode::Other, message))
+            };
             match written {
                 Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    return Err(error(
-                        ProcessErrorCode::Other,
-                        format!("cannot write to process {id}: {e}"),
-                    ));
-                }
-                Err(_) => {
-                    return Err(error(
-                        ProcessErrorCode::Other,
-                        format!("cannot write to process {id}: it does not read its input"),
-                    ));
-                }
+                Ok(Err(e)) => return failed(e.to_string()),
+                Err(_) => return failed("it does not read its input".into()),
             }
         }
         proc.wait_exit(wait, cancel).await;

@@ -342,18 +342,45 @@ async fn times_out(
     );
 }
 
+/// A timed-out command's whole group is stopped: one that leaves a
+/// background child, one under the policy's default timeout, and one that
+/// ignores SIGTERM (SIGKILL follows after the grace).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timeout_stops_the_whole_group() {
     let dir = TempDir::new().unwrap();
+    type Script = fn(&str) -> String;
+    // (the case, its script, its own timeout, the policy's default, the timeout seen)
+    let cases: [(&str, Script, Option<u64>, Option<u64>, u64); 3] = [
+        (
+            "a background child",
+            |m| format!("sleep {m} & sleep {m}"),
+            Some(300),
+            None,
+            300,
+        ),
+        (
+            "the policy's default",
+            |m| format!("sleep {m}"),
+            None,
+            Some(200),
+            200,
+        ),
+        (
+            "SIGTERM ignored",
+            |m| format!("trap '' TERM; sleep {m}"),
+            Some(100),
+            None,
+            100,
+        ),
+    ];
     for mode in modes() {
-        let p = policy(dir.path()).jail(mode);
-        let both = |m: &str| format!("sleep {m} & sleep {m}");
-        let what = format!("{mode:?}");
-        times_out((&p, dir.path()), both, Some(300), 300, &what).await;
-
-        let p = p.default_timeout(Some(Duration::from_millis(200)));
-        let what = format!("{mode:?}: the policy's default");
-        times_out((&p, dir.path()), |m| format!("sleep {m}"), None, 200, &what).await;
+        for (case, script, timeout, default, seen) in cases {
+            let p = policy(dir.path())
+                .jail(mode)
+                .default_timeout(default.map(Duration::from_millis));
+            let what = format!("{mode:?}: {case}");
+            times_out((&p, dir.path()), script, timeout, seen, &what).await;
+        }
     }
 }
 
@@ -388,18 +415,6 @@ async fn cancellation_kill_and_drop_stop_the_group() {
             assert_same!(collect(&mut child).await.1, ExitStatus::Cancelled);
             assert_eq!(live_with(&m), 0, "{mode:?}: {how:?}");
         }
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigterm_is_followed_by_sigkill_after_the_grace() {
-    let dir = TempDir::new().unwrap();
-    for mode in modes() {
-        let p = policy(dir.path()).jail(mode);
-        // Ignoring SIGTERM is inherited by `sleep`.
-        let stubborn = |m: &str| format!("trap '' TERM; sleep {m}");
-        let what = format!("{mode:?}");
-        times_out((&p, dir.path()), stubborn, Some(100), 100, &what).await;
     }
 }
 
