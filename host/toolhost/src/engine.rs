@@ -433,6 +433,41 @@ impl Runtime {
         self.load_compiled(&bytes, hash, origin)
     }
 
+    /// The SHA-256 (`sha256:…`) of the component whose BLAKE3 is `hash`
+    /// (what an OCI manifest names it by): `bytes` hashed, or when they were
+    /// not read, the one noted (MAC'd with the cache key) when it was first
+    /// computed, else what `read` reads, which must still hash to `hash`.
+    pub(crate) fn component_sha256(
+        &self,
+        hash: &str,
+        bytes: Option<&[u8]>,
+        read: impl FnOnce() -> Result<Vec<u8>, String>,
+    ) -> Result<String, String> {
+        let noting = self.options.cache_dir.as_deref().zip(self.cache_key());
+        if bytes.is_none()
+            && let Some((dir, key)) = noting
+            && let Some(sha256) = verified::noted_sha256(&key, dir, hash)
+        {
+            return Ok(sha256);
+        }
+        let read_now;
+        let bytes = match bytes {
+            Some(bytes) => bytes,
+            None => {
+                read_now = read()?;
+                if blake3::hash(&read_now).to_hex().as_str() != hash {
+                    return Err("its file changed while it was read".into());
+                }
+                &read_now
+            }
+        };
+        let sha256 = crate::extensions::oci::sha256(bytes);
+        if let Some((dir, key)) = noting {
+            verified::note_sha256(&key, dir, hash, &sha256);
+        }
+        Ok(sha256)
+    }
+
     /// The summary noted for the component `hash` (see
     /// `loader::Summary`), if there is one and it verifies.
     pub(crate) fn summary(&self, hash: &str) -> Option<Vec<u8>> {

@@ -155,7 +155,7 @@ async fn pull_checked(
         bundles,
     };
     for p in &policies {
-        signature::verify(&pulled.component, &provenance, p)
+        signature::verify(&oci::sha256(&pulled.component), &provenance, p)
             .map_err(|why| load_error(format!("its signature check failed: {why}")))?;
     }
     Ok((provenance, pulled.component))

@@ -206,7 +206,7 @@ pub(crate) fn prepare(cx: &LoadContext<'_>, found: &Found) -> Pending {
         ));
         granted = GrantSpec::default();
     }
-    if let Err(reason) = check_signatures(cx, found, &file, bytes.as_deref()) {
+    if let Err(reason) = check_signatures(cx, found, (&file, &digest, bytes.as_deref())) {
         report.refused = Some(reason);
         return Pending::refused(report, warnings);
     }
@@ -248,12 +248,13 @@ pub(crate) fn prepare(cx: &LoadContext<'_>, found: &Found) -> Pending {
 
 /// When the user's file says who must have signed `found`, check it with
 /// no network, from the record kept beside the component at install
-/// (`signature.rs`), over the very bytes that load (`bytes`, else `file`).
+/// (`signature.rs`), against the SHA-256 of the very bytes that load
+/// (`bytes`, else `file`, whose BLAKE3 is `digest`; noted in the cache once
+/// computed, so an unchanged 18 MB component is not hashed again).
 fn check_signatures(
     cx: &LoadContext<'_>,
     found: &Found,
-    file: &std::fs::File,
-    bytes: Option<&[u8]>,
+    (file, digest, bytes): (&std::fs::File, &Digest, Option<&[u8]>),
 ) -> Result<(), String> {
     let policies = cx.policy.signature_policies(&found.name)?;
     if policies.is_empty() {
@@ -272,16 +273,14 @@ fn check_signatures(
                 signature::Provenance::path_of(&found.component).display()
             ))
         })?;
-    let read;
-    let bytes = match bytes {
-        Some(bytes) => bytes,
-        None => {
-            read = crate::files::read_whole_at(file, MAX_COMPONENT_BYTES).map_err(refused)?;
-            &read
-        }
-    };
+    let sha256 = cx
+        .runtime
+        .component_sha256(digest.hex(), bytes, || {
+            crate::files::read_whole_at(file, MAX_COMPONENT_BYTES)
+        })
+        .map_err(refused)?;
     for policy in &policies {
-        signature::verify(bytes, &provenance, policy).map_err(refused)?;
+        signature::verify(&sha256, &provenance, policy).map_err(refused)?;
     }
     Ok(())
 }

@@ -148,10 +148,11 @@ pub fn payload(repo: &str, digest: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-/// Check `component` (its bytes) against `provenance` and `policy`, with no
-/// network; the error names the check that failed.
+/// Check the component whose SHA-256 is `component` (`sha256:…`) against
+/// `provenance` and `policy`, with no network; the error names the check
+/// that failed.
 pub fn verify(
-    component: &[u8],
+    component: &str,
     provenance: &Provenance,
     policy: &SignaturePolicy,
 ) -> Result<(), String> {
@@ -162,7 +163,7 @@ pub fn verify(
         ));
     }
     let layer = oci::check_manifest(provenance.manifest.as_bytes())?;
-    if oci::sha256(component) != layer.digest {
+    if component != layer.digest {
         return Err(format!(
             "the component is not the one its manifest names ({}): it was changed",
             layer.digest
@@ -465,10 +466,10 @@ mod tests {
         let repo = "127.0.0.1:5000/tools/wc";
         let good = signed(a, repo, &ours);
         let key = SignaturePolicy::Key(our_key.clone());
-        verify(a, &good, &key).unwrap();
+        verify(&oci::sha256(a), &good, &key).unwrap();
 
         let refused = |component: &[u8], p: &Provenance, policy: &SignaturePolicy| {
-            verify(component, p, policy).unwrap_err()
+            verify(&oci::sha256(component), p, policy).unwrap_err()
         };
         // Another key.
         let err = refused(a, &good, &SignaturePolicy::Key(their_key));
@@ -551,6 +552,6 @@ mod tests {
         );
         let signer = signer(&private, Some("pw")).unwrap();
         let p = signed(b"\0asm x", "registry.example/x", &signer);
-        verify(b"\0asm x", &p, &SignaturePolicy::Key(public)).unwrap();
+        verify(&oci::sha256(b"\0asm x"), &p, &SignaturePolicy::Key(public)).unwrap();
     }
 }
