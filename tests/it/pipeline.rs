@@ -444,30 +444,51 @@ fn an_abort_during_the_before_hook_ends_the_call_as_aborted() {
     assert_eq!(hooks.after_calls.load(Ordering::SeqCst), 0);
 }
 
+/// A before hook that fails blocks the call with its message; one that
+/// rewrites the arguments hands them to the tool without revalidation.
 #[test]
-fn a_failing_before_hook_blocks_the_call() {
-    let hooks = Hooks {
-        before_error: Some("policy engine down".into()),
-        ..Default::default()
-    };
-    let (r, _) = call_hooked(hooks, "fast", json!({}));
-    assert_eq!(
-        (r.text().as_str(), r.is_error),
-        ("policy engine down", true)
-    );
-}
-
-#[test]
-fn a_before_hook_may_rewrite_arguments_without_revalidation() {
-    let hooks = Hooks {
-        rewrite: Some(json!({"value": 123})),
-        ..Default::default()
-    };
-    let (r, _) = call_hooked(hooks, "echo", json!({"value": "x"}));
-    assert_eq!(
-        (r.text().as_str(), r.is_error),
-        ("echoed: {\"value\":123}", false)
-    );
+fn a_before_hook_decides_what_the_call_gets() {
+    struct Case {
+        name: &'static str,
+        hooks: Hooks,
+        tool: &'static str,
+        args: Value,
+        text: &'static str,
+        is_error: bool,
+    }
+    let cases = [
+        Case {
+            name: "a failing before hook blocks the call",
+            hooks: Hooks {
+                before_error: Some("policy engine down".into()),
+                ..Default::default()
+            },
+            tool: "fast",
+            args: json!({}),
+            text: "policy engine down",
+            is_error: true,
+        },
+        Case {
+            name: "a before hook may rewrite arguments without revalidation",
+            hooks: Hooks {
+                rewrite: Some(json!({"value": 123})),
+                ..Default::default()
+            },
+            tool: "echo",
+            args: json!({"value": "x"}),
+            text: "echoed: {\"value\":123}",
+            is_error: false,
+        },
+    ];
+    for case in cases {
+        let (r, _) = call_hooked(case.hooks, case.tool, case.args);
+        assert_eq!(
+            (r.text().as_str(), r.is_error),
+            (case.text, case.is_error),
+            "{}",
+            case.name
+        );
+    }
 }
 
 #[test]

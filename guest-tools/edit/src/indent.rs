@@ -253,41 +253,69 @@ mod tests {
         }
     }
 
-    #[test]
-    fn spaces_for_tabs_find_the_lines_and_the_replacement_uses_tabs() {
-        let file = "fn main() {\n\tif x {\n\t\ty();\n\t}\n}\n";
-        let (matched, new) = unique(
-            file,
-            "    if x {\n        y();\n    }\n",
-            "    if x {\n        y();\n        z();\n    }\n",
-        );
-        assert_eq!(matched, "\tif x {\n\t\ty();\n\t}\n");
-        assert_eq!(new, "\tif x {\n\t\ty();\n\t\tz();\n\t}\n");
+    /// A file, the model's old and new text, and what the unique match
+    /// found in the file and the replacement became.
+    struct Case {
+        name: &'static str,
+        file: &'static str,
+        old: &'static str,
+        new: &'static str,
+        matched: &'static str,
+        replaced: &'static str,
     }
 
-    #[test]
-    fn tabs_for_spaces_and_another_width() {
-        let file = "a:\n  b:\n    c: 1\n";
-        let (matched, new) = unique(file, "\tb:\n\t\tc: 1", "\tb:\n\t\tc: 2\n\t\td: 3");
-        assert_eq!(matched, "  b:\n    c: 1");
-        assert_eq!(new, "  b:\n    c: 2\n    d: 3");
-    }
-
-    #[test]
-    fn a_dropped_outer_level_is_restored() {
-        let file = "class A {\n    run() {\n        go();\n    }\n}\n";
+    const UNIQUE_CASES: &[Case] = &[
+        Case {
+            name: "spaces for tabs find the lines and the replacement uses tabs",
+            file: "fn main() {\n\tif x {\n\t\ty();\n\t}\n}\n",
+            old: "    if x {\n        y();\n    }\n",
+            new: "    if x {\n        y();\n        z();\n    }\n",
+            matched: "\tif x {\n\t\ty();\n\t}\n",
+            replaced: "\tif x {\n\t\ty();\n\t\tz();\n\t}\n",
+        },
+        Case {
+            name: "tabs for spaces and another width",
+            file: "a:\n  b:\n    c: 1\n",
+            old: "\tb:\n\t\tc: 1",
+            new: "\tb:\n\t\tc: 2\n\t\td: 3",
+            matched: "  b:\n    c: 1",
+            replaced: "  b:\n    c: 2\n    d: 3",
+        },
         // The model copied from `run` on, without the class's indentation.
-        let (matched, new) = unique(file, "run() {\n    go();\n}", "run() {\n    go(1);\n}");
-        assert_eq!(matched, "run() {\n        go();\n    }");
-        assert_eq!(new, "run() {\n        go(1);\n    }");
-    }
+        Case {
+            name: "a dropped outer level is restored",
+            file: "class A {\n    run() {\n        go();\n    }\n}\n",
+            old: "run() {\n    go();\n}",
+            new: "run() {\n    go(1);\n}",
+            matched: "run() {\n        go();\n    }",
+            replaced: "run() {\n        go(1);\n    }",
+        },
+        Case {
+            name: "the first line may start inside its line",
+            file: "x = call(a,\n\tb)\n",
+            old: "call(a,\n    b)",
+            new: "call(a,\n    c)",
+            matched: "call(a,\n\tb)",
+            replaced: "call(a,\n\tc)",
+        },
+        // The whole file matches; its mixed indentation gives no translation.
+        Case {
+            name: "inconsistent indentation keeps the replacement",
+            file: "\tone\n    two\n",
+            old: "  one\n  two\n",
+            new: "  uno\n  dos\n",
+            matched: "\tone\n    two\n",
+            replaced: "  uno\n  dos\n",
+        },
+    ];
 
     #[test]
-    fn the_first_line_may_start_inside_its_line() {
-        let file = "x = call(a,\n\tb)\n";
-        let (matched, new) = unique(file, "call(a,\n    b)", "call(a,\n    c)");
-        assert_eq!(matched, "call(a,\n\tb)");
-        assert_eq!(new, "call(a,\n\tc)");
+    fn a_unique_match_finds_the_lines_and_reindents_the_replacement() {
+        for case in UNIQUE_CASES {
+            let (matched, new) = unique(case.file, case.old, case.new);
+            assert_eq!(matched, case.matched, "matched text: {}", case.name);
+            assert_eq!(new, case.replaced, "replacement: {}", case.name);
+        }
     }
 
     #[test]
@@ -307,13 +335,5 @@ mod tests {
         // Only blank lines, or a plain substring: nothing to add here.
         assert_eq!(find(file, "\n\n", ""), IndentMatch::None);
         assert_eq!(find(file, "q", ""), IndentMatch::None);
-    }
-
-    #[test]
-    fn inconsistent_indentation_keeps_the_replacement() {
-        let file = "\tone\n    two\n";
-        let (matched, new) = unique(file, "  one\n  two\n", "  uno\n  dos\n");
-        assert_eq!(matched, file);
-        assert_eq!(new, "  uno\n  dos\n");
     }
 }

@@ -31,43 +31,47 @@ fn nap_then_answer(ctx: &Context, args: &Value, name: &str) -> Result<ToolOutput
 
 const MS_SCHEMA: &str = r#"{"type":"object","properties":{"ms":{"type":"number"}}}"#;
 
-/// Returns its arguments as JSON text (`echoed: {...}`).
-struct Echo;
-const ECHO_SCHEMA: &str = r#"{"type":"object","required":["value"],"properties":{"value":{"type":"string"},"count":{"type":"integer"},"flag":{"type":"boolean"},"ratio":{"type":"number"},"tags":{"type":"array","items":{"type":"string"}},"opts":{"type":"object","properties":{"deep":{"type":"boolean"}}},"mode":{"anyOf":[{"const":"a"},{"const":"b"}]}}}"#;
-impl Tool for Echo {
-    fn definition(&self) -> Definition {
-        Definition::new(
-            "echo",
-            "Echo",
-            "Returns its validated arguments.",
-            ECHO_SCHEMA,
-        )
-    }
-    fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text(format!("echoed: {args}")))
-    }
+/// A tool that is one function of its context and arguments.
+struct Simple {
+    /// Name, label, description and parameter schema, as
+    /// [`Definition::new`] takes them.
+    def: (&'static str, &'static str, &'static str, &'static str),
+    run: fn(&Context, Value) -> Result<ToolOutput, ToolError>,
 }
 
-/// Waits `ms` milliseconds, checking for cancellation.
-struct Slow;
-impl Tool for Slow {
+impl Tool for Simple {
     fn definition(&self) -> Definition {
-        Definition::new("slow", "Slow", "Waits, then answers.", MS_SCHEMA)
+        let (name, label, description, parameters) = self.def;
+        Definition::new(name, label, description, parameters)
     }
     fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
-        nap_then_answer(ctx, &args, "slow")
+        (self.run)(ctx, args)
     }
 }
 
-struct Fast;
-impl Tool for Fast {
-    fn definition(&self) -> Definition {
-        Definition::new("fast", "Fast", "Answers at once.", OBJECT)
-    }
-    fn execute(&self, _ctx: &Context, _args: Value) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text("fast done"))
-    }
-}
+/// Returns its arguments as JSON text (`echoed: {...}`).
+const ECHO_SCHEMA: &str = r#"{"type":"object","required":["value"],"properties":{"value":{"type":"string"},"count":{"type":"integer"},"flag":{"type":"boolean"},"ratio":{"type":"number"},"tags":{"type":"array","items":{"type":"string"}},"opts":{"type":"object","properties":{"deep":{"type":"boolean"}}},"mode":{"anyOf":[{"const":"a"},{"const":"b"}]}}}"#;
+static ECHO: Simple = Simple {
+    def: (
+        "echo",
+        "Echo",
+        "Returns its validated arguments.",
+        ECHO_SCHEMA,
+    ),
+    run: |_, args| Ok(ToolOutput::text(format!("echoed: {args}"))),
+};
+
+/// Waits `ms` milliseconds, checking for cancellation.
+static SLOW: Simple = Simple {
+    def: ("slow", "Slow", "Waits, then answers.", MS_SCHEMA),
+    run: |ctx, args| nap_then_answer(ctx, &args, "slow"),
+};
+
+/// Answers at once.
+static FAST: Simple = Simple {
+    def: ("fast", "Fast", "Answers at once.", OBJECT),
+    run: |_, _| Ok(ToolOutput::text("fast done")),
+};
 
 /// A sequential tool: its presence makes the whole batch sequential.
 struct Step;
@@ -81,50 +85,36 @@ impl Tool for Step {
 }
 
 /// Panics (a trap for the host).
-struct Crash;
-impl Tool for Crash {
-    fn definition(&self) -> Definition {
-        Definition::new("crash", "Crash", "Panics.", OBJECT)
-    }
-    fn execute(&self, _ctx: &Context, _args: Value) -> Result<ToolOutput, ToolError> {
-        panic!("testkit crash requested");
-    }
-}
+static CRASH: Simple = Simple {
+    def: ("crash", "Crash", "Panics.", OBJECT),
+    run: |_, _| panic!("testkit crash requested"),
+};
 
 /// Loops forever without looking at cancellation.
-struct Spin;
-impl Tool for Spin {
-    fn definition(&self) -> Definition {
-        Definition::new("spin", "Spin", "Never returns.", OBJECT)
-    }
-    fn execute(&self, _ctx: &Context, _args: Value) -> Result<ToolOutput, ToolError> {
+static SPIN: Simple = Simple {
+    def: ("spin", "Spin", "Never returns.", OBJECT),
+    run: |_, _| {
         let mut n: u64 = 0;
         loop {
             n = std::hint::black_box(n.wrapping_add(1));
         }
-    }
-}
+    },
+};
 
 /// Blocks in one host sleep, ignoring cancellation.
-struct Sleepy;
-impl Tool for Sleepy {
-    fn definition(&self) -> Definition {
-        Definition::new("sleepy", "Sleepy", "Sleeps without looking up.", MS_SCHEMA)
-    }
-    fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+static SLEEPY: Simple = Simple {
+    def: ("sleepy", "Sleepy", "Sleeps without looking up.", MS_SCHEMA),
+    run: |_, args| {
         std::thread::sleep(Duration::from_millis(ms(&args)));
         Ok(ToolOutput::text("sleepy woke up"))
-    }
-}
+    },
+};
 
 /// Sends `count` progress updates, then answers.
-struct Progress;
 const PROGRESS_SCHEMA: &str = r#"{"type":"object","properties":{"count":{"type":"number"}}}"#;
-impl Tool for Progress {
-    fn definition(&self) -> Definition {
-        Definition::new("progress", "Progress", "Reports progress.", PROGRESS_SCHEMA)
-    }
-    fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+static PROGRESS: Simple = Simple {
+    def: ("progress", "Progress", "Reports progress.", PROGRESS_SCHEMA),
+    run: |ctx, args| {
         let count = args["count"].as_f64().unwrap_or(1.0) as u64;
         for n in 1..=count {
             ctx.update(
@@ -133,19 +123,14 @@ impl Tool for Progress {
             );
         }
         Ok(ToolOutput::text("progress done"))
-    }
-}
+    },
+};
 
 /// Asks the loop to stop after this batch.
-struct Terminate;
-impl Tool for Terminate {
-    fn definition(&self) -> Definition {
-        Definition::new("terminate", "Terminate", "Ends the run.", OBJECT)
-    }
-    fn execute(&self, _ctx: &Context, _args: Value) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text("terminating").terminate())
-    }
-}
+static TERMINATE: Simple = Simple {
+    def: ("terminate", "Terminate", "Ends the run.", OBJECT),
+    run: |_, _| Ok(ToolOutput::text("terminating").terminate()),
+};
 
 /// A tool with an output schema (`toolhost:tool@0.2.0`): returns the
 /// structured content it is given (`structured`), which may or may not
@@ -175,25 +160,21 @@ impl Tool for Typed {
 }
 
 /// Allocates `mb` megabytes, touching every page.
-struct Hog;
 const HOG_SCHEMA: &str = r#"{"type":"object","properties":{"mb":{"type":"number"}}}"#;
-impl Tool for Hog {
-    fn definition(&self) -> Definition {
-        Definition::new("hog", "Hog", "Allocates memory.", HOG_SCHEMA)
-    }
-    fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+static HOG: Simple = Simple {
+    def: ("hog", "Hog", "Allocates memory.", HOG_SCHEMA),
+    run: |_, args| {
         let mb = args["mb"].as_f64().unwrap_or(1.0) as usize;
         let mut blocks: Vec<Vec<u8>> = Vec::new();
         for _ in 0..mb {
             blocks.push(vec![1u8; 1 << 20]);
         }
         Ok(ToolOutput::text(format!("held {} MiB", blocks.len())))
-    }
-}
+    },
+};
 
 /// Recurses `depth` times: with `frames`, each call keeps 64 bytes on the
 /// guest's stack in linear memory; without, only on the wasm call stack.
-struct Recurse;
 fn down(n: u64) -> u64 {
     if n == 0 {
         return 0;
@@ -209,11 +190,9 @@ fn down_with_frames(n: u64, pad: [u8; 64]) -> u64 {
 }
 const RECURSE_SCHEMA: &str =
     r#"{"type":"object","properties":{"depth":{"type":"number"},"frames":{"type":"boolean"}}}"#;
-impl Tool for Recurse {
-    fn definition(&self) -> Definition {
-        Definition::new("recurse", "Recurse", "Recurses.", RECURSE_SCHEMA)
-    }
-    fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+static RECURSE: Simple = Simple {
+    def: ("recurse", "Recurse", "Recurses.", RECURSE_SCHEMA),
+    run: |_, args| {
         let depth = args["depth"].as_f64().unwrap_or(1.0) as u64;
         let reached = if args["frames"].as_bool().unwrap_or(false) {
             down_with_frames(depth, [0; 64])
@@ -221,8 +200,8 @@ impl Tool for Recurse {
             down(depth)
         };
         Ok(ToolOutput::text(format!("depth {reached}")))
-    }
-}
+    },
+};
 
 /// Accepts a legacy shape through prepare-arguments: `{"old": x}` → `{"value": x}`.
 struct Legacy;
@@ -266,52 +245,39 @@ impl Tool for PrepFail {
 }
 
 /// Throws the message it is given.
-struct Fail;
 const FAIL_SCHEMA: &str = r#"{"type":"object","properties":{"message":{"type":"string"}}}"#;
-impl Tool for Fail {
-    fn definition(&self) -> Definition {
-        Definition::new("fail", "Fail", "Throws.", FAIL_SCHEMA)
-    }
-    fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
-        Err(ToolError::new(args["message"].as_str().unwrap_or("failed")))
-    }
-}
+static FAIL: Simple = Simple {
+    def: ("fail", "Fail", "Throws.", FAIL_SCHEMA),
+    run: |_, args| Err(ToolError::new(args["message"].as_str().unwrap_or("failed"))),
+};
 
 /// Reads an environment variable through WASI (visible only when granted).
-struct GetEnv;
 const GETENV_SCHEMA: &str =
     r#"{"type":"object","required":["name"],"properties":{"name":{"type":"string"}}}"#;
-impl Tool for GetEnv {
-    fn definition(&self) -> Definition {
-        Definition::new(
-            "getenv",
-            "GetEnv",
-            "Reads an environment variable.",
-            GETENV_SCHEMA,
-        )
-    }
-    fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
-        let name = args["name"].as_str().unwrap_or_default();
-        Ok(ToolOutput::text(
-            std::env::var(name).unwrap_or_else(|_| "(unset)".into()),
-        ))
-    }
-}
+static GETENV: Simple = Simple {
+    def: (
+        "getenv",
+        "GetEnv",
+        "Reads an environment variable.",
+        GETENV_SCHEMA,
+    ),
+    run: |_, args| {
+        let value = std::env::var(args["name"].as_str().unwrap_or_default());
+        Ok(ToolOutput::text(value.unwrap_or_else(|_| "(unset)".into())))
+    },
+};
 
 /// Reads and writes files with the standard library, through WASI preopens
 /// (which exist only for granted directories).
-struct WasiFile;
 const WASI_FILE_SCHEMA: &str = r#"{"type":"object","required":["path"],"properties":{"path":{"type":"string"},"content":{"type":"string"}}}"#;
-impl Tool for WasiFile {
-    fn definition(&self) -> Definition {
-        Definition::new(
-            "wasi_file",
-            "WasiFile",
-            "Reads a file, or writes one when content is given, with std::fs.",
-            WASI_FILE_SCHEMA,
-        )
-    }
-    fn execute(&self, _ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
+static WASI_FILE: Simple = Simple {
+    def: (
+        "wasi_file",
+        "WasiFile",
+        "Reads a file, or writes one when content is given, with std::fs.",
+        WASI_FILE_SCHEMA,
+    ),
+    run: |_, args| {
         let path = args["path"].as_str().unwrap_or_default();
         match args["content"].as_str() {
             Some(content) => std::fs::write(path, content)
@@ -321,10 +287,10 @@ impl Tool for WasiFile {
                 .map(ToolOutput::text)
                 .map_err(|e| ToolError::new(format!("read {path}: {e}"))),
         }
-    }
-}
+    },
+};
 
 toolhost_sdk::export_tools!(
-    Echo, Slow, Fast, Step, Crash, Spin, Sleepy, Progress, Terminate, Hog, Recurse, Legacy,
-    PrepFail, Fail, GetEnv, WasiFile, Typed
+    ECHO, SLOW, FAST, Step, CRASH, SPIN, SLEEPY, PROGRESS, TERMINATE, HOG, RECURSE, Legacy,
+    PrepFail, FAIL, GETENV, WASI_FILE, Typed
 );
