@@ -387,11 +387,7 @@ fn hostile_protected_paths_refuse_write_edit_and_every_fs_write_at_a_fake_home()
             json!({"mode": "write", "path": abs, "content": "planted"}),
         );
         assert!(r.is_error, "hostile fs-write {target}: {}", r.text());
-        assert!(
-            r.text().starts_with("Protected: "),
-            "{target}: {}",
-            r.text()
-        );
+        assert_starts_with(&r.text(), "Protected: ", target);
         // The workspace holds protected paths, so WASI sees it read-only.
         let r = call(
             &host,

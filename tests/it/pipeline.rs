@@ -29,6 +29,15 @@ fn run_calls(calls: &[(&str, Value)], cancel: CancellationToken) -> (BatchOutcom
     run(&host(&ws), &message(calls), cancel)
 }
 
+/// A batch of `first`, then `fast` and `nope` (a tool that does not
+/// exist): the three ways a call ends.
+fn then_fast_and_unknown(
+    first: (&str, Value),
+    cancel: CancellationToken,
+) -> (BatchOutcome, Arc<Recorder>) {
+    run_calls(&[first, ("fast", json!({})), ("nope", json!({}))], cancel)
+}
+
 /// Call `name` with `arguments` on a host of the test guests in a fresh
 /// workspace.
 fn call_fresh(name: &str, arguments: Value) -> ToolResultMessage {
@@ -38,14 +47,8 @@ fn call_fresh(name: &str, arguments: Value) -> ToolResultMessage {
 
 #[test]
 fn parallel_batch_follows_pis_observed_event_order() {
-    let (outcome, events) = run_calls(
-        &[
-            ("slow", json!({"ms": 400})),
-            ("fast", json!({})),
-            ("nope", json!({})),
-        ],
-        CancellationToken::new(),
-    );
+    let first = ("slow", json!({"ms": 400}));
+    let (outcome, events) = then_fast_and_unknown(first, CancellationToken::new());
     let mut want: Vec<String> = [
         "start c1",
         "start c2",
@@ -224,14 +227,8 @@ fn abort_during_a_parallel_batch_stops_running_calls() {
 
 #[test]
 fn abort_during_a_sequential_batch_still_answers_later_calls() {
-    let (outcome, events) = run_calls(
-        &[
-            ("step", json!({"ms": 60000})),
-            ("fast", json!({})),
-            ("nope", json!({})),
-        ],
-        cancel_after(Duration::from_millis(300)),
-    );
+    let first = ("step", json!({"ms": 60000}));
+    let (outcome, events) = then_fast_and_unknown(first, cancel_after(Duration::from_millis(300)));
     let texts: Vec<String> = outcome.results.iter().map(|r| r.text()).collect();
     assert_eq!(texts, ["Operation aborted"; 3]);
     let mut want = Vec::new();

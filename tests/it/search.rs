@@ -6,6 +6,14 @@ use crate::support::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
+/// What `grep` finds of `needle` and `find` lists of `*` in the workspace.
+fn needles_and_files(host: &toolhost::Host) -> (String, String) {
+    (
+        text_of(host, "grep", json!({"pattern": "needle"})),
+        text_of(host, "find", json!({"pattern": "*"})),
+    )
+}
+
 #[test]
 fn grep_cases_match_pi() {
     crate::cases::run_cases("grep", 8);
@@ -53,12 +61,11 @@ fn ignore_files_count_everywhere_hidden_files_do_and_git_never() {
     }
     let host = host(&ws);
     assert_eq!(
-        text_of(&host, "grep", json!({"pattern": "needle"})),
-        ".env:1: needle\nsrc/main.txt:1: needle"
-    );
-    assert_eq!(
-        text_of(&host, "find", json!({"pattern": "*"})),
-        ".env\n.gitignore\n.ignore\nsrc/\nsrc/.gitignore\nsrc/main.txt"
+        needles_and_files(&host),
+        (
+            ".env:1: needle\nsrc/main.txt:1: needle".into(),
+            ".env\n.gitignore\n.ignore\nsrc/\nsrc/.gitignore\nsrc/main.txt".into()
+        )
     );
     // The same inside a git repository, and for a sub-directory the
     // workspace's rules still apply.
@@ -281,12 +288,11 @@ fn search_works_over_an_in_memory_filesystem() {
     );
     let host = memory_host(&ws, memory);
     assert_eq!(
-        text_of(&host, "grep", json!({"pattern": "needle"})),
-        "src/a.txt:2: needle"
-    );
-    assert_eq!(
-        text_of(&host, "find", json!({"pattern": "*"})),
-        ".gitignore\nsrc/\nsrc/a.txt"
+        needles_and_files(&host),
+        (
+            "src/a.txt:2: needle".into(),
+            ".gitignore\nsrc/\nsrc/a.txt".into()
+        )
     );
 }
 

@@ -870,3 +870,12 @@ impl Drop for Haproxy {
         let _ = self.child.wait();
     }
 }
+
+/// `text` starts with `prefix`; the failure shows `what` and the text.
+#[track_caller]
+pub fn assert_starts_with(text: &str, prefix: &str, what: &str) {
+    assert!(
+        text.starts_with(prefix),
+        "{what}: {prefix:?} does not start {text:?}"
+    );
+}
