@@ -151,6 +151,12 @@ fn radix_integer(digits: &str, radix: u32) -> f64 {
 /// `decodeURIComponent`'s `%XX` decoding: `None` when an escape is not two hex
 /// digits or the bytes are not UTF-8 (where JavaScript throws `URIError`).
 pub fn percent_decode(text: &str) -> Option<String> {
+    String::from_utf8(percent_decode_bytes(text)?).ok()
+}
+
+/// The bytes `%XX` escapes stand for, the rest as it is: `None` when an
+/// escape is not exactly two hex digits.
+pub fn percent_decode_bytes(text: &str) -> Option<Vec<u8>> {
     let bytes = text.as_bytes();
     let mut decoded = Vec::with_capacity(bytes.len());
     let mut index = 0;
@@ -166,7 +172,7 @@ pub fn percent_decode(text: &str) -> Option<String> {
             index += 1;
         }
     }
-    String::from_utf8(decoded).ok()
+    Some(decoded)
 }
 
 #[cfg(test)]

@@ -410,29 +410,13 @@ pub fn parse_file_uri(uri: &str) -> Result<PathBuf, &'static str> {
         Some(i) if rest[..i].eq_ignore_ascii_case("localhost") => &rest[i..],
         _ => return Err("a file: URI of another host"),
     };
-    let decoded = percent_decode(path).ok_or("a malformed percent-encoding")?;
+    let decoded =
+        pi_compat::js::percent_decode_bytes(path).ok_or("a malformed percent-encoding")?;
     if decoded.contains(&0) {
         return Err("an encoded NUL");
     }
     let decoded = String::from_utf8(decoded).map_err(|_| "a path that is not UTF-8")?;
     crate::ops::fs::normalize(&decoded).ok_or("not an absolute path")
-}
-
-fn percent_decode(text: &str) -> Option<Vec<u8>> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = text.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    Some(out)
 }
 
 /// A file's contents: an image by its magic bytes, text when it is UTF-8,
@@ -543,6 +527,15 @@ mod tests {
         assert!(ok("file:///ws/a%00.txt").is_err());
         assert!(ok("file:///ws/a%ff.txt").is_err());
         assert!(ok("file:///ws/a%2").is_err());
+        // An escape is exactly two hex digits: `%+f` is not 0x0f.
+        assert_eq!(
+            ok("file:///ws/a%+f.txt"),
+            Err("a malformed percent-encoding")
+        );
+        assert_eq!(
+            ok("file:///ws/a%-1.txt"),
+            Err("a malformed percent-encoding")
+        );
         assert!(ok("http://localhost/ws/a.txt").is_err());
         assert!(ok("/ws/a.txt").is_err());
     }
