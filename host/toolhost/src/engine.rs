@@ -434,18 +434,19 @@ impl Runtime {
     }
 
     /// The SHA-256 (`sha256:…`) of the component whose BLAKE3 is `hash`
-    /// (what an OCI manifest names it by): `bytes` hashed, or when they were
-    /// not read, the one noted (MAC'd with the cache key) when it was first
-    /// computed, else what `read` reads, which must still hash to `hash`.
+    /// (what an OCI manifest names it by): the one noted (MAC'd with the
+    /// cache key) when it was first computed, else `bytes` hashed, else what
+    /// `read` reads, which must still hash to `hash`.
     pub(crate) fn component_sha256(
         &self,
         hash: &str,
         bytes: Option<&[u8]>,
         read: impl FnOnce() -> Result<Vec<u8>, String>,
     ) -> Result<String, String> {
+        // `hash` is the BLAKE3 of these very bytes (or of the file, vouched
+        // for by its note): a SHA-256 noted under it is theirs.
         let noting = self.options.cache_dir.as_deref().zip(self.cache_key());
-        if bytes.is_none()
-            && let Some((dir, key)) = noting
+        if let Some((dir, key)) = noting
             && let Some(sha256) = verified::noted_sha256(&key, dir, hash)
         {
             return Ok(sha256);
