@@ -462,7 +462,7 @@ impl Runtime {
                 &read_now
             }
         };
-        let sha256 = crate::extensions::oci::sha256(bytes);
+        let sha256 = crate::files::sha256(bytes);
         if let Some((dir, key)) = noting {
             verified::note_sha256(&key, dir, hash, &sha256);
         }

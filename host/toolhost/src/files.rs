@@ -289,6 +289,22 @@ mod tests {
     }
 }
 
+/// The SHA-256 of `bytes` (what OCI registries name content by).
+pub fn sha256_bytes(bytes: &[u8]) -> [u8; 32] {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes).into()
+}
+
+/// `sha256:` and the hexadecimal SHA-256 of `bytes`.
+pub fn sha256(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(71);
+    out.push_str("sha256:");
+    for b in sha256_bytes(bytes) {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
 /// A file's content digest: `blake3:` and 64 hex digits.
 #[derive(
     Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,

@@ -18,7 +18,6 @@ use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use serde::{Deserialize, Serialize};
-use sha2::Digest as _;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -162,21 +161,7 @@ pub fn is_sha256(digest: &str) -> bool {
     })
 }
 
-/// The SHA-256 of `bytes`.
-pub fn sha256_bytes(bytes: &[u8]) -> [u8; 32] {
-    sha2::Sha256::digest(bytes).into()
-}
-
-/// `sha256:` and the hexadecimal SHA-256 of `bytes`.
-pub fn sha256(bytes: &[u8]) -> String {
-    let hash = sha256_bytes(bytes);
-    let mut out = String::with_capacity(71);
-    out.push_str("sha256:");
-    for b in hash {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
-}
+pub use crate::files::{sha256, sha256_bytes};
 
 /// The config of a component artifact (as wkg writes it).
 #[derive(Debug, Serialize, Deserialize)]
