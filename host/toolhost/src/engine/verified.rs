@@ -239,6 +239,42 @@ pub(super) fn note_source(
     let _ = crate::files::write_private_unsynced(&note, &bytes);
 }
 
+/// The note of the SHA-256 of the component whose BLAKE3 is `hash`.
+fn sha256_note_path(dir: &Path, hash: &str) -> PathBuf {
+    dir.join("sha256").join(format!("{hash}.ok"))
+}
+
+fn sha256_mac(key: &[u8; 32], hash: &str, sha256: &str) -> blake3::Hash {
+    let mut h = blake3::Hasher::new_keyed(key);
+    for part in ["component sha256", hash, sha256] {
+        h.update(part.as_bytes()).update(b"\0");
+    }
+    h.finalize()
+}
+
+/// The SHA-256 (`sha256:…`) of the component whose BLAKE3 is `hash`, when
+/// a note in `dir` vouches for it.
+pub(super) fn noted_sha256(key: &[u8; 32], dir: &Path, hash: &str) -> Option<String> {
+    let note = crate::files::read_regular(&sha256_note_path(dir, hash), 256).ok()??;
+    let at = note.len().checked_sub(32)?;
+    let (sha256, mac) = note.split_at(at);
+    let sha256 = std::str::from_utf8(sha256).ok()?;
+    let mac: [u8; 32] = mac.try_into().ok()?;
+    // `blake3::Hash`'s equality is constant-time.
+    (blake3::Hash::from_bytes(mac) == sha256_mac(key, hash, sha256)).then(|| sha256.to_string())
+}
+
+/// Note that the component whose BLAKE3 is `hash` has the SHA-256 `sha256`.
+pub(super) fn note_sha256(key: &[u8; 32], dir: &Path, hash: &str, sha256: &str) {
+    let note = sha256_note_path(dir, hash);
+    let mut bytes = sha256.as_bytes().to_vec();
+    bytes.extend_from_slice(sha256_mac(key, hash, sha256).as_bytes());
+    if let Some(parent) = note.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    let _ = crate::files::write_private_unsynced(&note, &bytes);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -340,40 +376,4 @@ mod tests {
             assert_ne!(base, s.entry_mac(&key, "e", "h"), "{s:?}");
         }
     }
-}
-
-/// The note of the SHA-256 of the component whose BLAKE3 is `hash`.
-fn sha256_note_path(dir: &Path, hash: &str) -> PathBuf {
-    dir.join("sha256").join(format!("{hash}.ok"))
-}
-
-fn sha256_mac(key: &[u8; 32], hash: &str, sha256: &str) -> blake3::Hash {
-    let mut h = blake3::Hasher::new_keyed(key);
-    for part in ["component sha256", hash, sha256] {
-        h.update(part.as_bytes()).update(b"\0");
-    }
-    h.finalize()
-}
-
-/// The SHA-256 (`sha256:…`) of the component whose BLAKE3 is `hash`, when
-/// a note in `dir` vouches for it.
-pub(super) fn noted_sha256(key: &[u8; 32], dir: &Path, hash: &str) -> Option<String> {
-    let note = crate::files::read_regular(&sha256_note_path(dir, hash), 256).ok()??;
-    let at = note.len().checked_sub(32)?;
-    let (sha256, mac) = note.split_at(at);
-    let sha256 = std::str::from_utf8(sha256).ok()?;
-    let mac: [u8; 32] = mac.try_into().ok()?;
-    // `blake3::Hash`'s equality is constant-time.
-    (blake3::Hash::from_bytes(mac) == sha256_mac(key, hash, sha256)).then(|| sha256.to_string())
-}
-
-/// Note that the component whose BLAKE3 is `hash` has the SHA-256 `sha256`.
-pub(super) fn note_sha256(key: &[u8; 32], dir: &Path, hash: &str, sha256: &str) {
-    let note = sha256_note_path(dir, hash);
-    let mut bytes = sha256.as_bytes().to_vec();
-    bytes.extend_from_slice(sha256_mac(key, hash, sha256).as_bytes());
-    if let Some(parent) = note.parent() {
-        let _ = std::fs::create_dir_all(parent);
-    }
-    let _ = crate::files::write_private_unsynced(&note, &bytes);
 }

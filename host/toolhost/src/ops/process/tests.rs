@@ -348,38 +348,52 @@ async fn times_out(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timeout_stops_the_whole_group() {
     let dir = TempDir::new().unwrap();
-    type Script = fn(&str) -> String;
-    // (the case, its script, its own timeout, the policy's default, the timeout seen)
-    let cases: [(&str, Script, Option<u64>, Option<u64>, u64); 3] = [
-        (
-            "a background child",
-            |m| format!("sleep {m} & sleep {m}"),
-            Some(300),
-            None,
-            300,
-        ),
-        (
-            "the policy's default",
-            |m| format!("sleep {m}"),
-            None,
-            Some(200),
-            200,
-        ),
-        (
-            "SIGTERM ignored",
-            |m| format!("trap '' TERM; sleep {m}"),
-            Some(100),
-            None,
-            100,
-        ),
+    struct Case {
+        name: &'static str,
+        script: fn(&str) -> String,
+        /// The command's own timeout, and the policy's default (ms).
+        timeout: Option<u64>,
+        default: Option<u64>,
+        /// The timeout the status reports.
+        seen: u64,
+    }
+    let cases = [
+        Case {
+            name: "a background child",
+            script: |m| format!("sleep {m} & sleep {m}"),
+            timeout: Some(300),
+            default: None,
+            seen: 300,
+        },
+        Case {
+            name: "the policy's default",
+            script: |m| format!("sleep {m}"),
+            timeout: None,
+            default: Some(200),
+            seen: 200,
+        },
+        Case {
+            name: "SIGTERM ignored",
+            script: |m| format!("trap '' TERM; sleep {m}"),
+            timeout: Some(100),
+            default: None,
+            seen: 100,
+        },
     ];
     for mode in modes() {
-        for (case, script, timeout, default, seen) in cases {
+        for case in &cases {
             let p = policy(dir.path())
                 .jail(mode)
-                .default_timeout(default.map(Duration::from_millis));
-            let what = format!("{mode:?}: {case}");
-            times_out((&p, dir.path()), script, timeout, seen, &what).await;
+                .default_timeout(case.default.map(Duration::from_millis));
+            let what = format!("{mode:?}: {}", case.name);
+            times_out(
+                (&p, dir.path()),
+                case.script,
+                case.timeout,
+                case.seen,
+                &what,
+            )
+            .await;
         }
     }
 }
