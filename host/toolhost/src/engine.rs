@@ -469,6 +469,20 @@ impl Runtime {
         Ok(sha256)
     }
 
+    /// Whether a check whose inputs digest to `subject` (hex) passed before:
+    /// a note MAC'd with the cache key vouches for it.
+    pub(crate) fn check_passed(&self, subject: &str) -> bool {
+        let noting = self.options.cache_dir.as_deref().zip(self.cache_key());
+        noting.is_some_and(|(dir, key)| verified::noted_check(&key, dir, subject))
+    }
+
+    /// Note that the check whose inputs digest to `subject` passed.
+    pub(crate) fn note_check_passed(&self, subject: &str) {
+        if let Some((dir, key)) = self.options.cache_dir.as_deref().zip(self.cache_key()) {
+            verified::note_check(&key, dir, subject);
+        }
+    }
+
     /// The summary noted for the component `hash` (see
     /// `loader::Summary`), if there is one and it verifies.
     pub(crate) fn summary(&self, hash: &str) -> Option<Vec<u8>> {

@@ -275,6 +275,39 @@ pub(super) fn note_sha256(key: &[u8; 32], dir: &Path, hash: &str, sha256: &str) 
     let _ = crate::files::write_private_unsynced(&note, &bytes);
 }
 
+/// The note that the check `subject` (a digest of everything it read)
+/// passed.
+fn check_note_path(dir: &Path, subject: &str) -> PathBuf {
+    dir.join("checks").join(format!("{subject}.ok"))
+}
+
+fn check_mac(key: &[u8; 32], subject: &str) -> blake3::Hash {
+    let mut h = blake3::Hasher::new_keyed(key);
+    h.update(b"check passed\0").update(subject.as_bytes());
+    h.finalize()
+}
+
+/// Whether a note in `dir` vouches that the check `subject` passed.
+pub(super) fn noted_check(key: &[u8; 32], dir: &Path, subject: &str) -> bool {
+    let Ok(Some(note)) = crate::files::read_regular(&check_note_path(dir, subject), 64) else {
+        return false;
+    };
+    let Ok(mac) = <[u8; 32]>::try_from(note.as_slice()) else {
+        return false;
+    };
+    // `blake3::Hash`'s equality is constant-time.
+    blake3::Hash::from_bytes(mac) == check_mac(key, subject)
+}
+
+/// Note that the check `subject` passed.
+pub(super) fn note_check(key: &[u8; 32], dir: &Path, subject: &str) {
+    let note = check_note_path(dir, subject);
+    if let Some(parent) = note.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    let _ = crate::files::write_private_unsynced(&note, check_mac(key, subject).as_bytes());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

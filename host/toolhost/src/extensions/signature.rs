@@ -75,15 +75,20 @@ impl Provenance {
 
     /// The record of `component`, if it has one.
     pub fn read(component: &Path) -> Result<Option<Provenance>, String> {
+        Ok(Self::read_with_bytes(component)?.map(|(record, _)| record))
+    }
+
+    /// The record of `component` and its file's bytes, if it has one.
+    pub fn read_with_bytes(component: &Path) -> Result<Option<(Provenance, Vec<u8>)>, String> {
         let path = Self::path_of(component);
         let text = match crate::files::read_regular(&path, 1 << 20) {
             Ok(Some(bytes)) => bytes,
             Ok(None) => return Ok(None),
             Err(e) => return Err(format!("{}: {e}", path.display())),
         };
-        serde_json::from_slice(&text)
-            .map(Some)
-            .map_err(|e| format!("{} cannot be read: {e}", path.display()))
+        let record = serde_json::from_slice(&text)
+            .map_err(|e| format!("{} cannot be read: {e}", path.display()))?;
+        Ok(Some((record, text)))
     }
 
     /// Write it beside `component`.
@@ -133,6 +138,41 @@ impl SignaturePolicy {
             root,
         })
     }
+}
+
+/// A digest (hex) of everything a check of `policies` reads: the record's
+/// bytes, each policy with the bytes of its key or trusted root, and the
+/// component's SHA-256; `None` when a file cannot be read (the check then
+/// runs, and says why). A check that passed on the same inputs passes again.
+pub fn check_inputs(
+    record: &[u8],
+    policies: &[SignaturePolicy],
+    component: &str,
+) -> Option<String> {
+    let mut h = blake3::Hasher::new();
+    let mut part = |bytes: &[u8]| {
+        h.update(&(bytes.len() as u64).to_le_bytes()).update(bytes);
+    };
+    part(b"signature check 1");
+    part(record);
+    part(component.as_bytes());
+    for policy in policies {
+        let (what, file) = match policy {
+            SignaturePolicy::Key(key) => ("key".to_string(), Some(key.as_path())),
+            SignaturePolicy::Identity {
+                identity,
+                issuer,
+                root,
+            } => (format!("identity {identity} {issuer}"), root.as_deref()),
+            SignaturePolicy::Unnamed => return None,
+        };
+        part(what.as_bytes());
+        if let Some(file) = file {
+            part(file.as_os_str().as_encoded_bytes());
+            part(&std::fs::read(file).ok()?);
+        }
+    }
+    Some(h.finalize().to_hex().to_string())
 }
 
 /// The payload cosign signs for `digest` in the repository `repo`.
