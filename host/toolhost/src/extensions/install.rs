@@ -232,11 +232,7 @@ async fn install(
 /// What `inspection` requests that `grant` does not give, each as the line
 /// that would grant it.
 fn ungranted(name: &str, inspection: &Inspection, grant: &GrantSpec) -> Vec<String> {
-    let mut requested = inspection.capabilities.clone();
-    if inspection.hooks {
-        requested.push("hooks".into());
-    }
-    requested
+    requested(inspection)
         .iter()
         .filter(|c| !grant.grants(c))
         .map(|c| grant_line(name, c))

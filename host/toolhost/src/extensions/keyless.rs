@@ -135,9 +135,10 @@ pub fn verify(
         ));
     }
     let raw = digest_bytes(digest).ok_or_else(|| format!("{digest} is not a sha256 digest"))?;
+    let verifier = root.verifier()?;
     let mut why = Vec::new();
     for bundle in bundles {
-        match check_one(bundle, &root, identity, issuer, raw) {
+        match check_one(bundle, (&root, &verifier), identity, issuer, raw) {
             Ok(()) => return Ok(()),
             Err(reason) => why.push(reason),
         }
@@ -150,14 +151,13 @@ pub fn verify(
 
 fn check_one(
     bundle: &Value,
-    root: &TrustedRoot,
+    (root, verifier): (&TrustedRoot, &Verifier),
     identity: &str,
     issuer: &str,
     digest: [u8; 32],
 ) -> Result<(), String> {
     let parsed: Bundle = serde_json::from_value(bundle.clone())
         .map_err(|e| format!("a bundle cannot be read: {e}"))?;
-    let verifier = root.verifier()?;
     let policy = Identity::new(identity, issuer);
     // Offline, the verifier awaits nothing.
     futures::executor::block_on(verifier.verify_digest_with(
@@ -266,7 +266,7 @@ fn referrers_tag(digest: &str) -> String {
 /// referrers of that digest whose artifact type is a bundle (as cosign 3
 /// stores them). None is not an error here: the policy decides.
 pub async fn fetch(r: &OciRef, digest: &str) -> Result<Vec<Value>, String> {
-    let client = oci::client_of(r)?;
+    let client = r.client()?;
     let listed = r.tagged(&referrers_tag(digest));
     let Some((index, _)) = oci::pull_manifest(&client, &listed, r, INDEX_MEDIA_TYPE).await? else {
         return Ok(Vec::new());
@@ -330,7 +330,7 @@ pub async fn attach(r: &OciRef, bundle: &[u8]) -> Result<String, String> {
             return Err(format!("the bundle signs another digest than {digest}"));
         }
     }
-    let client = oci::client_of(r)?;
+    let client = r.client()?;
     let (subject, _) = oci::pull_manifest(&client, &r.at(digest), r, OCI_IMAGE_MEDIA_TYPE)
         .await?
         .ok_or_else(|| format!("{r}: the registry has no such manifest"))?;

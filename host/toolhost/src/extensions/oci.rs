@@ -124,7 +124,7 @@ impl OciRef {
     }
 
     /// A client for its registry: plain HTTP only to a loopback registry.
-    fn client(&self) -> Result<Client, String> {
+    pub(crate) fn client(&self) -> Result<Client, String> {
         let host = self
             .registry()
             .rsplit_once(':')
@@ -360,11 +360,6 @@ pub(crate) async fn push_manifest(
         .push_manifest_raw(reference, body.to_vec(), content_type)
         .await
         .map(drop)
-}
-
-/// The registry client of `r`, for the signature's own requests.
-pub(crate) fn client_of(r: &OciRef) -> Result<Client, String> {
-    r.client()
 }
 
 /// A descriptor of `bytes` as `media_type`.

@@ -350,7 +350,7 @@ fn signature_tag(digest: &str) -> String {
 /// The signatures the registry holds for `digest` in `r`'s repository.
 /// None is not an error here: the policy decides whether one is needed.
 pub async fn fetch(r: &OciRef, digest: &str) -> Result<Vec<CosignSignature>, String> {
-    let client = oci::client_of(r)?;
+    let client = r.client()?;
     let Some((manifest, _)) = oci::pull_manifest(
         &client,
         &r.tagged(&signature_tag(digest)),
@@ -408,7 +408,7 @@ pub async fn sign_and_push(
             .sign(&payload)
             .map_err(|e| format!("cannot sign: {e}"))?,
     );
-    let client = oci::client_of(r)?;
+    let client = r.client()?;
     let tag = r.tagged(&signature_tag(digest));
     let mut manifest = match oci::pull_manifest(&client, &tag, r, OCI_IMAGE_MEDIA_TYPE).await? {
         Some((bytes, _)) => serde_json::from_slice::<OciImageManifest>(&bytes)
