@@ -38,6 +38,7 @@ pub mod args;
 pub mod client;
 pub mod fs;
 pub mod notices;
+pub mod pi;
 pub mod process;
 pub mod search;
 pub mod session;

@@ -159,6 +159,10 @@ pub struct ToolOutput {
     /// results (MCP's `structuredContent`); checked by the host against the
     /// definition's output schema. `content` should say the same in text.
     pub structured: Option<Value>,
+    /// The call failed and this is its result (Pi 1.x's returned
+    /// `isError`): unlike a [`ToolError`], it keeps its details and
+    /// structured content.
+    pub is_error: bool,
 }
 
 impl ToolOutput {
@@ -186,6 +190,12 @@ impl ToolOutput {
         self
     }
 
+    /// The same result, as a returned error (see [`ToolOutput::is_error`]).
+    pub fn error(mut self) -> Self {
+        self.is_error = true;
+        self
+    }
+
     pub(crate) fn into_wit(self) -> wit::ToolResult {
         wit::ToolResult {
             content: self.content.into_iter().map(Content::into_wit).collect(),
@@ -193,6 +203,7 @@ impl ToolOutput {
             terminate: self.terminate,
             added_tool_names: self.added_tool_names,
             structured_content: self.structured.map(|s| s.to_string()),
+            is_error: self.is_error,
         }
     }
 }

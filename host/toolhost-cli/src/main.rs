@@ -95,6 +95,10 @@ struct Cli {
     /// contacted, how it ended (default: `audit` in the user's toolhost.toml).
     #[arg(long, global = true, value_name = "FILE")]
     audit: Option<PathBuf>,
+    /// The release of Pi whose texts and result shapes the model gets:
+    /// 0.85 or 1.6 (default: `pi` in toolhost.toml, else 0.85).
+    #[arg(long, global = true, value_name = "VERSION")]
+    pi: Option<toolhost::PiProfile>,
     #[command(subcommand)]
     command: Command,
 }
@@ -534,6 +538,7 @@ struct HostOptions {
     no_network: bool,
     require_jail: bool,
     audit: Option<PathBuf>,
+    pi: Option<toolhost::PiProfile>,
 }
 
 impl HostOptions {
@@ -553,6 +558,9 @@ impl HostOptions {
         }
         if let Some(file) = &self.audit {
             builder = builder.audit_log(file);
+        }
+        if let Some(pi) = self.pi {
+            builder = builder.pi_profile(pi);
         }
         builder
             .commands(|p| p.network(!self.no_network))
@@ -587,6 +595,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         no_network: cli.no_network,
         require_jail: cli.require_jail,
         audit: cli.audit,
+        pi: cli.pi,
     };
     let mut builder = options.builder();
     let optimiser = match cli.command {

@@ -436,10 +436,13 @@ pub(crate) async fn execute(scope: Arc<dyn Scope>, ready: ReadyCall) -> Finished
     };
     trace.used = signals.usage.used();
     let (mut result, mut is_error) = match outcome {
-        Ok(Ok(result)) if let Err(text) = check_structured(&tool, &call.name, &result) => {
+        // A returned error (Pi 1.x's `isError`) keeps its details; no output
+        // schema speaks for an error.
+        Ok(Ok((result, true))) => (result, true),
+        Ok(Ok((result, false))) if let Err(text) = check_structured(&tool, &call.name, &result) => {
             (ToolResult::error(text), true)
         }
-        Ok(Ok(mut result)) => {
+        Ok(Ok((mut result, false))) => {
             for name in added {
                 if !result.added_tool_names.contains(&name) {
                     result.added_tool_names.push(name);

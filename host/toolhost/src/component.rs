@@ -23,6 +23,7 @@ use crate::engine::{Compiled, Runtime};
 use crate::error::Error;
 use crate::message::{ContentBlock, ToolResult};
 pub use crate::ops::{Capabilities, WasiCapabilities};
+use crate::profile::PiProfile;
 pub(crate) use crate::store::{CallSignals, CallState};
 pub use crate::store::{MAX_CONTENT_BLOCKS, MAX_PROGRESS_BYTES, MAX_PROGRESS_UPDATES};
 use crate::store::{MemoryLimiter, Stop, guest_bytes};
@@ -269,6 +270,8 @@ pub(crate) struct Sandbox {
     caps: Capabilities,
     limits: Limits,
     origin: String,
+    /// The Pi profile its calls are told (`host-info`).
+    pi: PiProfile,
 }
 
 /// A component known by its summary (its imports, exports and definitions,
@@ -348,6 +351,7 @@ impl Sandbox {
             caps,
             limits,
             origin: origin.to_string(),
+            pi: PiProfile::default(),
         }
     }
 
@@ -377,6 +381,7 @@ impl Sandbox {
             caps,
             limits,
             origin: origin.to_string(),
+            pi: PiProfile::default(),
         })
     }
 
@@ -479,6 +484,12 @@ impl Sandbox {
         self.caps.fs_write.is_some()
     }
 
+    /// The same sandbox, its calls told the Pi profile `pi`.
+    pub(crate) fn speaking(mut self, pi: PiProfile) -> Sandbox {
+        self.pi = pi;
+        self
+    }
+
     pub(crate) fn runtime(&self) -> &Arc<Runtime> {
         &self.runtime
     }
@@ -570,6 +581,7 @@ impl Sandbox {
             http: crate::ops::http_client::HttpCall::new(self.caps.http.clone(), signals.clone()),
             signals: signals.clone(),
             caps: self.caps.clone(),
+            pi: self.pi,
         };
         let linked = self
             .linked()
@@ -830,12 +842,14 @@ impl CallInstance {
             .await
     }
 
+    /// Run tool `name`: its result and whether it is a returned error
+    /// (since `toolhost:tool@0.4.0`), or the text it threw.
     pub(crate) async fn execute(
         &mut self,
         name: &str,
         context: CallContext,
         arguments: &str,
-    ) -> Result<Result<ToolResult, String>, CallFailure> {
+    ) -> Result<Result<(ToolResult, bool), String>, CallFailure> {
         let tool = self.tool()?;
         let subject = format!("Tool {name}");
         let (name, arguments) = (name.to_string(), arguments.to_string());
@@ -848,7 +862,8 @@ impl CallInstance {
             // details or the structured content.
             let json = [r.details.as_deref(), r.structured_content.as_deref()];
             check_output(&subject, &r.content, &json, &r.added_tool_names, limit)?;
-            result_from_guest(r)
+            let is_error = r.is_error;
+            Ok((result_from_guest(r)?, is_error))
         }))
     }
 }

@@ -82,6 +82,7 @@ pub mod mcp;
 mod message;
 mod ops;
 pub mod permissions;
+mod profile;
 mod registry;
 #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 mod resources;
@@ -160,6 +161,7 @@ pub use message::{
 };
 pub use ops::process::session::{ProcessInfo, SessionProcesses, State as ProcessState};
 pub use ops::process::{Confinement, JailMode, ProcessLimits, ProcessPolicy};
+pub use profile::PiProfile;
 pub use registry::{Diagnostic, ExecutionMode, ToolDefinition, ToolInfo, ToolSource};
 pub use tokio_util::sync::CancellationToken;
 

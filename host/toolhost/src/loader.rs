@@ -5,6 +5,7 @@
 use crate::component::{CallSignals, Capabilities, Deferred, Limits, Sandbox};
 use crate::engine::Runtime;
 use crate::error::Error;
+use crate::profile::PiProfile;
 use crate::registry::{ExecutionMode, RegisteredTool, ToolDefinition, ToolSource};
 use crate::validate::ArgumentSchema;
 use crate::validate::OutputSchema;
@@ -78,6 +79,8 @@ pub(crate) struct ComponentSpec<'a> {
     pub source: ToolSource,
     pub caps: Capabilities,
     pub limits: Limits,
+    /// The Pi profile its calls are told (`host-info`).
+    pub pi: PiProfile,
     /// The name its grants are written under, for refusals that say how to
     /// grant what is missing (`None` for built-ins).
     pub grant_name: Option<String>,
@@ -131,13 +134,17 @@ struct Summary {
 
 /// Whether a component importing `imports`, given `caps`, reaches nothing
 /// outside itself while it declares its tools: no capability (an Operation,
-/// or `wasi:http`), no directory, no environment variable; only WASI's
+/// or `wasi:http`), not the host's Pi profile (`host-info`), no directory,
+/// no environment variable; only WASI's
 /// clocks and random numbers, which no honest definitions depend on. Such a
 /// component declares the same tools at every load.
 fn self_contained(imports: &[String], caps: &Capabilities) -> bool {
     use crate::wit::interfaces::{Import, classify};
     let reaches = |name: &String| match classify(name) {
-        Import::Known { interface, .. } => interface.is_capability(),
+        // The host's Pi profile may change what it declares.
+        Import::Known { interface, .. } => {
+            interface.is_capability() || interface.name == "host-info"
+        }
         Import::Wasi(_) => true,
         // WASI itself is linked deny-by-default; any other import is
         // refused by the import check.
@@ -210,6 +217,7 @@ pub(crate) fn prepare(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Result
             (sandbox, None, summarise)
         }
     };
+    let sandbox = sandbox.speaking(spec.pi);
     refuse_ungranted_hooks(
         &sandbox,
         spec.hooks,

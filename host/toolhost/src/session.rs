@@ -59,6 +59,8 @@ pub(crate) struct CallSettings {
     pub cancel_grace: Duration,
     /// Every batch runs sequentially (Pi's `toolExecution: "sequential"`).
     pub sequential: bool,
+    /// Whose texts the model gets: the validator's messages follow it.
+    pub pi: crate::profile::PiProfile,
 }
 
 /// The one writer of the active tool set: every change, whoever asks for

@@ -195,6 +195,8 @@ pub(crate) struct CallState {
     pub(crate) limiter: MemoryLimiter,
     pub(crate) signals: Arc<CallSignals>,
     pub(crate) caps: Capabilities,
+    /// The host's Pi profile, for `host-info`.
+    pub(crate) pi: crate::profile::PiProfile,
     /// `wasi:http` (`ops/http_client/`): every request goes through its policy.
     pub(crate) http: crate::ops::http_client::HttpCall,
 }

@@ -150,6 +150,8 @@ pub(crate) struct LoadContext<'a> {
     /// The places tools can write: no granted path leads through a link
     /// there, no granted program comes from there.
     pub places: &'a WritePlaces,
+    /// The Pi profile the components are told.
+    pub pi: crate::profile::PiProfile,
 }
 
 /// An extension on its way to loading: its report so far, its warnings,
@@ -234,6 +236,7 @@ pub(crate) fn prepare(cx: &LoadContext<'_>, found: &Found) -> Pending {
             },
             caps,
             limits,
+            pi: cx.pi,
             grant_name: Some(found.name.clone()),
             hooks: granted.hooks,
             replace_builtin: granted.replace_builtin,

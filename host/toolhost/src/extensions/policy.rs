@@ -24,6 +24,7 @@
 //! ```toml
 //! extension-paths = ["~/tools/jq.wasm"]          # more extensions (files or directories)
 //! active-tools = ["read", "bash", "edit", "write", "grep"]
+//! pi = "1.6"                                     # the Pi whose texts the model gets (default 0.85)
 //! audit = "~/.local/state/toolhost/audit.jsonl"  # a line per call (user's file only)
 //!
 //! [extensions.wordcount]                         # by extension name
@@ -129,6 +130,7 @@ pub use crate::ops::http_client::proxy::Network as ShellNetwork;
 struct PolicyFile {
     extension_paths: Vec<String>,
     active_tools: Option<Vec<String>>,
+    pi: Option<crate::profile::PiProfile>,
     audit: Option<String>,
     shell: ShellSettings,
     extensions: BTreeMap<String, GrantSpec>,
@@ -174,6 +176,9 @@ pub struct Policy {
     pub extension_paths: Vec<(PathBuf, Origin)>,
     /// The default active tools, when a file sets them.
     pub active_tools: Option<Vec<String>>,
+    /// The Pi profile, when a file sets it (a workspace's over the user's,
+    /// like the active tools: it changes texts, not what runs).
+    pub pi: Option<crate::profile::PiProfile>,
     /// The audit log's file, when the user's file sets one.
     pub audit: Option<PathBuf>,
     /// The shell tools' jail settings, with paths resolved (`~/`, relative
@@ -371,6 +376,9 @@ impl Policy {
         );
         if file.active_tools.is_some() {
             self.active_tools = file.active_tools;
+        }
+        if file.pi.is_some() {
+            self.pi = file.pi;
         }
         if let Some(resources) = file.mcp.resources
             && self.mcp.resources != Some(false)

@@ -26,6 +26,7 @@ use crate::ops::protect::GitGuard;
 use crate::ops::search::{FsSearch, LocalSearch, Search};
 use crate::ops::tools::ToolSet;
 use crate::permissions::{Ask, Asker};
+use crate::profile::PiProfile;
 use crate::registry::{Diagnostic, Registry, ToolSource};
 use crate::session::{ActiveTools, CallSettings, Session};
 use std::path::{Path, PathBuf};
@@ -76,6 +77,7 @@ pub struct HostBuilder {
     asker: Option<Arc<Asker>>,
     client: Option<Arc<dyn crate::ops::client::Client>>,
     process_idle: Option<Duration>,
+    pi: Option<PiProfile>,
 }
 
 impl Default for HostBuilder {
@@ -93,6 +95,7 @@ impl Default for HostBuilder {
             state_dir: None,
             temp_dir: None,
             jail: JailMode::Auto,
+            pi: None,
             // Pi's bash has the network (package managers and git need it)
             // and, here, a default timeout.
             commands: ProcessPolicy::new()
@@ -193,6 +196,15 @@ impl HostBuilder {
     pub fn active_tools<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
         self.active = Some(names.into_iter().map(Into::into).collect());
         self.all_active = false;
+        self
+    }
+
+    /// The release of Pi whose model-facing texts and result shapes the
+    /// tools follow ([`PiProfile`]; by default `pi = "…"` in a
+    /// `toolhost.toml`, else Pi 0.85). The same pipeline runs under every
+    /// profile: it only selects texts and shapes.
+    pub fn pi_profile(mut self, pi: PiProfile) -> Self {
+        self.pi = Some(pi);
         self
     }
 
@@ -430,7 +442,7 @@ impl HostBuilder {
         let active_tools = Arc::new(ActiveTools::new(registry.clone()));
         // The built-ins' definitions are read while the extensions are
         // compiled and linked; every component's definitions at once.
-        let builtins = self.start_builtins(&runtime, &confined)?;
+        let builtins = self.start_builtins(&runtime, &confined, config.pi)?;
         let extensions = self.start_extensions(
             &runtime,
             &workspace,
@@ -511,6 +523,7 @@ impl HostBuilder {
             state_dir.as_deref(),
         );
         Ok(Configuration {
+            pi: self.pi.or(policy.pi).unwrap_or_default(),
             quarantine: state_dir.map(|d| d.join("quarantine")),
             user_config,
             trust,
@@ -632,6 +645,7 @@ impl HostBuilder {
         &self,
         runtime: &Arc<Runtime>,
         confined: &Confined,
+        pi: PiProfile,
     ) -> Result<Vec<Finishing>, Error> {
         let mut specs = Vec::new();
         for component in builtin::BUILTIN_COMPONENTS {
@@ -651,6 +665,7 @@ impl HostBuilder {
                     self.builtins.limits,
                     self.commands.command_timeout(),
                 ),
+                pi,
                 grant_name: None,
                 hooks: false,
                 replace_builtin: false,
@@ -720,6 +735,7 @@ impl HostBuilder {
             jail: self.jail,
             quarantine: config.quarantine.as_deref(),
             places: &confined.places,
+            pi: config.pi,
         };
         let pending = on_threads(found.iter().collect(), |extension| {
             extensions::prepare(&load_cx, extension)
@@ -771,6 +787,7 @@ impl HostBuilder {
                 session_id: self.session_id.clone(),
                 cancel_grace: self.cancel_grace.unwrap_or(Duration::from_secs(1)),
                 sequential: self.sequential,
+                pi: parts.config.pi,
             },
             audit_log: parts.config.audit_log.clone(),
             mutations: Default::default(),
@@ -828,6 +845,8 @@ impl HostBuilder {
 
 /// What the files decide ([`HostBuilder::configuration`]).
 struct Configuration {
+    /// The Pi profile: the builder's, else the files', else the default.
+    pi: PiProfile,
     user_config: Option<PathBuf>,
     trust: TrustStore,
     policy: Policy,

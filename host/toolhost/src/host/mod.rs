@@ -86,6 +86,11 @@ impl Host {
             .get_or_init(|| self.inner.process.confinement())
     }
 
+    /// The release of Pi whose texts and result shapes the tools follow.
+    pub fn pi_profile(&self) -> crate::PiProfile {
+        self.inner.session.settings.pi
+    }
+
     /// Every loaded tool, in registry order, with its source and state.
     pub fn tools(&self) -> Vec<ToolInfo> {
         self.inner.session.registry().infos()

@@ -38,14 +38,29 @@ const ALWAYS: &[Interface] = &[
         what: "send log messages to the person's client",
         serving: Serving::Call,
     },
+    Interface {
+        name: "host-info",
+        what: "read the host's Pi profile",
+        serving: Serving::Call,
+    },
 ];
 
-/// The interfaces that came with 0.3.0 (the versions before it lack them).
-const SINCE_0_3: &[&str] = &["logging", "client", "session-processes"];
+/// The interfaces that came after 0.1.0, each with the first version that
+/// has it (the versions before it lack them).
+const SINCE: &[(&str, &str)] = &[
+    ("logging", "0.3.0"),
+    ("client", "0.3.0"),
+    ("session-processes", "0.3.0"),
+    ("host-info", "0.4.0"),
+];
 
 /// Whether the package's version `version` has the interface `name`.
 pub fn in_version(name: &str, version: &str) -> bool {
-    !SINCE_0_3.contains(&name) || !matches!(version, "0.1.0" | "0.2.0")
+    let minor = |v: &str| v.split('.').nth(1).and_then(|m| m.parse::<u32>().ok());
+    SINCE
+        .iter()
+        .find(|(n, _)| *n == name)
+        .is_none_or(|(_, since)| minor(version) >= minor(since))
 }
 
 /// Every interface of the package a component may import: [`ALWAYS`], then
@@ -130,7 +145,8 @@ mod tests {
     fn the_table_lists_exactly_the_packages_interfaces() {
         let wit = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../wit");
         for (file, version) in [
-            (wit.join("tool.wit"), "0.3.0"),
+            (wit.join("tool.wit"), "0.4.0"),
+            (wit.join("v0.3/tool.wit"), "0.3.0"),
             (wit.join("v0.2/tool.wit"), "0.2.0"),
             (wit.join("v0.1/tool.wit"), "0.1.0"),
         ] {
@@ -162,7 +178,15 @@ mod tests {
             classify("toolhost:tool/client@0.3.0"),
             Import::Known { interface, .. } if interface.name == "client"
         ));
-        for version in ["0.1.0", "0.2.0", "0.3.0"] {
+        assert!(matches!(
+            classify("toolhost:tool/host-info@0.3.0"),
+            Import::Unknown
+        ));
+        assert!(matches!(
+            classify("toolhost:tool/host-info@0.4.0"),
+            Import::Known { interface, .. } if interface.name == "host-info"
+        ));
+        for version in ["0.1.0", "0.2.0", "0.3.0", "0.4.0"] {
             let name = format!("toolhost:tool/fs-read@{version}");
             assert!(matches!(
                 classify(&name),
@@ -170,8 +194,8 @@ mod tests {
             ));
         }
         assert!(matches!(
-            classify("toolhost:tool/fs-read@0.4.0"),
-            Import::OtherVersion { version: "0.4.0" }
+            classify("toolhost:tool/fs-read@0.5.0"),
+            Import::OtherVersion { version: "0.5.0" }
         ));
         assert!(matches!(
             classify("toolhost:tool/net@0.1.0"),

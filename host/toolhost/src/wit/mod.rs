@@ -3,7 +3,8 @@
 //! Everything generated from the WIT package, and every conversion between
 //! its types and the host's own, lives here, one module per released
 //! version of the package (`v0_1` for `toolhost:tool@0.1.0`, `v0_2` for
-//! `0.2.0`, `v0_3` for `0.3.0`), as Zed's `since_v*` modules do. The host
+//! `0.2.0`, `v0_3` for `0.3.0`, `v0_4` for `0.4.0`; what 0.3.0 added and
+//! later versions keep is compiled into each from `since_0_3/`), as Zed's `since_v*` modules do. The host
 //! loads them all: a component is served the version it exports
 //! ([`Contract`]).
 //!
@@ -115,6 +116,7 @@ pub mod interfaces;
 pub mod v0_1;
 pub mod v0_2;
 pub mod v0_3;
+pub mod v0_4;
 
 pub(crate) use ctx::HasOps;
 pub use ctx::{OpsCtx, OpsView};
@@ -153,7 +155,12 @@ pub(crate) type FindExports = fn(
 pub(crate) type Guests = (Option<Arc<dyn ToolGuest>>, Option<Arc<dyn HookGuest>>);
 
 /// Every version of the package the host loads, oldest first.
-pub(crate) const CONTRACTS: &[&Contract] = &[&v0_1::CONTRACT, &v0_2::CONTRACT, &v0_3::CONTRACT];
+pub(crate) const CONTRACTS: &[&Contract] = &[
+    &v0_1::CONTRACT,
+    &v0_2::CONTRACT,
+    &v0_3::CONTRACT,
+    &v0_4::CONTRACT,
+];
 
 /// The versions the host loads, for messages: `toolhost:tool@0.1.0, @0.2.0 and @0.3.0`.
 pub fn versions_text() -> String {
@@ -299,6 +306,8 @@ pub(crate) struct GuestResult {
     pub added_tool_names: Vec<String>,
     /// Since 0.2.0.
     pub structured_content: Option<String>,
+    /// A returned error (since 0.4.0): the call failed, its details kept.
+    pub is_error: bool,
 }
 
 /// What a hook sees before a call.

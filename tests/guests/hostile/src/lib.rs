@@ -144,6 +144,7 @@ fn text(text: impl Into<String>) -> wit::ToolResult {
         terminate: false,
         added_tool_names: Vec::new(),
         structured_content: None,
+        is_error: false,
     }
 }
 

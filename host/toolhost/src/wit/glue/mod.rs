@@ -276,6 +276,7 @@ fn definition_from_wit(mut d: types::ToolDefinition) -> wit::ToolDecl {
 /// A tool's result in the host's types.
 fn result_from_wit(mut r: types::ToolResult) -> wit::GuestResult {
     wit::GuestResult {
+        is_error: super::is_error(&r),
         structured_content: super::structured_content(&mut r),
         content: r.content.into_iter().map(super::content_from_wit).collect(),
         details: r.details,

@@ -24,3 +24,8 @@ fn output_schema(_: &mut types::ToolDefinition) -> Option<String> {
 fn structured_content(_: &mut types::ToolResult) -> Option<String> {
     None
 }
+
+/// 0.1.0 results cannot be returned errors: a failing tool throws.
+fn is_error(_: &types::ToolResult) -> bool {
+    false
+}

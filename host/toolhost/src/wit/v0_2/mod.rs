@@ -22,3 +22,8 @@ fn output_schema(d: &mut types::ToolDefinition) -> Option<String> {
 fn structured_content(r: &mut types::ToolResult) -> Option<String> {
     r.structured_content.take()
 }
+
+/// 0.2.0 results cannot be returned errors: a failing tool throws.
+fn is_error(_: &types::ToolResult) -> bool {
+    false
+}

@@ -1,11 +1,11 @@
-//! `toolhost:tool@0.3.0` (`wit/tool.wit`, what the SDK builds): its
-//! bindings, and what it adds to 0.2.0: audio and embedded resources in
-//! results, and interfaces of its own: `logging` (always linked) and
-//! `client` (granted), served in `client_ops.rs`, and `session-processes`
-//! (granted), in `session_ops.rs`.
+//! `toolhost:tool@0.3.0`, frozen in `wit/v0.3/`: its bindings, and what it
+//! adds to 0.2.0: audio and embedded resources in results, and interfaces
+//! of its own: `logging` (always linked) and `client` (granted), served in
+//! `since_0_3/client_ops.rs`, and `session-processes` (granted), in
+//! `since_0_3/session_ops.rs`.
 
 bindings!(
-    "../../wit",
+    "../../wit/v0.3",
     "0.3.0",
     waits: [
         "toolhost:tool/client.request",
@@ -20,15 +20,22 @@ bindings!(
     ]
 );
 
-// The glue is compiled once per version, on purpose (see `glue/mod.rs`).
+// The glue, and what 0.3.0 added, are compiled once per version, on
+// purpose (see `glue/mod.rs`).
+#[allow(clippy::duplicate_mod)]
+#[path = "../since_0_3/client_ops.rs"]
+mod client_ops;
+#[allow(clippy::duplicate_mod)]
+#[path = "../since_0_3/content.rs"]
+mod content;
 #[allow(clippy::duplicate_mod)]
 #[path = "../glue/mod.rs"]
 mod glue;
-
-mod client_ops;
+#[allow(clippy::duplicate_mod)]
+#[path = "../since_0_3/session_ops.rs"]
 mod session_ops;
+use content::{content_from_wit, content_to_wit};
 
-use crate::message::{ContentBlock, EmbeddedResource};
 use crate::store::CallState;
 use crate::wit::HasOps;
 use wasmtime::component::{HasSelf, Linker};
@@ -39,6 +46,11 @@ fn output_schema(d: &mut types::ToolDefinition) -> Option<String> {
 
 fn structured_content(r: &mut types::ToolResult) -> Option<String> {
     r.structured_content.take()
+}
+
+/// 0.3.0 results cannot be returned errors: a failing tool throws.
+fn is_error(_: &types::ToolResult) -> bool {
+    false
 }
 
 /// Link one of this version's own interfaces.
@@ -53,57 +65,4 @@ fn link_own(name: &str, linker: &mut Linker<CallState>) -> wasmtime::Result<()> 
 
 fn ops_of(state: &mut CallState) -> crate::wit::OpsCtx<'_> {
     crate::wit::OpsView::ops(state)
-}
-
-/// A content block from a guest.
-fn content_from_wit(block: types::ContentBlock) -> ContentBlock {
-    match block {
-        types::ContentBlock::Text(text) => ContentBlock::Text { text },
-        types::ContentBlock::Image(img) => ContentBlock::Image {
-            data: img.data,
-            mime_type: img.mime_type,
-        },
-        types::ContentBlock::Audio(audio) => ContentBlock::Audio {
-            data: audio.data,
-            mime_type: audio.mime_type,
-        },
-        types::ContentBlock::Resource(r) => {
-            let (text, blob) = match r.contents {
-                types::ResourceContents::Text(text) => (Some(text), None),
-                types::ResourceContents::Blob(blob) => (None, Some(blob)),
-            };
-            ContentBlock::Resource {
-                resource: EmbeddedResource {
-                    uri: r.uri,
-                    mime_type: r.mime_type,
-                    text,
-                    blob,
-                },
-            }
-        }
-    }
-}
-
-/// A content block for a guest.
-fn content_to_wit(block: ContentBlock) -> types::ContentBlock {
-    match block {
-        ContentBlock::Text { text } => types::ContentBlock::Text(text),
-        ContentBlock::Image { data, mime_type } => {
-            types::ContentBlock::Image(types::Image { data, mime_type })
-        }
-        ContentBlock::Audio { data, mime_type } => {
-            types::ContentBlock::Audio(types::Audio { data, mime_type })
-        }
-        ContentBlock::Resource { resource } => {
-            let contents = match (resource.text, resource.blob) {
-                (_, Some(blob)) => types::ResourceContents::Blob(blob),
-                (text, None) => types::ResourceContents::Text(text.unwrap_or_default()),
-            };
-            types::ContentBlock::Resource(types::EmbeddedResource {
-                uri: resource.uri,
-                mime_type: resource.mime_type,
-                contents,
-            })
-        }
-    }
 }

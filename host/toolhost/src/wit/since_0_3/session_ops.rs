@@ -49,28 +49,26 @@ fn output(r: Read) -> sp::ProcessOutput {
     }
 }
 
-impl OpsCtx<'_> {
-    /// The session's processes, when the component may use them.
-    fn session(&self) -> Result<Arc<SessionProcesses>, process::ProcessError> {
-        if !self.caps.session_processes {
-            return Err(refused(
-                ProcessErrorCode::NotAllowed,
-                "this component may not start session processes",
-            ));
-        }
-        if self.cancel.is_cancelled() {
-            return Err(refused(
-                ProcessErrorCode::Cancelled,
-                "the call was cancelled",
-            ));
-        }
-        self.processes.cloned().ok_or_else(|| {
-            refused(
-                ProcessErrorCode::Other,
-                "this call's front end keeps no session processes",
-            )
-        })
+/// The session's processes, when the component may use them.
+fn session(ctx: &OpsCtx<'_>) -> Result<Arc<SessionProcesses>, process::ProcessError> {
+    if !ctx.caps.session_processes {
+        return Err(refused(
+            ProcessErrorCode::NotAllowed,
+            "this component may not start session processes",
+        ));
     }
+    if ctx.cancel.is_cancelled() {
+        return Err(refused(
+            ProcessErrorCode::Cancelled,
+            "the call was cancelled",
+        ));
+    }
+    ctx.processes.cloned().ok_or_else(|| {
+        refused(
+            ProcessErrorCode::Other,
+            "this call's front end keeps no session processes",
+        )
+    })
 }
 
 impl sp::Host for OpsCtx<'_> {
@@ -80,7 +78,7 @@ impl sp::Host for OpsCtx<'_> {
         input: sp::Input,
         shown: String,
     ) -> Reply<sp::ProcessInfo> {
-        let session = match self.session() {
+        let session = match session(self) {
             Ok(session) => session,
             Err(e) => return Ok(Err(e)),
         };
@@ -116,7 +114,7 @@ impl sp::Host for OpsCtx<'_> {
     }
 
     async fn read(&mut self, id: u32, wait_ms: u32) -> Reply<sp::ProcessOutput> {
-        let session = match self.session() {
+        let session = match session(self) {
             Ok(session) => session,
             Err(e) => return Ok(Err(e)),
         };
@@ -126,7 +124,7 @@ impl sp::Host for OpsCtx<'_> {
     }
 
     async fn write(&mut self, id: u32, data: Vec<u8>, wait_ms: u32) -> Reply<sp::ProcessOutput> {
-        let session = match self.session() {
+        let session = match session(self) {
             Ok(session) => session,
             Err(e) => return Ok(Err(e)),
         };
@@ -142,14 +140,14 @@ impl sp::Host for OpsCtx<'_> {
     }
 
     fn processes(&mut self) -> wasmtime::Result<Vec<sp::ProcessInfo>> {
-        Ok(match self.session() {
+        Ok(match session(self) {
             Ok(session) => session.list().into_iter().map(info).collect(),
             Err(_) => Vec::new(),
         })
     }
 
     async fn stop(&mut self, id: u32) -> Reply<sp::ProcessOutput> {
-        let session = match self.session() {
+        let session = match session(self) {
             Ok(session) => session,
             Err(e) => return Ok(Err(e)),
         };
