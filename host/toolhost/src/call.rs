@@ -266,7 +266,10 @@ pub(crate) async fn prepare(scope: &dyn Scope, i: usize) -> Preflight {
             }
         },
     };
-    let args = match tool.schema.coerce_and_validate(&prepared) {
+    let args = match tool
+        .schema
+        .coerce_and_validate_as(&prepared, session.settings.pi)
+    {
         Ok(args) => args,
         Err(issues) => {
             let text = validate::failure_text(name, &issues, &prepared);

@@ -14,9 +14,16 @@
 //!    only the in-place changes below the top-level object survive.
 //! 3. **The AJV-style pass** (pi-ai's `coerceWithJsonSchema`), which in Pi always runs because its
 //!    TypeBox detection is broken (§5 item 1).
-//! 4. **Validation** with TypeBox's error walk: TypeBox en_US messages in TypeBox order, at most
-//!    eight of them (TypeBox's `maxErrors`). Keywords the walk does not implement are covered by a
-//!    compiled `jsonschema` validator used as a backstop.
+//! 4. **Validation** with one error walk in the dialect of the caller's Pi profile
+//!    ([`dialect`]): for Pi 0.85 TypeBox's (en_US messages in TypeBox order, at most eight of
+//!    them, TypeBox's `maxErrors`), for Pi 1.5+ pi-schema's (its messages and its choice of
+//!    errors: one per missing property, the best branch of a union, every error listed). The walk
+//!    reports what failed as data ([`messages::Failure`]); the dialect's switches decide which
+//!    failures are reported where, and its table of templates words them. Keywords the walk
+//!    does not implement are covered by a compiled `jsonschema` validator used as a backstop.
+//!
+//! Coercion (steps 1-3) is the same for every profile: Pi 1.6's own coercion gives the same
+//! results on the schemas we care about.
 //!
 //! §7.3 wins over Pi in two places: `null` given for a string schema is never turned into `"null"`
 //! (step 2) or `""` (step 3), so it fails with `must be string`; and a string holding JSON is
@@ -41,9 +48,13 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt;
 
+use crate::profile::PiProfile;
+
 mod coerce;
 mod convert;
+mod dialect;
 mod js;
+mod messages;
 mod nulls;
 mod output;
 mod schema;
@@ -53,7 +64,9 @@ mod text;
 mod walk;
 
 use convert::*;
+use dialect::*;
 use js::*;
+use messages::*;
 use schema::*;
 
 pub use output::OutputSchema;
@@ -193,27 +206,26 @@ impl fmt::Display for Issue {
     }
 }
 
-/// An issue as the walk produces it: TypeBox's raw instance path (keys joined with `/`, not
-/// escaped), and for `required` the first missing name, which Pi appends to the path.
+/// An issue as the walk produces it: the instance path in the dialect's form
+/// ([`Dialect::child`]) and what failed there.
 struct RawIssue {
     instance_path: String,
-    message: String,
-    required_first: Option<String>,
+    failure: Failure,
 }
 
 impl RawIssue {
-    fn new(instance_path: &str, message: impl Into<String>) -> RawIssue {
+    fn new(instance_path: &str, failure: Failure) -> RawIssue {
         RawIssue {
             instance_path: instance_path.to_owned(),
-            message: message.into(),
-            required_first: None,
+            failure,
         }
     }
 
-    fn into_issue(self) -> Issue {
+    /// The issue in the words and path form of `dialect`.
+    fn into_issue(self, dialect: &Dialect) -> Issue {
         Issue {
-            path: format_path(&self.instance_path, self.required_first.as_deref()),
-            message: self.message,
+            path: dialect.show_path(&self.instance_path, &self.failure),
+            message: self.failure.message(dialect.texts),
         }
     }
 }
@@ -271,12 +283,24 @@ impl ArgumentSchema {
         &self.schema
     }
 
-    /// Spec §2.5 steps 1-4 with the §7.3 changes: returns the coerced deep copy, or the issues.
+    /// Spec §2.5 steps 1-4 with the §7.3 changes, as Pi 0.85: returns the coerced deep copy, or
+    /// the issues.
+    #[cfg(test)]
     pub fn coerce_and_validate(&self, args: &Value) -> Result<Value, Vec<Issue>> {
-        within_budget(|| self.coerce_and_validate_unbounded(args))
+        self.coerce_and_validate_as(args, PiProfile::V0_85)
     }
 
-    fn coerce_and_validate_unbounded(&self, args: &Value) -> Result<Value, Vec<Issue>> {
+    /// Spec §2.5 steps 1-4 with the §7.3 changes: the coerced deep copy, or the issues in the
+    /// words of `pi` (its dialect); the coercion is the same for every profile.
+    pub fn coerce_and_validate_as(&self, args: &Value, pi: PiProfile) -> Result<Value, Vec<Issue>> {
+        within_budget(|| self.coerce_and_validate_unbounded(args, Dialect::of(pi)))
+    }
+
+    fn coerce_and_validate_unbounded(
+        &self,
+        args: &Value,
+        dialect: &Dialect,
+    ) -> Result<Value, Vec<Issue>> {
         let mut args = args.clone();
         self.remove_optional_nulls(&mut args, &self.schema);
         // Pi ignores the value `Value.Convert` returns: only in-place changes inside the
@@ -290,18 +314,25 @@ impl ArgumentSchema {
         if args.is_object() {
             args = self.coerce_json(&self.schema, args);
         }
-        self.validate_unbounded(&args).map(|()| args)
+        self.validate_unbounded(&args, dialect).map(|()| args)
     }
 
     /// Step 4 alone: checks `value` against the schema, without coercion.
     #[cfg(test)]
     pub fn validate(&self, value: &Value) -> Result<(), Vec<Issue>> {
-        within_budget(|| self.validate_unbounded(value))
+        self.validate_as(value, PiProfile::V0_85)
     }
 
-    fn validate_unbounded(&self, value: &Value) -> Result<(), Vec<Issue>> {
+    /// Step 4 alone, with the issues `pi` reports.
+    #[cfg(test)]
+    pub fn validate_as(&self, value: &Value, pi: PiProfile) -> Result<(), Vec<Issue>> {
+        within_budget(|| self.validate_unbounded(value, Dialect::of(pi)))
+    }
+
+    fn validate_unbounded(&self, value: &Value, dialect: &Dialect) -> Result<(), Vec<Issue>> {
         let mut raw = Vec::new();
-        if self.walk(&self.schema, value, "", 0, &mut raw) && raw.is_empty() {
+        let passed = self.walk(dialect, &self.schema, value, "", 0, &mut raw);
+        if passed && raw.is_empty() {
             // A walk that ran out of steps passed everything unchecked; the backstop would
             // unfold the same references without any bound, so it is not asked.
             if budget_spent() {
@@ -314,31 +345,41 @@ impl ArgumentSchema {
             let issues = self
                 .backstop
                 .iter_errors(value)
-                .take(MAX_ISSUES)
+                .take(dialect.max_issues.unwrap_or(usize::MAX))
                 .map(|error| {
-                    let raw_path: String = error
+                    let raw_path = error
                         .instance_path()
                         .segments()
-                        .map(|segment| format!("/{segment}"))
-                        .collect();
+                        .fold(String::new(), |path, segment| {
+                            dialect.child(&path, &segment.to_string())
+                        });
                     Issue {
-                        path: format_path(&raw_path, None),
+                        path: dialect.show_path(&raw_path, &Failure::Invalid),
                         message: error.to_string(),
                     }
                 })
                 .collect();
             return Err(issues);
         }
+        if !passed && raw.is_empty() && dialect.invalid_when_unexplained && !budget_spent() {
+            raw.push(RawIssue::new("", Failure::Invalid));
+        }
         Err(raw
             .into_iter()
-            .take(MAX_ISSUES)
-            .map(RawIssue::into_issue)
+            .take(dialect.max_issues.unwrap_or(usize::MAX))
+            .map(|issue| issue.into_issue(dialect))
             .collect())
     }
 
-    /// True when `value` passes `schema` (a node of this tool's schema).
+    /// True when `value` passes `schema` (a node of this tool's schema), as the coercion asks
+    /// it: with TypeBox's reading of the keywords, whatever the profile.
     fn check(&self, schema: &Value, value: &Value) -> bool {
+        self.check_as(&TYPEBOX, schema, value)
+    }
+
+    /// True when `value` passes `schema` read the way of `dialect`.
+    fn check_as(&self, dialect: &Dialect, schema: &Value, value: &Value) -> bool {
         let mut sink = Vec::new();
-        self.walk(schema, value, "", 0, &mut sink)
+        self.walk(dialect, schema, value, "", 0, &mut sink)
     }
 }

@@ -95,19 +95,17 @@ pub(super) fn number_keyword(keywords: &Map<String, Value>, name: &str) -> Optio
     keywords.get(name).and_then(Value::as_f64)
 }
 
-/// The `type` message when `value` has none of the named types: `must be string`, or for a
-/// list `must be either string or null`. Unknown names accept anything, as in TypeBox.
-pub(super) fn type_mismatch(type_keyword: &Value, value: &Value) -> Option<String> {
+/// Whether `value` has none of the types the `type` keyword names (a name or a list of names).
+/// Unknown names accept anything, as in TypeBox (a schema that passed the meta-schema check
+/// names none).
+pub(super) fn fails_type(type_keyword: &Value, value: &Value) -> bool {
     match type_keyword {
-        Value::String(type_name) => {
-            (!matches_type_name(value, type_name)).then(|| format!("must be {type_name}"))
-        }
-        Value::Array(types) if types.iter().all(Value::is_string) => {
-            let names: Vec<&str> = types.iter().filter_map(Value::as_str).collect();
-            (!names.iter().any(|name| matches_type_name(value, name)))
-                .then(|| format!("must be either {}", names.join(" or ")))
-        }
-        _ => None,
+        Value::String(type_name) => !matches_type_name(value, type_name),
+        Value::Array(types) if types.iter().all(Value::is_string) => !types
+            .iter()
+            .filter_map(Value::as_str)
+            .any(|name| matches_type_name(value, name)),
+        _ => false,
     }
 }
 
@@ -134,14 +132,6 @@ pub(super) fn matches_json_type(value: &Value, type_name: &str) -> bool {
         "object" => value.is_object(),
         _ => false,
     }
-}
-
-pub(super) fn dependency_message(property: &str, names: &[Value]) -> String {
-    let names: Vec<&str> = names.iter().filter_map(Value::as_str).collect();
-    format!(
-        "must have properties {} when property {property} is present",
-        names.join(", ")
-    )
 }
 
 /// TypeBox builds instance paths by plain concatenation: keys are not JSON-pointer escaped.

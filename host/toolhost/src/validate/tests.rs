@@ -1039,3 +1039,1018 @@ fn grapheme_count_follows_typebox() {
     assert_eq!(grapheme_count("a\u{200d}"), 2); // a trailing ZWJ joins nothing
     assert_eq!(grapheme_count("x\u{fe0f}"), 1);
 }
+
+// ---- Pi 1.6: pi-schema's issues --------------------------------------------------------
+//
+// The expected lines below were produced by running pi-schema 1.6.0 itself (the
+// `@earendil-works/pi-schema` that Pi 1.6.0 installs) under Node: `compile(schema, {formats,
+// coerce: true, unresolvedRefs: "reject"})` as pi-ai 1.6's `validateToolArguments` calls it,
+// then `validate(value)` (no coercion: these cases test the walk), each error printed as
+// `formatValidationPath(path): message`.
+
+/// `(name, schema, value, pi-schema 1.6.0's lines)`; `(valid)` where pi-schema accepts the value.
+const PI_SCHEMA_CASES: &[(&str, &str, &str, &[&str])] = &[
+    (
+        "type_string_object",
+        r##"{"type":"object","properties":{"x":{"type":"string"}}}"##,
+        r##"{"x":{"a":1}}"##,
+        &[r##"x: expected string, got object"##],
+    ),
+    (
+        "type_string_array",
+        r##"{"type":"object","properties":{"x":{"type":"string"}}}"##,
+        r##"{"x":[1]}"##,
+        &[r##"x: expected string, got array"##],
+    ),
+    (
+        "type_string_integer",
+        r##"{"type":"object","properties":{"x":{"type":"string"}}}"##,
+        r##"{"x":5}"##,
+        &[r##"x: expected string, got integer"##],
+    ),
+    (
+        "type_string_number",
+        r##"{"type":"object","properties":{"x":{"type":"string"}}}"##,
+        r##"{"x":5.5}"##,
+        &[r##"x: expected string, got number"##],
+    ),
+    (
+        "type_string_null",
+        r##"{"type":"object","properties":{"x":{"type":"string"}}}"##,
+        r##"{"x":null}"##,
+        &[r##"x: expected string, got null"##],
+    ),
+    (
+        "type_string_boolean",
+        r##"{"type":"object","properties":{"x":{"type":"string"}}}"##,
+        r##"{"x":true}"##,
+        &[r##"x: expected string, got boolean"##],
+    ),
+    (
+        "type_integer_number",
+        r##"{"type":"object","properties":{"x":{"type":"integer"}}}"##,
+        r##"{"x":1.5}"##,
+        &[r##"x: expected integer, got number"##],
+    ),
+    (
+        "type_integer_whole_float",
+        r##"{"type":"object","properties":{"x":{"type":"integer"}}}"##,
+        r##"{"x":"1"}"##,
+        &[r##"x: expected integer, got string"##],
+    ),
+    (
+        "type_number_string",
+        r##"{"type":"object","properties":{"x":{"type":"number"}}}"##,
+        r##"{"x":"1"}"##,
+        &[r##"x: expected number, got string"##],
+    ),
+    (
+        "type_null_integer",
+        r##"{"type":"object","properties":{"x":{"type":"null"}}}"##,
+        r##"{"x":0}"##,
+        &[r##"x: expected null, got integer"##],
+    ),
+    (
+        "type_array_object",
+        r##"{"type":"object","properties":{"x":{"type":"array"}}}"##,
+        r##"{"x":{}}"##,
+        &[r##"x: expected array, got object"##],
+    ),
+    (
+        "type_boolean_string",
+        r##"{"type":"object","properties":{"x":{"type":"boolean"}}}"##,
+        r##"{"x":"true"}"##,
+        &[r##"x: expected boolean, got string"##],
+    ),
+    (
+        "type_list",
+        r##"{"type":"object","properties":{"x":{"type":["string","null"]}}}"##,
+        r##"{"x":5}"##,
+        &[r##"x: expected string or null, got integer"##],
+    ),
+    (
+        "type_stops_other_keywords",
+        r##"{"type":"object","properties":{"x":{"type":"string","minLength":3,"enum":["abc"]}}}"##,
+        r##"{"x":5}"##,
+        &[r##"x: expected string, got integer"##],
+    ),
+    (
+        "root_not_object",
+        r##"{"type":"object"}"##,
+        r##"5"##,
+        &[r##"root: expected object, got integer"##],
+    ),
+    (
+        "root_array",
+        r##"{"type":"object"}"##,
+        r##"[]"##,
+        &[r##"root: expected object, got array"##],
+    ),
+    (
+        "required_each",
+        r##"{"type":"object","properties":{"a":{"type":"string"}},"required":["b","a","c"]}"##,
+        r##"{}"##,
+        &[r##"b: missing"##, r##"a: missing"##, r##"c: missing"##],
+    ),
+    (
+        "required_nested",
+        r##"{"type":"object","properties":{"o":{"type":"object","properties":{"p":{}},"required":["p","q"]}}}"##,
+        r##"{"o":{}}"##,
+        &[r##"o.p: missing"##, r##"o.q: missing"##],
+    ),
+    (
+        "required_then_properties",
+        r##"{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"number"}},"required":["c"]}"##,
+        r##"{"b":"x","a":1}"##,
+        &[
+            r##"c: missing"##,
+            r##"a: expected string, got integer"##,
+            r##"b: expected number, got string"##,
+        ],
+    ),
+    (
+        "many_issues_no_cap",
+        r##"{"type":"object","properties":{},"required":["a","b","c","d","e","f","g","h","i","j"]}"##,
+        r##"{}"##,
+        &[
+            r##"a: missing"##,
+            r##"b: missing"##,
+            r##"c: missing"##,
+            r##"d: missing"##,
+            r##"e: missing"##,
+            r##"f: missing"##,
+            r##"g: missing"##,
+            r##"h: missing"##,
+            r##"i: missing"##,
+            r##"j: missing"##,
+        ],
+    ),
+    (
+        "additional_false",
+        r##"{"type":"object","properties":{"a":{}},"additionalProperties":false}"##,
+        r##"{"z":1,"a":1,"y":2,"1":3}"##,
+        &[
+            r##"1: unknown field"##,
+            r##"z: unknown field"##,
+            r##"y: unknown field"##,
+        ],
+    ),
+    (
+        "additional_schema",
+        r##"{"type":"object","properties":{"a":{}},"additionalProperties":{"type":"string"}}"##,
+        r##"{"z":1,"a":1,"y":"ok","w":true}"##,
+        &[
+            r##"z: expected string, got integer"##,
+            r##"w: expected string, got boolean"##,
+        ],
+    ),
+    (
+        "pattern_properties",
+        r##"{"type":"object","properties":{},"patternProperties":{"^n_":{"type":"number"},"_x$":{"type":"string"}},"additionalProperties":false}"##,
+        r##"{"n_a":"s","n_x":1,"b":1,"c_x":2}"##,
+        &[
+            r##"n_a: expected number, got string"##,
+            r##"n_x: expected string, got integer"##,
+            r##"b: unknown field"##,
+            r##"c_x: expected string, got integer"##,
+        ],
+    ),
+    (
+        "enum_strings",
+        r##"{"type":"object","properties":{"x":{"enum":["a","b"]}}}"##,
+        r##"{"x":"c"}"##,
+        &[r##"x: expected one of ["a","b"]"##],
+    ),
+    (
+        "enum_mixed",
+        r##"{"type":"object","properties":{"x":{"enum":["a",1,null,true,{"k":[1,2]},[3],1.5]}}}"##,
+        r##"{"x":"c"}"##,
+        &[r##"x: expected one of ["a",1,null,true,{"k":[1,2]},[3],1.5]"##],
+    ),
+    (
+        "enum_long",
+        r##"{"type":"object","properties":{"x":{"enum":[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24]}}}"##,
+        r##"{"x":99}"##,
+        &[
+            r##"x: expected one of [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19, ... and 5 more]"##,
+        ],
+    ),
+    (
+        "enum_exactly_20",
+        r##"{"type":"object","properties":{"x":{"enum":[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19]}}}"##,
+        r##"{"x":99}"##,
+        &[r##"x: expected one of [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19]"##],
+    ),
+    (
+        "enum_21",
+        r##"{"type":"object","properties":{"x":{"enum":["v0","v1","v2","v3","v4","v5","v6","v7","v8","v9","v10","v11","v12","v13","v14","v15","v16","v17","v18","v19","v20"]}}}"##,
+        r##"{"x":99}"##,
+        &[
+            r##"x: expected one of ["v0","v1","v2","v3","v4","v5","v6","v7","v8","v9","v10","v11","v12","v13","v14","v15","v16","v17","v18","v19", ... and 1 more]"##,
+        ],
+    ),
+    (
+        "const_string",
+        r##"{"type":"object","properties":{"x":{"const":"a\"b"}}}"##,
+        r##"{"x":"c"}"##,
+        &[r##"x: expected "a\"b""##],
+    ),
+    (
+        "const_object",
+        r##"{"type":"object","properties":{"x":{"const":{"b":1,"a":[1,"x"],"2":null}}}}"##,
+        r##"{"x":{}}"##,
+        &[r##"x: expected {"2":null,"b":1,"a":[1,"x"]}"##],
+    ),
+    (
+        "const_number",
+        r##"{"type":"object","properties":{"x":{"const":1e+21}}}"##,
+        r##"{"x":1}"##,
+        &[r##"x: expected 1e+21"##],
+    ),
+    (
+        "const_and_enum",
+        r##"{"type":"object","properties":{"x":{"const":"a","enum":["b"]}}}"##,
+        r##"{"x":"c"}"##,
+        &[r##"x: expected one of ["b"]"##, r##"x: expected "a""##],
+    ),
+    (
+        "min_length",
+        r##"{"type":"object","properties":{"x":{"type":"string","minLength":3}}}"##,
+        r##"{"x":"😀😀"}"##,
+        &[r##"x: expected at least 3 characters"##],
+    ),
+    (
+        "max_length",
+        r##"{"type":"object","properties":{"x":{"type":"string","maxLength":2}}}"##,
+        r##"{"x":"éé"}"##,
+        &[r##"x: expected at most 2 characters"##],
+    ),
+    (
+        "string_all",
+        r##"{"type":"object","properties":{"x":{"type":"string","minLength":5,"maxLength":1,"pattern":"^a+$","format":"email"}}}"##,
+        r##"{"x":"bb"}"##,
+        &[
+            r##"x: expected at least 5 characters"##,
+            r##"x: expected at most 1 characters"##,
+            r##"x: expected to match ^a+$"##,
+            r##"x: expected format email"##,
+        ],
+    ),
+    (
+        "pattern",
+        r##"{"type":"object","properties":{"x":{"type":"string","pattern":"^[a-z]+\\d$"}}}"##,
+        r##"{"x":"A1"}"##,
+        &[r##"x: expected to match ^[a-z]+\d$"##],
+    ),
+    (
+        "format_email",
+        r##"{"type":"object","properties":{"x":{"type":"string","format":"email"}}}"##,
+        r##"{"x":"nope"}"##,
+        &[r##"x: expected format email"##],
+    ),
+    (
+        "format_date_time",
+        r##"{"type":"object","properties":{"x":{"type":"string","format":"date-time"}}}"##,
+        r##"{"x":"2020-13-01"}"##,
+        &[r##"x: expected format date-time"##],
+    ),
+    (
+        "format_uuid",
+        r##"{"type":"object","properties":{"x":{"format":"uuid"}}}"##,
+        r##"{"x":"nope"}"##,
+        &[r##"x: expected format uuid"##],
+    ),
+    (
+        "format_unknown_passes_other_fails",
+        r##"{"type":"object","properties":{"x":{"format":"foo","minLength":9}}}"##,
+        r##"{"x":"nope"}"##,
+        &[r##"x: expected at least 9 characters"##],
+    ),
+    (
+        "number_all",
+        r##"{"type":"object","properties":{"x":{"type":"number","minimum":10,"maximum":1,"exclusiveMinimum":10,"exclusiveMaximum":1,"multipleOf":4}}}"##,
+        r##"{"x":5}"##,
+        &[
+            r##"x: expected >= 10"##,
+            r##"x: expected <= 1"##,
+            r##"x: expected > 10"##,
+            r##"x: expected < 1"##,
+            r##"x: expected a multiple of 4"##,
+        ],
+    ),
+    (
+        "minimum",
+        r##"{"type":"object","properties":{"x":{"minimum":1.5}}}"##,
+        r##"{"x":1}"##,
+        &[r##"x: expected >= 1.5"##],
+    ),
+    (
+        "maximum",
+        r##"{"type":"object","properties":{"x":{"maximum":-0.5}}}"##,
+        r##"{"x":0}"##,
+        &[r##"x: expected <= -0.5"##],
+    ),
+    (
+        "exclusive_minimum",
+        r##"{"type":"object","properties":{"x":{"exclusiveMinimum":1}}}"##,
+        r##"{"x":1}"##,
+        &[r##"x: expected > 1"##],
+    ),
+    (
+        "exclusive_maximum",
+        r##"{"type":"object","properties":{"x":{"exclusiveMaximum":1e+21}}}"##,
+        r##"{"x":1e+22}"##,
+        &[r##"x: expected < 1e+21"##],
+    ),
+    (
+        "multiple_of",
+        r##"{"type":"object","properties":{"x":{"multipleOf":0.01}}}"##,
+        r##"{"x":0.075}"##,
+        &[r##"x: expected a multiple of 0.01"##],
+    ),
+    (
+        "multiple_of_decimal_ok_then_fail",
+        r##"{"type":"object","properties":{"x":{"multipleOf":0.0001},"y":{"multipleOf":0.1},"z":{"multipleOf":3}}}"##,
+        r##"{"x":0.0075,"y":0.3,"z":1e-07}"##,
+        &[r##"z: expected a multiple of 3"##],
+    ),
+    (
+        "multiple_of_tiny",
+        r##"{"type":"object","properties":{"x":{"multipleOf":1e-10}}}"##,
+        r##"{"x":1.00000000001}"##,
+        &[r##"x: expected a multiple of 1e-10"##],
+    ),
+    (
+        "integer_with_minimum",
+        r##"{"type":"object","properties":{"x":{"type":"integer","minimum":0}}}"##,
+        r##"{"x":-1}"##,
+        &[r##"x: expected >= 0"##],
+    ),
+    (
+        "min_items",
+        r##"{"type":"object","properties":{"x":{"type":"array","minItems":2}}}"##,
+        r##"{"x":[1]}"##,
+        &[r##"x: expected at least 2 items"##],
+    ),
+    (
+        "max_items",
+        r##"{"type":"object","properties":{"x":{"type":"array","maxItems":1,"items":{"type":"string"}}}}"##,
+        r##"{"x":[1,"a",2]}"##,
+        &[
+            r##"x.0: expected string, got integer"##,
+            r##"x.2: expected string, got integer"##,
+            r##"x: expected at most 1 items"##,
+        ],
+    ),
+    (
+        "unique_items",
+        r##"{"type":"object","properties":{"x":{"uniqueItems":true}}}"##,
+        r##"{"x":[1,{"a":1,"b":2},{"b":2,"a":1}]}"##,
+        &[r##"x: expected unique items"##],
+    ),
+    (
+        "unique_items_zero",
+        r##"{"type":"object","properties":{"x":{"uniqueItems":true}}}"##,
+        r##"{"x":[0,-0.0]}"##,
+        &[r##"x: expected unique items"##],
+    ),
+    (
+        "unique_items_numbers",
+        r##"{"type":"object","properties":{"x":{"uniqueItems":true}}}"##,
+        r##"{"x":[1,1.0]}"##,
+        &[r##"x: expected unique items"##],
+    ),
+    (
+        "array_all",
+        r##"{"type":"object","properties":{"x":{"type":"array","minItems":5,"maxItems":1,"uniqueItems":true,"contains":{"type":"string"},"items":{"type":"integer"}}}}"##,
+        r##"{"x":[1,1,2.5]}"##,
+        &[
+            r##"x.2: expected integer, got number"##,
+            r##"x: expected at least 5 items"##,
+            r##"x: expected at most 1 items"##,
+            r##"x: expected unique items"##,
+            r##"x: expected at least 1 matching item"##,
+        ],
+    ),
+    (
+        "min_properties",
+        r##"{"type":"object","properties":{"o":{"type":"object","minProperties":2}}}"##,
+        r##"{"o":{"a":1}}"##,
+        &[r##"o: expected at least 2 properties"##],
+    ),
+    (
+        "max_properties",
+        r##"{"type":"object","properties":{"o":{"type":"object","maxProperties":1}}}"##,
+        r##"{"o":{"a":1,"b":2}}"##,
+        &[r##"o: expected at most 1 properties"##],
+    ),
+    (
+        "dependent_required",
+        r##"{"type":"object","properties":{},"dependentRequired":{"a":["b","c"],"z":["y"]}}"##,
+        r##"{"a":1,"c":1}"##,
+        &[r##"b: required when a is present"##],
+    ),
+    (
+        "dependencies_list",
+        r##"{"type":"object","properties":{},"dependencies":{"a":["b","c"]}}"##,
+        r##"{"a":1}"##,
+        &[
+            r##"b: required when a is present"##,
+            r##"c: required when a is present"##,
+        ],
+    ),
+    (
+        "dependencies_schema",
+        r##"{"type":"object","properties":{},"dependencies":{"a":{"required":["q"]}}}"##,
+        r##"{"a":1}"##,
+        &[r##"q: missing"##],
+    ),
+    (
+        "dependencies_and_dependent_required",
+        r##"{"type":"object","properties":{},"dependencies":{"b":["x"],"a":["y"]},"dependentRequired":{"a":["z"]}}"##,
+        r##"{"a":1,"b":1}"##,
+        &[
+            r##"y: required when a is present"##,
+            r##"x: required when b is present"##,
+        ],
+    ),
+    (
+        "dependent_schemas",
+        r##"{"type":"object","properties":{},"dependentSchemas":{"a":{"properties":{"b":{"type":"string"}}}}}"##,
+        r##"{"a":1,"b":1}"##,
+        &[r##"b: expected string, got integer"##],
+    ),
+    (
+        "property_names",
+        r##"{"type":"object","properties":{},"propertyNames":{"pattern":"^[a-z]+$"}}"##,
+        r##"{"A":1,"b":2,"C":3}"##,
+        &[
+            r##"A: invalid property name"##,
+            r##"C: invalid property name"##,
+        ],
+    ),
+    (
+        "property_names_max_length",
+        r##"{"type":"object","properties":{},"propertyNames":{"maxLength":2}}"##,
+        r##"{"abc":1,"ab":2}"##,
+        &[r##"abc: invalid property name"##],
+    ),
+    (
+        "contains",
+        r##"{"type":"object","properties":{"x":{"type":"array","contains":{"type":"string"}}}}"##,
+        r##"{"x":[1,2]}"##,
+        &[r##"x: expected at least 1 matching item"##],
+    ),
+    (
+        "contains_empty",
+        r##"{"type":"object","properties":{"x":{"contains":{"type":"string"}}}}"##,
+        r##"{"x":[]}"##,
+        &[r##"x: expected at least 1 matching item"##],
+    ),
+    (
+        "min_contains",
+        r##"{"type":"object","properties":{"x":{"contains":{"type":"string"},"minContains":2}}}"##,
+        r##"{"x":["a",1]}"##,
+        &[r##"x: expected at least 2 matching items"##],
+    ),
+    (
+        "max_contains",
+        r##"{"type":"object","properties":{"x":{"contains":{"type":"string"},"maxContains":1}}}"##,
+        r##"{"x":["a","b"]}"##,
+        &[r##"x: expected between 1 and 1 matching items"##],
+    ),
+    (
+        "max_contains_2",
+        r##"{"type":"object","properties":{"x":{"contains":{"type":"string"},"maxContains":2}}}"##,
+        r##"{"x":["a","b","c"]}"##,
+        &[r##"x: expected between 1 and 2 matching items"##],
+    ),
+    (
+        "min_max_contains",
+        r##"{"type":"object","properties":{"x":{"contains":{"type":"string"},"minContains":2,"maxContains":3}}}"##,
+        r##"{"x":["a"]}"##,
+        &[r##"x: expected between 2 and 3 matching items"##],
+    ),
+    (
+        "min_contains_zero",
+        r##"{"type":"object","properties":{"x":{"contains":{"type":"string"},"minContains":0,"maxContains":1}}}"##,
+        r##"{"x":["a","b"]}"##,
+        &[r##"x: expected at most 1 matching item"##],
+    ),
+    (
+        "not",
+        r##"{"type":"object","properties":{"x":{"not":{"type":"string"}}}}"##,
+        r##"{"x":"s"}"##,
+        &[r##"x: must not match the schema in not"##],
+    ),
+    (
+        "any_of_scalars",
+        r##"{"type":"object","properties":{"x":{"anyOf":[{"type":"string"},{"type":"number"}]}}}"##,
+        r##"{"x":true}"##,
+        &[r##"x: expected string, got boolean"##],
+    ),
+    (
+        "any_of_deepest_first_error",
+        r##"{"type":"object","properties":{"x":{"anyOf":[{"type":"string"},{"type":"array","items":{"type":"string"}}]}}}"##,
+        r##"{"x":[1,2]}"##,
+        &[
+            r##"x.0: expected string, got integer"##,
+            r##"x.1: expected string, got integer"##,
+        ],
+    ),
+    (
+        "any_of_objects_declared",
+        r##"{"type":"object","properties":{"x":{"anyOf":[{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]},{"type":"object","properties":{"b":{"type":"string"},"c":{"type":"number"}},"required":["b"]}]}}}"##,
+        r##"{"x":{"b":1,"c":"x"}}"##,
+        &[
+            r##"x.b: expected string, got integer"##,
+            r##"x.c: expected number, got string"##,
+        ],
+    ),
+    (
+        "any_of_objects_tie",
+        r##"{"type":"object","properties":{"x":{"anyOf":[{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]},{"type":"object","properties":{"b":{"type":"string"}},"required":["b"]}]}}}"##,
+        r##"{"x":{}}"##,
+        &[r##"x.a: missing"##],
+    ),
+    (
+        "any_of_tagged",
+        r##"{"type":"object","properties":{"x":{"anyOf":[{"type":"object","properties":{"kind":{"const":"a"},"n":{"type":"number"}},"required":["kind","n"]},{"type":"object","properties":{"kind":{"const":"b"},"s":{"type":"string"}},"required":["kind","s"]}]}}}"##,
+        r##"{"x":{"kind":"b","s":1}}"##,
+        &[r##"x.s: expected string, got integer"##],
+    ),
+    (
+        "any_of_tagged_unknown_tag",
+        r##"{"type":"object","properties":{"x":{"anyOf":[{"type":"object","properties":{"kind":{"const":"a"}},"required":["kind"]},{"type":"object","properties":{"kind":{"const":"b"}},"required":["kind"]}]}}}"##,
+        r##"{"x":{"kind":"c"}}"##,
+        &[r##"x.kind: expected one of ["a","b"]"##],
+    ),
+    (
+        "any_of_tagged_not_object",
+        r##"{"type":"object","properties":{"x":{"anyOf":[{"type":"object","properties":{"kind":{"const":1}}},{"type":"object","properties":{"kind":{"const":2}}}]}}}"##,
+        r##"{"x":"s"}"##,
+        &[r##"x: expected object, got string"##],
+    ),
+    (
+        "any_of_literals",
+        r##"{"type":"object","properties":{"x":{"anyOf":[{"const":"a"},{"const":"b"}]}}}"##,
+        r##"{"x":"c"}"##,
+        &[r##"x: expected "a""##],
+    ),
+    (
+        "any_of_nested_ref",
+        r##"{"type":"object","properties":{"x":{"anyOf":[{"$ref":"#/$defs/A"},{"$ref":"#/$defs/B"}]}},"$defs":{"A":{"type":"object","properties":{"t":{"const":"a"},"v":{"type":"number"}}},"B":{"type":"object","properties":{"t":{"const":"b"},"v":{"type":"string"}}}}}"##,
+        r##"{"x":{"t":"a","v":"s"}}"##,
+        &[r##"x.v: expected number, got string"##],
+    ),
+    (
+        "one_of_none",
+        r##"{"type":"object","properties":{"x":{"oneOf":[{"type":"string"},{"type":"number"}]}}}"##,
+        r##"{"x":null}"##,
+        &[r##"x: expected string, got null"##],
+    ),
+    (
+        "one_of_many",
+        r##"{"type":"object","properties":{"x":{"oneOf":[{"type":"number"},{"type":"integer"}]}}}"##,
+        r##"{"x":1}"##,
+        &[r##"x: matches more than one alternative"##],
+    ),
+    (
+        "any_of_with_other_keywords",
+        r##"{"type":"object","properties":{"x":{"type":"string","minLength":3,"anyOf":[{"pattern":"^a"},{"pattern":"^b"}]}}}"##,
+        r##"{"x":"c"}"##,
+        &[
+            r##"x: expected at least 3 characters"##,
+            r##"x: expected to match ^a"##,
+        ],
+    ),
+    (
+        "false_schema",
+        r##"{"type":"object","properties":{"x":false}}"##,
+        r##"{"x":1}"##,
+        &[r##"x: no value is allowed here"##],
+    ),
+    (
+        "false_items",
+        r##"{"type":"object","properties":{"x":{"items":false}}}"##,
+        r##"{"x":[1,2]}"##,
+        &[
+            r##"x.0: no value is allowed here"##,
+            r##"x.1: no value is allowed here"##,
+        ],
+    ),
+    (
+        "all_of",
+        r##"{"type":"object","properties":{"x":{"allOf":[{"type":"string"},{"minLength":2},{"maxLength":5}]}}}"##,
+        r##"{"x":"a"}"##,
+        &[r##"x: expected at least 2 characters"##],
+    ),
+    (
+        "if_then",
+        r##"{"type":"object","properties":{"x":{"if":{"type":"string"},"then":{"minLength":3},"else":{"minimum":5}}}}"##,
+        r##"{"x":"a"}"##,
+        &[r##"x: expected at least 3 characters"##],
+    ),
+    (
+        "if_else",
+        r##"{"type":"object","properties":{"x":{"if":{"type":"string"},"then":{"minLength":3},"else":{"minimum":5}}}}"##,
+        r##"{"x":1}"##,
+        &[r##"x: expected >= 5"##],
+    ),
+    (
+        "ref",
+        r##"{"type":"object","properties":{"x":{"$ref":"#/$defs/N"}},"$defs":{"N":{"type":"number","minimum":3}}}"##,
+        r##"{"x":1}"##,
+        &[r##"x: expected >= 3"##],
+    ),
+    (
+        "ref_with_siblings",
+        r##"{"type":"object","properties":{"x":{"$ref":"#/$defs/N","maximum":0}},"$defs":{"N":{"type":"number","minimum":3}}}"##,
+        r##"{"x":1}"##,
+        &[r##"x: expected <= 0"##, r##"x: expected >= 3"##],
+    ),
+    (
+        "keys_with_slash_and_tilde",
+        r##"{"type":"object","properties":{"a/b":{"type":"object","properties":{"c~d":{"type":"string"}}},"e.f":{"type":"string"}},"required":["m/n","o~p"]}"##,
+        r##"{"a/b":{"c~d":1},"e.f":2}"##,
+        &[
+            r##"m/n: missing"##,
+            r##"o~p: missing"##,
+            r##"a/b.c~d: expected string, got integer"##,
+            r##"e.f: expected string, got integer"##,
+        ],
+    ),
+    (
+        "additional_false_slash",
+        r##"{"type":"object","properties":{},"additionalProperties":false}"##,
+        r##"{"x/y~z":1}"##,
+        &[r##"x/y~z: unknown field"##],
+    ),
+    (
+        "items_tuple",
+        r##"{"type":"object","properties":{"x":{"prefixItems":[{"type":"string"},{"type":"number"}],"items":{"type":"boolean"}}}}"##,
+        r##"{"x":[1,"a",3]}"##,
+        &[
+            r##"x.0: expected string, got integer"##,
+            r##"x.1: expected number, got string"##,
+            r##"x.2: expected boolean, got integer"##,
+        ],
+    ),
+    (
+        "nested_array_paths",
+        r##"{"type":"object","properties":{"x":{"type":"array","items":{"type":"array","items":{"type":"object","properties":{"n":{"type":"number"}},"required":["n"]}}}}}"##,
+        r##"{"x":[[{"n":1},{}],[{"n":"s"}]]}"##,
+        &[
+            r##"x.0.1.n: missing"##,
+            r##"x.1.0.n: expected number, got string"##,
+        ],
+    ),
+    (
+        "object_keys_order",
+        r##"{"type":"object","properties":{"b":{"type":"string"},"2":{"type":"string"},"a":{"type":"string"}}}"##,
+        r##"{"a":1,"b":1,"2":1}"##,
+        &[
+            r##"2: expected string, got integer"##,
+            r##"b: expected string, got integer"##,
+            r##"a: expected string, got integer"##,
+        ],
+    ),
+    (
+        "properties_then_additional_order",
+        r##"{"type":"object","properties":{"a":{"type":"string"}},"required":["r"],"additionalProperties":false,"minProperties":9}"##,
+        r##"{"z":1,"a":1}"##,
+        &[
+            r##"r: missing"##,
+            r##"a: expected string, got integer"##,
+            r##"z: unknown field"##,
+            r##"root: expected at least 9 properties"##,
+        ],
+    ),
+    (
+        "nullable_anyof",
+        r##"{"type":"object","properties":{"x":{"anyOf":[{"type":"string"},{"type":"null"}]}}}"##,
+        r##"{"x":1}"##,
+        &[r##"x: expected string, got integer"##],
+    ),
+    (
+        "number_message_formats",
+        r##"{"type":"object","properties":{"x":{"minimum":1e+21},"y":{"maximum":1e-07},"z":{"minimum":0.1}}}"##,
+        r##"{"x":1,"y":1,"z":0}"##,
+        &[
+            r##"x: expected >= 1e+21"##,
+            r##"y: expected <= 1e-7"##,
+            r##"z: expected >= 0.1"##,
+        ],
+    ),
+    (
+        "one_of_tagged_two_match",
+        r##"{"type":"object","properties":{"x":{"oneOf":[{"type":"object","properties":{"k":{"const":1}}},{"type":"object","properties":{"k":{"const":2}}}]}}}"##,
+        r##"{"x":{}}"##,
+        &[r##"x: matches more than one alternative"##],
+    ),
+    (
+        "nested_unions",
+        r##"{"type":"object","properties":{"x":{"anyOf":[{"type":"string"},{"anyOf":[{"type":"array","items":{"type":"number"}},{"type":"object","required":["a"]}]}]}}}"##,
+        r##"{"x":[1,"b"]}"##,
+        &[r##"x.1: expected number, got string"##],
+    ),
+    (
+        "any_of_with_false",
+        r##"{"type":"object","properties":{"x":{"anyOf":[false,{"type":"string"}]}}}"##,
+        r##"{"x":1}"##,
+        &[r##"x: no value is allowed here"##],
+    ),
+    (
+        "any_of_all_false",
+        r##"{"type":"object","properties":{"x":{"anyOf":[false,false]}}}"##,
+        r##"{"x":1}"##,
+        &[r##"x: no value is allowed here"##],
+    ),
+    (
+        "enum_objects",
+        r##"{"type":"object","properties":{"x":{"enum":[{"a":1,"b":[1]},{"b":2}]}}}"##,
+        r##"{"x":{"b":[1],"a":2}}"##,
+        &[r##"x: expected one of [{"a":1,"b":[1]},{"b":2}]"##],
+    ),
+    (
+        "empty_key",
+        r##"{"type":"object","properties":{"":{"type":"string"}},"required":["","~"]}"##,
+        r##"{"":1}"##,
+        &[r##"~: missing"##, r##": expected string, got integer"##],
+    ),
+    (
+        "tilde_one_key",
+        r##"{"type":"object","properties":{},"additionalProperties":false}"##,
+        r##"{"a~1b":1}"##,
+        &[r##"a~1b: unknown field"##],
+    ),
+    (
+        "recursive_ref",
+        r##"{"type":"object","properties":{"t":{"$ref":"#/$defs/T"}},"$defs":{"T":{"type":"object","properties":{"v":{"type":"number"},"kids":{"type":"array","items":{"$ref":"#/$defs/T"}}},"required":["v"]}}}"##,
+        r##"{"t":{"v":1,"kids":[{"v":"x"},{"kids":[{}]}]}}"##,
+        &[
+            r##"t.kids.0.v: expected number, got string"##,
+            r##"t.kids.1.v: missing"##,
+            r##"t.kids.1.kids.0.v: missing"##,
+        ],
+    ),
+    (
+        "additional_schema_with_pattern",
+        r##"{"type":"object","properties":{},"patternProperties":{"^a":{"type":"string"}},"additionalProperties":{"type":"number"},"propertyNames":{"maxLength":2}}"##,
+        r##"{"abc":1,"b":"s","ab":"ok"}"##,
+        &[
+            r##"abc: expected string, got integer"##,
+            r##"abc: invalid property name"##,
+            r##"b: expected number, got string"##,
+        ],
+    ),
+    (
+        "deps_missing_and_present_key_absent",
+        r##"{"type":"object","properties":{},"dependentRequired":{"q":["r"]}}"##,
+        r##"{"r":1,"z":1}"##,
+        &[r##"(valid)"##],
+    ),
+    (
+        "if_no_else",
+        r##"{"type":"object","properties":{"x":{"if":{"type":"string"},"then":{"minLength":3}}}}"##,
+        r##"{"x":1}"##,
+        &[r##"(valid)"##],
+    ),
+    (
+        "contains_nested_errors",
+        r##"{"type":"object","properties":{"x":{"contains":{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}}}}"##,
+        r##"{"x":[{"a":1},{}]}"##,
+        &[r##"x: expected at least 1 matching item"##],
+    ),
+    (
+        "const_null",
+        r##"{"type":"object","properties":{"x":{"const":null}}}"##,
+        r##"{"x":0}"##,
+        &[r##"x: expected null"##],
+    ),
+    (
+        "const_false_vs_0",
+        r##"{"type":"object","properties":{"x":{"enum":[false,0,""]}}}"##,
+        r##"{"x":null}"##,
+        &[r##"x: expected one of [false,0,""]"##],
+    ),
+    (
+        "type_integer_list",
+        r##"{"type":"object","properties":{"x":{"type":["integer","boolean"]}}}"##,
+        r##"{"x":2.5}"##,
+        &[r##"x: expected integer or boolean, got number"##],
+    ),
+    (
+        "string_newline_const",
+        r##"{"type":"object","properties":{"x":{"const":"a\nb\u0001 é"}}}"##,
+        r##"{"x":"c"}"##,
+        &[r##"x: expected "a\nb\u0001 é""##],
+    ),
+    (
+        "one_of_best_by_depth",
+        r##"{"type":"object","properties":{"x":{"oneOf":[{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"string"}}}}},{"type":"object","required":["z"]}]}}}"##,
+        r##"{"x":{"a":{"b":1}}}"##,
+        &[r##"x.a.b: expected string, got integer"##],
+    ),
+    (
+        "union_declared_ties_depth",
+        r##"{"type":"object","properties":{"x":{"anyOf":[{"type":"object","properties":{"a":{"type":"string"}},"required":["q"]},{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"string"}}}}}]}}}"##,
+        r##"{"x":{"a":{"b":1}}}"##,
+        &[r##"x.a.b: expected string, got integer"##],
+    ),
+    (
+        "all_of_required_and_additional",
+        r##"{"type":"object","properties":{"x":{"allOf":[{"type":"object","properties":{"a":{}},"required":["a"]},{"additionalProperties":false}]}}}"##,
+        r##"{"x":{"b":1}}"##,
+        &[r##"x.a: missing"##, r##"x.b: unknown field"##],
+    ),
+    (
+        "min_length_surrogates",
+        r##"{"type":"object","properties":{"x":{"maxLength":1}}}"##,
+        r##"{"x":"😀"}"##,
+        &[r##"(valid)"##],
+    ),
+    (
+        "unique_items_objects_order",
+        r##"{"type":"object","properties":{"x":{"uniqueItems":true}}}"##,
+        r##"{"x":[[1,2],[2,1],{"a":null},{"a":null}]}"##,
+        &[r##"x: expected unique items"##],
+    ),
+];
+
+#[test]
+fn pi_1_6_reports_pi_schemas_issues() {
+    let mut wrong = Vec::new();
+    for (name, schema, value, expected) in PI_SCHEMA_CASES {
+        let schema: Value = serde_json::from_str(schema).expect("case schema is JSON");
+        let value: Value = serde_json::from_str(value).expect("case value is JSON");
+        let found: Vec<String> = match compile(&schema).validate_as(&value, PiProfile::V1_6) {
+            Ok(()) => vec!["(valid)".to_owned()],
+            Err(issues) => issues.iter().map(Issue::to_string).collect(),
+        };
+        if found != *expected {
+            wrong.push(format!(
+                "{name}:\n  expected {expected:?}\n  found    {found:?}"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn pi_1_6_accepts_what_pi_schema_accepts() {
+    // Valid for pi-schema 1.6.0 (checked the same way), some of them failing for TypeBox.
+    let cases = [
+        // A union whose tag is missing matches both untagged-required branches.
+        (
+            json!({"type":"object","properties":{"x":{"anyOf":[
+                {"type":"object","properties":{"kind":{"const":"a"}}},
+                {"type":"object","properties":{"kind":{"const":"b"}}}]}}}),
+            json!({"x":{}}),
+        ),
+        // multipleOf is exact on decimals: 0.0075 / 0.0001 is 74.99999999999999.
+        (
+            one("x", json!({"multipleOf":0.0001}), true),
+            json!({"x":0.0075}),
+        ),
+        (one("x", json!({"multipleOf":0.1}), true), json!({"x":0.3})),
+        // Lengths count code points: two combining accents are four.
+        (
+            one("x", json!({"type":"string","minLength":4}), true),
+            json!({"x":"e\u{301}e\u{301}"}),
+        ),
+        // `minContains: 0` makes an empty array fine.
+        (
+            one(
+                "x",
+                json!({"contains":{"type":"string"},"minContains":0}),
+                true,
+            ),
+            json!({"x":[]}),
+        ),
+    ];
+    for (schema, value) in cases {
+        assert_eq!(
+            compile(&schema).validate_as(&value, PiProfile::V1_6),
+            Ok(()),
+            "{schema} {value}"
+        );
+    }
+}
+
+#[test]
+fn pi_1_6_multiple_of_is_exact_on_decimal_forms() {
+    // pi-schema 1.6.0's `isMultiple` on the same pairs, run under Node.
+    let cases = [
+        (0.0075, 0.0001, true),
+        (0.3, 0.1, true),
+        (4.0, 2.0, true),
+        // The quotient is infinite: `%` decides.
+        (1e300, 1e-300, false),
+        // The quotient underflows to 0, a whole number.
+        (1e-300, 1e300, true),
+        (1e-7, 3.0, false),
+        (1.00000000001, 1e-10, false),
+        (0.075, 0.01, false),
+    ];
+    for (number, divisor, multiple) in cases {
+        assert_eq!(
+            dialect::is_exact_multiple(number, divisor),
+            multiple,
+            "{number} / {divisor}"
+        );
+    }
+}
+
+/// The recorded Pi 1.6 cases that fail validation, with the built-ins' schemas recorded beside
+/// them.
+const PI_1_6_VALIDATION_CASES: [&str; 14] = [
+    "C031", "C073", "C076", "C121", "P033", "P034", "P039", "P052", "P054", "P058", "P059", "P060",
+    "P061", "P064",
+];
+
+#[test]
+fn pi_1_6_recorded_validation_failures_are_reproduced() {
+    let cases: Value =
+        serde_json::from_str(include_str!("../../../../tests/fixtures/pi-1.6/cases.json"))
+            .expect("cases.json is JSON");
+    let tools: Value =
+        serde_json::from_str(include_str!("../../../../tests/fixtures/pi-1.6/tools.json"))
+            .expect("tools.json is JSON");
+    let cases = cases["cases"].as_array().expect("a list of cases");
+    for id in PI_1_6_VALIDATION_CASES {
+        let case = cases
+            .iter()
+            .find(|case| case["id"] == id)
+            .unwrap_or_else(|| panic!("{id} is recorded"));
+        let tool = case["tool"].as_str().expect("a tool name");
+        let schema = compile(&tools["tools"][tool]["definition"]["parameters"]);
+        let arguments = &case["arguments"];
+        let issues = schema
+            .coerce_and_validate_as(arguments, PiProfile::V1_6)
+            .expect_err(id);
+        assert_eq!(
+            failure_text(tool, &issues, arguments),
+            case["pi"]["content"][0]["text"].as_str().expect("a text"),
+            "{id}"
+        );
+        // Pi 0.85 words the same failure its own way.
+        let old = schema.coerce_and_validate(arguments).expect_err(id);
+        assert_ne!(old, issues, "{id}");
+    }
+}
+
+#[test]
+fn pi_1_6_built_in_schemas_report_every_issue() {
+    // From pi-schema 1.6.0 (as above) on the recorded schemas of edit and grep.
+    let tools: Value =
+        serde_json::from_str(include_str!("../../../../tests/fixtures/pi-1.6/tools.json"))
+            .expect("tools.json is JSON");
+    let schema_of = |tool: &str| compile(&tools["tools"][tool]["definition"]["parameters"]);
+    let lines = |schema: &ArgumentSchema, value: Value| -> Vec<String> {
+        let issues = schema
+            .validate_as(&value, PiProfile::V1_6)
+            .expect_err("fails");
+        issues.iter().map(Issue::to_string).collect()
+    };
+    assert_eq!(
+        lines(
+            &schema_of("edit"),
+            json!({"path":1,"edits":[{"oldText":1},5,{"newText":"x","oldText":"y"},{}]})
+        ),
+        [
+            "path: expected string, got integer",
+            "edits.0.newText: missing",
+            "edits.0.oldText: expected string, got integer",
+            "edits.1: expected object, got integer",
+            "edits.3.oldText: missing",
+            "edits.3.newText: missing"
+        ]
+    );
+    assert_eq!(
+        lines(
+            &schema_of("grep"),
+            json!({"ignoreCase":"yes","context":"2","limit":null})
+        ),
+        [
+            "pattern: missing",
+            "ignoreCase: expected boolean, got string",
+            "context: expected number, got string",
+            "limit: expected number, got null"
+        ]
+    );
+}
+
+#[test]
+fn both_profiles_share_the_coercion() {
+    let schema = compile(&read_schema());
+    let args = json!({"path":123,"offset":"5","limit":null});
+    assert_eq!(
+        schema.coerce_and_validate_as(&args, PiProfile::V1_6),
+        schema.coerce_and_validate(&args)
+    );
+    assert_eq!(
+        schema.coerce_and_validate_as(&args, PiProfile::V0_85),
+        Ok(json!({"path":"123","offset":5}))
+    );
+}

@@ -31,6 +31,41 @@ pub fn js_stringify_pretty(value: &Value) -> String {
     out
 }
 
+/// `JSON.stringify(value)` byte-for-byte: no whitespace, otherwise as [`js_stringify_pretty`].
+pub(super) fn js_stringify(value: &Value) -> String {
+    let mut out = String::new();
+    write_compact(&mut out, value);
+    out
+}
+
+fn write_compact(out: &mut String, value: &Value) {
+    match value {
+        Value::Array(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_compact(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(object) => {
+            out.push('{');
+            for (index, (key, item)) in js_entries(object).into_iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_js_string(out, key);
+                out.push(':');
+                write_compact(out, item);
+            }
+            out.push('}');
+        }
+        scalar => write_pretty(out, scalar, 0),
+    }
+}
+
 pub(super) fn write_pretty(out: &mut String, value: &Value, depth: usize) {
     match value {
         Value::Null => out.push_str("null"),
