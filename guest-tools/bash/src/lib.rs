@@ -12,11 +12,18 @@
 //! throttled updates (at most one per 100 ms, a pending one sent when output
 //! pauses, a last one at the end); then the result, or an error carrying the
 //! output and the reason (exit code, signal, timeout, abort).
+//!
+//! The host's Pi profile picks [`Rules`]: under Pi 1.6 a non-zero exit or a
+//! signal is a *returned* error that keeps the tool's details, a signal is
+//! reported as exit code 128 + its number, and output whose kept tail is one
+//! over-long line with its newline shows that line's end (docs/pi-1.6.md
+//! §3.5). Timeouts and aborts are thrown errors under both.
 
 mod output;
 
 use output::{Accumulator, FileStore, Snapshot};
 use std::time::{Duration, Instant};
+use toolhost_sdk::pi::{self, Profile};
 use toolhost_sdk::process::{self, ChildEvent, ExitStatus, ProcessErrorCode};
 use toolhost_sdk::serde_json::{Map, Value, json};
 use toolhost_sdk::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size};
@@ -31,6 +38,41 @@ const MAX_TIMEOUT_MS: f64 = 2_147_483_647.0;
 
 /// Least time between two progress updates (Pi's `BASH_UPDATE_THROTTLE_MS`).
 const UPDATE_THROTTLE: Duration = Duration::from_millis(100);
+
+/// What differs between Pi releases; the one code path reads it.
+struct Rules {
+    /// A command that exited with a non-zero code or was killed by a signal
+    /// is a returned error with the tool's details (absent, or the
+    /// truncation and full-output path); otherwise a thrown one (the host
+    /// gives it details `{}`).
+    returned_errors: bool,
+    /// A signal-killed shell is `Command exited with code {128 + signal}`
+    /// (the shell's convention); otherwise toolhost's `Command terminated by
+    /// signal {name}` (§7.12).
+    signal_exit_codes: bool,
+    /// When the kept tail is nothing but the end of one over-long line and
+    /// its newline, that end is shown (Pi #12062); otherwise nothing is.
+    long_last_line_shown: bool,
+}
+
+const PI_0_85: Rules = Rules {
+    returned_errors: false,
+    signal_exit_codes: false,
+    long_last_line_shown: false,
+};
+
+const PI_1_6: Rules = Rules {
+    returned_errors: true,
+    signal_exit_codes: true,
+    long_last_line_shown: true,
+};
+
+fn rules(profile: Profile) -> &'static Rules {
+    match profile {
+        Profile::V0_85 => &PI_0_85,
+        Profile::V1_6 => &PI_1_6,
+    }
+}
 
 /// One shell tool: how it presents itself and how it starts its shell.
 struct Shell {
@@ -139,13 +181,13 @@ impl Shell {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let timeout = args.get("timeout").and_then(Value::as_f64);
+        let rules = rules(pi::profile());
         ctx.update(Vec::new(), None);
         let store = OutputDir::new(ctx, self.file_prefix);
-        let mut progress = Progress::new(Accumulator::new(
-            DEFAULT_MAX_LINES,
-            DEFAULT_MAX_BYTES,
-            store,
-        ));
+        let mut progress = Progress::new(
+            Accumulator::new(DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES, store)
+                .with_long_last_line_shown(rules.long_last_line_shown),
+        );
         let status = self.run(ctx, command, timeout, &mut progress);
         let snapshot = progress.finish(ctx);
         let acc = &progress.acc;
@@ -157,22 +199,22 @@ impl Shell {
                 return Ok(out);
             }
             Ok(ExitStatus::Code(code)) => {
-                let (text, _) = format_output(&snapshot, acc, "(no output)");
-                return Err(append_status(
-                    &text,
-                    &format!("Command exited with code {code}"),
-                ));
+                let (text, details) = format_output(&snapshot, acc, "(no output)");
+                let status = format!("Command exited with code {code}");
+                return ended_badly(rules, &text, details, &status);
             }
             Ok(ExitStatus::Signal(name)) => {
-                let (text, _) = format_output(&snapshot, acc, "(no output)");
-                return Err(append_status(
-                    &text,
-                    &format!("Command terminated by signal {name}"),
-                ));
+                let (text, details) = format_output(&snapshot, acc, "(no output)");
+                let status = if rules.signal_exit_codes {
+                    format!("Command exited with code {}", 128 + signal_number(&name))
+                } else {
+                    format!("Command terminated by signal {name}")
+                };
+                return ended_badly(rules, &text, details, &status);
             }
             Ok(ExitStatus::LimitExceeded(message)) => {
                 let (text, _) = format_output(&snapshot, acc, "(no output)");
-                return Err(append_status(&text, &message));
+                return Err(ToolError::new(append_status(&text, &message)));
             }
             Ok(ExitStatus::TimedOut(ms)) => Failure::TimedOut(match timeout {
                 Some(secs) => js::number(secs),
@@ -182,13 +224,13 @@ impl Shell {
             Err(failure) => failure,
         };
         let (text, _) = format_output(&snapshot, acc, "");
-        Err(match failure {
-            Failure::Message(message) => ToolError::new(message),
+        Err(ToolError::new(match failure {
+            Failure::Message(message) => message,
             Failure::Aborted => append_status(&text, "Command aborted"),
             Failure::TimedOut(secs) => {
                 append_status(&text, &format!("Command timed out after {secs} seconds"))
             }
-        })
+        }))
     }
 
     /// Start the shell and feed its output to `progress` until it ends.
@@ -289,11 +331,75 @@ fn resolve_timeout_ms(timeout: Option<f64>) -> Result<Option<u64>, Failure> {
 }
 
 /// `{text}\n\n{status}`, or the status alone after no output (Pi's `appendStatus`).
-fn append_status(text: &str, status: &str) -> ToolError {
+fn append_status(text: &str, status: &str) -> String {
     if text.is_empty() {
-        ToolError::new(status)
+        status.to_string()
     } else {
-        ToolError::new(format!("{text}\n\n{status}"))
+        format!("{text}\n\n{status}")
+    }
+}
+
+/// The result of a command that exited with a non-zero code or was killed:
+/// the output and `status`, as a returned error with the tool's `details`
+/// or as a thrown error, as `rules` say.
+fn ended_badly(
+    rules: &Rules,
+    text: &str,
+    details: Option<Value>,
+    status: &str,
+) -> Result<ToolOutput, ToolError> {
+    let text = append_status(text, status);
+    if !rules.returned_errors {
+        return Err(ToolError::new(text));
+    }
+    let mut out = ToolOutput::text(text).error();
+    out.details = details;
+    Ok(out)
+}
+
+/// The number of the signal the host names (`SIGKILL` → 9), as Node's
+/// `os.constants.signals` gives it; 0 for a name it does not know, as Pi's
+/// `?? 0`. The host names signals by their Linux numbers (`SIG34` past 31).
+fn signal_number(name: &str) -> i32 {
+    const NAMES: [&str; 31] = [
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
+    ];
+    match NAMES.iter().position(|n| *n == name) {
+        Some(i) => i as i32 + 1,
+        None => name
+            .strip_prefix("SIG")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0),
     }
 }
 
@@ -463,4 +569,46 @@ fn random_u64() -> u64 {
             .unwrap_or_default(),
     );
     hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals_are_numbered_as_linux_numbers_them() {
+        assert_eq!(signal_number("SIGKILL"), 9);
+        assert_eq!(signal_number("SIGTERM"), 15);
+        assert_eq!(signal_number("SIGHUP"), 1);
+        assert_eq!(signal_number("SIGSYS"), 31);
+        assert_eq!(signal_number("SIG34"), 34);
+        assert_eq!(signal_number("SIGNOPE"), 0);
+    }
+
+    fn text(out: &ToolOutput) -> &str {
+        match &out.content[0] {
+            Content::Text(t) => t,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn pi_1_6_returns_a_failed_command_with_its_details() {
+        let out = ended_badly(&PI_1_6, "out", None, "Command exited with code 3").unwrap();
+        assert!(out.is_error);
+        assert_eq!(text(&out), "out\n\nCommand exited with code 3");
+        assert!(out.details.is_none());
+        let details = json!({"fullOutputPath": "/tmp/x.log"});
+        let out = ended_badly(
+            &PI_1_6,
+            "",
+            Some(details.clone()),
+            "Command exited with code 1",
+        );
+        let out = out.unwrap();
+        assert_eq!(text(&out), "Command exited with code 1");
+        assert_eq!(out.details, Some(details));
+        let err = ended_badly(&PI_0_85, "out", None, "Command exited with code 3").unwrap_err();
+        assert_eq!(err.message(), "out\n\nCommand exited with code 3");
+    }
 }

@@ -53,6 +53,9 @@ pub struct Accumulator<S: FileStore> {
     raw_chunks: Vec<Vec<u8>>,
     tail: String,
     tail_starts_at_line_boundary: bool,
+    /// A tail that is only the end of one over-long line and its newline is
+    /// shown rather than dropped (Pi 1.6, #12062).
+    long_last_line_shown: bool,
     total_raw_bytes: usize,
     /// Bytes of the sanitised text (what the model can be shown).
     total_bytes: usize,
@@ -80,6 +83,7 @@ impl<S: FileStore> Accumulator<S> {
             raw_chunks: Vec::new(),
             tail: String::new(),
             tail_starts_at_line_boundary: true,
+            long_last_line_shown: false,
             total_raw_bytes: 0,
             total_bytes: 0,
             completed_lines: 0,
@@ -93,6 +97,14 @@ impl<S: FileStore> Accumulator<S> {
             file_cap: FULL_OUTPUT_CAP,
             file_capped: false,
         }
+    }
+
+    /// Whether a tail that is only the end of one over-long line (and its
+    /// newline) is shown: Pi 0.85 drops the partial first line of the tail
+    /// even then, and shows nothing.
+    pub fn with_long_last_line_shown(mut self, shown: bool) -> Self {
+        self.long_last_line_shown = shown;
+        self
     }
 
     /// Keep at most `cap` bytes in the full-output file.
@@ -236,12 +248,14 @@ impl<S: FileStore> Accumulator<S> {
         self.tail.drain(..start);
     }
 
-    /// The tail from its first whole line.
+    /// The tail from its first whole line (Pi 1.6: the whole tail when that
+    /// leaves nothing, its `getSnapshotText() || tailText`).
     fn snapshot_text(&self) -> &str {
         if self.tail_starts_at_line_boundary {
             return &self.tail;
         }
         match self.tail.find('\n') {
+            Some(i) if self.long_last_line_shown && i + 1 == self.tail.len() => &self.tail,
             Some(i) => &self.tail[i + 1..],
             None => &self.tail,
         }
@@ -687,6 +701,27 @@ mod tests {
         assert!(snap.truncation.last_line_partial);
         assert_eq!(snap.content, "€€€");
         assert_eq!(acc.last_line_bytes(), 17);
+    }
+
+    #[test]
+    fn pi_1_6_shows_the_end_of_a_long_line_that_fills_the_tail() {
+        let run = |shown: bool| {
+            let mut m = Memory::default();
+            let mut acc = Accumulator::new(2000, 10, &mut m).with_long_last_line_shown(shown);
+            acc.append(b"one\ntwo\n");
+            acc.append(&[b'a'; 100]);
+            acc.append(b"\n");
+            acc.finish();
+            let snap = acc.snapshot(true);
+            (snap, acc.last_line_bytes())
+        };
+        let (snap, last) = run(true);
+        assert_eq!(snap.content, "a".repeat(10));
+        assert!(snap.truncation.last_line_partial);
+        assert_eq!((snap.truncation.total_lines, last), (3, 0));
+        let (snap, _) = run(false);
+        assert_eq!(snap.content, "");
+        assert_eq!(snap.truncation.output_lines, 0);
     }
 
     #[test]

@@ -26,6 +26,7 @@ use text::Source;
 use toolhost_sdk::args;
 use toolhost_sdk::fs::{self, EntryKind, ErrorCode, FsError};
 use toolhost_sdk::path::resolve_to_cwd;
+use toolhost_sdk::pi::{self, Profile};
 use toolhost_sdk::serde_json::{self, Map, Value, json};
 use toolhost_sdk::{Context, Definition, Tool, ToolError, ToolOutput};
 
@@ -33,26 +34,44 @@ const SCHEMA: &str = r#"{"type":"object","required":["path","edits"],"properties
 
 const DESCRIPTION: &str = "Edit a single file using exact text replacement. Every edits[].oldText must match a unique, non-overlapping region of the original file. If two changes affect the same block or nearby lines, merge them into one edit instead of emitting overlapping edits. Do not include large unchanged regions just to connect distant changes.";
 
-const GUIDELINES: [&str; 4] = [
+/// Pi 0.85's guidelines.
+const GUIDELINES_0_85: &[&str] = &[
     "Use edit for precise changes (edits[].oldText must match exactly)",
     "When changing multiple separate locations in one file, use one edit call with multiple entries in edits[] instead of multiple edit calls",
     "Each edits[].oldText is matched against the original file, not after earlier edits are applied. Do not emit overlapping or nested edits. Merge nearby changes into one edit.",
     "Keep edits[].oldText as small as possible while still being unique in the file. Do not pad with large unchanged regions.",
 ];
 
+/// Pi 1.6's guidelines (docs/pi-1.6.md §3.4); the rest of the definition is unchanged.
+const GUIDELINES_1_6: &[&str] = &[
+    "Use edit for targeted changes. Batch changes to one file in a single call.",
+    "Each edits[].oldText must exactly and uniquely match the original file. Keep matches short and non-overlapping; merge nearby changes without including large unchanged regions.",
+];
+
+fn guidelines(profile: Profile) -> &'static [&'static str] {
+    match profile {
+        Profile::V0_85 => GUIDELINES_0_85,
+        Profile::V1_6 => GUIDELINES_1_6,
+    }
+}
+
 /// Lines of context in the details' diffs.
 const CONTEXT_LINES: usize = 4;
 
 struct EditTool;
 
+fn definition(profile: Profile) -> Definition {
+    guidelines(profile).iter().fold(
+        Definition::new("edit", "edit", DESCRIPTION, SCHEMA).prompt_snippet(
+            "Make precise file edits with exact text replacement, including multiple disjoint edits in one call",
+        ),
+        |d, g| d.prompt_guideline(*g),
+    )
+}
+
 impl Tool for EditTool {
     fn definition(&self) -> Definition {
-        GUIDELINES.iter().fold(
-            Definition::new("edit", "edit", DESCRIPTION, SCHEMA).prompt_snippet(
-                "Make precise file edits with exact text replacement, including multiple disjoint edits in one call",
-            ),
-            |d, g| d.prompt_guideline(*g),
-        )
+        definition(pi::profile())
     }
 
     fn prepare_arguments(&self, args: Value) -> Result<Option<Value>, ToolError> {
@@ -274,11 +293,18 @@ mod tests {
 
     #[test]
     fn definition_is_pis_to_the_byte() {
-        let d = EditTool.definition();
+        let d = definition(Profile::V0_85);
         let schema: Value = serde_json::from_str(d.parameters()).unwrap();
         assert_eq!(schema["required"], json!(["path", "edits"]));
         assert_eq!(d.guidelines().len(), 4);
         assert_eq!(d.name(), "edit");
+        let d = definition(Profile::V1_6);
+        assert_eq!(d.parameters(), SCHEMA);
+        assert_eq!(
+            d.guidelines()[0],
+            "Use edit for targeted changes. Batch changes to one file in a single call."
+        );
+        assert_eq!(d.guidelines().len(), 2);
     }
 
     #[test]

@@ -5,6 +5,11 @@
 //! context lines (overlapping windows merged). This component applies Pi's
 //! argument rules and formats Pi's output, notices and details.
 //!
+//! The host's Pi profile picks [`Rules`]: Pi 1.6 drops a leading `./` of
+//! the glob, reads a limit below 1 as 1 and rounds it down, adds the limit
+//! notice only when more matches exist, and keeps a CR inside a line
+//! (docs/pi-1.6.md §3.7).
+//!
 //! Where toolhost differs from Pi (spec §7): `.gitignore` counts outside git
 //! repositories too and `.git` is never searched; results are sorted; an
 //! unreadable path adds a warning notice instead of failing the call
@@ -12,8 +17,9 @@
 //! named); context windows merge; errors have our own texts.
 
 use toolhost_sdk::args;
-use toolhost_sdk::notices::Notices;
+use toolhost_sdk::notices::{self, Notices};
 use toolhost_sdk::path::resolve_to_cwd;
+use toolhost_sdk::pi::{self, Profile};
 use toolhost_sdk::search::{self, GrepRequest, GrepResult, SearchError, warning_notice};
 use toolhost_sdk::serde_json::Value;
 use toolhost_sdk::truncate::{
@@ -21,7 +27,9 @@ use toolhost_sdk::truncate::{
 };
 use toolhost_sdk::{Context, Definition, Tool, ToolError, ToolOutput, fs};
 
-const SCHEMA: &str = r#"{"type":"object","required":["pattern"],"properties":{"pattern":{"type":"string","description":"Search pattern (regex or literal string)"},"path":{"type":"string","description":"Directory or file to search (default: current directory)"},"glob":{"type":"string","description":"Filter files by glob pattern, e.g. '*.ts' or '**/*.spec.ts'"},"ignoreCase":{"type":"boolean","description":"Case-insensitive search (default: false)"},"literal":{"type":"boolean","description":"Treat pattern as literal string instead of regex (default: false)"},"context":{"type":"number","description":"Number of lines to show before and after each match (default: 0)"},"limit":{"type":"number","description":"Maximum number of matches to return (default: 100)"}}}"#;
+const SCHEMA_0_85: &str = r#"{"type":"object","required":["pattern"],"properties":{"pattern":{"type":"string","description":"Search pattern (regex or literal string)"},"path":{"type":"string","description":"Directory or file to search (default: current directory)"},"glob":{"type":"string","description":"Filter files by glob pattern, e.g. '*.ts' or '**/*.spec.ts'"},"ignoreCase":{"type":"boolean","description":"Case-insensitive search (default: false)"},"literal":{"type":"boolean","description":"Treat pattern as literal string instead of regex (default: false)"},"context":{"type":"number","description":"Number of lines to show before and after each match (default: 0)"},"limit":{"type":"number","description":"Maximum number of matches to return (default: 100)"}}}"#;
+
+const SCHEMA_1_6: &str = r#"{"type":"object","required":["pattern"],"properties":{"pattern":{"type":"string","description":"Search pattern (regex or literal string)"},"path":{"type":"string","description":"Directory or file to search (default: current directory)"},"glob":{"type":"string","description":"Filter files by glob pattern relative to path, e.g. 'src/**/*.ts'. Without '/', e.g. '*.ts', it matches file names at any depth"},"ignoreCase":{"type":"boolean","description":"Case-insensitive search (default: false)"},"literal":{"type":"boolean","description":"Treat pattern as literal string instead of regex (default: false)"},"context":{"type":"number","description":"Number of lines to show before and after each match (default: 0)"},"limit":{"type":"number","description":"Maximum number of matches to return (default: 100)"}}}"#;
 
 const DESCRIPTION: &str = "Search file contents for a pattern. Returns matching lines with file paths and line numbers. Respects .gitignore. Output is truncated to 100 matches or 50KB (whichever is hit first). Long lines are truncated to 500 chars.";
 
@@ -31,38 +39,77 @@ const DEFAULT_LIMIT: f64 = 100.0;
 /// text (at most 4 bytes per unit), so the cut here is always the exact one.
 const MAX_LINE_BYTES: u32 = 4 * GREP_MAX_LINE_LENGTH as u32;
 
+/// What differs between Pi releases; the one code path reads it.
+struct Rules {
+    schema: &'static str,
+    /// A leading `./` of the glob (after a `!`) is dropped.
+    glob_dot_slash_dropped: bool,
+    /// `max(1, floor(limit))`, with the notice only when more than `limit`
+    /// matches exist; otherwise `max(1, limit)`, with the notice once the
+    /// count reaches it.
+    exact_limit: bool,
+    /// Only a trailing `\r` is removed from a line (a lone CR inside is
+    /// content); otherwise every `\r`.
+    inner_cr_kept: bool,
+}
+
+const PI_0_85: Rules = Rules {
+    schema: SCHEMA_0_85,
+    glob_dot_slash_dropped: false,
+    exact_limit: false,
+    inner_cr_kept: false,
+};
+
+const PI_1_6: Rules = Rules {
+    schema: SCHEMA_1_6,
+    glob_dot_slash_dropped: true,
+    exact_limit: true,
+    inner_cr_kept: true,
+};
+
+fn rules(profile: Profile) -> &'static Rules {
+    match profile {
+        Profile::V0_85 => &PI_0_85,
+        Profile::V1_6 => &PI_1_6,
+    }
+}
+
 struct Grep;
 
 impl Tool for Grep {
     fn definition(&self) -> Definition {
-        Definition::new("grep", "grep", DESCRIPTION, SCHEMA)
-            .prompt_snippet("Search file contents for patterns (respects .gitignore)")
+        definition(rules(pi::profile()))
     }
 
     fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
         ctx.check_cancelled()?;
+        let rules = rules(pi::profile());
         let pattern = args::string(&args, "pattern");
         let raw = args::path_or_cwd(&args);
         // Pi passes `--glob` only for a non-empty glob.
         let glob = Some(args::string(&args, "glob")).filter(|g| !g.is_empty());
+        let host_glob = glob.map(|g| host_glob(g, rules));
         let ignore_case = args::flag(&args, "ignoreCase");
         let literal = args::flag(&args, "literal");
         // `context > 0 ? context : 0`; lines are whole, so a fraction rounds down.
         let context = args::number(&args, "context")
             .filter(|c| *c > 0.0)
             .map_or(0, |c| c.min(f64::from(u32::MAX)) as u32);
-        // `Math.max(1, limit ?? 100)`: Pi stops once the count reaches it, so
-        // a fractional limit keeps its ceiling in matches.
-        let limit = args::number(&args, "limit")
-            .unwrap_or(DEFAULT_LIMIT)
-            .max(1.0);
+        // 0.85's `Math.max(1, limit ?? 100)`: Pi stops once the count
+        // reaches it, so a fractional limit keeps its ceiling in matches.
+        let limit = args::number(&args, "limit").unwrap_or(DEFAULT_LIMIT);
+        let limit = if rules.exact_limit {
+            notices::at_least_one(limit)
+        } else {
+            limit.max(1.0)
+        };
         let max_matches = limit.ceil().min(f64::from(u32::MAX)) as u32;
 
         let abs = resolve_to_cwd(raw, &ctx.cwd, ctx.home.as_deref());
         let request = GrepRequest {
             pattern: pattern.to_string(),
             root: abs.clone(),
-            glob: glob.map(str::to_string),
+            glob: host_glob,
             ignore_case,
             literal,
             context,
@@ -71,11 +118,32 @@ impl Tool for Grep {
         };
         let result = search::grep(&request).map_err(|e| error_text(e, &abs, raw, glob, ctx))?;
         ctx.check_cancelled()?;
-        Ok(format(&result, limit))
+        Ok(format(&result, limit, rules))
     }
 }
 
 toolhost_sdk::export_tools!(Grep);
+
+fn definition(rules: &Rules) -> Definition {
+    Definition::new("grep", "grep", DESCRIPTION, rules.schema)
+        .prompt_snippet("Search file contents for patterns (respects .gitignore)")
+}
+
+/// The glob handed to the host: rg never matches a leading `./`, so Pi 1.6
+/// drops it (keeping a leading `!`).
+fn host_glob(glob: &str, rules: &Rules) -> String {
+    if !rules.glob_dot_slash_dropped {
+        return glob.to_string();
+    }
+    let (bang, mut rest) = match glob.strip_prefix('!') {
+        Some(rest) => ("!", rest),
+        None => ("", glob),
+    };
+    while let Some(r) = rest.strip_prefix("./") {
+        rest = r;
+    }
+    format!("{bang}{rest}")
+}
 
 /// The model-facing text of a failed search (spec §7.21, §7.1).
 fn error_text(
@@ -103,7 +171,7 @@ fn error_text(
 
 /// Pi's output: one line per match (`path:n: text`) or context line
 /// (`path-n- text`), capped at 50 KB, then the notices.
-fn format(result: &GrepResult, limit: f64) -> ToolOutput {
+fn format(result: &GrepResult, limit: f64, rules: &Rules) -> ToolOutput {
     let warning = warning_notice(&result.warnings);
     if result.matches == 0 {
         let mut text = "No matches found".to_string();
@@ -116,8 +184,11 @@ fn format(result: &GrepResult, limit: f64) -> ToolOutput {
     let mut lines_truncated = false;
     for file in &result.files {
         for line in &file.lines {
-            // Pi drops every `\r` from rg's line text.
-            let clean: String = line.text.chars().filter(|&c| c != '\r').collect();
+            let clean: String = if rules.inner_cr_kept {
+                line.text.strip_suffix('\r').unwrap_or(&line.text).into()
+            } else {
+                line.text.chars().filter(|&c| c != '\r').collect()
+            };
             let (mut text, cut) = truncate_line(&clean, GREP_MAX_LINE_LENGTH);
             if line.cut && !cut {
                 text.push_str("... [truncated]");
@@ -133,9 +204,9 @@ fn format(result: &GrepResult, limit: f64) -> ToolOutput {
 
     let truncation = truncate_head(&lines.join("\n"), NO_LINE_LIMIT, DEFAULT_MAX_BYTES);
     let mut notices = Notices::new();
-    // Pi counts matches until it reaches the limit, so the notice appears
-    // when the limit was reached, even with nothing beyond it.
-    if result.limit_reached || f64::from(result.matches) >= limit {
+    // Pi 0.85 counts matches until it reaches the limit, so its notice
+    // appears when the limit was reached, even with nothing beyond it.
+    if result.limit_reached || (!rules.exact_limit && f64::from(result.matches) >= limit) {
         notices.limit_reached("matches", limit, ", or refine pattern", "matchLimitReached");
     }
     notices.truncated(&truncation, DEFAULT_MAX_BYTES);
@@ -197,6 +268,7 @@ mod tests {
                 false,
             ),
             100.0,
+            &PI_0_85,
         );
         assert_eq!(text(&out), "a.txt-1- before\na.txt:2: x\tneedle");
         assert!(out.details.is_none());
@@ -209,7 +281,7 @@ mod tests {
         r.warnings = (0..7)
             .map(|i| format!("d{i} (permission denied)"))
             .collect();
-        let out = format(&r, 1.0);
+        let out = format(&r, 1.0, &PI_0_85);
         let expected = format!(
             "a.txt:1: {}... [truncated]\n\n[1 matches limit reached. Use limit=2 for more, or refine pattern. Some lines truncated to 500 chars. Use read tool to see full lines. Some paths could not be searched: d0 (permission denied); d1 (permission denied); d2 (permission denied); d3 (permission denied); d4 (permission denied); and 2 more]",
             "é".repeat(500)
@@ -223,18 +295,66 @@ mod tests {
 
     #[test]
     fn a_line_the_host_cut_is_marked_even_when_it_fits() {
-        let out = format(&result(vec![line(3, "short", true, true)], false), 100.0);
+        let out = format(
+            &result(vec![line(3, "short", true, true)], false),
+            100.0,
+            &PI_0_85,
+        );
         assert!(text(&out).starts_with("a.txt:3: short... [truncated]"));
+    }
+
+    #[test]
+    fn pi_1_6_keeps_a_lone_cr_and_notes_the_limit_only_when_more_exist() {
+        let lines = vec![
+            line(1, "x\rneedle\ry\r", true, false),
+            line(2, "n", true, false),
+        ];
+        let out = format(&result(lines.clone(), false), 2.0, &PI_1_6);
+        assert_eq!(text(&out), "a.txt:1: x\rneedle\ry\na.txt:2: n");
+        assert!(out.details.is_none());
+        let out = format(&result(lines.clone(), false), 2.0, &PI_0_85);
+        assert_eq!(
+            text(&out),
+            "a.txt:1: xneedley\na.txt:2: n\n\n[2 matches limit reached. Use limit=4 for more, or refine pattern]"
+        );
+        let out = format(&result(lines, true), 2.0, &PI_1_6);
+        assert!(
+            text(&out).ends_with(
+                "\n\n[2 matches limit reached. Use limit=4 for more, or refine pattern]"
+            )
+        );
+    }
+
+    #[test]
+    fn pi_1_6_drops_a_leading_dot_slash_of_the_glob() {
+        assert_eq!(host_glob("./src/*.js", &PI_1_6), "src/*.js");
+        assert_eq!(host_glob("!././src/*.js", &PI_1_6), "!src/*.js");
+        assert_eq!(host_glob("*.js", &PI_1_6), "*.js");
+        assert_eq!(host_glob("./src/*.js", &PI_0_85), "./src/*.js");
+    }
+
+    #[test]
+    fn each_profile_has_its_schema() {
+        assert!(
+            definition(&PI_0_85)
+                .parameters()
+                .contains("'*.ts' or '**/*.spec.ts'")
+        );
+        assert!(
+            definition(&PI_1_6)
+                .parameters()
+                .contains("glob pattern relative to path")
+        );
     }
 
     #[test]
     fn no_matches_keeps_the_warning() {
         let mut r = result(Vec::new(), false);
         r.files.clear();
-        assert_eq!(text(&format(&r, 100.0)), "No matches found");
+        assert_eq!(text(&format(&r, 100.0, &PI_0_85)), "No matches found");
         r.warnings = vec!["locked (permission denied)".into()];
         assert_eq!(
-            text(&format(&r, 100.0)),
+            text(&format(&r, 100.0, &PI_0_85)),
             "No matches found\n\n[Some paths could not be searched: locked (permission denied)]"
         );
     }

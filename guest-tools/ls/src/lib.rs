@@ -3,14 +3,19 @@
 //! Imports only `fs-read`. Entries are sorted by ICU root collation of the
 //! lowercased names, as Pi's `localeCompare` does, then by exact name so the
 //! order never depends on the filesystem.
+//!
+//! A limit below 1 is an error under Pi 0.85 (§7.22: Pi listed nothing and
+//! said `(empty directory)`); Pi 1.6 reads it as `max(1, floor(limit))`
+//! (docs/pi-1.6.md §3.8).
 
 use icu_collator::options::CollatorOptions;
 use icu_collator::{Collator, CollatorBorrowed};
 use toolhost_sdk::args;
 use toolhost_sdk::fs::{self, EntryKind, ErrorCode};
 use toolhost_sdk::js;
-use toolhost_sdk::notices::Notices;
+use toolhost_sdk::notices::{self, Notices};
 use toolhost_sdk::path::resolve_to_cwd;
+use toolhost_sdk::pi;
 use toolhost_sdk::serde_json::Value;
 use toolhost_sdk::truncate::{DEFAULT_MAX_BYTES, NO_LINE_LIMIT, truncate_head};
 use toolhost_sdk::{Context, Definition, Tool, ToolError, ToolOutput};
@@ -32,12 +37,16 @@ impl Tool for Ls {
         ctx.check_cancelled()?;
         let raw = args::path_or_cwd(&args);
         let limit = args::number(&args, "limit").unwrap_or(DEFAULT_LIMIT);
-        if limit.is_nan() || limit <= 0.0 {
+        let limit = if pi::profile().since_1_5() {
+            notices::at_least_one(limit)
+        } else if limit.is_nan() || limit <= 0.0 {
             return Err(ToolError::new(format!(
                 "Invalid limit: {}. Use a positive number of entries.",
                 js::number(limit)
             )));
-        }
+        } else {
+            limit
+        };
 
         let abs = resolve_to_cwd(raw, &ctx.cwd, ctx.home.as_deref());
         let meta = fs::stat(&abs).map_err(|e| match e.code {

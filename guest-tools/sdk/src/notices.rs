@@ -7,6 +7,12 @@ use crate::js;
 use crate::truncate::{Truncation, format_size};
 use serde_json::{Map, Value};
 
+/// Pi 1.5's limit of the listing tools, `Math.max(1, Math.floor(limit))`: a
+/// limit below 1 would list nothing (or, for fd and rg, everything).
+pub fn at_least_one(limit: f64) -> f64 {
+    limit.floor().max(1.0)
+}
+
 /// Notices and details gathered while a listing tool builds its result.
 #[derive(Default)]
 pub struct Notices {
@@ -62,5 +68,19 @@ impl Notices {
         } else {
             out.with_details(Value::Object(self.details))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_below_one_mean_one_and_fractions_round_down() {
+        assert_eq!(at_least_one(0.0), 1.0);
+        assert_eq!(at_least_one(-3.0), 1.0);
+        assert_eq!(at_least_one(0.5), 1.0);
+        assert_eq!(at_least_one(2.9), 2.0);
+        assert_eq!(at_least_one(100.0), 100.0);
     }
 }

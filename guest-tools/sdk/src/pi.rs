@@ -31,7 +31,6 @@ impl Profile {
 /// The host's profile, asked once per instance (an instance serves one call).
 pub fn profile() -> Profile {
     static PROFILE: std::sync::OnceLock<Profile> = std::sync::OnceLock::new();
-    *PROFILE.get_or_init(|| {
-        Profile::named(&crate::bindings::toolhost::tool::host_info::pi_profile())
-    })
+    *PROFILE
+        .get_or_init(|| Profile::named(&crate::bindings::toolhost::tool::host_info::pi_profile()))
 }
