@@ -1,13 +1,39 @@
-//! The spec's shared cases (`fixtures/pi-cases-shared.json`, spec §4) for the
-//! tools that exist, each run as `toolhost call NAME ARGS --json` in a fresh
-//! workspace and compared with Pi's recorded result (text, isError, details),
-//! or with the §7 decision that replaces it.
+//! Pi's recorded cases, each run as `toolhost call NAME ARGS --json` in a
+//! fresh workspace and compared with Pi's recorded result (text, isError,
+//! details), or with the §7 decision that replaces it: the spec's shared
+//! cases (`fixtures/pi-cases-shared.json`, spec §4, Pi 0.85, the default
+//! profile), and Pi 1.6.0's recording (`fixtures/pi-1.6/cases.json`, 120
+//! cases, under `--pi 1.6`).
 
 use crate::support::*;
 use serde_json::{Value, json};
 
-fn cases() -> Vec<Value> {
-    let path = format!("{}/pi-cases-shared.json", toolhost_tests::FIXTURES);
+/// A recording of one Pi release and how toolhost is run against it.
+pub struct Recording {
+    /// The cases file, under the fixtures.
+    file: &'static str,
+    /// The options that select the profile.
+    options: &'static [&'static str],
+    /// Expected results that toolhost's §7 decisions change, by case id.
+    deviation: fn(&str, &mut Value),
+}
+
+/// Pi 0.85, the seeds' contract (the default profile).
+pub const PI_0_85: Recording = Recording {
+    file: "pi-cases-shared.json",
+    options: &[],
+    deviation,
+};
+
+/// Pi 1.6.0, recorded by `scripts/pi-record` (`--pi 1.6`).
+pub const PI_1_6: Recording = Recording {
+    file: "pi-1.6/cases.json",
+    options: &["--pi", "1.6"],
+    deviation: deviation_1_6,
+};
+
+fn cases(recording: &Recording) -> Vec<Value> {
+    let path = format!("{}/{}", toolhost_tests::FIXTURES, recording.file);
     let all: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     all["cases"].as_array().unwrap().clone()
 }
@@ -75,18 +101,7 @@ fn deviation(id: &str, expected: &mut Value) {
                 "[Line 1 is 60.0KB, exceeds 50.0KB limit. Use bash: sed -n '1p' 'long.txt' | head -c 51200]"
             );
         }
-        "C091" => {
-            // §7.15: the full-output file is toolhost-bash-<hex>.log in the
-            // host's temp dir (granted: bash's commands can read it).
-            let pi = "<TMP>/pi-bash-<HEX>.log";
-            let block = &mut expected["content"][0];
-            let tail = block["tail"].as_str().unwrap().replace(pi, FULL_OUTPUT);
-            let length =
-                block["textLength"].as_u64().unwrap() + FULL_OUTPUT.len() as u64 - pi.len() as u64;
-            block["tail"] = json!(tail);
-            block["textLength"] = json!(length);
-            expected["details"]["fullOutputPath"] = json!(FULL_OUTPUT);
-        }
+        "C091" => our_full_output(expected),
         "C097" => {
             // §7.12: a process killed by a signal is an error.
             expected["content"][0]["text"] =
@@ -109,8 +124,68 @@ fn deviation(id: &str, expected: &mut Value) {
         _ => None,
     };
     if let Some(text) = search {
-        expected["content"][0]["text"] = json!(text);
+        // The exact text, in toolhost's sorted order.
+        expected["content"][0] = json!({"type": "text", "text": text});
     }
+}
+
+/// §7.15: the full-output file is toolhost-bash-<hex>.log in the host's
+/// temp dir (granted: bash's commands can read it), where Pi's is
+/// pi-bash-<hex>.log: the name in the text (its length too) and details.
+fn our_full_output(expected: &mut Value) {
+    const PI: &str = "<TMP>/pi-bash-<HEX>.log";
+    let longer = (FULL_OUTPUT.len() - PI.len()) as u64;
+    let block = &mut expected["content"][0];
+    if let Some(text) = block["text"].as_str() {
+        block["text"] = json!(text.replace(PI, FULL_OUTPUT));
+    }
+    if let Some(tail) = block["tail"].as_str() {
+        let named = tail.matches(PI).count() as u64;
+        let length = block["textLength"].as_u64().unwrap() + named * longer;
+        block["tail"] = json!(tail.replace(PI, FULL_OUTPUT));
+        block["textLength"] = json!(length);
+    }
+    if expected["details"].get("fullOutputPath").is_some() {
+        expected["details"]["fullOutputPath"] = json!(FULL_OUTPUT);
+    }
+}
+
+/// Expected results of Pi 1.6.0 that toolhost's §7 decisions change, by
+/// case id. Where Pi 1.6 settled what §7 decided for 0.85 (a signal-killed
+/// command is an error; a limit below 1) toolhost follows 1.6.
+fn deviation_1_6(id: &str, expected: &mut Value) {
+    // §7.15, every bash case that names its full output.
+    our_full_output(expected);
+    let text = match id {
+        // §7.24, §7.17 and §7.18 as for 0.85.
+        "C016" | "C109" | "C112" | "C127" => return deviation(id, expected),
+        // §7.21: our own error text, naming the path.
+        "P014" => "Path not found: <CWD>/nope",
+        // §7.3: null for a required string is a validation error, in 1.6's words.
+        "P035" => {
+            "Validation failed for tool \"read\":\n  - path: expected string, got null\n\n\
+             Received arguments:\n{\n  \"path\": null\n}"
+        }
+        "P051" => {
+            expected["isError"] = json!(true);
+            expected["details"] = json!({});
+            expected["fileAfter"] = json!("\"\"");
+            "Validation failed for tool \"write\":\n  - content: expected string, got null\n\n\
+             Received arguments:\n{\n  \"path\": \"n.txt\",\n  \"content\": null\n}"
+        }
+        // §7.10: Pi's sentence, then what was tried and the closest lines.
+        "P067" | "P068" => {
+            let first = expected["content"][0]["text"].as_str().unwrap().to_string();
+            expected["content"][0]["text"] = json!(format!(
+                "{first}\nFuzzy matching was tried too (ignoring trailing whitespace, \
+                 indentation and Unicode quote, dash and space variants) and found nothing.\n\
+                 No line of f.txt resembles the old text."
+            ));
+            return;
+        }
+        _ => return,
+    };
+    expected["content"][0] = json!({"type": "text", "text": text});
 }
 
 fn check_text(id: &str, got: &str, want: &Value) {
@@ -122,6 +197,21 @@ fn check_text(id: &str, got: &str, want: &Value) {
             keeps_each_streams_order(got, &["out", "out2"], &["err"]),
             "{id}: {got:?} is not out, out2 and err with each stream in order"
         );
+        return;
+    }
+    if let Some(sorted) = want.get("sortedBody").and_then(Value::as_array) {
+        // Pi's walk order varies (fd's and rg's parallel walks); toolhost's
+        // is sorted (§7.18): the same lines, then the same notice.
+        let (body, notice) = match got.split_once("\n\n[") {
+            Some((body, rest)) => (body, Some(format!("[{rest}"))),
+            None => (got, None),
+        };
+        let mut lines: Vec<&str> = body.split('\n').collect();
+        lines.sort_unstable();
+        let want_lines: Vec<&str> = sorted.iter().map(|l| l.as_str().unwrap()).collect();
+        assert_eq!(lines, want_lines, "{id}: lines");
+        let want_notice = want.get("notice").and_then(Value::as_str);
+        assert_eq!(notice.as_deref(), want_notice, "{id}: notice");
         return;
     }
     if let Some(text) = want.get("text").and_then(Value::as_str) {
@@ -175,10 +265,19 @@ fn either_arrival_order_of_two_streams_is_accepted_and_nothing_else() {
 /// Run every shared case of `tool` (there must be `count` of them).
 #[track_caller]
 pub fn run_cases(tool: &str, count: usize) {
-    let cases: Vec<Value> = cases().into_iter().filter(|c| c["tool"] == tool).collect();
-    assert_eq!(cases.len(), count, "{tool} cases in the fixture");
+    run_recorded(&PI_0_85, tool, count);
+}
+
+/// Run every case of `tool` in `recording` (there must be `count` of them).
+#[track_caller]
+pub fn run_recorded(recording: &Recording, tool: &str, count: usize) {
+    let cases: Vec<Value> = cases(recording)
+        .into_iter()
+        .filter(|c| c["tool"] == tool)
+        .collect();
+    assert_eq!(cases.len(), count, "{tool} cases in {}", recording.file);
     for case in cases {
-        run_case_with_patience(&case);
+        run_case_with_patience(recording, &case);
     }
 }
 
@@ -190,22 +289,23 @@ pub fn run_cases(tool: &str, count: usize) {
 /// (the output kept before the timeout message) every try fails alike.
 const TIMED_CASES: &[&str] = &["C085"];
 
-fn run_case_with_patience(case: &Value) {
+fn run_case_with_patience(recording: &Recording, case: &Value) {
     let id = case["id"].as_str().unwrap();
     if !TIMED_CASES.contains(&id) {
-        return run_case(case);
+        return run_case(recording, case);
     }
     for _ in 0..2 {
-        let tried = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(case)));
+        let tried =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(recording, case)));
         if tried.is_ok() {
             return;
         }
         eprintln!("NOTE: {id} missed its time limit on this machine; trying again");
     }
-    run_case(case);
+    run_case(recording, case);
 }
 
-fn run_case(case: &Value) {
+fn run_case(recording: &Recording, case: &Value) {
     let id = case["id"].as_str().unwrap();
     let ws = Workspace::new();
     for (name, file) in case["files"].as_object().unwrap() {
@@ -217,12 +317,15 @@ fn run_case(case: &Value) {
     }
     let args = place(&case["arguments"], ws.str()).to_string();
     let tool = case["tool"].as_str().unwrap();
-    let out = toolhost(&ws, &["call", tool, &args, "--json"], None);
+    let mut command: Vec<&str> = recording.options.to_vec();
+    command.extend(["call", tool, &args, "--json"]);
+    let out = toolhost(&ws, &command, None);
     let result: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{id}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
     let result = normalise_full_output(&result);
-    let mut expected = place(&case["pi"], ws.str());
-    deviation(id, &mut expected);
+    let mut expected = case["pi"].clone();
+    (recording.deviation)(id, &mut expected);
+    let expected = place(&expected, ws.str());
 
     let is_error = expected["isError"].as_bool().unwrap();
     assert_eq!(result["isError"], is_error, "{id}: isError");
@@ -273,6 +376,46 @@ fn read_cases_match_pi() {
 #[test]
 fn ls_cases_match_pi() {
     run_cases("ls", 3);
+}
+
+/// Pi 1.6.0's recording under `--pi 1.6`, a test per tool.
+mod pi_1_6 {
+    use super::{PI_1_6, run_recorded};
+
+    #[test]
+    fn read() {
+        run_recorded(&PI_1_6, "read", 23);
+    }
+
+    #[test]
+    fn write() {
+        run_recorded(&PI_1_6, "write", 7);
+    }
+
+    #[test]
+    fn edit() {
+        run_recorded(&PI_1_6, "edit", 22);
+    }
+
+    #[test]
+    fn bash() {
+        run_recorded(&PI_1_6, "bash", 21);
+    }
+
+    #[test]
+    fn grep() {
+        run_recorded(&PI_1_6, "grep", 22);
+    }
+
+    #[test]
+    fn find() {
+        run_recorded(&PI_1_6, "find", 19);
+    }
+
+    #[test]
+    fn ls() {
+        run_recorded(&PI_1_6, "ls", 6);
+    }
 }
 
 #[test]

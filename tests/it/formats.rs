@@ -204,3 +204,82 @@ fn toolhost_prompt_prints_the_section_for_the_active_tools() {
         "{text}"
     );
 }
+
+/// Under `--pi 1.6` the section is Pi 1.6.0's `<tools>` and `<rules>`, as
+/// its `buildSystemPrompt` rendered them for the same tools
+/// (`fixtures/pi-1.6/tools.json`, recorded by `scripts/pi-record`).
+#[test]
+fn the_prompt_section_is_pi_1_6s_under_its_profile() {
+    let path = format!("{}/pi-1.6/tools.json", toolhost_tests::FIXTURES);
+    let fixture: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let ws = Workspace::new();
+    for (prompt, tools) in [
+        ("defaultTools", "read,bash,edit,write"),
+        ("allSevenTools", "read,bash,edit,write,grep,find,ls"),
+    ] {
+        // docs/spec.md §3.4, as built: toolhost sets no PI_* variable, so
+        // bash carries no guideline pointing at them (under every profile).
+        let whole = fixture["systemPrompt"][prompt]
+            .as_str()
+            .unwrap()
+            .replace(PI_VARIABLES, "");
+        let start = whole.find("<tools>").unwrap();
+        let end = whole.find("</rules>").unwrap() + "</rules>".len();
+        let out = toolhost(&ws, &["--pi", "1.6", "--tools", tools, "prompt"], None);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            String::from_utf8(out.stdout).unwrap(),
+            format!("{}\n", &whole[start..end]),
+            "{prompt}"
+        );
+    }
+}
+
+/// Under `--pi 1.6` each built-in declares what Pi 1.6.0's declares: its
+/// description, parameters (their descriptions too), snippet and guidelines
+/// (`fixtures/pi-1.6/tools.json`).
+#[test]
+fn the_built_ins_are_declared_as_pi_1_6_declares_them_under_its_profile() {
+    let path = format!("{}/pi-1.6/tools.json", toolhost_tests::FIXTURES);
+    let fixture: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let ws = Workspace::new();
+    let out = toolhost(&ws, &["--pi", "1.6", "--all-tools", "list", "--json"], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools = fixture["tools"].as_object().unwrap();
+    assert_eq!(tools.len(), 7);
+    for (name, pi) in tools {
+        let ours = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == *name)
+            .unwrap_or_else(|| panic!("{name} is not listed"));
+        for key in [
+            "description",
+            "parameters",
+            "promptSnippet",
+            "promptGuidelines",
+        ] {
+            let mut want = pi["definition"][key].clone();
+            if key == "promptGuidelines" && name == "bash" {
+                // No PI_* variables, so not Pi's guideline about them.
+                assert_eq!(want, json!([PI_VARIABLES.trim_start_matches("\n- ")]));
+                want = Value::Null;
+            }
+            assert_eq!(ours[key], want, "{name}: {key}");
+        }
+    }
+}
+
+/// Pi's bash guideline about its `PI_*` variables, as a line of `<rules>`.
+const PI_VARIABLES: &str =
+    "\n- You can inspect PI_* environment variables for current model and session details.";

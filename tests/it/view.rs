@@ -76,8 +76,9 @@ const DEMO_SCREEN: &str = "\
     tool.wit
     v0.1/
     v0.2/
+    … 1 more line
 ✓ read wit/tool.wit limit=3  (N ms)
-    package toolhost:tool@0.3.0;
+    package toolhost:tool@0.4.0;
 
     /// Data types shared by every interface of the contract.
     [{more} more lines in file. Use offset=4 to continue.]

@@ -643,7 +643,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::List { json, format } => list(&host, json, format),
         Command::Prompt => {
-            println!("{}", formats::system_prompt_section(&host.definitions()));
+            println!(
+                "{}",
+                formats::system_prompt_section_as(&host.definitions(), host.pi_profile())
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Call { name, args, json } => call(&host, name, &args, json).await,

@@ -7,6 +7,7 @@
 //! `toolhost mcp` all call these functions, so the three surfaces cannot
 //! disagree about a tool's shape.
 
+use crate::profile::PiProfile;
 use crate::registry::{ToolDefinition, ToolInfo, ToolSource};
 use pi_compat::js::{is_whitespace as is_js_whitespace, trim as js_trim};
 use serde_json::{Map, Value, json};
@@ -165,7 +166,31 @@ pub fn mcp_annotations(tool: &ToolInfo) -> Option<Value> {
 /// guideline first; two general guidelines close the list. Pi's surrounding
 /// text (its identity line, its documentation paths, the working directory)
 /// belongs to the agent, not to the tools, and is not part of this section.
+///
+/// That is Pi 0.85's wording; [`system_prompt_section_as`] gives another
+/// profile's.
 pub fn system_prompt_section(active: &[ToolDefinition]) -> String {
+    system_prompt_section_as(active, PiProfile::V0_85)
+}
+
+/// The system-prompt section in the words of the Pi `pi`: the same list and
+/// guidelines, framed by the release. Pi 1.6 puts them in its `<tools>` and
+/// `<rules>` sections:
+///
+/// ```text
+/// <tools>
+/// - read: Read file contents
+/// …
+///
+/// Additional tools may be available.
+/// </tools>
+///
+/// <rules>
+/// - Use read to examine files instead of cat or sed.
+/// …
+/// </rules>
+/// ```
+pub fn system_prompt_section_as(active: &[ToolDefinition], pi: PiProfile) -> String {
     let names: Vec<&str> = active.iter().map(|d| d.name.as_str()).collect();
     let listed: Vec<String> = active
         .iter()
@@ -208,13 +233,18 @@ pub fn system_prompt_section(active: &[ToolDefinition]) -> String {
     add("Be concise in your responses");
     add("Show file paths clearly when working with files");
     let guidelines: Vec<String> = guidelines.iter().map(|g| format!("- {g}")).collect();
-
-    format!(
-        "Available tools:\n{tools_list}\n\n\
-         In addition to the tools above, you may have access to other custom tools depending on the project.\n\n\
-         Guidelines:\n{}",
-        guidelines.join("\n")
-    )
+    let guidelines = guidelines.join("\n");
+    match pi {
+        PiProfile::V0_85 => format!(
+            "Available tools:\n{tools_list}\n\n\
+             In addition to the tools above, you may have access to other custom tools depending on the project.\n\n\
+             Guidelines:\n{guidelines}"
+        ),
+        PiProfile::V1_6 => format!(
+            "<tools>\n{tools_list}\n\nAdditional tools may be available.\n</tools>\n\n\
+             <rules>\n{guidelines}\n</rules>"
+        ),
+    }
 }
 
 /// Pi's `_normalizePromptSnippet`: line breaks and whitespace runs become one

@@ -210,7 +210,7 @@ impl McpServer {
             "toolhost runs these tools in {}, each in a sandbox that reaches only what it was \
              granted.\n\n{}",
             host.workspace().display(),
-            formats::system_prompt_section(&host.definitions())
+            formats::system_prompt_section_as(&host.definitions(), host.pi_profile())
         )
     }
 

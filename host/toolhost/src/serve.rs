@@ -666,7 +666,7 @@ fn dispatch(host: &Host, request: &Request, running: &Running) -> Result<Value, 
             Ok(json!({ "tools": tools }))
         }
         "tools/prompt" => Ok(json!({
-            "text": formats::system_prompt_section(&host.definitions())
+            "text": formats::system_prompt_section_as(&host.definitions(), host.pi_profile())
         })),
         "tools/setActive" => {
             let names = params

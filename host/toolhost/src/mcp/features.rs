@@ -380,7 +380,7 @@ impl McpServer {
             no_arguments()?;
             return Ok(json!({
                 "description": "The system-prompt text of toolhost's active tools",
-                "messages": [text(formats::system_prompt_section(&definitions))],
+                "messages": [text(formats::system_prompt_section_as(&definitions, host.pi_profile()))],
                 "resultType": "complete",
             }));
         }
