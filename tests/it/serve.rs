@@ -617,7 +617,10 @@ fn the_pi_profile_comes_from_the_file_or_the_flag_and_reaches_serves_clients() {
     let mut server = Server::start(&ws, &["--tools", "read,bash"]);
     server.request(json!(1), "tools/prompt", json!({}));
     let text = server.response()["result"]["text"].clone();
-    assert!(text.as_str().unwrap().starts_with("<tools>\n- read:"), "{text}");
+    assert!(
+        text.as_str().unwrap().starts_with("<tools>\n- read:"),
+        "{text}"
+    );
     let message = batch(json!([
         {"type": "toolCall", "id": "a", "name": "read", "arguments": {}},
         {"type": "toolCall", "id": "b", "name": "bash", "arguments": {"command": "echo x; exit 2"}},
@@ -630,20 +633,27 @@ fn the_pi_profile_comes_from_the_file_or_the_flag_and_reaches_serves_clients() {
     );
     // A returned error: the tool's own details (none here), not the `{}`
     // of a thrown one.
-    assert_eq!(results[1]["content"][0]["text"], "x\n\n\nCommand exited with code 2");
+    assert_eq!(
+        results[1]["content"][0]["text"],
+        "x\n\n\nCommand exited with code 2"
+    );
     assert_eq!(results[1]["isError"], true);
     assert!(results[1].get("details").is_none(), "{}", results[1]);
 
     // The flag wins over the file.
     let out = toolhost(&ws, &["--pi", "0.85", "call", "read", "{}"], None);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("  - path: must have required properties path"), "{text}");
+    assert!(
+        text.contains("  - path: must have required properties path"),
+        "{text}"
+    );
     // A profile toolhost does not know is refused, naming both it knows.
     user_policy(&ws, "pi = \"1.5\"\n");
     let out = toolhost(&ws, &["call", "read", "{}"], None);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        !out.status.success() && err.contains("unknown Pi profile \"1.5\": toolhost reproduces Pi 0.85 and 1.6"),
+        !out.status.success()
+            && err.contains("unknown Pi profile \"1.5\": toolhost reproduces Pi 0.85 and 1.6"),
         "{err}"
     );
 }
