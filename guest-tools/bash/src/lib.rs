@@ -206,7 +206,10 @@ impl Shell {
             Ok(ExitStatus::Signal(name)) => {
                 let (text, details) = format_output(&snapshot, acc, "(no output)");
                 let status = if rules.signal_exit_codes {
-                    format!("Command exited with code {}", 128 + signal_number(&name))
+                    format!(
+                        "Command exited with code {}",
+                        128 + toolhost_sdk::signals::number(&name)
+                    )
                 } else {
                     format!("Command terminated by signal {name}")
                 };
@@ -355,52 +358,6 @@ fn ended_badly(
     let mut out = ToolOutput::text(text).error();
     out.details = details;
     Ok(out)
-}
-
-/// The number of the signal the host names (`SIGKILL` → 9), as Node's
-/// `os.constants.signals` gives it; 0 for a name it does not know, as Pi's
-/// `?? 0`. The host names signals by their Linux numbers (`SIG34` past 31).
-fn signal_number(name: &str) -> i32 {
-    const NAMES: [&str; 31] = [
-        "SIGHUP",
-        "SIGINT",
-        "SIGQUIT",
-        "SIGILL",
-        "SIGTRAP",
-        "SIGABRT",
-        "SIGBUS",
-        "SIGFPE",
-        "SIGKILL",
-        "SIGUSR1",
-        "SIGSEGV",
-        "SIGUSR2",
-        "SIGPIPE",
-        "SIGALRM",
-        "SIGTERM",
-        "SIGSTKFLT",
-        "SIGCHLD",
-        "SIGCONT",
-        "SIGSTOP",
-        "SIGTSTP",
-        "SIGTTIN",
-        "SIGTTOU",
-        "SIGURG",
-        "SIGXCPU",
-        "SIGXFSZ",
-        "SIGVTALRM",
-        "SIGPROF",
-        "SIGWINCH",
-        "SIGIO",
-        "SIGPWR",
-        "SIGSYS",
-    ];
-    match NAMES.iter().position(|n| *n == name) {
-        Some(i) => i as i32 + 1,
-        None => name
-            .strip_prefix("SIG")
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0),
-    }
 }
 
 /// Pi's `formatOutput`: the text (or `empty`) with the truncation notice,
@@ -574,16 +531,6 @@ fn random_u64() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn signals_are_numbered_as_linux_numbers_them() {
-        assert_eq!(signal_number("SIGKILL"), 9);
-        assert_eq!(signal_number("SIGTERM"), 15);
-        assert_eq!(signal_number("SIGHUP"), 1);
-        assert_eq!(signal_number("SIGSYS"), 31);
-        assert_eq!(signal_number("SIG34"), 34);
-        assert_eq!(signal_number("SIGNOPE"), 0);
-    }
 
     fn text(out: &ToolOutput) -> &str {
         match &out.content[0] {

@@ -47,7 +47,7 @@ pub mod truncate;
 
 mod tool;
 
-pub use pi_compat::{js, path};
+pub use pi_compat::{js, path, signals};
 pub use serde_json;
 pub use tool::{Content, Context, Definition, ExecutionMode, Tool, ToolError, ToolOutput};
 

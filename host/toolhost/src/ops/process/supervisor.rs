@@ -311,7 +311,9 @@ impl Supervisor {
         let number = |w: Option<&str>| w.and_then(|n| n.parse::<i32>().ok());
         let status = match (words.next(), number(words.next())) {
             (Some("exit"), Some(code)) => Some(ExitStatus::Code(code)),
-            (Some("signal"), Some(signal)) => Some(ExitStatus::Signal(signal_name(signal))),
+            (Some("signal"), Some(signal)) => {
+                Some(ExitStatus::Signal(pi_compat::signals::name(signal)))
+            }
             (Some("exec-failed"), Some(errno)) => {
                 let why = io::Error::from_raw_os_error(errno);
                 self.pending.push_back(ChildEvent::Output(
@@ -453,7 +455,7 @@ impl Supervisor {
         if let Ok(Some(status)) = status {
             let status = match (status.exit_status(), status.terminating_signal()) {
                 (Some(code), _) => ExitStatus::Code(code),
-                (None, Some(signal)) => ExitStatus::Signal(signal_name(signal)),
+                (None, Some(signal)) => ExitStatus::Signal(pi_compat::signals::name(signal)),
                 (None, None) => ExitStatus::Code(-1),
             };
             match &mut self.jail {
@@ -678,45 +680,4 @@ pub(super) fn live_members(pgid: i32) -> Option<bool> {
         }
     }
     Some(false)
-}
-
-/// The conventional name of a Linux signal (`SIGKILL`), as Node names them.
-pub fn signal_name(signal: i32) -> String {
-    const NAMES: [&str; 31] = [
-        "SIGHUP",
-        "SIGINT",
-        "SIGQUIT",
-        "SIGILL",
-        "SIGTRAP",
-        "SIGABRT",
-        "SIGBUS",
-        "SIGFPE",
-        "SIGKILL",
-        "SIGUSR1",
-        "SIGSEGV",
-        "SIGUSR2",
-        "SIGPIPE",
-        "SIGALRM",
-        "SIGTERM",
-        "SIGSTKFLT",
-        "SIGCHLD",
-        "SIGCONT",
-        "SIGSTOP",
-        "SIGTSTP",
-        "SIGTTIN",
-        "SIGTTOU",
-        "SIGURG",
-        "SIGXCPU",
-        "SIGXFSZ",
-        "SIGVTALRM",
-        "SIGPROF",
-        "SIGWINCH",
-        "SIGIO",
-        "SIGPWR",
-        "SIGSYS",
-    ];
-    match signal {
-        1..=31 => NAMES[signal as usize - 1].to_string(),
-        n => format!("SIG{n}"),
-    }
 }

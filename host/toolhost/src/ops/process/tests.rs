@@ -565,6 +565,6 @@ fn signal_names_follow_linux_numbering() {
         (31, "SIGSYS"),
         (40, "SIG40"),
     ] {
-        assert_eq!(signal_name(signal), name);
+        assert_eq!(pi_compat::signals::name(signal), name);
     }
 }
