@@ -232,7 +232,7 @@ fn a_component_importing_client_without_the_grant_is_refused_at_load() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains(
-            "imports toolhost:tool/client@0.3.0 (ask the person's client (forms, its model, its roots)), \
+            "imports toolhost:tool/client@0.4.0 (ask the person's client (forms, its model, its roots)), \
              which is not granted to it; grant it in toolhost.toml: [extensions.mcptools] client = \
              [\"elicitation\", \"sampling\", \"roots\"]"
         ),

@@ -132,7 +132,7 @@ fn rust_wordcount_counts_files_in_its_granted_directory_only() {
     assert_eq!(ext[0]["name"], "wordcount");
     assert_eq!(
         ext[0]["refused"],
-        "imports toolhost:tool/fs-read@0.3.0 (read files), which is not granted to it; \
+        "imports toolhost:tool/fs-read@0.4.0 (read files), which is not granted to it; \
          grant it in toolhost.toml: [extensions.wordcount] fs-read = [\"<directory>\"]"
     );
     assert_eq!(
@@ -404,9 +404,9 @@ fn crc32(bytes: &[u8]) -> u32 {
 fn examples_are_inspected_without_grants() {
     let ws = Workspace::new();
     // jsonquery is built for toolhost:tool@0.1.0, csvstats for 0.2.0, the
-    // Rust ones (on the SDK) for 0.3.0.
+    // Rust ones (on the SDK) for 0.4.0.
     for (name, tool, capabilities, version, required) in [
-        ("wordcount", "wc", json!(["fs-read"]), "0.3.0", "path"),
+        ("wordcount", "wc", json!(["fs-read"]), "0.4.0", "path"),
         (
             "jsonquery",
             "json_query",
@@ -415,7 +415,7 @@ fn examples_are_inspected_without_grants() {
             "path",
         ),
         ("csvstats", "csv_stats", json!([]), "0.2.0", "path"),
-        ("httpget", "http_get", json!(["http"]), "0.3.0", "url"),
+        ("httpget", "http_get", json!(["http"]), "0.4.0", "url"),
     ] {
         drop_in(&ws.user_extensions(), name);
         let path = example(name);
@@ -441,7 +441,7 @@ fn examples_are_inspected_without_grants() {
 fn components_of_every_package_version_load_and_run_side_by_side() {
     // jsonquery stays on toolhost:tool@0.1.0 (its wit/deps point at the
     // frozen wit/v0.1), csvstats on 0.2.0 (wit/v0.2); wordcount and the
-    // built-ins are on 0.3.0. One host loads them all, serves each its own
+    // built-ins are on 0.4.0. One host loads them all, serves each its own
     // version of the same Operations, and only the tools of 0.2.0 on have an
     // output schema and structured content.
     let ws = Workspace::new();

@@ -72,7 +72,7 @@ fn fs_read_is_refused_until_granted_then_confined_to_the_grant() {
     assert_eq!(ext[0]["requested"]["fs-read"], json!(["docs"]));
     assert_eq!(
         ext[0]["refused"],
-        "imports toolhost:tool/fs-read@0.3.0 (read files), which is not granted to it; grant it in toolhost.toml: [extensions.probe] fs-read = [\"<directory>\"]"
+        "imports toolhost:tool/fs-read@0.4.0 (read files), which is not granted to it; grant it in toolhost.toml: [extensions.probe] fs-read = [\"<directory>\"]"
     );
     assert_eq!(probe(&ws, "x"), probe_not_loaded());
 

@@ -939,11 +939,11 @@ fn hostile_ungranted_imports_are_refused_at_load_naming_the_grant() {
             ),
             format!(
                 "{}: imports toolhost:tool/fs-read@0.9.0: built for toolhost:tool@0.9.0, but \
-                 this host loads toolhost:tool@0.1.0, @0.2.0 and @0.3.0",
+                 this host loads toolhost:tool@0.1.0, @0.2.0, @0.3.0 and @0.4.0",
                 future.display()
             ),
             format!(
-                "{}: imports toolhost:tool/fs-write@0.3.0 (write files), which is not granted \
+                "{}: imports toolhost:tool/fs-write@0.4.0 (write files), which is not granted \
                  to it; grant it in toolhost.toml: [extensions.hostile] fs-write = \
                  [\"<directory>\"]",
                 toolhost_tests::HOSTILE

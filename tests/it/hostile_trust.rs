@@ -165,7 +165,7 @@ fn hostile_a_workspace_component_named_like_a_user_granted_extension_gets_nothin
     assert_eq!(probe["granted"]["fs-read"], json!([]));
     assert_eq!(
         probe["refused"],
-        "imports toolhost:tool/fs-read@0.3.0 (read files), which is not granted to it; grant \
+        "imports toolhost:tool/fs-read@0.4.0 (read files), which is not granted to it; grant \
          it in toolhost.toml: [extensions.probe] fs-read = [\"<directory>\"]"
     );
 }
@@ -247,7 +247,7 @@ fn hostile_a_hook_without_the_hooks_grant_is_refused_at_load() {
     assert_eq!(
         diagnostics(&host),
         [format!(
-            "{}: exports toolhost:tool/hook@0.3.0 (sees and may rewrite every call of every \
+            "{}: exports toolhost:tool/hook@0.4.0 (sees and may rewrite every call of every \
              tool), which is not granted to it; grant it in toolhost.toml: [extensions.hookkit] \
              hooks = true",
             toolhost_tests::HOOKKIT

@@ -159,7 +159,7 @@ fn a_component_importing_an_ungranted_capability_is_refused_at_load() {
     assert_eq!(
         diagnostics,
         [format!(
-            "{}: imports toolhost:tool/fs-read@0.3.0 (read files), which is not granted to it; \
+            "{}: imports toolhost:tool/fs-read@0.4.0 (read files), which is not granted to it; \
              grant it in toolhost.toml: [extensions.fsprobe] fs-read = [\"<directory>\"]",
             toolhost_tests::FSPROBE
         )]
