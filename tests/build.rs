@@ -10,6 +10,7 @@ const GUESTS: &[(&str, &str)] = &[
     ("TESTKIT", "testkit"),
     ("FSPROBE", "fsprobe"),
     ("TOOLSET", "toolset"),
+    ("CALLER", "caller"),
     ("HOOKKIT", "hookkit"),
     ("RUNPROBE", "runprobe"),
     ("SEARCHPROBE", "searchprobe"),

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 /// The entries of the audit log at `path`, by call id.
 #[track_caller]
-fn entries(path: &std::path::Path) -> Vec<Value> {
+pub(crate) fn entries(path: &std::path::Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
@@ -15,7 +15,7 @@ fn entries(path: &std::path::Path) -> Vec<Value> {
 }
 
 #[track_caller]
-fn by_id<'a>(entries: &'a [Value], id: &str) -> &'a Value {
+pub(crate) fn by_id<'a>(entries: &'a [Value], id: &str) -> &'a Value {
     entries
         .iter()
         .find(|e| e["toolCallId"] == id)

@@ -210,8 +210,7 @@ fn toolhost_prompt_prints_the_section_for_the_active_tools() {
 /// (`fixtures/pi-1.6/tools.json`, recorded by `scripts/pi-record`).
 #[test]
 fn the_prompt_section_is_pi_1_6s_under_its_profile() {
-    let path = format!("{}/pi-1.6/tools.json", toolhost_tests::FIXTURES);
-    let fixture: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let fixture = pi_1_6_tools();
     let ws = Workspace::new();
     for (prompt, tools) in [
         ("defaultTools", "read,bash,edit,write"),
@@ -244,8 +243,7 @@ fn the_prompt_section_is_pi_1_6s_under_its_profile() {
 /// (`fixtures/pi-1.6/tools.json`).
 #[test]
 fn the_built_ins_are_declared_as_pi_1_6_declares_them_under_its_profile() {
-    let path = format!("{}/pi-1.6/tools.json", toolhost_tests::FIXTURES);
-    let fixture: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let fixture = pi_1_6_tools();
     let ws = Workspace::new();
     let out = toolhost(&ws, &["--pi", "1.6", "--all-tools", "list", "--json"], None);
     assert!(
@@ -283,3 +281,9 @@ fn the_built_ins_are_declared_as_pi_1_6_declares_them_under_its_profile() {
 /// Pi's bash guideline about its `PI_*` variables, as a line of `<rules>`.
 const PI_VARIABLES: &str =
     "\n- You can inspect PI_* environment variables for current model and session details.";
+
+/// Pi 1.6.0's tools as `scripts/pi-record` recorded them.
+fn pi_1_6_tools() -> Value {
+    let path = format!("{}/pi-1.6/tools.json", toolhost_tests::FIXTURES);
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}

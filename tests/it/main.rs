@@ -23,6 +23,7 @@ mod loopback;
 mod mcp;
 mod mcp_resources;
 mod mcp_sessions;
+mod nested;
 mod order;
 mod permissions;
 mod pipeline;

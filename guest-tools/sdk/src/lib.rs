@@ -35,6 +35,7 @@
 //! needs no grant.
 
 pub mod args;
+pub mod calls;
 pub mod client;
 pub mod fs;
 pub mod notices;

@@ -51,6 +51,15 @@ pub(crate) trait Scope: Send + Sync + 'static {
     fn take_turn(&self, i: usize) -> Option<Turn>;
     /// An event of an executing call (its progress, a hook's report).
     fn emit_executing(&self, event: Event);
+    /// The call whose tool made these calls through the host (`None`: the
+    /// model made them).
+    fn parent(&self) -> Option<&str> {
+        None
+    }
+    /// How many calls through the host lead to these (0: the model's).
+    fn depth(&self) -> usize {
+        0
+    }
 }
 
 /// A call that has its final result.
@@ -86,6 +95,7 @@ impl Finished {
             time: crate::audit::timestamp(trace.started),
             session: session.settings.session_id.clone(),
             tool_call_id: self.call.id.clone(),
+            parent_tool_call_id: trace.parent.clone(),
             tool: self.call.name.clone(),
             component: trace.component.as_deref().map(str::to_string),
             arguments: crate::audit::redact::redact(&self.call.arguments),
@@ -119,6 +129,8 @@ struct Trace {
     /// How it ended, before the after hooks (see [`Trace::outcome`]).
     ended: Outcome,
     used: Used,
+    /// The call that made it through the host, for a nested call.
+    parent: Option<String>,
 }
 
 impl Trace {
@@ -129,6 +141,7 @@ impl Trace {
             component: None,
             ended: Outcome::Ok,
             used: Used::default(),
+            parent: None,
         }
     }
 
@@ -213,6 +226,7 @@ pub(crate) async fn prepare(scope: &dyn Scope, i: usize) -> Preflight {
     let cancel = scope.cancel();
     let session = scope.session();
     let mut trace = Trace::begin();
+    trace.parent = scope.parent().map(str::to_string);
     if cancel.is_cancelled() {
         // §7.6: after an abort every call still gets its result.
         return aborted(call, trace);
@@ -244,7 +258,7 @@ pub(crate) async fn prepare(scope: &dyn Scope, i: usize) -> Preflight {
         Err(failure) => return broke(call, &failure, trace),
     };
     let prepared = instance
-        .prepare_arguments(name, &call.arguments.to_string())
+        .prepare_arguments(&tool.guest_name, &call.arguments.to_string())
         .await;
     // Holding the instance until execution holds a pool slot; when the
     // pool runs low it is dropped now and execute gets a fresh one, so a
@@ -404,6 +418,18 @@ pub(crate) async fn execute(scope: Arc<dyn Scope>, ready: ReadyCall) -> Finished
         })
     });
     let _ = signals.processes.set(scope.processes().clone());
+    if let Some(granted) = tool.sandbox.callable_tools() {
+        let nesting = Nesting {
+            depth: scope.depth(),
+            scope: scope.clone(),
+            parent: call.clone(),
+            granted,
+            usage: signals.usage.clone(),
+            calls: Default::default(),
+            waited: Default::default(),
+        };
+        let _ = signals.nested.set(Arc::new(nesting));
+    }
     if let Some(client) = scope.client() {
         let _ = signals
             .client
@@ -428,7 +454,7 @@ pub(crate) async fn execute(scope: Arc<dyn Scope>, ready: ReadyCall) -> Finished
     let guard = tool.sandbox.guard();
     let watch = watch_git(guard.clone()).await;
     let outcome = instance
-        .execute(&call.name, context, &args.to_string())
+        .execute(&tool.guest_name, context, &args.to_string())
         .await;
     signals.settle();
     let added = newly_active(&active_before, &session.tools.current());
@@ -592,6 +618,186 @@ fn check_structured(tool: &RegisteredTool, name: &str, result: &ToolResult) -> R
                  schema: {violations}"
             )
         }),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Nested calls: a tool calls other tools through the host (`call-tools`)
+// ---------------------------------------------------------------------------
+
+/// How deep calls may nest: a tool's call of a tool that calls a tool …
+pub(crate) const MAX_NESTING: usize = 8;
+
+/// What a call granted `call-tools` is lent: each of its nested calls runs
+/// through [`prepare`] and [`execute`] in a [`Nested`] scope, as the
+/// model's call of that tool would (its validation, the hooks, the rules,
+/// the called tool's own grants), and is audited on its own line naming
+/// this call.
+struct Nesting {
+    scope: Arc<dyn Scope>,
+    parent: ToolCall,
+    /// The names its grant gives (`*`: every tool the model may call).
+    granted: Arc<[String]>,
+    /// The calling call's record: each nested call is listed in it.
+    usage: Usage,
+    /// How deep the calling call is (0: the model made it).
+    depth: usize,
+    calls: std::sync::atomic::AtomicU32,
+    waited: std::sync::Mutex<Duration>,
+}
+
+impl Nesting {
+    fn grants(&self, name: &str) -> bool {
+        self.granted.iter().any(|g| g == "*" || g == name)
+    }
+
+    /// The refusal of a call its grant does not name, or too deep.
+    fn refusal(&self, name: &str) -> Option<String> {
+        let caller = &self.parent.name;
+        if self.depth >= MAX_NESTING {
+            return Some(format!(
+                "Tool {caller} may not call {name}: tool calls nest at most {MAX_NESTING} deep"
+            ));
+        }
+        (!self.grants(name)).then(|| {
+            format!(
+                "Tool {caller} may not call {name}: its grant names {} (call-tools in toolhost.toml)",
+                self.granted.join(", ")
+            )
+        })
+    }
+
+    async fn run(&self, name: String, arguments: String) -> crate::ops::nested::NestedResult {
+        let n = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        let id = format!("{}/{n}", self.parent.id);
+        // Arguments that are not a JSON object are the model's mistake in
+        // Pi's words: they are validated as given.
+        let arguments =
+            serde_json::from_str(&arguments).unwrap_or_else(|_| Value::String(arguments.clone()));
+        let call = ToolCall {
+            id: id.clone(),
+            name: name.clone(),
+            arguments,
+        };
+        self.usage.note(Use::Called, &format!("{name} {id}"));
+        let session = self.scope.session();
+        let finished = match self.refusal(&name) {
+            Some(text) => {
+                let mut trace = Trace::begin().ended(Outcome::Blocked);
+                trace.parent = Some(self.parent.id.clone());
+                failed_with(&call, text, false, trace)
+            }
+            None => {
+                let started = Instant::now();
+                let nested = Arc::new(Nested {
+                    parent: self.scope.clone(),
+                    parent_id: self.parent.id.clone(),
+                    depth: self.depth + 1,
+                    message: Arc::new(AssistantMessage {
+                        raw: serde_json::json!({
+                            "role": "assistant",
+                            "content": [{"type": "toolCall", "id": id, "name": name,
+                                         "arguments": call.arguments}],
+                        }),
+                        tool_calls: vec![call],
+                        stop_reason: crate::message::StopReason::ToolUse,
+                    }),
+                });
+                let finished = match prepare(nested.as_ref(), 0).await {
+                    Preflight::Done(finished) => *finished,
+                    Preflight::Ready(ready) => execute(nested, *ready).await,
+                };
+                *self.waited.lock().expect("nested wait lock") += started.elapsed();
+                finished
+            }
+        };
+        finished.audit(session);
+        crate::ops::nested::NestedResult {
+            tool_call_id: id,
+            is_error: finished.is_error,
+            result: finished.result,
+        }
+    }
+}
+
+impl crate::ops::nested::NestedCalls for Nesting {
+    fn callable(&self) -> Vec<String> {
+        let registry = self.scope.session().registry();
+        let mut names = registry.callable_names();
+        names.retain(|name| self.grants(name));
+        names
+    }
+
+    fn waited(&self) -> Duration {
+        *self.waited.lock().expect("nested wait lock")
+    }
+
+    fn execute(
+        &self,
+        name: String,
+        arguments: String,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = crate::ops::nested::NestedResult> + Send + '_>,
+    > {
+        Box::pin(self.run(name, arguments))
+    }
+}
+
+/// The scope of one nested call: its caller's batch, session and person,
+/// a message of its own (the one call), no place in the order of file
+/// mutations (its caller is already running), and the tools other tools
+/// may call (active, or exposed as callable; never model-only or hidden).
+struct Nested {
+    parent: Arc<dyn Scope>,
+    parent_id: String,
+    depth: usize,
+    message: Arc<AssistantMessage>,
+}
+
+impl Scope for Nested {
+    fn session(&self) -> &Session {
+        self.parent.session()
+    }
+
+    fn message(&self) -> &Arc<AssistantMessage> {
+        &self.message
+    }
+
+    fn cancel(&self) -> &CancellationToken {
+        self.parent.cancel()
+    }
+
+    fn lookup(&self, call: &ToolCall) -> Option<Arc<RegisteredTool>> {
+        self.session().registry().get_callable(&call.name)
+    }
+
+    fn asker(&self) -> Option<&Arc<Asker>> {
+        self.parent.asker()
+    }
+
+    fn client(&self) -> Option<&Arc<dyn crate::ops::client::Client>> {
+        self.parent.client()
+    }
+
+    fn processes(&self) -> &Arc<crate::ops::process::session::SessionProcesses> {
+        self.parent.processes()
+    }
+
+    fn take_turn(&self, _: usize) -> Option<Turn> {
+        None
+    }
+
+    /// A nested call's progress and reports reach no front end: its
+    /// result is its caller's to report (as in Pi), its audit line the
+    /// record.
+    fn emit_executing(&self, _: Event) {}
+
+    fn parent(&self) -> Option<&str> {
+        Some(&self.parent_id)
+    }
+
+    fn depth(&self) -> usize {
+        self.depth
     }
 }
 

@@ -470,6 +470,11 @@ impl Sandbox {
     }
 
     /// Whether its calls' `command` argument is a shell command line.
+    /// The tools it may call through the host (`call-tools`), if any.
+    pub(crate) fn callable_tools(&self) -> Option<Arc<[String]>> {
+        self.caps.call_tools.clone()
+    }
+
     pub(crate) fn runs_shell(&self) -> bool {
         self.caps.shell
     }

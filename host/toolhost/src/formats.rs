@@ -357,6 +357,7 @@ mod tests {
             definition: def("read", Some("Read file contents"), &[]),
             source: ToolSource::Builtin,
             active: true,
+            exposure: Default::default(),
         };
         let tools = [info.clone()];
         assert_eq!(

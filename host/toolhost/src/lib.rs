@@ -162,7 +162,7 @@ pub use message::{
 pub use ops::process::session::{ProcessInfo, SessionProcesses, State as ProcessState};
 pub use ops::process::{Confinement, JailMode, ProcessLimits, ProcessPolicy};
 pub use profile::PiProfile;
-pub use registry::{Diagnostic, ExecutionMode, ToolDefinition, ToolInfo, ToolSource};
+pub use registry::{Diagnostic, ExecutionMode, Exposure, ToolDefinition, ToolInfo, ToolSource};
 pub use tokio_util::sync::CancellationToken;
 
 /// The README's Rust example, compiled (not run) with the tests.

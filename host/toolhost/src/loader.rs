@@ -88,6 +88,8 @@ pub(crate) struct ComponentSpec<'a> {
     pub hooks: bool,
     /// Its tools may take a built-in's name.
     pub replace_builtin: bool,
+    /// Its tools are named `{namespace}__{name}` (the grant's `namespace`).
+    pub namespace: Option<String>,
 }
 
 /// What a loaded component provides.
@@ -108,6 +110,7 @@ pub(crate) struct Prepared {
     origin: String,
     source: ToolSource,
     replace_builtin: bool,
+    namespace: Option<String>,
     /// Its definitions, when its summary gave them.
     definitions: Option<Vec<ToolDecl>>,
     /// The names it imports and exports, when its summary is to be noted
@@ -230,6 +233,7 @@ pub(crate) fn prepare(runtime: &Arc<Runtime>, spec: ComponentSpec<'_>) -> Result
         origin: spec.origin,
         source: spec.source,
         replace_builtin: spec.replace_builtin,
+        namespace: spec.namespace,
         definitions,
         summarise,
     })
@@ -291,6 +295,7 @@ pub(crate) async fn finish(prepared: Prepared) -> Result<Loaded, Error> {
         origin,
         source,
         replace_builtin,
+        namespace,
         definitions,
         summarise,
     } = prepared;
@@ -329,12 +334,16 @@ pub(crate) async fn finish(prepared: Prepared) -> Result<Loaded, Error> {
     let mut tools: Vec<RegisteredTool> = Vec::new();
     for def in definitions {
         let name = def.name.clone();
-        let (definition, schema, output) = check_definition(def)
+        let (mut definition, schema, output) = check_definition(def)
             .map_err(|reason| fail(format!("tool {name:?} has an invalid definition: {reason}")))?;
-        if tools.iter().any(|t| t.definition.name == definition.name) {
+        if tools.iter().any(|t| t.guest_name == definition.name) {
             return Err(fail(format!("defines tool {name} twice")));
         }
+        if let Some(namespace) = &namespace {
+            definition.name = namespaced(namespace, &name).map_err(fail)?;
+        }
         tools.push(RegisteredTool {
+            guest_name: name,
             definition,
             schema,
             output,
@@ -460,6 +469,20 @@ async fn read_definitions(sandbox: &Sandbox) -> Result<Vec<ToolDecl>, String> {
     })?;
     check_definitions_size(&definitions)?;
     Ok(definitions)
+}
+
+/// The name a tool `name` has in `namespace`: `{namespace}__{name}`, as
+/// Pi 1.x names an MCP server's tools (`mcp__docs__search`). It must still
+/// be a name the model providers accept.
+pub(crate) fn namespaced(namespace: &str, name: &str) -> Result<String, String> {
+    let full = format!("{namespace}__{name}");
+    if namespace.is_empty() || !valid_name(&full) {
+        return Err(format!(
+            "namespace {namespace:?} makes tool {name} {full:?}, which is not 1 to 64 \
+             characters of letters, digits, '_' or '-'"
+        ));
+    }
+    Ok(full)
 }
 
 /// Tool names as the model providers accept them.

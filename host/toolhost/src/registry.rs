@@ -40,6 +40,77 @@ pub struct ToolDefinition {
     pub output_schema: Option<Value>,
 }
 
+/// How the model and other tools reach a tool (Pi 1.x's `exposure`;
+/// `[exposure]` in toolhost.toml, [`crate::HostBuilder::exposure`]).
+/// "Callable" means by other tools, through `call-tools`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Exposure {
+    /// Declared to the model while active, callable while active.
+    #[default]
+    Direct,
+    /// Declared to the model while active, never callable: for tools that
+    /// orchestrate others.
+    ModelOnly,
+    /// Not active unless named explicitly (`--tools`, `active-tools`, a
+    /// client's or tool's set); callable whenever loaded. Pi's `codemode`
+    /// and `deferred`.
+    #[serde(alias = "codemode", alias = "deferred")]
+    Callable,
+    /// Loaded but unreachable: never active, never callable.
+    Hidden,
+}
+
+impl Exposure {
+    fn is_direct(&self) -> bool {
+        *self == Exposure::Direct
+    }
+}
+
+/// Which exposure each tool has: rules by a tool's name or by a pattern
+/// (`*` is any characters). A tool's own name wins; among patterns, the
+/// longest that matches (the most specific); between equals, the later.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Exposures(Vec<(String, Exposure)>);
+
+impl Exposures {
+    pub(crate) fn new(rules: Vec<(String, Exposure)>) -> Exposures {
+        Exposures(rules)
+    }
+
+    pub(crate) fn of(&self, name: &str) -> Exposure {
+        if let Some((_, e)) = self.0.iter().rev().find(|(rule, _)| rule == name) {
+            return *e;
+        }
+        // `max_by_key` keeps the last of equals: a later rule wins.
+        self.0
+            .iter()
+            .filter(|(rule, _)| rule.contains('*') && wildcard_match(rule, name))
+            .max_by_key(|(rule, _)| rule.len())
+            .map_or(Exposure::Direct, |(_, e)| *e)
+    }
+}
+
+/// `pattern` with `*` matching any run of characters, against all of `name`.
+fn wildcard_match(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
 /// Where a tool comes from.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
@@ -59,6 +130,9 @@ impl std::fmt::Display for ToolSource {
 
 /// A registered tool with what it needs to run.
 pub(crate) struct RegisteredTool {
+    /// The name its component knows it by (`definition.name` without the
+    /// namespace its grant gives it).
+    pub guest_name: String,
     pub definition: ToolDefinition,
     pub schema: ArgumentSchema,
     /// Its output schema, compiled, when it declares one.
@@ -77,6 +151,9 @@ pub struct ToolInfo {
     pub definition: ToolDefinition,
     pub source: ToolSource,
     pub active: bool,
+    /// How it is reached, when not directly.
+    #[serde(skip_serializing_if = "Exposure::is_direct")]
+    pub exposure: Exposure,
 }
 
 pub use crate::error::Diagnostic;
@@ -87,6 +164,7 @@ pub(crate) struct Registry {
     /// Replaced whole on every change: a copy taken before a call is the
     /// same `Arc` after it unless the set changed.
     active: Arc<Vec<String>>,
+    exposures: Exposures,
 }
 
 impl Registry {
@@ -131,6 +209,43 @@ impl Registry {
             .cloned()
     }
 
+    /// How the tool `name` is reached.
+    pub(crate) fn exposure(&self, name: &str) -> Exposure {
+        self.exposures.of(name)
+    }
+
+    /// The exposure rules; set before the first active set.
+    pub(crate) fn set_exposures(&mut self, exposures: Exposures) {
+        self.exposures = exposures;
+    }
+
+    /// A tool another tool may call now: active and not model-only, or
+    /// callable whenever loaded; never a hidden one.
+    pub(crate) fn get_callable(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+        self.callable(name).then(|| self.get(name)).flatten()
+    }
+
+    fn callable(&self, name: &str) -> bool {
+        match self.exposure(name) {
+            Exposure::Direct => self.active.iter().any(|a| a == name),
+            Exposure::Callable => self.get(name).is_some(),
+            Exposure::ModelOnly | Exposure::Hidden => false,
+        }
+    }
+
+    /// The tools other tools may call now: the active ones in order, then
+    /// the callable ones that are not active.
+    pub(crate) fn callable_names(&self) -> Vec<String> {
+        let rest = self.tools.iter().map(|t| &t.definition.name);
+        let mut names: Vec<String> = Vec::new();
+        for name in self.active.iter().chain(rest) {
+            if self.callable(name) && !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+        names
+    }
+
     /// A tool the model may call now.
     pub(crate) fn get_active(&self, name: &str) -> Option<Arc<RegisteredTool>> {
         if self.active.iter().any(|a| a == name) {
@@ -150,11 +265,12 @@ impl Registry {
     }
 
     /// Replace the active set: unknown names are dropped, order as given,
-    /// duplicates once (spec §3.1).
+    /// duplicates once (spec §3.1); a hidden tool is never active.
     pub(crate) fn set_active(&mut self, names: &[String]) {
         let mut active: Vec<String> = Vec::new();
         for name in names {
-            if self.get(name).is_some() && !active.contains(name) {
+            let reachable = self.exposure(name) != Exposure::Hidden;
+            if reachable && self.get(name).is_some() && !active.contains(name) {
                 active.push(name.clone());
             }
         }
@@ -168,6 +284,7 @@ impl Registry {
                 definition: t.definition.clone(),
                 source: t.source.clone(),
                 active: self.active.contains(&t.definition.name),
+                exposure: self.exposure(&t.definition.name),
             })
             .collect()
     }
@@ -179,12 +296,51 @@ impl Registry {
             .collect()
     }
 
-    /// Extension tool names (auto-activated when loaded, as in Pi).
-    pub(crate) fn extension_names(&self) -> Vec<String> {
-        self.tools
+    /// The tools a session starts with when none are named: `defaults`
+    /// that exist, then every extension tool (auto-activated when loaded,
+    /// as in Pi); with `all`, every tool. Never one whose exposure keeps it
+    /// inactive until it is named (callable, hidden).
+    pub(crate) fn starting_names(&self, defaults: &[&str], all: bool) -> Vec<String> {
+        let extensions = self
+            .tools
             .iter()
-            .filter(|t| matches!(t.source, ToolSource::Extension { .. }))
-            .map(|t| t.definition.name.clone())
+            .filter(|t| all || matches!(t.source, ToolSource::Extension { .. }))
+            .map(|t| t.definition.name.clone());
+        let named = defaults.iter().map(|s| s.to_string()).filter(|_| !all);
+        named
+            .chain(extensions)
+            .filter(|name| matches!(self.exposure(name), Exposure::Direct | Exposure::ModelOnly))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod exposure_tests {
+    use super::{Exposure, Exposures, wildcard_match};
+
+    #[test]
+    fn a_name_wins_then_the_longest_pattern_whatever_the_order() {
+        let rules = Exposures::new(vec![
+            ("*".into(), Exposure::Hidden),
+            ("jira__*".into(), Exposure::Callable),
+            ("jira__get*".into(), Exposure::Direct),
+            ("jira__get_issue".into(), Exposure::ModelOnly),
+        ]);
+        assert_eq!(rules.of("jira__get_issue"), Exposure::ModelOnly);
+        assert_eq!(rules.of("jira__get_user"), Exposure::Direct);
+        assert_eq!(rules.of("jira__delete"), Exposure::Callable);
+        assert_eq!(rules.of("read"), Exposure::Hidden);
+        assert_eq!(Exposures::default().of("read"), Exposure::Direct);
+        for (pattern, name, matches) in [
+            ("a*c", "abc", true),
+            ("a*c", "ac", true),
+            ("a*c", "acb", false),
+            ("*b*", "abc", true),
+            ("ab*", "a", false),
+            ("a*a", "a", false),
+            ("**", "", true),
+        ] {
+            assert_eq!(wildcard_match(pattern, name), matches, "{pattern} {name}");
+        }
     }
 }

@@ -66,6 +66,8 @@ pub(crate) struct CallSignals {
     pub(crate) client: std::sync::OnceLock<Arc<CallClient>>,
     /// The processes of the call's session (set before the call executes).
     pub(crate) processes: std::sync::OnceLock<Arc<crate::ops::process::session::SessionProcesses>>,
+    /// How it calls other tools, when it may (set before the call executes).
+    pub(crate) nested: std::sync::OnceLock<Arc<dyn crate::ops::nested::NestedCalls>>,
 }
 
 impl CallSignals {
@@ -95,6 +97,7 @@ impl CallSignals {
             asking: std::sync::OnceLock::new(),
             client: std::sync::OnceLock::new(),
             processes: std::sync::OnceLock::new(),
+            nested: std::sync::OnceLock::new(),
         })
     }
 
@@ -105,7 +108,8 @@ impl CallSignals {
             .asking
             .get()
             .map_or(Duration::ZERO, |asking| asking.waited());
-        asking + self.client.get().map_or(Duration::ZERO, |c| c.waited())
+        let nested = self.nested.get().map_or(Duration::ZERO, |n| n.waited());
+        asking + self.client.get().map_or(Duration::ZERO, |c| c.waited()) + nested
     }
 
     /// Route progress updates of the call to `f` until [`Self::settle`].

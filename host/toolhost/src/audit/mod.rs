@@ -111,6 +111,9 @@ pub struct Entry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
     pub tool_call_id: String,
+    /// The call whose tool made this one through the host (`call-tools`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<String>,
     pub tool: String,
     /// The digest of the component that served the call (`blake3:…`);
     /// absent when no tool of that name was found.
@@ -457,6 +460,7 @@ mod tests {
             time: time.into(),
             session: None,
             tool_call_id: "c1".into(),
+            parent_tool_call_id: None,
             tool: tool.into(),
             component: Some("blake3:00".into()),
             arguments: serde_json::json!({}),

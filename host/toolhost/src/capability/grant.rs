@@ -46,6 +46,9 @@ pub struct GrantSpec {
     /// It may start processes that outlive the call, until the session
     /// ends (`crate::ops::process::session`), under its `process` grant.
     pub session_processes: bool,
+    /// The tools it may call through the host (`crate::ops::nested`),
+    /// by name; `"*"` is every tool the model may call.
+    pub call_tools: Vec<String>,
     /// Secrets its HTTP requests carry, which it never sees, by name
     /// (`crate::ops::http_client::secrets`). Only the user's file declares
     /// them.
@@ -57,6 +60,10 @@ pub struct GrantSpec {
     pub hooks: bool,
     /// Its tools may take the name of a built-in tool, replacing it.
     pub replace_builtin: bool,
+    /// Its tools are named `{namespace}__{name}` (Pi 1.x's namespaces, as
+    /// MCP servers' tools are `mcp__{server}__{name}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
     /// Processes its programs may have at once (default 1,024).
     pub max_processes: Option<u32>,
     /// Memory its programs may take together (default 4,096 MiB); its own
@@ -88,6 +95,7 @@ impl GrantSpec {
         self.source = other.source.clone().or(self.source.take());
         self.key = other.key.clone().or(self.key.take());
         self.signed_by = other.signed_by.clone().or(self.signed_by.take());
+        self.namespace = other.namespace.clone().or(self.namespace.take());
         self.memory_mb = other.memory_mb.or(self.memory_mb);
         self.max_processes = other.max_processes.or(self.max_processes);
         self.process_memory_mb = other.process_memory_mb.or(self.process_memory_mb);

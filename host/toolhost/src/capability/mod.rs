@@ -16,6 +16,7 @@
 //! [`GrantSpec`] and its glue in `wit/glue/` (`docs/architecture.md`, "Add a
 //! capability").
 
+mod call_tools;
 mod client;
 mod fs_read;
 mod fs_write;
@@ -226,6 +227,7 @@ pub(crate) const ALL: &[Capability] = &[
     http::CAPABILITY,
     client::CAPABILITY,
     session_processes::CAPABILITY,
+    call_tools::CAPABILITY,
     // After `http`: its secrets join the policy `http` made.
     secrets::CAPABILITY,
 ];
@@ -347,6 +349,7 @@ mod tests {
             http: vec!["example.org".into()],
             client: vec!["sampling".into()],
             session_processes: true,
+            call_tools: vec!["read".into()],
             secrets: [("TOKEN".into(), Default::default())].into(),
             ..Default::default()
         };
@@ -375,6 +378,7 @@ mod tests {
             denied: vec!["fs-write /etc: outside-roots".into()],
             reverted: vec!["/w/.git/config".into()],
             asked: vec!["send HTTP requests to a:443: once (terminal)".into()],
+            called: vec!["read call_1/1".into()],
             more: 0,
         };
         let shown: Vec<(&str, &str)> = audit_lists(&used)
@@ -389,6 +393,7 @@ mod tests {
                 ("ran", "/usr/bin/git"),
                 ("contacted", "example.org:443"),
                 ("asked the client", "sampling greeting: answered"),
+                ("called", "read call_1/1"),
                 ("sent secrets", "GITHUB_TOKEN to api.github.com:443"),
                 ("denied", "fs-write /etc: outside-roots"),
                 ("put back", "/w/.git/config"),

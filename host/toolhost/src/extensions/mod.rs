@@ -240,6 +240,7 @@ pub(crate) fn prepare(cx: &LoadContext<'_>, found: &Found) -> Pending {
             grant_name: Some(found.name.clone()),
             hooks: granted.hooks,
             replace_builtin: granted.replace_builtin,
+            namespace: granted.namespace.clone(),
         },
     );
     Pending {

@@ -25,6 +25,10 @@
 //! extension-paths = ["~/tools/jq.wasm"]          # more extensions (files or directories)
 //! active-tools = ["read", "bash", "edit", "write", "grep"]
 //! pi = "1.6"                                     # the Pi whose texts the model gets (default 0.85)
+//!
+//! [exposure]                                     # how the model and other tools reach a tool
+//! bash = "callable"                              # direct (default), model-only, callable, hidden
+//! "jira__*" = "hidden"                           # `*` patterns; a name wins, then the longest
 //! audit = "~/.local/state/toolhost/audit.jsonl"  # a line per call (user's file only)
 //!
 //! [extensions.wordcount]                         # by extension name
@@ -131,6 +135,7 @@ struct PolicyFile {
     extension_paths: Vec<String>,
     active_tools: Option<Vec<String>>,
     pi: Option<crate::profile::PiProfile>,
+    exposure: BTreeMap<String, crate::registry::Exposure>,
     audit: Option<String>,
     shell: ShellSettings,
     extensions: BTreeMap<String, GrantSpec>,
@@ -179,6 +184,9 @@ pub struct Policy {
     /// The Pi profile, when a file sets it (a workspace's over the user's,
     /// like the active tools: it changes texts, not what runs).
     pub pi: Option<crate::profile::PiProfile>,
+    /// `[exposure]`: how the model and other tools reach each tool, by
+    /// name or pattern (the user's, then a trusted workspace's).
+    pub exposure: Vec<(String, crate::registry::Exposure)>,
     /// The audit log's file, when the user's file sets one.
     pub audit: Option<PathBuf>,
     /// The shell tools' jail settings, with paths resolved (`~/`, relative
@@ -380,6 +388,7 @@ impl Policy {
         if file.pi.is_some() {
             self.pi = file.pi;
         }
+        self.exposure.extend(file.exposure);
         if let Some(resources) = file.mcp.resources
             && self.mcp.resources != Some(false)
         {

@@ -27,7 +27,7 @@ use crate::ops::search::{FsSearch, LocalSearch, Search};
 use crate::ops::tools::ToolSet;
 use crate::permissions::{Ask, Asker};
 use crate::profile::PiProfile;
-use crate::registry::{Diagnostic, Registry, ToolSource};
+use crate::registry::{Diagnostic, Exposure, Exposures, Registry, ToolSource};
 use crate::session::{ActiveTools, CallSettings, Session};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -78,6 +78,8 @@ pub struct HostBuilder {
     client: Option<Arc<dyn crate::ops::client::Client>>,
     process_idle: Option<Duration>,
     pi: Option<PiProfile>,
+    /// Exposure rules, after the files' (later rules win on the same name).
+    exposures: Vec<(String, Exposure)>,
 }
 
 impl Default for HostBuilder {
@@ -96,6 +98,7 @@ impl Default for HostBuilder {
             temp_dir: None,
             jail: JailMode::Auto,
             pi: None,
+            exposures: Vec::new(),
             // Pi's bash has the network (package managers and git need it)
             // and, here, a default timeout.
             commands: ProcessPolicy::new()
@@ -208,7 +211,16 @@ impl HostBuilder {
         self
     }
 
-    /// Make every loaded tool active.
+    /// How the model and other tools reach the tool `name`, or every tool
+    /// matching it (`*` is any characters): see [`Exposure`]. Over the
+    /// `[exposure]` rules of the `toolhost.toml` files.
+    pub fn exposure(mut self, name: impl Into<String>, exposure: Exposure) -> Self {
+        self.exposures.push((name.into(), exposure));
+        self
+    }
+
+    /// Make every loaded tool active (but those whose exposure keeps them
+    /// inactive until named: callable, hidden).
     pub fn all_tools_active(mut self) -> Self {
         self.all_active = true;
         self.active = None;
@@ -455,6 +467,11 @@ impl HostBuilder {
         let (reports, hook_components, offers) =
             add_extensions(extensions, &active_tools, &mut diagnostics).await;
         diagnostics.extend(runtime.take_reports());
+        let exposures = self.exposures.iter().cloned();
+        let exposures = config.policy.exposure.iter().cloned().chain(exposures);
+        let mut writing = registry.write().expect("registry lock");
+        writing.set_exposures(Exposures::new(exposures.collect()));
+        drop(writing);
         let first = self.first_active(&registry.read().expect("registry lock"), &config);
         active_tools.set(&first);
         Ok(self.assemble(Assembly {
@@ -669,6 +686,7 @@ impl HostBuilder {
                 grant_name: None,
                 hooks: false,
                 replace_builtin: false,
+                namespace: None,
             });
         }
         // On this thread: preparing the built-ins on several (their code
@@ -751,7 +769,7 @@ impl HostBuilder {
     /// the policy's list, or Pi's defaults and every extension tool.
     fn first_active(&self, registry: &Registry, config: &Configuration) -> Vec<String> {
         if self.all_active {
-            registry.names()
+            registry.starting_names(&[], true)
         } else if let Some(names) = self
             .active
             .clone()
@@ -759,11 +777,7 @@ impl HostBuilder {
         {
             names
         } else {
-            DEFAULT_ACTIVE_TOOLS
-                .iter()
-                .map(|s| s.to_string())
-                .chain(registry.extension_names())
-                .collect()
+            registry.starting_names(DEFAULT_ACTIVE_TOOLS, false)
         }
     }
 

@@ -122,11 +122,13 @@ impl Host {
     /// has that name.
     #[cfg(feature = "mcp")]
     pub(crate) fn active_tool_info(&self, name: &str) -> Option<ToolInfo> {
-        let tool = self.inner.session.registry().get_active(name)?;
+        let registry = self.inner.session.registry();
+        let tool = registry.get_active(name)?;
         Some(ToolInfo {
             definition: tool.definition.clone(),
             source: tool.source.clone(),
             active: true,
+            exposure: registry.exposure(name),
         })
     }
 

@@ -7,6 +7,7 @@
 pub mod client;
 pub mod fs;
 pub mod http_client;
+pub mod nested;
 pub mod process;
 pub mod protect;
 pub mod search;
@@ -29,6 +30,8 @@ pub struct Capabilities {
     pub client: Option<client::ClientGrant>,
     /// It may start processes of the session (under `process`'s policy).
     pub session_processes: bool,
+    /// The tools it may call through the host (`call-tools`).
+    pub call_tools: Option<Arc<[String]>>,
     /// The same directories and variables through WASI, for guests whose
     /// standard library reads files (Python's `open`, JavaScript's fs).
     pub wasi: WasiCapabilities,

@@ -54,6 +54,10 @@ pub struct Used {
     /// asked: `send HTTP requests to api.github.com:443: session (terminal)`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub asked: Vec<String>,
+    /// The tools it called through the host, each with the nested call's
+    /// id: `read call_1/1` (their own lines say what they did).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub called: Vec<String>,
     /// Distinct entries beyond [`MAX_ENTRIES`] in any list, not listed.
     #[serde(skip_serializing_if = "is_zero")]
     pub more: u32,
@@ -72,6 +76,7 @@ impl Used {
             Use::Denied => &self.denied,
             Use::Reverted => &self.reverted,
             Use::Asked => &self.asked,
+            Use::Called => &self.called,
         }
     }
 
@@ -86,6 +91,7 @@ impl Used {
             Use::Denied => &mut self.denied,
             Use::Reverted => &mut self.reverted,
             Use::Asked => &mut self.asked,
+            Use::Called => &mut self.called,
         }
     }
 }
@@ -107,6 +113,7 @@ pub enum Use {
     Denied,
     Reverted,
     Asked,
+    Called,
 }
 
 impl Usage {

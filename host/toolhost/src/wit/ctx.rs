@@ -32,6 +32,8 @@ pub struct OpsCtx<'a> {
     pub(crate) client: Option<&'a crate::ops::client::CallClient>,
     /// The processes of the call's session.
     pub(crate) processes: Option<&'a Arc<crate::ops::process::session::SessionProcesses>>,
+    /// How it calls other tools, when it may.
+    pub(crate) nested: Option<&'a Arc<dyn crate::ops::nested::NestedCalls>>,
     pub table: &'a mut ResourceTable,
 }
 
@@ -60,6 +62,7 @@ impl OpsView for CallState {
             asking: self.signals.asking.get().map(|a| a.as_ref()),
             client: self.signals.client.get().map(|c| c.as_ref()),
             processes: self.signals.processes.get(),
+            nested: self.signals.nested.get(),
             table: &mut self.table,
         }
     }

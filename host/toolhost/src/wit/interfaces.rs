@@ -52,6 +52,7 @@ const SINCE: &[(&str, &str)] = &[
     ("client", "0.3.0"),
     ("session-processes", "0.3.0"),
     ("host-info", "0.4.0"),
+    ("call-tools", "0.4.0"),
 ];
 
 /// Whether the package's version `version` has the interface `name`.

@@ -1,10 +1,39 @@
-//! The content blocks of 0.3.0 and later (text, images, audio, embedded
-//! resources): compiled in each of those version modules (`#[path]`), like
-//! the glue and the interfaces 0.3.0 added (`client_ops.rs`,
-//! `session_ops.rs`).
+//! What 0.3.0 and later versions share beyond the glue: their content
+//! blocks (text, images, audio, embedded resources), the fields 0.2.0 added
+//! to their records, and the linking of the interfaces 0.3.0 added
+//! (`client_ops.rs`, `session_ops.rs`). Compiled in each of those version
+//! modules (`#[path]`), like the glue.
 
-use super::types;
+use super::{client, logging, session_processes, types};
 use crate::message::{ContentBlock, EmbeddedResource};
+use crate::store::CallState;
+use crate::wit::HasOps;
+use wasmtime::component::{HasSelf, Linker};
+
+pub(super) fn output_schema(d: &mut types::ToolDefinition) -> Option<String> {
+    d.output_schema.take()
+}
+
+pub(super) fn structured_content(r: &mut types::ToolResult) -> Option<String> {
+    r.structured_content.take()
+}
+
+/// Link one of the interfaces 0.3.0 added; `None` for another name.
+pub(super) fn link_since_0_3(
+    name: &str,
+    linker: &mut Linker<CallState>,
+) -> Option<wasmtime::Result<()>> {
+    Some(match name {
+        "logging" => logging::add_to_linker::<_, HasSelf<CallState>>(linker, |s| s),
+        "client" => client::add_to_linker::<_, HasOps>(linker, ops_of),
+        "session-processes" => session_processes::add_to_linker::<_, HasOps>(linker, ops_of),
+        _ => return None,
+    })
+}
+
+pub(super) fn ops_of(state: &mut CallState) -> crate::wit::OpsCtx<'_> {
+    crate::wit::OpsView::ops(state)
+}
 
 /// A content block from a guest.
 pub(super) fn content_from_wit(block: types::ContentBlock) -> ContentBlock {

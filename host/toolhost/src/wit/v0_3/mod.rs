@@ -26,27 +26,18 @@ bindings!(
 #[path = "../since_0_3/client_ops.rs"]
 mod client_ops;
 #[allow(clippy::duplicate_mod)]
-#[path = "../since_0_3/content.rs"]
-mod content;
-#[allow(clippy::duplicate_mod)]
 #[path = "../glue/mod.rs"]
 mod glue;
 #[allow(clippy::duplicate_mod)]
+#[path = "../since_0_3/records.rs"]
+mod records;
+#[allow(clippy::duplicate_mod)]
 #[path = "../since_0_3/session_ops.rs"]
 mod session_ops;
-use content::{content_from_wit, content_to_wit};
+use records::{content_from_wit, content_to_wit, output_schema, structured_content};
 
 use crate::store::CallState;
-use crate::wit::HasOps;
-use wasmtime::component::{HasSelf, Linker};
-
-fn output_schema(d: &mut types::ToolDefinition) -> Option<String> {
-    d.output_schema.take()
-}
-
-fn structured_content(r: &mut types::ToolResult) -> Option<String> {
-    r.structured_content.take()
-}
+use wasmtime::component::Linker;
 
 /// 0.3.0 results cannot be returned errors: a failing tool throws.
 fn is_error(_: &types::ToolResult) -> bool {
@@ -55,14 +46,6 @@ fn is_error(_: &types::ToolResult) -> bool {
 
 /// Link one of this version's own interfaces.
 fn link_own(name: &str, linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    match name {
-        "logging" => logging::add_to_linker::<_, HasSelf<CallState>>(linker, |s| s),
-        "client" => client::add_to_linker::<_, HasOps>(linker, ops_of),
-        "session-processes" => session_processes::add_to_linker::<_, HasOps>(linker, ops_of),
-        other => unreachable!("interface {other} has no glue in toolhost:tool@{VERSION}"),
-    }
-}
-
-fn ops_of(state: &mut CallState) -> crate::wit::OpsCtx<'_> {
-    crate::wit::OpsView::ops(state)
+    records::link_since_0_3(name, linker)
+        .unwrap_or_else(|| unreachable!("interface {name} has no glue in toolhost:tool@{VERSION}"))
 }

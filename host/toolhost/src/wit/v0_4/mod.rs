@@ -1,7 +1,8 @@
 //! `toolhost:tool@0.4.0` (`wit/tool.wit`, what the SDK builds): its
 //! bindings, and what it adds to 0.3.0: a result may be a returned error
-//! (`is-error`, keeping its details), and `host-info` (always linked) tells
-//! a component the host's Pi profile ([`crate::PiProfile`]).
+//! (`is-error`, keeping its details), `host-info` (always linked) tells
+//! a component the host's Pi profile ([`crate::PiProfile`]), and
+//! `call-tools` (granted) lets it call other tools, in `call_tools_ops.rs`.
 
 bindings!(
     "../../wit",
@@ -10,13 +11,15 @@ bindings!(
         "toolhost:tool/client.request",
         "toolhost:tool/session-processes.read",
         "toolhost:tool/session-processes.write",
-        "toolhost:tool/session-processes.stop"
+        "toolhost:tool/session-processes.stop",
+        "toolhost:tool/call-tools.execute"
     ],
     own: [
         logging = "toolhost:tool/logging",
         host_info = "toolhost:tool/host-info",
         client = "toolhost:tool/client",
-        session_processes = "toolhost:tool/session-processes"
+        session_processes = "toolhost:tool/session-processes",
+        call_tools = "toolhost:tool/call-tools"
     ]
 );
 
@@ -26,27 +29,21 @@ bindings!(
 #[path = "../since_0_3/client_ops.rs"]
 mod client_ops;
 #[allow(clippy::duplicate_mod)]
-#[path = "../since_0_3/content.rs"]
-mod content;
-#[allow(clippy::duplicate_mod)]
 #[path = "../glue/mod.rs"]
 mod glue;
 #[allow(clippy::duplicate_mod)]
+#[path = "../since_0_3/records.rs"]
+mod records;
+#[allow(clippy::duplicate_mod)]
 #[path = "../since_0_3/session_ops.rs"]
 mod session_ops;
-use content::{content_from_wit, content_to_wit};
+
+mod call_tools_ops;
+use records::{content_from_wit, content_to_wit, output_schema, structured_content};
 
 use crate::store::CallState;
 use crate::wit::HasOps;
 use wasmtime::component::{HasSelf, Linker};
-
-fn output_schema(d: &mut types::ToolDefinition) -> Option<String> {
-    d.output_schema.take()
-}
-
-fn structured_content(r: &mut types::ToolResult) -> Option<String> {
-    r.structured_content.take()
-}
 
 fn is_error(r: &types::ToolResult) -> bool {
     r.is_error
@@ -61,14 +58,10 @@ impl host_info::Host for CallState {
 /// Link one of this version's own interfaces.
 fn link_own(name: &str, linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     match name {
-        "logging" => logging::add_to_linker::<_, HasSelf<CallState>>(linker, |s| s),
         "host-info" => host_info::add_to_linker::<_, HasSelf<CallState>>(linker, |s| s),
-        "client" => client::add_to_linker::<_, HasOps>(linker, ops_of),
-        "session-processes" => session_processes::add_to_linker::<_, HasOps>(linker, ops_of),
-        other => unreachable!("interface {other} has no glue in toolhost:tool@{VERSION}"),
+        "call-tools" => call_tools::add_to_linker::<_, HasOps>(linker, records::ops_of),
+        other => records::link_since_0_3(other, linker).unwrap_or_else(|| {
+            unreachable!("interface {other} has no glue in toolhost:tool@{VERSION}")
+        }),
     }
-}
-
-fn ops_of(state: &mut CallState) -> crate::wit::OpsCtx<'_> {
-    crate::wit::OpsView::ops(state)
 }

@@ -1,0 +1,38 @@
+//! `call-tools` (since 0.4.0): a tool calls other tools through the host.
+//! The glue converts at the edge; the call itself runs through the
+//! pipeline the call was lent ([`crate::ops::nested`]).
+
+use super::{call_tools, content_to_wit};
+use crate::message::ToolResult;
+use crate::wit::OpsCtx;
+
+impl call_tools::Host for OpsCtx<'_> {
+    fn callable(&mut self) -> wasmtime::Result<Vec<String>> {
+        Ok(self.nested.map(|n| n.callable()).unwrap_or_default())
+    }
+
+    async fn execute(
+        &mut self,
+        name: String,
+        arguments: String,
+    ) -> wasmtime::Result<call_tools::NestedResult> {
+        let Some(nested) = self.nested.cloned() else {
+            // Pi's text where no session lends the calls (a component
+            // inspected, a hook).
+            let text = "Nested tool calls are not available in this context";
+            return Ok(result(String::new(), ToolResult::error(text), true));
+        };
+        let out = nested.execute(name, arguments).await;
+        Ok(result(out.tool_call_id, out.result, out.is_error))
+    }
+}
+
+fn result(tool_call_id: String, r: ToolResult, is_error: bool) -> call_tools::NestedResult {
+    call_tools::NestedResult {
+        tool_call_id,
+        content: r.content.into_iter().map(content_to_wit).collect(),
+        details: r.details.map(|d| d.to_string()),
+        structured_content: r.structured_content.map(|s| s.to_string()),
+        is_error,
+    }
+}
