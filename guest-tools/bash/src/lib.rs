@@ -36,6 +36,13 @@ const DESCRIPTION_TAIL: &str = "command in the current working directory. Return
 /// Node's `setTimeout` limit, which bounds Pi's timeouts.
 const MAX_TIMEOUT_MS: f64 = 2_147_483_647.0;
 
+/// Pi 1.x's output schema of a shell's structured result.
+const OUTPUT_SCHEMA: &str = r#"{"type":"object","required":["output","truncated","exit_code","wall_time_seconds"],"properties":{"output":{"type":"string","description":"Combined stdout and stderr, possibly truncated"},"truncated":{"type":"boolean"},"full_output_path":{"type":"string","description":"Full output, when truncated"},"exit_code":{"type":"number"},"wall_time_seconds":{"type":"number"}}}"#;
+
+/// The most of the output a structured result carries (Pi's
+/// `STRUCTURED_OUTPUT_MAX_BYTES`).
+const STRUCTURED_OUTPUT_MAX_BYTES: usize = 1024 * 1024;
+
 /// Least time between two progress updates (Pi's `BASH_UPDATE_THROTTLE_MS`).
 const UPDATE_THROTTLE: Duration = Duration::from_millis(100);
 
@@ -53,18 +60,23 @@ struct Rules {
     /// When the kept tail is nothing but the end of one over-long line and
     /// its newline, that end is shown (Pi #12062); otherwise nothing is.
     long_last_line_shown: bool,
+    /// A command that ran to its end gives a structured result (the output
+    /// up to 1 MiB, the exit code, the wall time) under [`OUTPUT_SCHEMA`].
+    structured: bool,
 }
 
 const PI_0_85: Rules = Rules {
     returned_errors: false,
     signal_exit_codes: false,
     long_last_line_shown: false,
+    structured: false,
 };
 
 const PI_1_6: Rules = Rules {
     returned_errors: true,
     signal_exit_codes: true,
     long_last_line_shown: true,
+    structured: true,
 };
 
 fn rules(profile: Profile) -> &'static Rules {
@@ -130,7 +142,7 @@ struct PowerShell;
 
 impl Tool for Bash {
     fn definition(&self) -> Definition {
-        BASH.definition()
+        BASH.definition(rules(pi::profile()))
     }
 
     fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
@@ -140,7 +152,7 @@ impl Tool for Bash {
 
 impl Tool for PowerShell {
     fn definition(&self) -> Definition {
-        POWERSHELL.definition()
+        POWERSHELL.definition(rules(pi::profile()))
     }
 
     fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
@@ -160,10 +172,10 @@ enum Failure {
 }
 
 impl Shell {
-    fn definition(&self) -> Definition {
+    fn definition(&self, rules: &Rules) -> Definition {
         // No guideline: Pi's points at PI_* variables, which toolhost does not
         // set (the session id is TOOLHOST_SESSION_ID, §7.16).
-        Definition::new(
+        let definition = Definition::new(
             self.name,
             self.name,
             format!(
@@ -172,7 +184,11 @@ impl Shell {
             ),
             SCHEMA,
         )
-        .prompt_snippet(self.snippet)
+        .prompt_snippet(self.snippet);
+        match rules.structured {
+            true => definition.output_schema(OUTPUT_SCHEMA),
+            false => definition,
+        }
     }
 
     fn execute(&self, ctx: &Context, args: &Value) -> Result<ToolOutput, ToolError> {
@@ -184,36 +200,41 @@ impl Shell {
         let rules = rules(pi::profile());
         ctx.update(Vec::new(), None);
         let store = OutputDir::new(ctx, self.file_prefix);
-        let mut progress = Progress::new(
-            Accumulator::new(DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES, store)
-                .with_long_last_line_shown(rules.long_last_line_shown),
-        );
+        let mut acc = Accumulator::new(DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES, store)
+            .with_long_last_line_shown(rules.long_last_line_shown);
+        if rules.structured {
+            acc = acc.with_whole_output(STRUCTURED_OUTPUT_MAX_BYTES);
+        }
+        let mut progress = Progress::new(acc);
+        let started = Instant::now();
         let status = self.run(ctx, command, timeout, &mut progress);
         let snapshot = progress.finish(ctx);
         let acc = &progress.acc;
+        // Pi's `Math.round(ms / 100) / 10`.
+        let wall_time = (started.elapsed().as_millis() as f64 / 100.0).round() / 10.0;
+        let ended = |code: i32| structured(acc, &snapshot, code, wall_time);
         let failure = match status {
             Ok(ExitStatus::Code(0)) => {
                 let (text, details) = format_output(&snapshot, acc, "(no output)");
                 let mut out = ToolOutput::text(text);
                 out.details = details;
+                out.structured = ended(0);
                 return Ok(out);
             }
             Ok(ExitStatus::Code(code)) => {
                 let (text, details) = format_output(&snapshot, acc, "(no output)");
                 let status = format!("Command exited with code {code}");
-                return ended_badly(rules, &text, details, &status);
+                return ended_badly(rules, &text, (details, ended(code)), &status);
             }
             Ok(ExitStatus::Signal(name)) => {
                 let (text, details) = format_output(&snapshot, acc, "(no output)");
+                let code = 128 + toolhost_sdk::signals::number(&name);
                 let status = if rules.signal_exit_codes {
-                    format!(
-                        "Command exited with code {}",
-                        128 + toolhost_sdk::signals::number(&name)
-                    )
+                    format!("Command exited with code {code}")
                 } else {
                     format!("Command terminated by signal {name}")
                 };
-                return ended_badly(rules, &text, details, &status);
+                return ended_badly(rules, &text, (details, ended(code)), &status);
             }
             Ok(ExitStatus::LimitExceeded(message)) => {
                 let (text, _) = format_output(&snapshot, acc, "(no output)");
@@ -348,7 +369,7 @@ fn append_status(text: &str, status: &str) -> String {
 fn ended_badly(
     rules: &Rules,
     text: &str,
-    details: Option<Value>,
+    (details, structured): (Option<Value>, Option<Value>),
     status: &str,
 ) -> Result<ToolOutput, ToolError> {
     let text = append_status(text, status);
@@ -357,7 +378,32 @@ fn ended_badly(
     }
     let mut out = ToolOutput::text(text).error();
     out.details = details;
+    out.structured = structured;
     Ok(out)
+}
+
+/// The structured result of a command that ran to its end with `code`, when
+/// the whole output is kept (Pi 1.x's `structuredContent`): the output
+/// (`full_output_path` only when the output had to be cut), the code, the
+/// wall time in seconds to a tenth.
+fn structured<S: FileStore>(
+    acc: &Accumulator<S>,
+    snapshot: &Snapshot,
+    code: i32,
+    wall_time: f64,
+) -> Option<Value> {
+    let (output, cut) = acc.whole_output()?;
+    let mut value = json!({"output": output, "truncated": cut});
+    if let (true, Some(path)) = (cut, &snapshot.full_output_path) {
+        value["full_output_path"] = json!(path);
+    }
+    value["exit_code"] = json!(code);
+    // A whole number of seconds as JavaScript writes it (`0`, not `0.0`).
+    value["wall_time_seconds"] = match wall_time.fract() == 0.0 {
+        true => json!(wall_time as i64),
+        false => json!(wall_time),
+    };
+    Some(value)
 }
 
 /// Pi's `formatOutput`: the text (or `empty`) with the truncation notice,
@@ -541,21 +587,24 @@ mod tests {
 
     #[test]
     fn pi_1_6_returns_a_failed_command_with_its_details() {
-        let out = ended_badly(&PI_1_6, "out", None, "Command exited with code 3").unwrap();
+        let out = ended_badly(&PI_1_6, "out", (None, None), "Command exited with code 3").unwrap();
         assert!(out.is_error);
         assert_eq!(text(&out), "out\n\nCommand exited with code 3");
         assert!(out.details.is_none());
         let details = json!({"fullOutputPath": "/tmp/x.log"});
+        let structured = json!({"output": "", "truncated": false, "exit_code": 1});
         let out = ended_badly(
             &PI_1_6,
             "",
-            Some(details.clone()),
+            (Some(details.clone()), Some(structured.clone())),
             "Command exited with code 1",
         );
         let out = out.unwrap();
         assert_eq!(text(&out), "Command exited with code 1");
         assert_eq!(out.details, Some(details));
-        let err = ended_badly(&PI_0_85, "out", None, "Command exited with code 3").unwrap_err();
+        assert_eq!(out.structured, Some(structured));
+        let err =
+            ended_badly(&PI_0_85, "out", (None, None), "Command exited with code 3").unwrap_err();
         assert_eq!(err.message(), "out\n\nCommand exited with code 3");
     }
 }

@@ -56,6 +56,8 @@ pub struct Accumulator<S: FileStore> {
     /// A tail that is only the end of one over-long line and its newline is
     /// shown rather than dropped (Pi 1.6, #12062).
     long_last_line_shown: bool,
+    /// The whole output, for a structured result (Pi 1.6).
+    whole: Option<Whole>,
     total_raw_bytes: usize,
     /// Bytes of the sanitised text (what the model can be shown).
     total_bytes: usize,
@@ -84,6 +86,7 @@ impl<S: FileStore> Accumulator<S> {
             tail: String::new(),
             tail_starts_at_line_boundary: true,
             long_last_line_shown: false,
+            whole: None,
             total_raw_bytes: 0,
             total_bytes: 0,
             completed_lines: 0,
@@ -105,6 +108,17 @@ impl<S: FileStore> Accumulator<S> {
     pub fn with_long_last_line_shown(mut self, shown: bool) -> Self {
         self.long_last_line_shown = shown;
         self
+    }
+
+    /// Also keep the whole output, up to `max` bytes (see [`Whole`]).
+    pub fn with_whole_output(mut self, max: usize) -> Self {
+        self.whole = Some(Whole::new(max));
+        self
+    }
+
+    /// The whole output as [`Whole::text`] gives it, when it is kept.
+    pub fn whole_output(&self) -> Option<(String, bool)> {
+        self.whole.as_ref().map(Whole::text)
     }
 
     /// Keep at most `cap` bytes in the full-output file.
@@ -206,6 +220,9 @@ impl<S: FileStore> Accumulator<S> {
         }
         let bytes = text.len();
         self.total_bytes += bytes;
+        if let Some(whole) = &mut self.whole {
+            whole.push(text.as_bytes());
+        }
         if bytes > self.max_rolling_bytes * 2 {
             // What pushing it all and trimming would keep: its last
             // `max_rolling_bytes`, from a character boundary.
@@ -307,6 +324,73 @@ impl<S: FileStore> Accumulator<S> {
 }
 
 /// How many `\n` bytes `bytes` holds (a loop the compiler vectorises).
+/// The whole output for a structured result (Pi 1.x's
+/// `readFullOutput(max)`): all of it up to `max` bytes; beyond, its first
+/// and last halves around `[... {n} bytes omitted ...]`, each cut at a
+/// character. Kept in memory (at most about twice `max`), of the text the
+/// model is shown (§7.13: escapes and control characters removed).
+pub struct Whole {
+    max: usize,
+    /// The first `max` bytes.
+    head: Vec<u8>,
+    /// The last bytes, at least `max - max / 2` of them once there are.
+    tail: Vec<u8>,
+    total: u64,
+}
+
+impl Whole {
+    fn new(max: usize) -> Whole {
+        Whole {
+            max,
+            head: Vec::new(),
+            tail: Vec::new(),
+            total: 0,
+        }
+    }
+
+    fn tail_bytes(&self) -> usize {
+        self.max - self.max / 2
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        let room = self.max.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&bytes[..room.min(bytes.len())]);
+        let keep = self.tail_bytes();
+        if bytes.len() >= keep {
+            self.tail.clear();
+            self.tail.extend_from_slice(&bytes[bytes.len() - keep..]);
+        } else {
+            self.tail.extend_from_slice(bytes);
+            if self.tail.len() > 2 * keep {
+                self.tail.drain(..self.tail.len() - keep);
+            }
+        }
+    }
+
+    /// The text, and whether bytes were left out of it.
+    fn text(&self) -> (String, bool) {
+        if self.total <= self.max as u64 {
+            return (String::from_utf8_lossy(&self.head).into_owned(), false);
+        }
+        let (head_bytes, tail_bytes) = (self.max / 2, self.tail_bytes());
+        let head = &self.head[..head_bytes];
+        let head = match std::str::from_utf8(head) {
+            Ok(text) => text,
+            // A character cut at the end is left out, as a streaming decode does.
+            Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default(),
+        };
+        let tail = &self.tail[self.tail.len() - tail_bytes..];
+        let start = tail.iter().take_while(|b| *b & 0xc0 == 0x80).count();
+        let tail = String::from_utf8_lossy(&tail[start..]);
+        let omitted = self.total - (head_bytes + tail_bytes) as u64;
+        (
+            format!("{head}\n\n[... {omitted} bytes omitted ...]\n\n{tail}"),
+            true,
+        )
+    }
+}
+
 fn count_newlines(bytes: &[u8]) -> usize {
     bytes.iter().map(|&b| usize::from(b == b'\n')).sum()
 }
@@ -547,6 +631,34 @@ mod tests {
             self.files.get_mut(path).unwrap().extend_from_slice(bytes);
             true
         }
+    }
+
+    #[test]
+    fn the_whole_output_is_kept_to_its_limit_then_its_ends_around_what_was_left_out() {
+        let mut whole = Whole::new(10);
+        whole.push(b"0123456789");
+        assert_eq!(whole.text(), ("0123456789".to_string(), false));
+        whole.push(b"abc");
+        // 13 bytes: the first 5, the last 5, 3 left out.
+        assert_eq!(
+            whole.text(),
+            (
+                "01234\n\n[... 3 bytes omitted ...]\n\n89abc".to_string(),
+                true
+            )
+        );
+        let mut split = Whole::new(10);
+        for chunk in ["0", "123456", "789a", "b", "c"] {
+            split.push(chunk.as_bytes());
+        }
+        assert_eq!(split.text(), whole.text(), "chunks do not matter");
+        // Characters cut by either end are left out.
+        let mut wide = Whole::new(6);
+        wide.push("éééé".as_bytes());
+        assert_eq!(
+            wide.text(),
+            ("é\n\n[... 2 bytes omitted ...]\n\né".to_string(), true)
+        );
     }
 
     #[test]
