@@ -16,6 +16,8 @@ pub struct Recording {
     options: &'static [&'static str],
     /// Expected results that toolhost's §7 decisions change, by case id.
     deviation: fn(&str, &mut Value),
+    /// The tools whose recorded `structuredContent` is compared.
+    structured: &'static [&'static str],
 }
 
 /// Pi 0.85, the seeds' contract (the default profile).
@@ -23,6 +25,7 @@ pub const PI_0_85: Recording = Recording {
     file: "pi-cases-shared.json",
     options: &[],
     deviation,
+    structured: &[],
 };
 
 /// Pi 1.6.0, recorded by `scripts/pi-record` (`--pi 1.6`).
@@ -30,6 +33,9 @@ pub const PI_1_6: Recording = Recording {
     file: "pi-1.6/cases.json",
     options: &["--pi", "1.6"],
     deviation: deviation_1_6,
+    // read's structured value is its text or an image, not an object, so
+    // not MCP's `structuredContent`: toolhost gives none.
+    structured: &["bash"],
 };
 
 fn cases(recording: &Recording) -> Vec<Value> {
@@ -348,6 +354,36 @@ fn run_case(recording: &Recording, case: &Value) {
     if let Some(after) = expected.get("fileAfter") {
         check_file_after(id, &ws, case, after);
     }
+    if recording.structured.contains(&tool) {
+        check_structured(
+            id,
+            result.get("structuredContent"),
+            expected.get("structuredContent"),
+        );
+    }
+}
+
+/// A structured result against Pi's: the same output (a long one by its
+/// length and ends), flags and exit code; any wall time.
+fn check_structured(id: &str, got: Option<&Value>, want: Option<&Value>) {
+    let (Some(got), Some(want)) = (got, want.filter(|w| !w.is_null())) else {
+        assert!(
+            got.is_none() && want.is_none_or(Value::is_null),
+            "{id}: structured {got:?}"
+        );
+        return;
+    };
+    let output = got["output"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{id}: {got}"));
+    match &want["output"] {
+        Value::String(text) => check_text(id, output, &json!({"text": text})),
+        summary => check_text(id, output, summary),
+    }
+    for key in ["truncated", "exit_code", "full_output_path"] {
+        assert_eq!(got.get(key), want.get(key), "{id}: structured {key}");
+    }
+    assert!(got["wall_time_seconds"].is_number(), "{id}: {got}");
 }
 
 /// Pi recorded the file's contents after the call (write and edit cases),

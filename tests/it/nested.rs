@@ -18,31 +18,21 @@ fn with_caller() -> (Workspace, String, std::path::PathBuf) {
     (ws, ext, log)
 }
 
-/// `delegate` (the `caller` test guest) making `calls` as call `c1`,
-/// audited to `log`: its result.
-fn delegate(ws: &Workspace, ext: &str, log: &std::path::Path, calls: Value) -> Value {
+/// `delegate` (the `caller` test guest, among the extensions `exts`)
+/// making `calls` as call `c1`, audited to `log`: its result.
+fn delegate(ws: &Workspace, exts: &[&str], log: &std::path::Path, calls: Value) -> Value {
     let batch = json!({"role": "assistant", "content": [
         {"type": "toolCall", "id": "c1", "name": "delegate", "arguments": {"calls": calls}},
     ]});
-    run(ws, ext, log, batch)["toolResults"][0].clone()
+    run(ws, exts, log, batch)["toolResults"][0].clone()
 }
 
-/// `toolhost run` of `batch` with the extension `ext`, audited to `log`:
+/// `toolhost run` of `batch` with the extensions `exts`, audited to `log`:
 /// its last line (the turn's end, with the result messages).
-fn run(ws: &Workspace, ext: &str, log: &std::path::Path, batch: Value) -> Value {
-    let out = toolhost(
-        ws,
-        &[
-            "--extension",
-            ext,
-            "--audit",
-            log.to_str().unwrap(),
-            "run",
-            "--json",
-            "-",
-        ],
-        Some(&batch.to_string()),
-    );
+fn run(ws: &Workspace, exts: &[&str], log: &std::path::Path, batch: Value) -> Value {
+    let mut args: Vec<&str> = exts.iter().flat_map(|e| ["--extension", *e]).collect();
+    args.extend(["--audit", log.to_str().unwrap(), "run", "--json", "-"]);
+    let out = toolhost(ws, &args, Some(&batch.to_string()));
     let last = String::from_utf8_lossy(&out.stdout)
         .lines()
         .last()
@@ -70,7 +60,7 @@ fn a_nested_call_is_confined_as_the_models_and_audited_under_its_parent() {
     );
     let result = delegate(
         &ws,
-        &ext,
+        &[&ext],
         &log,
         json!([
             {"name": "read", "arguments": {"path": "a.txt"}},
@@ -165,18 +155,37 @@ fn a_nested_call_is_confined_as_the_models_and_audited_under_its_parent() {
 }
 
 #[test]
-fn a_before_hook_and_the_permission_rules_see_nested_calls() {
+fn the_hooks_and_the_permission_rules_see_nested_calls() {
     let (ws, ext, log) = with_caller();
+    let testkit = ws.copy_in("testkit.wasm", toolhost_tests::TESTKIT);
+    let hookkit = ws.copy_in("hookkit.wasm", toolhost_tests::HOOKKIT);
     user_policy(
         &ws,
-        "[extensions.caller]\ncall-tools = [\"*\"]\n[permissions]\ndeny = [\"read\"]\n",
+        "[extensions.caller]\ncall-tools = [\"*\"]\n[extensions.hookkit]\nhooks = true\n\
+         [permissions]\ndeny = [\"read\"]\n",
     );
     let result = delegate(
         &ws,
-        &ext,
+        &[&ext, &testkit, &hookkit],
         &log,
-        json!([{"name": "read", "arguments": {"path": "a.txt"}}, {"name": "delegate", "arguments": {"calls": []}}]),
+        json!([
+            {"name": "read", "arguments": {"path": "a.txt"}},
+            {"name": "delegate", "arguments": {"calls": []}},
+            // hookkit blocks an `echo` of `rm -rf …`, and rewrites one of
+            // `rewrite`, whoever calls it.
+            {"name": "echo", "arguments": {"value": "rm -rf /"}},
+            {"name": "echo", "arguments": {"value": "rewrite"}},
+        ]),
     );
+    let texts: Vec<&str> = result["details"]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts[2], "hookkit blocked \"rm -rf /\"", "{result}");
+    assert_eq!(texts[3], "echoed: {\"value\":\"rewritten\"}", "{result}");
+    assert_eq!(by_id(&entries(&log), "c1/3")["outcome"], "blocked");
     let results = result["details"]["results"].as_array().unwrap();
     assert_eq!(results[0]["isError"], true, "{result}");
     assert!(
@@ -196,7 +205,7 @@ fn a_before_hook_and_the_permission_rules_see_nested_calls() {
     for _ in 0..10 {
         calls = json!([{"name": "delegate", "arguments": {"calls": calls}}]);
     }
-    let result = delegate(&ws, &ext, &log, calls);
+    let result = delegate(&ws, &[&ext], &log, calls);
     let text = result["content"][0]["text"].as_str().unwrap();
     assert_eq!(
         text,
@@ -255,7 +264,7 @@ fn exposure_decides_what_the_model_sees_and_what_tools_may_call() {
 
     let result = delegate(
         &ws,
-        &ext,
+        &[&ext],
         &log,
         json!([
             {"name": "ls", "arguments": {}},
@@ -310,7 +319,7 @@ fn a_namespace_prefixes_an_extensions_tools() {
          "arguments": {"calls": [{"name": "read", "arguments": {"path": "a.txt"}}]}},
         {"type": "toolCall", "id": "c2", "name": "delegate", "arguments": {"calls": []}},
     ]});
-    let end = run(&ws, &ext, &log, batch);
+    let end = run(&ws, &[&ext], &log, batch);
     let results = &end["toolResults"];
     assert_eq!(results[0]["toolName"], "agent__delegate");
     assert_eq!(results[0]["content"][0]["text"], "read: alpha\n");

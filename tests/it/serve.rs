@@ -657,3 +657,30 @@ fn the_pi_profile_comes_from_the_file_or_the_flag_and_reaches_serves_clients() {
         "{err}"
     );
 }
+
+/// `[exposure]` reaches `serve`'s clients: a hidden tool is never listed
+/// nor made active, a callable one only when a client names it.
+#[test]
+fn serves_tool_list_follows_the_exposure_rules() {
+    let ws = Workspace::new();
+    user_policy(&ws, "[exposure]\nbash = \"hidden\"\nls = \"callable\"\n");
+    let mut server = Server::start(&ws, &[]);
+    server.request(json!(1), "tools/list", json!({}));
+    let tools = server.response()["result"]["tools"].clone();
+    let names = strings_at(&tools, "/name");
+    // Pi's defaults without bash, then the test kit's tools.
+    assert_eq!(names[..4], ["read", "edit", "write", "echo"]);
+    assert!(
+        !names.contains(&"bash") && !names.contains(&"ls"),
+        "{names:?}"
+    );
+    server.request(
+        json!(2),
+        "tools/setActive",
+        json!({"names": ["bash", "ls", "read"]}),
+    );
+    assert_eq!(
+        server.response()["result"],
+        json!({"active": ["ls", "read"]})
+    );
+}

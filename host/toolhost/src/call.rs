@@ -426,7 +426,6 @@ pub(crate) async fn execute(scope: Arc<dyn Scope>, ready: ReadyCall) -> Finished
             granted,
             usage: signals.usage.clone(),
             calls: Default::default(),
-            waited: Default::default(),
         };
         let _ = signals.nested.set(Arc::new(nesting));
     }
@@ -632,7 +631,8 @@ pub(crate) const MAX_NESTING: usize = 8;
 /// through [`prepare`] and [`execute`] in a [`Nested`] scope, as the
 /// model's call of that tool would (its validation, the hooks, the rules,
 /// the called tool's own grants), and is audited on its own line naming
-/// this call.
+/// this call. The caller's time limit keeps running while it waits: what
+/// it cannot do in its time it cannot do by delegating either.
 struct Nesting {
     scope: Arc<dyn Scope>,
     parent: ToolCall,
@@ -643,7 +643,6 @@ struct Nesting {
     /// How deep the calling call is (0: the model made it).
     depth: usize,
     calls: std::sync::atomic::AtomicU32,
-    waited: std::sync::Mutex<Duration>,
 }
 
 impl Nesting {
@@ -688,7 +687,6 @@ impl Nesting {
                 failed_with(&call, text, false, trace)
             }
             None => {
-                let started = Instant::now();
                 let nested = Arc::new(Nested {
                     parent: self.scope.clone(),
                     parent_id: self.parent.id.clone(),
@@ -703,12 +701,10 @@ impl Nesting {
                         stop_reason: crate::message::StopReason::ToolUse,
                     }),
                 });
-                let finished = match prepare(nested.as_ref(), 0).await {
+                match prepare(nested.as_ref(), 0).await {
                     Preflight::Done(finished) => *finished,
                     Preflight::Ready(ready) => execute(nested, *ready).await,
-                };
-                *self.waited.lock().expect("nested wait lock") += started.elapsed();
-                finished
+                }
             }
         };
         finished.audit(session);
@@ -726,10 +722,6 @@ impl crate::ops::nested::NestedCalls for Nesting {
         let mut names = registry.callable_names();
         names.retain(|name| self.grants(name));
         names
-    }
-
-    fn waited(&self) -> Duration {
-        *self.waited.lock().expect("nested wait lock")
     }
 
     fn execute(

@@ -108,8 +108,7 @@ impl CallSignals {
             .asking
             .get()
             .map_or(Duration::ZERO, |asking| asking.waited());
-        let nested = self.nested.get().map_or(Duration::ZERO, |n| n.waited());
-        asking + self.client.get().map_or(Duration::ZERO, |c| c.waited()) + nested
+        asking + self.client.get().map_or(Duration::ZERO, |c| c.waited())
     }
 
     /// Route progress updates of the call to `f` until [`Self::settle`].

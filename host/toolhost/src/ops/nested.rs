@@ -21,9 +21,6 @@ pub struct NestedResult {
 pub trait NestedCalls: Send + Sync {
     /// The tools it may call now, in the active set's order.
     fn callable(&self) -> Vec<String>;
-    /// How long the calling tool has waited for nested calls: that time
-    /// does not count against its own time limit.
-    fn waited(&self) -> std::time::Duration;
     /// Run tool `name` with `arguments` (JSON text) through the pipeline.
     fn execute(
         &self,
