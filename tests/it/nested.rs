@@ -338,3 +338,38 @@ fn a_namespace_prefixes_an_extensions_tools() {
         "{err}"
     );
 }
+
+/// The library's `HostBuilder::exposure` does what `[exposure]` does: the
+/// active tools (what `serve` and MCP list) leave out a hidden tool and a
+/// callable one until it is named, and each tool says how it is reached.
+#[test]
+fn the_library_sets_exposure_by_name_and_pattern() {
+    use toolhost::{Exposure, Host};
+    let ws = Workspace::new();
+    let host = built(
+        Host::builder()
+            .workspace(&ws.path)
+            .user_config_dir(None)
+            .state_dir(Some(ws.state_dir()))
+            .exposure("bash", Exposure::Hidden)
+            .exposure("l*", Exposure::Callable)
+            .exposure("ls", Exposure::ModelOnly),
+    );
+    assert_eq!(host.active_tools(), ["read", "edit", "write"]);
+    let exposure = |name: &str| {
+        host.tools()
+            .into_iter()
+            .find(|t| t.definition.name == name)
+            .unwrap()
+            .exposure
+    };
+    assert_eq!(exposure("bash"), Exposure::Hidden);
+    assert_eq!(
+        exposure("ls"),
+        Exposure::ModelOnly,
+        "a name wins over a pattern"
+    );
+    assert_eq!(exposure("read"), Exposure::Direct);
+    host.set_active_tools(&["bash", "ls", "read"]);
+    assert_eq!(host.active_tools(), ["ls", "read"]);
+}
