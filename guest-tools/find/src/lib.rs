@@ -28,9 +28,14 @@ use toolhost_sdk::serde_json::Value;
 use toolhost_sdk::truncate::{DEFAULT_MAX_BYTES, NO_LINE_LIMIT, truncate_head};
 use toolhost_sdk::{Context, Definition, Tool, ToolError, ToolOutput, fs};
 
-const SCHEMA_0_85: &str = r#"{"type":"object","required":["pattern"],"properties":{"pattern":{"type":"string","description":"Glob pattern to match files, e.g. '*.ts', '**/*.json', or 'src/**/*.spec.ts'"},"path":{"type":"string","description":"Directory to search in (default: current directory)"},"limit":{"type":"number","description":"Maximum number of results (default: 1000)"}}}"#;
+/// The parameters; `{pattern}` stands for the `pattern` argument's description,
+/// which is the release's ([`Rules::pattern`]).
+const SCHEMA: &str = r#"{"type":"object","required":["pattern"],"properties":{"pattern":{"type":"string","description":"{pattern}"},"path":{"type":"string","description":"Directory to search in (default: current directory)"},"limit":{"type":"number","description":"Maximum number of results (default: 1000)"}}}"#;
 
-const SCHEMA_1_6: &str = r#"{"type":"object","required":["pattern"],"properties":{"pattern":{"type":"string","description":"Glob pattern relative to the search directory, e.g. 'src/**/*.ts'. Without '/', e.g. '*.ts', it matches file names at any depth"},"path":{"type":"string","description":"Directory to search in (default: current directory)"},"limit":{"type":"number","description":"Maximum number of results (default: 1000)"}}}"#;
+const PATTERN_0_85: &str =
+    "Glob pattern to match files, e.g. '*.ts', '**/*.json', or 'src/**/*.spec.ts'";
+
+const PATTERN_1_6: &str = "Glob pattern relative to the search directory, e.g. 'src/**/*.ts'. Without '/', e.g. '*.ts', it matches file names at any depth";
 
 const DESCRIPTION: &str = "Search for files by glob pattern. Returns matching file paths relative to the search directory. Respects .gitignore. Output is truncated to 1000 results or 50KB (whichever is hit first).";
 
@@ -38,7 +43,8 @@ const DEFAULT_LIMIT: f64 = 1000.0;
 
 /// What differs between Pi releases; the one code path reads it.
 struct Rules {
-    schema: &'static str,
+    /// The `pattern` argument's description, in the parameters.
+    pattern: &'static str,
     /// A leading `./` is dropped and a relative pattern with `/` matches
     /// paths from the search directory only (0.85: at any depth).
     anchored: bool,
@@ -48,13 +54,13 @@ struct Rules {
 }
 
 const PI_0_85: Rules = Rules {
-    schema: SCHEMA_0_85,
+    pattern: PATTERN_0_85,
     anchored: false,
     lenient_limit: false,
 };
 
 const PI_1_6: Rules = Rules {
-    schema: SCHEMA_1_6,
+    pattern: PATTERN_1_6,
     anchored: true,
     lenient_limit: true,
 };
@@ -106,8 +112,13 @@ impl Tool for Find {
 toolhost_sdk::export_tools!(Find);
 
 fn definition(rules: &Rules) -> Definition {
-    Definition::new("find", "find", DESCRIPTION, rules.schema)
-        .prompt_snippet("Find files by glob pattern (respects .gitignore)")
+    Definition::new(
+        "find",
+        "find",
+        DESCRIPTION,
+        SCHEMA.replace("{pattern}", rules.pattern),
+    )
+    .prompt_snippet("Find files by glob pattern (respects .gitignore)")
 }
 
 /// The pattern to hand the host for the user's `pattern` under `rules`.
@@ -123,10 +134,7 @@ fn host_pattern(pattern: &str, root: &str, rules: &Rules) -> String {
     if !rules.anchored {
         return pattern.to_string();
     }
-    let mut pattern = pattern;
-    while let Some(rest) = pattern.strip_prefix("./") {
-        pattern = rest;
-    }
+    let pattern = search::without_dot_slash(pattern);
     if !pattern.contains('/') || pattern.starts_with('/') {
         return pattern.to_string();
     }

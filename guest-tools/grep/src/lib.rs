@@ -27,9 +27,13 @@ use toolhost_sdk::truncate::{
 };
 use toolhost_sdk::{Context, Definition, Tool, ToolError, ToolOutput, fs};
 
-const SCHEMA_0_85: &str = r#"{"type":"object","required":["pattern"],"properties":{"pattern":{"type":"string","description":"Search pattern (regex or literal string)"},"path":{"type":"string","description":"Directory or file to search (default: current directory)"},"glob":{"type":"string","description":"Filter files by glob pattern, e.g. '*.ts' or '**/*.spec.ts'"},"ignoreCase":{"type":"boolean","description":"Case-insensitive search (default: false)"},"literal":{"type":"boolean","description":"Treat pattern as literal string instead of regex (default: false)"},"context":{"type":"number","description":"Number of lines to show before and after each match (default: 0)"},"limit":{"type":"number","description":"Maximum number of matches to return (default: 100)"}}}"#;
+/// The parameters; `{glob}` stands for the `glob` argument's description,
+/// which is the release's ([`Rules::glob`]).
+const SCHEMA: &str = r#"{"type":"object","required":["pattern"],"properties":{"pattern":{"type":"string","description":"Search pattern (regex or literal string)"},"path":{"type":"string","description":"Directory or file to search (default: current directory)"},"glob":{"type":"string","description":"{glob}"},"ignoreCase":{"type":"boolean","description":"Case-insensitive search (default: false)"},"literal":{"type":"boolean","description":"Treat pattern as literal string instead of regex (default: false)"},"context":{"type":"number","description":"Number of lines to show before and after each match (default: 0)"},"limit":{"type":"number","description":"Maximum number of matches to return (default: 100)"}}}"#;
 
-const SCHEMA_1_6: &str = r#"{"type":"object","required":["pattern"],"properties":{"pattern":{"type":"string","description":"Search pattern (regex or literal string)"},"path":{"type":"string","description":"Directory or file to search (default: current directory)"},"glob":{"type":"string","description":"Filter files by glob pattern relative to path, e.g. 'src/**/*.ts'. Without '/', e.g. '*.ts', it matches file names at any depth"},"ignoreCase":{"type":"boolean","description":"Case-insensitive search (default: false)"},"literal":{"type":"boolean","description":"Treat pattern as literal string instead of regex (default: false)"},"context":{"type":"number","description":"Number of lines to show before and after each match (default: 0)"},"limit":{"type":"number","description":"Maximum number of matches to return (default: 100)"}}}"#;
+const GLOB_0_85: &str = "Filter files by glob pattern, e.g. '*.ts' or '**/*.spec.ts'";
+
+const GLOB_1_6: &str = "Filter files by glob pattern relative to path, e.g. 'src/**/*.ts'. Without '/', e.g. '*.ts', it matches file names at any depth";
 
 const DESCRIPTION: &str = "Search file contents for a pattern. Returns matching lines with file paths and line numbers. Respects .gitignore. Output is truncated to 100 matches or 50KB (whichever is hit first). Long lines are truncated to 500 chars.";
 
@@ -41,7 +45,8 @@ const MAX_LINE_BYTES: u32 = 4 * GREP_MAX_LINE_LENGTH as u32;
 
 /// What differs between Pi releases; the one code path reads it.
 struct Rules {
-    schema: &'static str,
+    /// The `glob` argument's description, in the parameters.
+    glob: &'static str,
     /// A leading `./` of the glob (after a `!`) is dropped.
     glob_dot_slash_dropped: bool,
     /// `max(1, floor(limit))`, with the notice only when more than `limit`
@@ -54,14 +59,14 @@ struct Rules {
 }
 
 const PI_0_85: Rules = Rules {
-    schema: SCHEMA_0_85,
+    glob: GLOB_0_85,
     glob_dot_slash_dropped: false,
     exact_limit: false,
     inner_cr_kept: false,
 };
 
 const PI_1_6: Rules = Rules {
-    schema: SCHEMA_1_6,
+    glob: GLOB_1_6,
     glob_dot_slash_dropped: true,
     exact_limit: true,
     inner_cr_kept: true,
@@ -125,8 +130,13 @@ impl Tool for Grep {
 toolhost_sdk::export_tools!(Grep);
 
 fn definition(rules: &Rules) -> Definition {
-    Definition::new("grep", "grep", DESCRIPTION, rules.schema)
-        .prompt_snippet("Search file contents for patterns (respects .gitignore)")
+    Definition::new(
+        "grep",
+        "grep",
+        DESCRIPTION,
+        SCHEMA.replace("{glob}", rules.glob),
+    )
+    .prompt_snippet("Search file contents for patterns (respects .gitignore)")
 }
 
 /// The glob handed to the host: rg never matches a leading `./`, so Pi 1.6
@@ -135,14 +145,11 @@ fn host_glob(glob: &str, rules: &Rules) -> String {
     if !rules.glob_dot_slash_dropped {
         return glob.to_string();
     }
-    let (bang, mut rest) = match glob.strip_prefix('!') {
+    let (bang, rest) = match glob.strip_prefix('!') {
         Some(rest) => ("!", rest),
         None => ("", glob),
     };
-    while let Some(r) = rest.strip_prefix("./") {
-        rest = r;
-    }
-    format!("{bang}{rest}")
+    format!("{bang}{}", search::without_dot_slash(rest))
 }
 
 /// The model-facing text of a failed search (spec §7.21, §7.1).

@@ -5,6 +5,16 @@ pub use crate::bindings::toolhost::tool::search::{
     GlobRequest, GlobResult, GrepFile, GrepLine, GrepRequest, GrepResult, SearchError, glob, grep,
 };
 
+/// `pattern` without its leading `./` (repeated): a pattern relative to the
+/// search directory as Pi 1.6's find and grep read one (fd and rg match no
+/// path that starts with `./`).
+pub fn without_dot_slash(mut pattern: &str) -> &str {
+    while let Some(rest) = pattern.strip_prefix("./") {
+        pattern = rest;
+    }
+    pattern
+}
+
 /// Warnings named in [`warning_notice`]; the rest are counted.
 pub const MAX_WARNINGS_SHOWN: usize = 5;
 
