@@ -95,6 +95,7 @@ mod testing;
 mod validate;
 #[cfg(feature = "mcp")]
 pub mod watch;
+mod wildcard;
 mod wit;
 
 /// For backend authors: the filesystem and search traits a host's built-in

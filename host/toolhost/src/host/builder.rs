@@ -469,9 +469,17 @@ impl HostBuilder {
         diagnostics.extend(runtime.take_reports());
         let exposures = self.exposures.iter().cloned();
         let exposures = config.policy.exposure.iter().cloned().chain(exposures);
-        let mut writing = registry.write().expect("registry lock");
-        writing.set_exposures(Exposures::new(exposures.collect()));
-        drop(writing);
+        let (exposures, refused) = Exposures::new(exposures.collect());
+        for (rule, reason) in refused {
+            diagnostics.push(Diagnostic {
+                path: "[exposure]".into(),
+                message: format!("the rule {rule:?} is not applied: {reason}"),
+            });
+        }
+        registry
+            .write()
+            .expect("registry lock")
+            .set_exposures(exposures);
         let first = self.first_active(&registry.read().expect("registry lock"), &config);
         active_tools.set(&first);
         Ok(self.assemble(Assembly {

@@ -2,12 +2,13 @@
 //! is any text (commands, arguments), as a path glob (paths), or as a host.
 
 use super::Anchors;
+use crate::wildcard::Wildcard;
 use std::path::{Path, PathBuf};
 
 #[derive(Clone, Debug)]
 pub(super) struct Pattern {
     /// `*` as any text, everything else literal.
-    text: regex::Regex,
+    text: Wildcard,
     /// As a glob over absolute paths; `None` when it is not one.
     path: Option<globset::GlobMatcher>,
     /// As `host[:port]`, lowercased; `*.` in front for subdomains.
@@ -16,15 +17,7 @@ pub(super) struct Pattern {
 
 impl Pattern {
     pub(super) fn new(pattern: &str, anchors: &Anchors) -> Result<Pattern, String> {
-        let text = regex::Regex::new(&format!(
-            "^(?s:{})$",
-            pattern
-                .split('*')
-                .map(regex::escape)
-                .collect::<Vec<_>>()
-                .join(".*")
-        ))
-        .map_err(|e| format!("the pattern cannot be read: {e}"))?;
+        let text = Wildcard::new(pattern)?;
         let path = anchored(pattern, anchors).and_then(|absolute| {
             globset::GlobBuilder::new(&absolute.to_string_lossy())
                 .literal_separator(true)
