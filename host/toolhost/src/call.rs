@@ -422,7 +422,8 @@ pub(crate) async fn execute(scope: Arc<dyn Scope>, ready: ReadyCall) -> Finished
         let nesting = Nesting {
             depth: scope.depth(),
             scope: scope.clone(),
-            parent: call.clone(),
+            parent_id: call.id.clone(),
+            caller: call.name.clone(),
             granted,
             usage: signals.usage.clone(),
             calls: Default::default(),
@@ -635,7 +636,9 @@ pub(crate) const MAX_NESTING: usize = 8;
 /// it cannot do in its time it cannot do by delegating either.
 struct Nesting {
     scope: Arc<dyn Scope>,
-    parent: ToolCall,
+    /// The calling call's id and its tool's name.
+    parent_id: String,
+    caller: String,
     /// The names its grant gives (`*`: every tool the model may call).
     granted: Arc<[String]>,
     /// The calling call's record: each nested call is listed in it.
@@ -652,7 +655,7 @@ impl Nesting {
 
     /// The refusal of a call its grant does not name, or too deep.
     fn refusal(&self, name: &str) -> Option<String> {
-        let caller = &self.parent.name;
+        let caller = &self.caller;
         if self.depth >= MAX_NESTING {
             return Some(format!(
                 "Tool {caller} may not call {name}: tool calls nest at most {MAX_NESTING} deep"
@@ -668,7 +671,7 @@ impl Nesting {
 
     async fn run(&self, name: String, arguments: String) -> crate::ops::nested::NestedResult {
         let n = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-        let id = format!("{}/{n}", self.parent.id);
+        let id = format!("{}/{n}", self.parent_id);
         // Arguments that are not a JSON object are the model's mistake in
         // Pi's words: they are validated as given.
         let arguments =
@@ -683,13 +686,13 @@ impl Nesting {
         let finished = match self.refusal(&name) {
             Some(text) => {
                 let mut trace = Trace::begin().ended(Outcome::Blocked);
-                trace.parent = Some(self.parent.id.clone());
+                trace.parent = Some(self.parent_id.clone());
                 failed_with(&call, text, false, trace)
             }
             None => {
                 let nested = Arc::new(Nested {
                     parent: self.scope.clone(),
-                    parent_id: self.parent.id.clone(),
+                    parent_id: self.parent_id.clone(),
                     depth: self.depth + 1,
                     message: Arc::new(AssistantMessage {
                         raw: serde_json::json!({

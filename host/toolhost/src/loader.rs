@@ -5,6 +5,7 @@
 use crate::component::{CallSignals, Capabilities, Deferred, Limits, Sandbox};
 use crate::engine::Runtime;
 use crate::error::Error;
+use crate::message::valid_tool_name;
 use crate::profile::PiProfile;
 use crate::registry::{ExecutionMode, RegisteredTool, ToolDefinition, ToolSource};
 use crate::validate::ArgumentSchema;
@@ -476,7 +477,7 @@ async fn read_definitions(sandbox: &Sandbox) -> Result<Vec<ToolDecl>, String> {
 /// be a name the model providers accept.
 pub(crate) fn namespaced(namespace: &str, name: &str) -> Result<String, String> {
     let full = format!("{namespace}__{name}");
-    if namespace.is_empty() || !valid_name(&full) {
+    if namespace.is_empty() || !valid_tool_name(&full) {
         return Err(format!(
             "namespace {namespace:?} makes tool {name} {full:?}, which is not 1 to 64 \
              characters of letters, digits, '_' or '-'"
@@ -485,20 +486,12 @@ pub(crate) fn namespaced(namespace: &str, name: &str) -> Result<String, String> 
     Ok(full)
 }
 
-/// Tool names as the model providers accept them.
-fn valid_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
 /// A declared tool checked: its definition, its argument schema and its
 /// output schema (when it declares one), compiled.
 fn check_definition(
     def: ToolDecl,
 ) -> Result<(ToolDefinition, ArgumentSchema, Option<OutputSchema>), String> {
-    if !valid_name(&def.name) {
+    if !valid_tool_name(&def.name) {
         return Err("the name must be 1 to 64 characters of letters, digits, '_' or '-'".into());
     }
     if def.description.trim().is_empty() {
@@ -544,12 +537,12 @@ fn check_definition(
 
 #[cfg(test)]
 mod tests {
-    use super::valid_name;
+    use super::valid_tool_name;
 
     #[test]
     fn names() {
         let long = "x".repeat(65);
-        assert!(["read", "my_tool-2"].iter().all(|n| valid_name(n)));
-        assert!(!["", "has space", &long].iter().any(|n| valid_name(n)));
+        assert!(["read", "my_tool-2"].iter().all(|n| valid_tool_name(n)));
+        assert!(!["", "has space", &long].iter().any(|n| valid_tool_name(n)));
     }
 }

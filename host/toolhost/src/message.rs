@@ -103,6 +103,15 @@ pub struct ToolCall {
     pub arguments: Value,
 }
 
+/// Whether `name` is a tool name as the model providers accept them:
+/// `^[a-zA-Z0-9_-]{1,64}$`.
+pub(crate) fn valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
 fn empty_object() -> Value {
     Value::Object(Default::default())
 }

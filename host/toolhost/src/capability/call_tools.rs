@@ -28,12 +28,7 @@ pub(super) const CAPABILITY: Capability = Capability {
 fn extension(x: &ForExtension<'_>, caps: &mut Capabilities, warnings: &mut Vec<String>) {
     let mut names = Vec::new();
     for name in &x.grant.call_tools {
-        let valid = name == "*"
-            || (1..=64).contains(&name.len())
-                && name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        if valid {
+        if name == "*" || crate::message::valid_tool_name(name) {
             names.push(name.clone());
         } else {
             warnings.push(format!(
