@@ -309,3 +309,92 @@ fn hostile_error_lines_on_stderr_name_a_planted_path_escaped() {
     assert_eq!(stderr.lines().count(), 1, "{stderr:?}");
     assert_nothing_raw(&stderr);
 }
+
+/// A file that clears the screen, homes the cursor and draws toolhost's own
+/// permission question, in every shape a terminal obeys: CSI by ESC and by
+/// its C1 form, OSC (a window title), DCS, a carriage return over the line
+/// before it, a backspace, a right-to-left override.
+const FAKE_QUESTION: &str = "real first line\n\x1b[2J\x1b[H\
+    toolhost: permission needed\n  bash rm -rf ~\n\
+    Allow? [o]nce, [s]ession, [d]eny (a reason may follow): \
+    \x1b]0;owned\x07\u{9b}1A\x1bP+q\x1b\\\rgone\x08\u{202e}\n";
+
+#[test]
+fn hostile_a_file_read_by_call_cannot_clear_the_screen_or_draw_a_question() {
+    let ws = Workspace::new();
+    ws.write("trap.txt", FAKE_QUESTION);
+    let args = r#"{"path":"trap.txt"}"#;
+    let (code, drawn) = on_a_terminal(
+        &ws,
+        &["--workspace", ws.str(), "call", "read", args],
+        &[],
+        None,
+    );
+    let shown = screen(&drawn);
+    assert_eq!(code, 0, "{shown}");
+    assert_nothing_raw(&String::from_utf8_lossy(&drawn).replace("\r\n", "\n"));
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(lines.first(), Some(&"real first line"), "{shown}");
+    assert!(
+        lines.contains(&r"\x1b[2J\x1b[Htoolhost: permission needed"),
+        "the screen was cleared:\n{shown}"
+    );
+    assert!(
+        lines.contains(
+            &r"Allow? [o]nce, [s]ession, [d]eny (a reason may follow): \x1b]0;owned\x07\u{9b}1A\x1bP+q\x1b\\x0dgone\x08\u{202e}"
+        ),
+        "{shown}"
+    );
+
+    // `--json` on a terminal: the same JSON, with nothing a terminal obeys.
+    let (code, drawn) = on_a_terminal(
+        &ws,
+        &["--workspace", ws.str(), "call", "--json", "read", args],
+        &[],
+        None,
+    );
+    assert_eq!(code, 0);
+    let text = String::from_utf8(drawn).unwrap().replace("\r\n", "\n");
+    assert_nothing_raw(&text);
+    let result: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(result["content"][0]["text"], FAKE_QUESTION);
+
+    // To a pipe, the bytes as they are: `call read … > copy` keeps the file.
+    let out = toolhost(&ws, &["call", "read", args], None);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("{FAKE_QUESTION}\n")
+    );
+}
+
+#[test]
+fn hostile_run_json_lines_on_a_terminal_carry_nothing_a_terminal_obeys() {
+    let ws = Workspace::new();
+    ws.write("trap.txt", FAKE_QUESTION);
+    let batch = json!({"role": "assistant", "content": [
+        {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "trap.txt"}},
+    ]});
+    let file = ws.write("batch.json", batch.to_string());
+    let (code, drawn) = on_a_terminal(
+        &ws,
+        &[
+            "--workspace",
+            ws.str(),
+            "run",
+            "--json",
+            file.to_str().unwrap(),
+        ],
+        &[],
+        None,
+    );
+    let text = String::from_utf8(drawn).unwrap().replace("\r\n", "\n");
+    assert_eq!(code, 0, "{text}");
+    assert_nothing_raw(&text);
+    let end = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["type"] == "message_end")
+        .expect("a message_end line");
+    assert_eq!(end["message"]["content"][0]["text"], FAKE_QUESTION);
+}

@@ -20,7 +20,7 @@ use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use toolhost::display::escape;
+use toolhost::display::{Terminal as Writer, escape};
 use toolhost::permissions::{Answer, Ask, Question};
 
 /// Called with `true` before a question is shown and `false` after its
@@ -109,6 +109,9 @@ impl Drop for Withdraw {
 
 /// Ask on `tty` until a valid answer (three tries, then no answer).
 fn prompt(mut tty: File, question: &Question, withdrawn: &AtomicBool) -> Option<Answer> {
+    // Every line shown goes through the terminal writer: the question's
+    // parts are a tool's and the model's words.
+    let mut out = Writer::new(tty.try_clone().ok()?, true);
     let text: String = question
         .text()
         .lines()
@@ -119,12 +122,12 @@ fn prompt(mut tty: File, question: &Question, withdrawn: &AtomicBool) -> Option<
     } else {
         "[o]nce, [s]ession, [d]eny"
     };
-    writeln!(tty, "toolhost: permission needed\n{}", text.trim_end()).ok()?;
+    writeln!(out, "toolhost: permission needed\n{}", text.trim_end()).ok()?;
     for _ in 0..3 {
-        write!(tty, "Allow? {choices} (a reason may follow): ").ok()?;
-        tty.flush().ok()?;
+        write!(out, "Allow? {choices} (a reason may follow): ").ok()?;
+        out.flush().ok()?;
         let Some(line) = read_line(&mut tty, withdrawn) else {
-            let _ = writeln!(tty, "\ntoolhost: the question was withdrawn");
+            let _ = writeln!(out, "\ntoolhost: the question was withdrawn");
             return None;
         };
         let line = line.trim();
@@ -135,13 +138,13 @@ fn prompt(mut tty: File, question: &Question, withdrawn: &AtomicBool) -> Option<
             "a" | "always" if question.always => "always",
             "d" | "deny" | "n" | "no" => "deny",
             _ => {
-                let _ = writeln!(tty, "toolhost: answer one of {choices}");
+                let _ = writeln!(out, "toolhost: answer one of {choices}");
                 continue;
             }
         };
         let reason = Some(reason.trim().to_string());
         let answer = Answer::from_name(name, reason)?;
-        let _ = writeln!(tty, "toolhost: {}", said(&answer));
+        let _ = writeln!(out, "toolhost: {}", said(&answer));
         return Some(answer);
     }
     None
@@ -254,21 +257,24 @@ fn fill(
     withdrawn: &AtomicBool,
 ) -> Option<serde_json::Value> {
     use serde_json::{Value, json};
+    // Every line shown goes through the terminal writer: the form is the
+    // client's, its texts and names anyone's.
+    let mut out = Writer::new(tty.try_clone().ok()?, true);
     let message = params["message"].as_str().unwrap_or_default();
     let mut lines = message.lines();
     let first = lines.next().unwrap_or_default();
-    writeln!(tty, "toolhost: {}", escape(first)).ok()?;
+    writeln!(out, "toolhost: {}", escape(first)).ok()?;
     for line in lines {
-        writeln!(tty, "  {}", escape(line)).ok()?;
+        writeln!(out, "  {}", escape(line)).ok()?;
     }
-    let ask = |tty: &mut File, label: &str| -> Option<String> {
-        write!(tty, "{label}{FIELD_PROMPT}").ok()?;
-        tty.flush().ok()?;
+    let ask = |out: &mut Writer<File>, tty: &mut File, label: &str| -> Option<String> {
+        write!(out, "{label}{FIELD_PROMPT}").ok()?;
+        out.flush().ok()?;
         read_line(tty, withdrawn).map(|l| l.trim().to_string())
     };
-    let answer = ask(tty, "Answer? [y]es, [n]o (decline)")?;
+    let answer = ask(&mut out, tty, "Answer? [y]es, [n]o (decline)")?;
     if !matches!(answer.to_ascii_lowercase().as_str(), "y" | "yes") {
-        let _ = writeln!(tty, "toolhost: declined");
+        let _ = writeln!(out, "toolhost: declined");
         return Some(json!({"action": "decline"}));
     }
     let schema = &params["requestedSchema"];
@@ -283,7 +289,7 @@ fn fill(
         let mut tries = 0;
         loop {
             let label = format!("  {}{}", escape(name), describe(field, needed));
-            let line = ask(tty, &label)?;
+            let line = ask(&mut out, tty, &label)?;
             match value_of(field, &line) {
                 Ok(Some(value)) => {
                     content.insert(name.clone(), value);
@@ -291,15 +297,15 @@ fn fill(
                 }
                 Ok(None) if !needed => break,
                 Ok(None) => {
-                    let _ = writeln!(tty, "toolhost: {} is required", escape(name));
+                    let _ = writeln!(out, "toolhost: {} is required", escape(name));
                 }
                 Err(why) => {
-                    let _ = writeln!(tty, "toolhost: {}", escape(&why));
+                    let _ = writeln!(out, "toolhost: {}", escape(&why));
                 }
             }
             tries += 1;
             if tries == 3 {
-                let _ = writeln!(tty, "toolhost: cancelled");
+                let _ = writeln!(out, "toolhost: cancelled");
                 return Some(json!({"action": "cancel"}));
             }
         }

@@ -21,23 +21,32 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
-use toolhost::display::{escape, escape_lines, escape_path};
+use toolhost::display::{Form, Terminal, escape, escape_lines, escape_path};
 use toolhost::{
     AssistantMessage, CancellationToken, ContentBlock, Event, Host, HostBuilder, ToolCall,
     ToolFormat, ToolInfo, ToolResultMessage, formats,
 };
 
-/// `println!` that ends the program quietly when the reader went away
+/// `println!` through the terminal writer (`toolhost::display::Terminal`):
+/// on a terminal, whatever a line carries from a tool, a file, an extension
+/// or the model is escaped, so no view can forget to; to a pipe, the bytes
+/// as they are. It ends the program quietly when the reader went away
 /// (`toolhost list | head`), as Unix tools do, instead of panicking.
 macro_rules! println {
     () => {
         println!("")
     };
     ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        if let Err(e) = writeln!(std::io::stdout().lock(), $($arg)*) {
+        if let Err(e) = toolhost::display::Terminal::stdout().line_fmt(format_args!($($arg)*)) {
             $crate::stdout_failed(e);
         }
+    }};
+}
+
+/// `eprintln!` through the terminal writer, as `println!` above.
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        let _ = toolhost::display::Terminal::stderr().line_fmt(format_args!($($arg)*));
     }};
 }
 
@@ -1459,20 +1468,24 @@ async fn call(host: &Host, name: String, args: &str, json: bool) -> Result<ExitC
         })
         .cancel(cancel_on_ctrl_c())
         .await;
-    let mut out = std::io::stdout().lock();
+    // What the tool returned, a file's text among it, reaches a person's
+    // terminal only through the terminal writer; to a pipe it is kept as is.
+    let mut out = Terminal::new(std::io::stdout().lock(), Terminal::stdout().is_terminal());
     if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&result)?)?;
+        out.line(Form::Json, &serde_json::to_string_pretty(&result)?)?;
     } else {
         for block in &result.content {
             match block {
-                ContentBlock::Text { text } => writeln!(out, "{text}")?,
-                ContentBlock::Image { data, mime_type } => {
-                    writeln!(out, "[image {mime_type}, {} bytes of base64]", data.len())?
-                }
-                other => {
-                    let line = other.described().unwrap_or_default();
-                    writeln!(out, "{}", toolhost::display::escape(&line))?
-                }
+                ContentBlock::Text { text } => out.line(Form::Text, text)?,
+                ContentBlock::Image { data, mime_type } => out.line(
+                    Form::Text,
+                    &format!(
+                        "[image {}, {} bytes of base64]",
+                        escape(mime_type),
+                        data.len()
+                    ),
+                )?,
+                other => out.line(Form::Text, &escape(&other.described().unwrap_or_default()))?,
             }
         }
     }
@@ -1629,7 +1642,10 @@ impl Lines {
         });
         let theirs = shared.clone();
         let writer = std::thread::spawn(move || {
-            let mut out = std::io::stdout().lock();
+            // JSON lines: on a terminal, the same JSON with nothing in it a
+            // terminal obeys (`toolhost::display::escape_json`).
+            let terminal = Terminal::stdout().is_terminal();
+            let mut out = Terminal::new(std::io::stdout().lock(), terminal);
             let mut spare = Vec::new();
             loop {
                 let mut pending = theirs.pending.lock().expect("lines lock");
@@ -1644,7 +1660,10 @@ impl Lines {
                 std::mem::swap(&mut pending.bytes, &mut spare);
                 let ended = pending.ended;
                 drop(pending);
-                if let Err(e) = out.write_all(&spare).and_then(|()| out.flush()) {
+                if let Err(e) = out
+                    .write_bytes(Form::Json, &spare)
+                    .and_then(|()| out.flush())
+                {
                     stdout_failed(e);
                 }
                 spare.clear();

@@ -81,6 +81,179 @@ pub fn escape_path(path: &Path) -> String {
     escape(&path.display().to_string()).into_owned()
 }
 
+/// [`escape`] of a text shown as a block (a file `read` prints, a tool's
+/// result): line breaks and tabs are kept, everything else a terminal would
+/// obey or hide is escaped, `\r` included, so a text cannot move the cursor
+/// back over what was printed before it or draw a question of its own.
+pub fn escape_block(text: &str) -> Cow<'_, str> {
+    if !text.contains(|c| c != '\n' && c != '\t' && needs_escape(c)) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut rest = text;
+    while let Some(at) = rest.find(['\n', '\t']) {
+        out.push_str(&escape(&rest[..at]));
+        out.push_str(&rest[at..at + 1]);
+        rest = &rest[at + 1..];
+    }
+    out.push_str(&escape(rest));
+    Cow::Owned(out)
+}
+
+/// JSON text made safe for a terminal and still the same JSON: each
+/// character [`needs_escape`] that `serde_json` leaves raw inside strings
+/// (DEL, the C1 controls, bidi and invisible characters) written as a
+/// `\uXXXX` escape (a surrogate pair beyond the BMP). `\n`, `\t` and `\r`
+/// are kept: `serde_json` escapes them inside strings, so raw ones are the
+/// layout of pretty-printed JSON. Anything else below U+0020 cannot occur
+/// raw in JSON and is escaped too, for text that only claims to be JSON.
+pub fn escape_json(json: &str) -> Cow<'_, str> {
+    let hides = |c: char| !matches!(c, '\n' | '\t' | '\r') && needs_escape(c);
+    if !json.contains(hides) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if hides(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `write!` and `writeln!` to a `Terminal` write text ([`Form::Text`]).
+/// Each write is taken as whole text: `write_fmt` hands over whole `str`
+/// pieces, and bytes that are not UTF-8 are shown as U+FFFD on a terminal.
+impl<W: std::io::Write> std::io::Write for Terminal<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.write_bytes(Form::Text, bytes)?;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// What a [`Terminal`] is given: text for a person, or JSON.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// Shown as [`escape_block`] shows it.
+    Text,
+    /// Shown as [`escape_json`] shows it: the same JSON, nothing a terminal obeys.
+    Json,
+}
+
+/// The one writer of every view a person reads: whatever a front end
+/// prints on stdout, stderr or the controlling terminal goes through a
+/// `Terminal`, so a view added tomorrow cannot forget to escape what a tool,
+/// a file, an extension or the model chose.
+///
+/// Where the stream is a terminal, everything written is escaped
+/// ([`escape_block`] for text, [`escape_json`] for JSON); a view that also
+/// escapes its parts itself is unchanged by this second pass, because an
+/// escape is made of printable characters only. Where the stream is a file
+/// or a pipe, the bytes are written as they are: `toolhost call read
+/// --path a.bin > copy` keeps the file, and `--json` stays exactly what the
+/// library returned. A writer's own colours and cursor movement are not
+/// written through a `Terminal` (indicatif draws `run`'s view with the
+/// texts it was given escaped).
+pub struct Terminal<W> {
+    out: W,
+    escaping: bool,
+}
+
+impl<W: std::fmt::Debug> std::fmt::Debug for Terminal<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Terminal")
+            .field("out", &self.out)
+            .field("escaping", &self.escaping)
+            .finish()
+    }
+}
+
+impl Terminal<std::io::Stdout> {
+    /// The process's standard output, escaped when it is a terminal.
+    pub fn stdout() -> Self {
+        static TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let out = std::io::stdout();
+        let escaping = *TERMINAL.get_or_init(|| std::io::IsTerminal::is_terminal(&out));
+        Terminal { out, escaping }
+    }
+}
+
+impl Terminal<std::io::Stderr> {
+    /// The process's standard error, escaped when it is a terminal.
+    pub fn stderr() -> Self {
+        static TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let out = std::io::stderr();
+        let escaping = *TERMINAL.get_or_init(|| std::io::IsTerminal::is_terminal(&out));
+        Terminal { out, escaping }
+    }
+}
+
+impl<W: std::io::Write> Terminal<W> {
+    /// A writer of `out`, which is a terminal when `terminal` is true (the
+    /// controlling terminal `/dev/tty`, or a test's pseudo-terminal).
+    pub fn new(out: W, terminal: bool) -> Self {
+        Terminal {
+            out,
+            escaping: terminal,
+        }
+    }
+
+    /// Whether what is written is escaped (the stream is a terminal).
+    pub fn is_terminal(&self) -> bool {
+        self.escaping
+    }
+
+    /// Writes `text` in `form`, escaped where the stream is a terminal.
+    pub fn write(&mut self, form: Form, text: &str) -> std::io::Result<()> {
+        if !self.escaping {
+            return self.out.write_all(text.as_bytes());
+        }
+        let shown = match form {
+            Form::Text => escape_block(text),
+            Form::Json => escape_json(text),
+        };
+        self.out.write_all(shown.as_bytes())
+    }
+
+    /// Writes `bytes` in `form`: as they are to a file or a pipe; on a
+    /// terminal as UTF-8 text (an invalid sequence shown as U+FFFD), escaped.
+    pub fn write_bytes(&mut self, form: Form, bytes: &[u8]) -> std::io::Result<()> {
+        if !self.escaping {
+            return self.out.write_all(bytes);
+        }
+        self.write(form, &String::from_utf8_lossy(bytes))
+    }
+
+    /// Writes `text` and a line break.
+    pub fn line(&mut self, form: Form, text: &str) -> std::io::Result<()> {
+        self.write(form, text)?;
+        self.out.write_all(b"\n")
+    }
+
+    /// Formats `args` and writes them as text with a line break: what the
+    /// front ends' `println!` and `eprintln!` expand to.
+    pub fn line_fmt(&mut self, args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
+        match args.as_str() {
+            Some(text) => self.line(Form::Text, text),
+            None => self.line(Form::Text, &args.to_string()),
+        }
+    }
+
+    /// The stream itself.
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
 /// Whether [`escape`] writes `c` as an escape: controls, format characters,
 /// line and paragraph separators and the other default-ignorable code
 /// points.
@@ -183,6 +356,43 @@ mod tests {
             escape_lines("one\r\n\x1b[1Atwo\u{202e}"),
             "one\\x0d\n\\x1b[1Atwo\\u{202e}"
         );
+    }
+
+    #[test]
+    fn a_block_keeps_lines_and_tabs_and_nothing_a_terminal_obeys() {
+        assert_eq!(escape_block("a\tb\nc"), "a\tb\nc");
+        // A file that clears the screen and draws a question of its own.
+        assert_eq!(
+            escape_block("ok\n\x1b[2J\x1b[HAllow? [o]nce\r\n\u{9b}1A\u{202e}"),
+            "ok\n\\x1b[2J\\x1b[HAllow? [o]nce\\x0d\n\\u{9b}1A\\u{202e}"
+        );
+        assert!(matches!(escape_block("plain\n"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn json_for_a_terminal_is_the_same_json() {
+        let value = serde_json::json!({"t": "a\u{7f}b\u{9b}c\u{202e}d\u{e0041}\x1b\n"});
+        let json = serde_json::to_string_pretty(&value).unwrap();
+        let shown = escape_json(&json);
+        assert!(!shown.contains(|c: char| needs_escape(c) && !"\n\t\r".contains(c)));
+        assert!(shown.contains("\\u007f") && shown.contains("\\udb40\\udc41"));
+        let back: serde_json::Value = serde_json::from_str(&shown).unwrap();
+        assert_eq!(back, value);
+    }
+
+    #[test]
+    fn a_terminal_escapes_and_a_pipe_keeps_the_bytes() {
+        let text = "x\x1b[2Jy\n";
+        let mut terminal = Terminal::new(Vec::new(), true);
+        terminal.write(Form::Text, text).unwrap();
+        assert_eq!(terminal.into_inner(), b"x\\x1b[2Jy\n");
+        let mut pipe = Terminal::new(Vec::new(), false);
+        pipe.write(Form::Text, text).unwrap();
+        assert_eq!(pipe.into_inner(), text.as_bytes());
+        // A view's own escaping is unchanged by the second pass.
+        let mut twice = Terminal::new(Vec::new(), true);
+        twice.line_fmt(format_args!("{}", escape(text))).unwrap();
+        assert_eq!(twice.into_inner(), b"x\\x1b[2Jy\\x0a\n");
     }
 
     #[test]

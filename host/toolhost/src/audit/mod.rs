@@ -156,10 +156,13 @@ struct Lost<'a> {
 /// Where an audit log's one failure report goes.
 pub type Reporter = Arc<dyn Fn(&str) + Send + Sync>;
 
-/// A reporter that says it on standard error (the host's default), escaped
-/// (`crate::display`): it names the log's path.
+/// A reporter that says it on standard error (the host's default), through
+/// the terminal writer (`crate::display`): it names the log's path.
 pub fn stderr_reporter() -> Reporter {
-    Arc::new(|text: &str| eprintln!("toolhost: warning: {}", crate::display::escape(text)))
+    Arc::new(|text: &str| {
+        let line = format!("toolhost: warning: {}", crate::display::escape(text));
+        let _ = crate::display::Terminal::stderr().line(crate::display::Form::Text, &line);
+    })
 }
 
 /// An open audit log. Dropping it writes what is queued, then closes it.
