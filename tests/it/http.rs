@@ -107,7 +107,8 @@ fn stand_in(answer: impl Fn(&str) -> (&'static str, Vec<u8>) + Send + Sync + 'st
 
 /// Answer one request: `/hello` a text, `/redirect` a 302 to `other`'s
 /// `/hello`, `/big` 200 KiB without a Content-Length (read to the end),
-/// `/echo` the request's headers, in the body and in response headers.
+/// `/echo` the request's headers, in the body and in response headers,
+/// `/echo-name` the authorization's token as a response header's name.
 fn serve(stream: TcpStream, other: u16, seen: &Mutex<Vec<(String, String)>>) {
     let Some((request_line, headers, mut reader)) = read_head(&stream) else {
         return;
@@ -141,6 +142,15 @@ fn serve(stream: TcpStream, other: u16, seen: &Mutex<Vec<(String, String)>>) {
              x-echo: {authorization}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{headers}",
             headers.len()
         ),
+        // The secret echoed as a header's *name* (and a trailer's would be
+        // the same code): `x-<token>: seen`.
+        "/echo-name" => {
+            let token = authorization.strip_prefix("Bearer ").unwrap_or("none");
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nx-{token}: seen\r\n\
+                 content-length: 0\r\nconnection: close\r\n\r\n"
+            )
+        }
         "/hello" => {
             let body = "hello from the test server\n";
             format!(
@@ -1181,4 +1191,103 @@ fn trust_shows_a_workspace_secret_as_ignored() {
         ),
         "{review}"
     );
+}
+
+#[test]
+fn hostile_a_secret_echoed_as_a_header_name_reaches_the_component_redacted() {
+    let b = Server::start("127.0.0.1:0", 1);
+    let a = Server::start("127.0.0.1:0", b.port);
+    let ws = with_a_secret(&a, &b, "env:TEST_API_TOKEN");
+    let url = json!({"url": format!("http://localhost:{}/echo-name", a.port)});
+    let out = toolhost_with_env(
+        &ws,
+        &["call", "http_get", &url.to_string(), "--json"],
+        None,
+        &[("TEST_API_TOKEN", SECRET)],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        a.seen(),
+        [("/echo-name".to_string(), format!("Bearer {SECRET}"))]
+    );
+    // httpget passes every response header on in its details.
+    assert!(
+        !stdout.contains(SECRET),
+        "the secret reached the component: {stdout}"
+    );
+    let result: Value = serde_json::from_str(&stdout).unwrap();
+    assert!(
+        result["details"]["headers"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(["x-secret-api_token", "seen"])),
+        "{stdout}"
+    );
+}
+
+/// The issue's own example: the workspace at `$HOME`, the token in
+/// `~/.config/gh-token`, declared `from = "file:~/.config/gh-token"`. The
+/// extension's requests carry it; no tool reads it, lists it or finds it.
+#[test]
+fn hostile_a_secrets_source_file_is_hidden_from_every_tool() {
+    let b = Server::start("127.0.0.1:0", 1);
+    let a = Server::start("127.0.0.1:0", b.port);
+    let ws = with_a_secret(&a, &b, "file:~/.config/gh-token");
+    let token = ws.write(".config/gh-token", format!("{SECRET}\n"));
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // Beside it, what is no secret stays readable.
+    ws.write(".config/notes.txt", "a note\n");
+    let home = [("HOME", ws.str())];
+    let call = |tool: &str, args: Value| {
+        let out = toolhost_with_env(&ws, &["call", tool, &args.to_string()], None, &home);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            !text.contains(SECRET),
+            "{tool} {args} showed the secret:\n{text}"
+        );
+        (out, text)
+    };
+
+    // The extension's request carries it.
+    let (out, _) = call(
+        "http_get",
+        json!({"url": format!("http://localhost:{}/echo", a.port)}),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(a.seen()[0].1, format!("Bearer {SECRET}"));
+
+    // bash, by every way of naming it (and with the network it has by
+    // default, it would have sent it anywhere).
+    let (_, text) = call(
+        "bash",
+        json!({"command": "cat ~/.config/gh-token; cat .config/gh-token; \
+                           cat \"$HOME/.config/../.config/gh-token\"; \
+                           ln -s .config/gh-token l && cat l; cp .config/gh-token c; cat c; \
+                           grep -r tok- . ; cat .config/notes.txt"}),
+    );
+    assert!(text.contains("a note"), "{text}");
+    // read: refused, by its name, through `..` and through a link.
+    for path in [".config/gh-token", "x/../.config/gh-token", "l"] {
+        let (out, text) = call("read", json!({ "path": path }));
+        assert_eq!(out.status.code(), Some(1), "read {path}: {text}");
+    }
+    let (_, text) = call("read", json!({"path": ".config/notes.txt"}));
+    assert!(text.contains("a note"), "{text}");
+    // grep and find: never searched, never named.
+    let (_, text) = call("grep", json!({"pattern": "tok-", "path": "."}));
+    assert!(!text.contains("gh-token"), "{text}");
+    let (_, text) = call("find", json!({"pattern": "**/*token*"}));
+    assert!(!text.contains("gh-token"), "{text}");
+    let (_, text) = call("ls", json!({"path": ".config"}));
+    assert!(text.contains("notes.txt"), "{text}");
 }

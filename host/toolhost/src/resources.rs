@@ -13,9 +13,10 @@
 //!   workspace. An encoded `NUL` or a path that is not UTF-8 is refused.
 //! * Hidden, whatever `read` may do: the protected paths (git's internals at
 //!   any depth, the workspace's `toolhost.toml` and `.toolhost/`, toolhost's
-//!   own configuration, cache and state) and the user's secret stores (keys,
-//!   cloud credentials, tokens: [`crate::ops::process::secrets`]). They are
-//!   never listed, completed, read or watched.
+//!   own configuration, cache and state) and the secrets of the protected
+//!   set (the user's credential stores, every secret's source a grant names:
+//!   [`crate::ops::protect`]). They are never listed, completed, read or
+//!   watched.
 //! * The file is opened with [`FsRead::read_unlinked`]: a symbolic link
 //!   anywhere on the way is refused by the kernel, so the path judged above
 //!   is the path opened, even when a link is swapped in meanwhile.
@@ -29,6 +30,7 @@
 use crate::ops::fs::{ErrorCode, FsError, FsRead, MAX_READ_CHUNK, ProtectedPaths};
 use crate::ops::search::{GlobRequest, Search, StopFlag};
 use base64::Engine as _;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -52,7 +54,6 @@ pub struct WorkspaceFiles {
     fs: Arc<dyn FsRead>,
     search: Arc<dyn Search>,
     protected: Arc<ProtectedPaths>,
-    secrets: Arc<Vec<PathBuf>>,
 }
 
 /// One listed file.
@@ -160,27 +161,17 @@ impl Refused {
 
 impl WorkspaceFiles {
     /// The files `fs` (the built-in `read`'s backend) can open, walked with
-    /// `search`, without what `protected` covers and the user's secret
-    /// stores.
+    /// `search`, without what `protected` covers or hides (the user's
+    /// credential stores, every secret's source).
     pub(crate) fn new(
         fs: Arc<dyn FsRead>,
         search: Arc<dyn Search>,
         protected: Arc<ProtectedPaths>,
     ) -> WorkspaceFiles {
-        let secrets = std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(|home| crate::ops::process::secrets::secret_stores(Path::new(&home)))
-            .unwrap_or_default()
-            .iter()
-            // Real paths, for those not made yet too (hidden where they
-            // would be made), as the protected paths are judged.
-            .map(|p| crate::files::real_or_planned(p))
-            .collect();
         WorkspaceFiles {
             fs,
             search,
             protected,
-            secrets: Arc::new(secrets),
         }
     }
 
@@ -191,14 +182,39 @@ impl WorkspaceFiles {
 
     /// Whether the real absolute `path` is never a resource.
     fn hidden(&self, path: &Path) -> bool {
-        self.protected.covers(path) || self.secrets.iter().any(|s| path.starts_with(s))
+        self.protected.covers(path) || self.protected.hides(path)
     }
 
-    /// Whether `path` is no name of a resource: hidden, or a symbolic link
-    /// (a read refuses links; what a link leads to is named where it lies).
-    fn unnamed(&self, path: &Path) -> bool {
-        std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
-            || self.hidden(path)
+    /// Whether `path` is no name of a resource: hidden, a symbolic link (a
+    /// read refuses links; what a link leads to is named where it lies), or
+    /// not found in its directory as that directory is opened beneath the
+    /// root with no link on the way. The walk that found `path` opened
+    /// directories by name, so one swapped for a link (to `~/.ssh`) during
+    /// it would have listed another directory's names; they are named only
+    /// once the directory they were found in is that directory. `seen`
+    /// keeps each directory's listing for the page.
+    fn unnamed(&self, path: &Path, seen: &mut HashMap<PathBuf, Option<Vec<String>>>) -> bool {
+        if self.hidden(path) {
+            return true;
+        }
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            return true;
+        };
+        let listed = seen.entry(dir.to_path_buf()).or_insert_with(|| {
+            self.fs
+                .list_dir_unlinked(&dir.to_string_lossy())
+                .ok()
+                .map(|entries| {
+                    entries
+                        .into_iter()
+                        .filter(|e| e.kind != Some(crate::ops::fs::EntryKind::Symlink))
+                        .map(|e| e.name)
+                        .collect()
+                })
+        });
+        !listed
+            .as_ref()
+            .is_some_and(|names| names.iter().any(|n| **n == *name.to_string_lossy()))
     }
 
     /// The page after `cursor` (the first without one) of the workspace's
@@ -226,10 +242,9 @@ impl WorkspaceFiles {
         let after = |rel: &String| cursor.is_none_or(|c| path_order(rel, c).is_gt());
         let mut resources = Vec::new();
         let mut more = false;
+        let mut seen = HashMap::new();
         for (path, rel) in files.into_iter().filter(|(_, rel)| after(rel)) {
-            // The walk follows no link, so the entry itself is the only
-            // one on its way.
-            if self.unnamed(&path) {
+            if self.unnamed(&path, &mut seen) {
                 continue;
             }
             if resources.len() == PAGE {
@@ -322,15 +337,15 @@ impl WorkspaceFiles {
         let mut values = Vec::new();
         for root in self.roots() {
             if dir_path.starts_with(&root) {
-                // A directory named through a link is not looked into: what
-                // is hidden is judged by name, and a link (to `.ssh`, say)
-                // would rename it.
-                let through_link =
-                    std::fs::canonicalize(&dir_path).is_ok_and(|real| real != dir_path);
-                if through_link || self.hidden(&dir_path) {
+                // What is hidden is judged by name, so the directory listed
+                // must be the one named: it is opened beneath the root with
+                // every link on the way refused (a link to `.ssh`, or one
+                // swapped in after this check, lists nothing), and its
+                // entries are judged as they are, links not followed.
+                if self.hidden(&dir_path) {
                     continue;
                 }
-                let Ok(entries) = self.fs.list_dir(&dir_path.to_string_lossy()) else {
+                let Ok(entries) = self.fs.list_dir_unlinked(&dir_path.to_string_lossy()) else {
                     continue;
                 };
                 for entry in entries {
@@ -338,7 +353,8 @@ impl WorkspaceFiles {
                         continue;
                     }
                     let path = dir_path.join(&entry.name);
-                    if self.unnamed(&path) {
+                    if entry.kind == Some(crate::ops::fs::EntryKind::Symlink) || self.hidden(&path)
+                    {
                         continue;
                     }
                     let slash = if entry.kind == Some(crate::ops::fs::EntryKind::Directory) {

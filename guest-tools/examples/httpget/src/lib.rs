@@ -96,12 +96,15 @@ fn output(url: &Url, redirects: &[String], fetched: Fetched, max_bytes: u64) -> 
         "bytes": fetched.body.len(),
         "truncated": fetched.truncated,
         "redirects": redirects,
+        "headers": fetched.headers,
     }))
 }
 
-/// One response: its status, headers of interest and the body read.
+/// One response: its status, headers and the body read.
 struct Fetched {
     status: u16,
+    /// Every header, by name, as the host passed them on.
+    headers: Vec<(String, String)>,
     content_type: Option<String>,
     location: Option<String>,
     body: Vec<u8>,
@@ -144,6 +147,12 @@ fn get(url: &Url, max_bytes: u64) -> Result<Fetched, String> {
     };
     let content_type = header("content-type");
     let location = header("location");
+    let headers = response
+        .headers()
+        .entries()
+        .into_iter()
+        .map(|(name, value)| (name, String::from_utf8_lossy(&value).into_owned()))
+        .collect();
     let body = response
         .consume()
         .map_err(|()| format!("GET {url}: the body cannot be read"))?;
@@ -177,6 +186,7 @@ fn get(url: &Url, max_bytes: u64) -> Result<Fetched, String> {
     drop(body);
     Ok(Fetched {
         status,
+        headers,
         content_type,
         location,
         body: bytes,

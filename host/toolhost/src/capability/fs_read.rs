@@ -16,7 +16,7 @@ pub(super) const CAPABILITY: Capability = Capability {
     builtin,
     // Its directories, as approved.
     extension: |x, caps, warnings| {
-        if let Some(fs) = super::pinned(x.read_roots, "fs-read", warnings) {
+        if let Some(fs) = super::pinned(x.read_roots, "fs-read", x.protected, warnings) {
             caps.fs_read = Some(Arc::new(fs));
         }
     },

@@ -15,8 +15,8 @@ pub(super) const CAPABILITY: Capability = Capability {
     builtin,
     // Its directories, as approved, the protected paths refused.
     extension: |x, caps, warnings| {
-        if let Some(fs) = super::pinned(x.write_roots, "fs-write", warnings) {
-            caps.fs_write = Some(Arc::new(fs.protect(x.protected.clone())));
+        if let Some(fs) = super::pinned(x.write_roots, "fs-write", x.protected, warnings) {
+            caps.fs_write = Some(Arc::new(fs));
         }
     },
     audit: super::audited(Use::Written, "wrote"),

@@ -293,14 +293,21 @@ pub(crate) fn for_extension(
     caps
 }
 
-/// The directories `roots` (approved, pinned) as one backend; `None`, said
-/// in `warnings`, when one cannot be opened, or when there are none (every
-/// one refused, and said so).
-fn pinned(roots: &[GrantedDir], grant: &str, warnings: &mut Vec<String>) -> Option<LocalFs> {
+/// The directories `roots` (approved, pinned) as one backend, the
+/// protected set's secrets never read and its protected paths never
+/// written; `None`, said in `warnings`, when one cannot be opened, or when
+/// there are none (every one refused, and said so).
+fn pinned(
+    roots: &[GrantedDir],
+    grant: &str,
+    protected: &ProtectedPaths,
+    warnings: &mut Vec<String>,
+) -> Option<LocalFs> {
     if roots.is_empty() {
         return None;
     }
     LocalFs::pinned(roots)
+        .map(|fs| fs.protect(protected.clone()))
         .map_err(|e| warnings.push(format!("opening the {grant} directories: {e}")))
         .ok()
 }

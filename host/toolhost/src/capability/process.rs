@@ -185,10 +185,10 @@ fn extension(x: &ForExtension<'_>, caps: &mut Capabilities, warnings: &mut Vec<S
     for dir in x.write_roots {
         policy = policy.write_root_pinned(dir);
     }
-    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        for secret in crate::ops::process::jail::secret_stores(Path::new(&home)) {
-            policy = policy.hide(secret);
-        }
+    // The secrets of the protected set: the credential stores, the cache
+    // key and every secret's source file.
+    for secret in x.protected.secrets() {
+        policy = policy.hide(secret.clone());
     }
     for name in x.env {
         policy = policy.command_env(name.as_str());

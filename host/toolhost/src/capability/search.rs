@@ -29,7 +29,7 @@ fn builtin(_: &GrantSpec, b: &BuiltinBackends, caps: &mut Capabilities) -> Resul
 fn extension(x: &ForExtension<'_>, caps: &mut Capabilities, warnings: &mut Vec<String>) {
     if x.read_roots.is_empty() {
         warnings.push("search is granted but no fs-read directory to search".into());
-    } else if let Some(fs) = super::pinned(x.read_roots, "search", warnings) {
+    } else if let Some(fs) = super::pinned(x.read_roots, "search", x.protected, warnings) {
         caps.search = Some(Arc::new(LocalSearch::new(Arc::new(fs))));
     }
 }

@@ -18,6 +18,7 @@
 //! components of its own file's origin, and only to the digest it pins.
 
 pub mod discovery;
+mod fetch;
 pub(crate) mod grants;
 pub mod install;
 pub mod keyless;
@@ -54,13 +55,28 @@ use std::time::Duration;
 /// audit log and toolhost's state directory (what the git guard keeps),
 /// wherever the workspace is. `.git/hooks/` and `.git/config` are protected
 /// by a rule of their own at any depth.
+///
+/// Hidden in the same set: the user's credential stores, the compile
+/// cache's key, and every secret's source `policy` names (its files and
+/// environment variables), so that no jail, read, search, resource or
+/// completion reaches a secret that an extension's grant keeps from it.
 pub fn protected_paths(
     workspace: &Path,
     user_config: Option<&Path>,
     cache_dir: Option<&Path>,
     audit_log: Option<&Path>,
     state_dir: Option<&Path>,
+    policy: &policy::Policy,
 ) -> ProtectedPaths {
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let (secret_files, secret_env) = policy.secret_sources();
+    let stores = home
+        .as_deref()
+        .map(crate::ops::process::secrets::secret_stores)
+        .unwrap_or_default();
+    let cache_key = cache_dir.map(|d| d.join(crate::engine::CACHE_KEY_FILE));
     ProtectedPaths::new(
         [
             Some(workspace.join(policy::POLICY_FILE)),
@@ -73,11 +89,9 @@ pub fn protected_paths(
         .into_iter()
         .flatten(),
     )
-    .for_home(
-        std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from),
-    )
+    .for_home(home)
+    .hide_secrets(stores.into_iter().chain(cache_key).chain(secret_files))
+    .hide_env(secret_env)
 }
 
 /// What happened to one discovered extension.
@@ -198,19 +212,35 @@ pub(crate) fn prepare(cx: &LoadContext<'_>, found: &Found) -> Pending {
             return Pending::refused(report, warnings);
         }
     }
+    if let Err(reason) = check_signatures(cx, found, (&file, &digest, bytes.as_deref())) {
+        report.refused = Some(reason);
+        return Pending::refused(report, warnings);
+    }
     let mut granted = cx.policy.grants_for(&found.name, found.origin);
     if let Some(pinned) = &granted.digest
         && pinned != digest.as_str()
     {
-        warnings.push(format!(
-            "its grant [extensions.{}] pins {pinned}, but this component is {digest}: granted nothing",
+        let said = format!(
+            "its grant [extensions.{}] pins {pinned}, but this component is {digest}",
             found.name
-        ));
+        );
+        // An extension installed from a registry or bound to a signer is
+        // the component the grant names, or nothing: another one signed by
+        // the same key (the version updated away from, another
+        // repository's) must not load in its place.
+        let signed = cx
+            .policy
+            .signature_policies(&found.name)
+            .map_or(true, |p| !p.is_empty());
+        if granted.source.is_some() || signed {
+            report.refused = Some(format!(
+                "{said}; install it again with `toolhost ext add`, or `toolhost ext update {}`",
+                found.name
+            ));
+            return Pending::refused(report, warnings);
+        }
+        warnings.push(format!("{said}: granted nothing"));
         granted = GrantSpec::default();
-    }
-    if let Err(reason) = check_signatures(cx, found, (&file, &digest, bytes.as_deref())) {
-        report.refused = Some(reason);
-        return Pending::refused(report, warnings);
     }
     report.granted = granted.clone();
     let limits = limits(
@@ -277,6 +307,11 @@ fn check_signatures(
                 signature::Provenance::path_of(&found.component).display()
             ))
         })?;
+    bound_to_grant(
+        &provenance,
+        &cx.policy.grants_for(&found.name, found.origin),
+    )
+    .map_err(refused)?;
     let sha256 = cx
         .runtime
         .component_sha256(digest.hex(), bytes, || {
@@ -297,6 +332,43 @@ fn check_signatures(
     }
     if let Some(inputs) = inputs {
         cx.runtime.note_check_passed(&inputs);
+    }
+    Ok(())
+}
+
+/// Whether the record beside a component is the one its grant approved:
+/// from the source the grant names (and at its digest, when it names one),
+/// and not a version the user updated away from. Checked at every start,
+/// before the signature (which only says that the record is genuine, not
+/// that it is this grant's).
+fn bound_to_grant(provenance: &signature::Provenance, grant: &GrantSpec) -> Result<(), String> {
+    if let Some(source) = &grant.source
+        && *source != provenance.source
+    {
+        return Err(format!(
+            "its record says it came from {}, but its grant's source is {source}",
+            provenance.source
+        ));
+    }
+    if let Some(pinned) = grant
+        .source
+        .as_deref()
+        .and_then(|s| s.rsplit_once('@'))
+        .map(|(_, d)| d)
+        .filter(|d| oci::is_sha256(d))
+        && pinned != provenance.digest
+    {
+        return Err(format!(
+            "its record is of {}, but its grant's source names {pinned}",
+            provenance.digest
+        ));
+    }
+    if grant.superseded.contains(&provenance.digest) {
+        return Err(format!(
+            "it is {}, a version its grant was updated away from (superseded); run \
+             `toolhost ext update` to install the current one",
+            provenance.digest
+        ));
     }
     Ok(())
 }
@@ -394,18 +466,25 @@ fn capabilities(
                     "env grant {name:?}: loader variables (LD_*) are never granted; ignored"
                 ));
             }
-            // A secret's source: the extension uses it and never sees it.
-            let secret = grant
+            // A secret's source, this grant's or any other's: the extension
+            // uses its own and never sees it, and never sees another's.
+            let own = grant
                 .secrets
                 .iter()
                 .find(|(_, s)| s.env_source() == Some(name.as_str()));
-            if let Some((secret, _)) = secret {
+            let secret = own.is_some() || protected.hides_env(name);
+            if let Some((secret, _)) = own {
                 warnings.push(format!(
                     "env grant {name:?}: it is the source of the secret {secret}, which the \
                      extension's requests carry and it never sees; withheld"
                 ));
+            } else if secret {
+                warnings.push(format!(
+                    "env grant {name:?}: it is the source of a secret another grant names; \
+                     withheld"
+                ));
             }
-            !loader && secret.is_none()
+            !loader && !secret
         })
         .collect();
     let read_roots = directories(&grant.fs_read, cx, "fs-read", name, &mut warnings);
@@ -434,9 +513,28 @@ fn capabilities(
         passed_over: &passed_over,
     };
     let mut caps = capability::for_extension(&resolved, &mut warnings);
-    let mut preopens: Vec<(GrantedDir, bool)> =
-        read_roots.iter().map(|d| (d.clone(), false)).collect();
-    for dir in &write_roots {
+    // WASI files cannot be checked path by path: a directory holding a
+    // secret is not preopened (the fs-read and fs-write Operations, which
+    // check every path, still reach the rest of it).
+    let mut secret_holding: Vec<&Path> = Vec::new();
+    for dir in read_roots.iter().chain(&write_roots) {
+        if protected.hides_within(dir.path()) && !secret_holding.contains(&dir.path()) {
+            secret_holding.push(dir.path());
+            warnings.push(format!(
+                "{}: it holds a secret (a credential store or a secret's source), so it is \
+                 not opened through WASI files (the fs-read and fs-write Operations reach \
+                 the rest of it)",
+                dir.path().display()
+            ));
+        }
+    }
+    let unhidden = |dir: &&GrantedDir| !secret_holding.contains(&dir.path());
+    let mut preopens: Vec<(GrantedDir, bool)> = read_roots
+        .iter()
+        .filter(unhidden)
+        .map(|d| (d.clone(), false))
+        .collect();
+    for dir in write_roots.iter().filter(unhidden) {
         // WASI writes cannot be checked path by path: a directory holding a
         // protected path is preopened read-only (the fs-write Operation,
         // which checks every path, still writes in it).

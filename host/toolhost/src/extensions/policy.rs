@@ -353,14 +353,18 @@ impl Policy {
             // Nor who must have signed an extension, or where one comes
             // from: those are the user's to say.
             if origin == Origin::Workspace
-                && (grant.key.is_some() || grant.signed_by.is_some() || grant.source.is_some())
+                && (grant.key.is_some()
+                    || grant.signed_by.is_some()
+                    || grant.source.is_some()
+                    || !grant.superseded.is_empty())
             {
                 (grant.key, grant.signed_by, grant.source) = (None, None, None);
+                grant.superseded.clear();
                 self.diagnostics.push(Diagnostic {
                     path: path.display().to_string(),
                     message: format!(
-                        "[extensions.{name}]: key, signed-by and source are set only by the \
-                         user's toolhost.toml; ignored here"
+                        "[extensions.{name}]: key, signed-by, source and superseded are set only \
+                         by the user's toolhost.toml; ignored here"
                     ),
                 });
             }
@@ -467,6 +471,25 @@ impl Policy {
     /// it applies to the user's and the configured extensions.
     pub fn grant(&mut self, name: &str, grant: &GrantSpec) {
         self.user.entry(name.to_string()).or_default().merge(grant);
+    }
+
+    /// The sources of every secret a grant names, of either file: the files
+    /// they are read from (`~/` expanded) and the environment variables.
+    /// They join the protected set (`crate::ops::protect`), hidden from
+    /// every tool, the moment a grant names them.
+    pub fn secret_sources(&self) -> (Vec<PathBuf>, Vec<String>) {
+        let specs = || {
+            self.user
+                .values()
+                .chain(self.workspace.values())
+                .flat_map(|g| g.secrets.values())
+        };
+        (
+            specs().filter_map(|s| s.file_source()).collect(),
+            specs()
+                .filter_map(|s| s.env_source().map(str::to_string))
+                .collect(),
+        )
     }
 
     /// Every directory some grant lets tools write, as written (resolved

@@ -361,7 +361,6 @@ impl HostBuilder {
         policy: &Policy,
         protected: &ProtectedPaths,
         user_config: Option<&Path>,
-        runtime: &Runtime,
     ) -> capability::process::ShellJail {
         // The user configuration must exist to be mounted read-only: were it
         // missing inside a write root (a workspace at $HOME), a command could
@@ -373,13 +372,10 @@ impl HostBuilder {
                 .mode(0o700)
                 .create(dir);
         }
-        let mut hidden: Vec<PathBuf> = std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(|home| crate::ops::process::jail::secret_stores(Path::new(&home)))
-            .unwrap_or_default();
-        if let Some(cache) = &runtime.options().cache_dir {
-            hidden.push(cache.join(crate::engine::CACHE_KEY_FILE));
-        }
+        // The secrets of the protected set (the credential stores, the
+        // cache key, every secret's source file), and what `[shell] hide`
+        // names.
+        let mut hidden: Vec<PathBuf> = protected.secrets().to_vec();
         hidden.extend(
             policy
                 .shell
@@ -449,7 +445,7 @@ impl HostBuilder {
         };
         let config = self.configuration(&workspace, &runtime)?;
         let mut diagnostics = config.policy.diagnostics.clone();
-        let confined = self.confinement(&workspace, &config, &runtime, &mut diagnostics)?;
+        let confined = self.confinement(&workspace, &config, &mut diagnostics)?;
         let registry = Arc::new(RwLock::new(Registry::default()));
         let active_tools = Arc::new(ActiveTools::new(registry.clone()));
         // The built-ins' definitions are read while the extensions are
@@ -546,6 +542,7 @@ impl HostBuilder {
             runtime.options().cache_dir.as_deref(),
             audit_path.as_deref(),
             state_dir.as_deref(),
+            &policy,
         );
         Ok(Configuration {
             pi: self.pi.or(policy.pi).unwrap_or_default(),
@@ -567,7 +564,6 @@ impl HostBuilder {
         &self,
         workspace: &Path,
         config: &Configuration,
-        runtime: &Runtime,
         diagnostics: &mut Vec<Diagnostic>,
     ) -> Result<Confined, Error> {
         let protected = &config.protected;
@@ -618,7 +614,7 @@ impl HostBuilder {
             });
         }
         let policy = &config.policy;
-        let jail = self.shell_jail(policy, protected, config.user_config.as_deref(), runtime);
+        let jail = self.shell_jail(policy, protected, config.user_config.as_deref());
         // Where tools can write: no granted path may lead through a link
         // there (see `crate::extensions::grants`).
         let places = WritePlaces::new(workspace, &temp_dir, policy);

@@ -99,6 +99,11 @@ impl LocalFs {
         })
     }
 
+    /// What it protects: writes refused, secrets never read.
+    pub(crate) fn protected(&self) -> &ProtectedPaths {
+        &self.protected
+    }
+
     /// Refuse writes that would change one of `protected` (the `.git/hooks`
     /// and `.git/config` rule holds without it).
     pub fn protect(mut self, protected: ProtectedPaths) -> Self {
@@ -138,6 +143,64 @@ impl LocalFs {
             return Err(protected(path));
         }
         Ok(())
+    }
+
+    /// `path` opened with `flags` beneath its root, the kernel refusing
+    /// every symbolic link on the way (ELOOP), the last component's too:
+    /// the path judged by name is the one opened, whatever is swapped in.
+    fn open_unlinked(
+        &self,
+        path: &str,
+        flags: rustix::fs::OFlags,
+    ) -> Result<std::os::fd::OwnedFd, FsError> {
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        let abs = absolute(path)?;
+        let located = self.locate_lexical(&abs).ok_or_else(|| outside(path))?;
+        rustix::fs::openat2(
+            &located.root.dir,
+            located.rel(),
+            flags | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+        )
+        .map_err(|e| io_error(&e.into(), path))
+    }
+
+    /// The entries of the directory `opened`, each with its own kind (a
+    /// link not followed), without the protected set's secrets: judged on
+    /// the real path the kernel reports for the open directory.
+    fn entries_of(&self, opened: &Dir) -> io::Result<Vec<(String, Option<EntryKind>)>> {
+        use std::os::fd::AsRawFd;
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", opened.as_raw_fd())).ok();
+        let hidden = |name: &str| match &real {
+            Some(real) => self.protected.hides(&real.join(name)),
+            None => !self.protected.secrets().is_empty(),
+        };
+        let mut names = Vec::new();
+        for entry in opened.entries()? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if hidden(&name) {
+                continue;
+            }
+            names.push((name, entry.file_type().map(kind_of).ok()));
+        }
+        Ok(names)
+    }
+
+    /// Whether the file just opened is a secret of the protected set (a
+    /// credential store, a secret's source): judged on the real path the
+    /// kernel reports for the open file, so no link, `..` or swapped
+    /// directory on the way names it otherwise.
+    fn hidden(&self, file: &impl std::os::fd::AsRawFd) -> bool {
+        if self.protected.secrets().is_empty() {
+            return false;
+        }
+        match std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) {
+            Ok(real) => self.protected.hides(&real),
+            // Without `/proc` the real path cannot be read back: refuse.
+            Err(_) => true,
+        }
     }
 
     /// The root holding `abs` lexically (the longest match), if any.
@@ -376,42 +439,37 @@ impl FsRead for LocalFs {
                 .read(true)
                 .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
             let file = dir.open_with(rel, &options)?;
+            if self.hidden(&file) {
+                return Ok(None);
+            }
             let is_dir = file.metadata()?.is_dir();
-            read_opened(file, is_dir, offset, want)
-        })
+            read_opened(file, is_dir, offset, want).map(Some)
+        })?
+        .ok_or_else(|| protected(path))
     }
 
     fn read_unlinked(&self, path: &str, offset: u64, max_bytes: u64) -> Result<Vec<u8>, FsError> {
-        use rustix::fs::{Mode, OFlags, ResolveFlags};
-        let abs = absolute(path)?;
-        let located = self.locate_lexical(&abs).ok_or_else(|| outside(path))?;
-        let rel = located.rel();
-        // The kernel walks the path beneath the root's handle and refuses
-        // every symbolic link on the way (ELOOP), the last component's too.
+        use rustix::fs::OFlags;
+        let fd = self.open_unlinked(path, OFlags::RDONLY | OFlags::NONBLOCK)?;
+        let file = std::fs::File::from(fd);
+        if self.hidden(&file) {
+            return Err(protected(path));
+        }
         let read = || -> io::Result<Vec<u8>> {
-            let fd = rustix::fs::openat2(
-                &located.root.dir,
-                rel,
-                OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOFOLLOW,
-                Mode::empty(),
-                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
-            )?;
-            let file = std::fs::File::from(fd);
             let is_dir = file.metadata()?.is_dir();
-            read_opened(file, is_dir, offset, max_bytes.min(MAX_READ_CHUNK))
+            read_opened(&file, is_dir, offset, max_bytes.min(MAX_READ_CHUNK))
         };
         read().map_err(|e| io_error(&e, path))
     }
 
     fn list_dir(&self, path: &str) -> Result<Vec<DirEntry>, FsError> {
         let names = self.with_path(path, |dir, rel| {
-            dir.read_dir(rel)?
-                .map(|entry| {
-                    let entry = entry?;
-                    let kind = entry.file_type().map(kind_of).ok();
-                    Ok((entry.file_name().to_string_lossy().into_owned(), kind))
-                })
-                .collect::<io::Result<Vec<_>>>()
+            let opened = dir.open_dir(if rel.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                rel
+            })?;
+            self.entries_of(&opened)
         })?;
         let base = path.trim_end_matches('/');
         Ok(names
@@ -426,6 +484,17 @@ impl FsRead for LocalFs {
                 };
                 DirEntry { name, kind }
             })
+            .collect())
+    }
+
+    fn list_dir_unlinked(&self, path: &str) -> Result<Vec<DirEntry>, FsError> {
+        use rustix::fs::OFlags;
+        let fd = self.open_unlinked(path, OFlags::RDONLY | OFlags::DIRECTORY)?;
+        let opened = Dir::from_std_file(std::fs::File::from(fd));
+        let names = self.entries_of(&opened).map_err(|e| io_error(&e, path))?;
+        Ok(names
+            .into_iter()
+            .map(|(name, kind)| DirEntry { name, kind })
             .collect())
     }
 

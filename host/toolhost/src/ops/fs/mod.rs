@@ -129,6 +129,14 @@ pub trait FsRead: Send + Sync + std::fmt::Debug {
     fn read_unlinked(&self, path: &str, offset: u64, max_bytes: u64) -> Result<Vec<u8>, FsError> {
         self.read(path, offset, max_bytes)
     }
+    /// [`FsRead::list_dir`] of a directory that is its own real path, as
+    /// [`FsRead::read_unlinked`] reads a file: opened beneath the root with
+    /// every link on the way refused, so a listing judged by name (an MCP
+    /// completion) lists that directory and no other. A link entry keeps
+    /// the kind [`EntryKind::Symlink`] (it is not followed).
+    fn list_dir_unlinked(&self, path: &str) -> Result<Vec<DirEntry>, FsError> {
+        self.list_dir(path)
+    }
 }
 
 /// Write access to a set of roots (Pi's write/edit operations). Paths are absolute.

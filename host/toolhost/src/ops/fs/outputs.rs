@@ -108,6 +108,14 @@ impl FsRead for WithOutputs {
     fn roots(&self) -> Vec<String> {
         self.inner.roots()
     }
+
+    fn read_unlinked(&self, path: &str, offset: u64, max_bytes: u64) -> Result<Vec<u8>, FsError> {
+        self.for_path(path).read_unlinked(path, offset, max_bytes)
+    }
+
+    fn list_dir_unlinked(&self, path: &str) -> Result<Vec<DirEntry>, FsError> {
+        self.inner.list_dir_unlinked(path)
+    }
 }
 
 #[cfg(test)]

@@ -103,13 +103,7 @@ impl Body for Incoming {
                     // Trailers are headers too.
                     (Some(redactor), Err(frame)) => match frame.into_trailers() {
                         Ok(mut trailers) => {
-                            for value in trailers.values_mut() {
-                                if let Some(clean) = redactor.whole(value.as_bytes()) {
-                                    *value = http::HeaderValue::from_bytes(&clean).unwrap_or_else(
-                                        |_| http::HeaderValue::from_static("[secret]"),
-                                    );
-                                }
-                            }
+                            redactor.headers(&mut trailers);
                             Frame::trailers(trailers)
                         }
                         Err(frame) => frame,

@@ -395,12 +395,7 @@ async fn send(
         )));
     }
     if let Some(redactor) = &redactor {
-        for value in response.headers_mut().values_mut() {
-            if let Some(clean) = redactor.whole(value.as_bytes()) {
-                *value = http::HeaderValue::from_bytes(&clean)
-                    .unwrap_or_else(|_| http::HeaderValue::from_static("[secret]"));
-            }
-        }
+        redactor.headers(response.headers_mut());
     }
     let response = response.map(|incoming| {
         Incoming {
@@ -552,6 +547,12 @@ fn tls_config() -> Arc<rustls::ClientConfig> {
             let roots = rustls::RootCertStore {
                 roots: webpki_roots::TLS_SERVER_ROOTS.into(),
             };
+            // rustls 0.23.48 deprecates ring's provider for want of
+            // post-quantum key exchange; its other provider, aws-lc-rs,
+            // builds a C library with CMake on every clean build. Classical
+            // key exchange stays until ring gains it or the build can bear
+            // aws-lc (SECURITY.md).
+            #[allow(deprecated)]
             let provider = Arc::new(rustls::crypto::ring::default_provider());
             let mut config = rustls::ClientConfig::builder_with_provider(provider)
                 .with_safe_default_protocol_versions()

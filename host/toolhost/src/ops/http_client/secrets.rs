@@ -52,6 +52,16 @@ impl SecretSpec {
         self.from.strip_prefix("env:")
     }
 
+    /// The file it is read from, if it is read from one (`~/` is the
+    /// user's home, as in every path of `toolhost.toml`).
+    pub fn file_source(&self) -> Option<std::path::PathBuf> {
+        let path = self.from.strip_prefix("file:")?;
+        Some(match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+            (Some(rest), Some(home)) if !home.is_empty() => std::path::Path::new(&home).join(rest),
+            _ => std::path::PathBuf::from(path),
+        })
+    }
+
     /// The header it is sent in.
     pub fn header_name(&self) -> &str {
         self.header.as_deref().unwrap_or("Authorization")
@@ -162,8 +172,12 @@ fn read_source(from: &str) -> Result<String, String> {
         return std::env::var(name)
             .map_err(|_| format!("the environment variable {name} is not set"));
     }
-    if let Some(path) = from.strip_prefix("file:") {
-        return read_file(std::path::Path::new(path));
+    let spec = SecretSpec {
+        from: from.to_string(),
+        ..SecretSpec::default()
+    };
+    if let Some(path) = spec.file_source() {
+        return read_file(&path);
     }
     if let Some(entry) = from.strip_prefix("keyring:") {
         return read_keyring(entry);
@@ -352,6 +366,21 @@ pub(super) struct Redactor {
     pending: Vec<u8>,
 }
 
+/// What a header *name* holding a secret is renamed to: a valid header
+/// name (`[`, `]` and spaces are not), the secret's name lowercased.
+fn name_replacement(replacement: &[u8]) -> Vec<u8> {
+    let name = replacement
+        .strip_prefix(b"[secret ")
+        .and_then(|r| r.strip_suffix(b"]"))
+        .unwrap_or(b"redacted");
+    let mut out = b"secret-".to_vec();
+    out.extend(name.iter().map(|b| match b.to_ascii_lowercase() {
+        c @ (b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.') => c,
+        _ => b'-',
+    }));
+    out
+}
+
 impl Redactor {
     /// A redactor of `secrets`; none when there are none.
     pub(super) fn of(secrets: &[Arc<HttpSecret>]) -> Option<Redactor> {
@@ -376,6 +405,67 @@ impl Redactor {
         };
         let out = copy.take(true);
         (out != text).then_some(out)
+    }
+
+    /// `headers` (a response's, or its trailers) with every secret
+    /// replaced, in names as in values. A name is matched without regard to
+    /// case (HTTP/1 names are case-insensitive and arrive lowercased, so an
+    /// echo of `X-Ghp_AbC…: 1` would otherwise show the secret in lower
+    /// case) and renamed to `…secret-github_token…`; a value is matched
+    /// byte for byte and becomes `[secret GITHUB_TOKEN]`.
+    pub(super) fn headers(&self, headers: &mut http::HeaderMap) {
+        let name_hit = |name: &str| {
+            self.needles.iter().any(|(n, _)| {
+                name.as_bytes()
+                    .windows(n.len())
+                    .any(|w| w.eq_ignore_ascii_case(n))
+            })
+        };
+        if headers.keys().any(|name| name_hit(name.as_str())) {
+            let mut renamed = http::HeaderMap::with_capacity(headers.len());
+            let mut current: Option<http::HeaderName> = None;
+            for (name, value) in std::mem::take(headers) {
+                if let Some(name) = name {
+                    current = Some(if name_hit(name.as_str()) {
+                        self.rename(name.as_str())
+                    } else {
+                        name
+                    });
+                }
+                if let Some(name) = &current {
+                    renamed.append(name.clone(), value);
+                }
+            }
+            *headers = renamed;
+        }
+        for value in headers.values_mut() {
+            if let Some(clean) = self.whole(value.as_bytes()) {
+                *value = http::HeaderValue::from_bytes(&clean)
+                    .unwrap_or_else(|_| http::HeaderValue::from_static("[secret]"));
+            }
+        }
+    }
+
+    /// `name` with each secret in it (in any case) replaced.
+    fn rename(&self, name: &str) -> http::HeaderName {
+        let bytes = name.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        'scan: while i < bytes.len() {
+            for (needle, replacement) in &self.needles {
+                if bytes.len() - i >= needle.len()
+                    && bytes[i..i + needle.len()].eq_ignore_ascii_case(needle)
+                {
+                    out.extend(name_replacement(replacement));
+                    i += needle.len();
+                    continue 'scan;
+                }
+            }
+            out.push(bytes[i]);
+            i += 1;
+        }
+        http::HeaderName::from_bytes(&out)
+            .unwrap_or_else(|_| http::HeaderName::from_static("x-toolhost-secret"))
     }
 
     /// The next chunk's bytes that are decided.
@@ -438,6 +528,31 @@ mod tests {
             longest,
             pending: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_secret_in_a_header_name_or_value_is_replaced_in_any_case() {
+        let r = redactor(&["Tok-12345678"]);
+        let mut headers = http::HeaderMap::new();
+        headers.append("x-echo-tok-12345678", "a".parse().unwrap());
+        headers.append("x-echo-tok-12345678", "b".parse().unwrap());
+        headers.append("tok-12345678", "Tok-12345678".parse().unwrap());
+        headers.append("content-type", "text/plain".parse().unwrap());
+        r.headers(&mut headers);
+        let shown: Vec<(String, String)> = headers
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_string()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("x-echo-secret-s0", "a"),
+                ("x-echo-secret-s0", "b"),
+                ("secret-s0", "[secret S0]"),
+                ("content-type", "text/plain"),
+            ]
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+        );
     }
 
     /// Every way of cutting the text into two or three chunks gives the

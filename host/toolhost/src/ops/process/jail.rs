@@ -65,8 +65,6 @@ const SYSTEM_DIRS: &[&str] = &[
 /// and other programs' temporary files live.
 const EMPTIED_DIRS: &[&str] = &["/tmp", "/var/tmp", "/run", "/dev/shm"];
 
-pub use super::secrets::secret_stores;
-
 /// One jailed spawn's view of the filesystem and the network.
 #[derive(Clone, Debug)]
 pub struct JailSpec<'a> {

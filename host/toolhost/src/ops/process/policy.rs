@@ -901,7 +901,13 @@ impl ProcessPolicy {
             env.retain(|(key, _)| key != k);
             env.push((k.to_string(), v.to_string()));
         };
-        for (k, v) in self.env.iter().chain(extra) {
+        // A secret's source variable never reaches a child, whatever
+        // allowlist or grant would pass it (`LC_TOKEN` as a source).
+        let host_env = self
+            .env
+            .iter()
+            .filter(|(k, _)| !self.protected.hides_env(k));
+        for (k, v) in host_env.chain(extra) {
             set(k, v);
         }
         // Every HTTP client's way out, and nothing exempt from it.

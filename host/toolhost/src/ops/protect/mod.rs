@@ -12,6 +12,15 @@
 //!   `fs-write` backends refuse to change any of it (`Path is protected`), and
 //!   the process jail keeps what exists of it read-only, with every directory
 //!   on the way to toolhost's own files pinned so that no rename moves them.
+//! * Secrets, in the same set: the user's credential stores, the compile
+//!   cache's key, and every file and environment variable a grant names as a
+//!   secret's source (`[extensions.X.secrets.T] from = "file:…"`). They join
+//!   the set where it is built, so every consumer hides them without being
+//!   told: the jails (hidden by empty mounts), `read` and extensions' fs-read
+//!   (refused on the real path of the opened file), searches (never walked),
+//!   MCP resources and completions (never named), the permission asker
+//!   (never asked about), WASI preopens (a directory holding one is not
+//!   preopened) and processes' environments (never passed).
 //! * [`GitGuard`]: what a call's programs (and a component's own WASI files)
 //!   can still do beneath their write roots (create a repository where none
 //!   was, rename a directory holding one) is surveyed after the call, and
@@ -33,6 +42,11 @@ pub struct ProtectedPaths {
     paths: Vec<PathBuf>,
     /// Locates the user's global git configuration.
     home: Option<PathBuf>,
+    /// Secrets no tool may read, list or be shown, as real absolute paths
+    /// (each with everything beneath it).
+    secrets: Vec<PathBuf>,
+    /// Environment variables that are secrets' sources.
+    secret_env: Vec<String>,
 }
 
 impl ProtectedPaths {
@@ -50,7 +64,60 @@ impl ProtectedPaths {
         ProtectedPaths {
             paths: resolved,
             home: None,
+            secrets: Vec::new(),
+            secret_env: Vec::new(),
         }
+    }
+
+    /// Also hide `paths` (each with everything beneath it) from every tool:
+    /// never read, listed, searched, offered or mounted into a jail. Resolved
+    /// as [`Self::new`] resolves, so a secret not made yet is hidden where
+    /// it would be made.
+    pub fn hide_secrets(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
+        for path in paths {
+            let real = real_or_planned(&path);
+            if !self.secrets.contains(&real) {
+                self.secrets.push(real);
+            }
+        }
+        self
+    }
+
+    /// Also withhold the environment variables `names` (secrets' sources)
+    /// from every component and process.
+    pub fn hide_env(mut self, names: impl IntoIterator<Item = String>) -> Self {
+        for name in names {
+            if !self.secret_env.contains(&name) {
+                self.secret_env.push(name);
+            }
+        }
+        self
+    }
+
+    /// The hidden secrets, as real absolute paths.
+    pub fn secrets(&self) -> &[PathBuf] {
+        &self.secrets
+    }
+
+    /// Whether the real absolute path `path` is a secret or lies beneath
+    /// one: no tool may read it, list it or learn its name.
+    pub fn hides(&self, path: &Path) -> bool {
+        self.secrets.iter().any(|s| path.starts_with(s))
+    }
+
+    /// Whether a secret that exists lies beneath the directory `dir` (or
+    /// `dir` beneath one): a view of `dir` that cannot be checked path by
+    /// path (a WASI preopen, made once at start) would show it. A store not
+    /// made yet holds nothing to show.
+    pub fn hides_within(&self, dir: &Path) -> bool {
+        self.secrets
+            .iter()
+            .any(|s| dir.starts_with(s) || (s.starts_with(dir) && s.symlink_metadata().is_ok()))
+    }
+
+    /// Whether the environment variable `name` is a secret's source.
+    pub fn hides_env(&self, name: &str) -> bool {
+        self.secret_env.iter().any(|n| n == name)
     }
 
     /// Judge git files as this user's git reads them (`home` locates the

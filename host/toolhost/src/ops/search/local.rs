@@ -195,8 +195,13 @@ impl LocalSearch {
             builder.overrides(overrides.clone());
         }
         let (overrides, outer) = (overrides.cloned(), outer.clone());
+        // Secrets of the protected set (a credential store, a secret's
+        // source) are never walked: their names are not listed, their
+        // bytes not searched. The walk starts from a real path and follows
+        // no link, so an entry's path is its real path.
+        let protected = self.fs.protected().clone();
         builder.filter_entry(move |entry| {
-            if entry.file_name() == ".git" {
+            if entry.file_name() == ".git" || protected.hides(entry.path()) {
                 return false;
             }
             if outer.is_empty() || entry.depth() == 0 {
