@@ -221,16 +221,25 @@ impl Offers {
             key,
             check,
         );
+        // A scheme is one extension's: another's offer under it would
+        // answer for URIs the first one's client expects from it.
+        let mut owned = Vec::new();
+        for spec in resources {
+            let owner = self
+                .resources
+                .iter()
+                .find(|r| r.extension != extension && same_scheme(&r.spec.uri, &spec.uri));
+            match owner {
+                Some(owner) => problems.push(format!(
+                    "resource {:?} is not offered: its scheme is extension {}'s",
+                    spec.uri, owner.extension
+                )),
+                None => owned.push(spec.clone()),
+            }
+        }
         let (key, check): (fn(&ResourceSpec) -> &str, _) = (|r| &r.uri, ResourceSpec::check);
         let what = (extension, "resource");
-        take_first(
-            &mut self.resources,
-            what,
-            resources,
-            &mut problems,
-            key,
-            check,
-        );
+        take_first(&mut self.resources, what, &owned, &mut problems, key, check);
         problems
     }
 
@@ -270,8 +279,13 @@ impl Offers {
     }
 
     /// The offered resource `uri` names, with the values of its template's
-    /// parts.
+    /// parts. A `file:` URI is the workspace's and never an offer's, whatever
+    /// an offer's template would match (the manifests are checked for that
+    /// at load too: [`ResourceSpec::check`]).
     pub fn resource(&self, uri: &str) -> Option<(&ResourceSpec, Vec<(String, String)>)> {
+        if scheme_of(uri).is_none_or(|s| s.eq_ignore_ascii_case("file")) {
+            return None;
+        }
         self.resources
             .iter()
             .map(|r| &r.spec)
@@ -390,16 +404,7 @@ impl ResourceSpec {
         if self.name.trim().is_empty() {
             return Err("its name is empty".into());
         }
-        if !self.uri.contains(':') {
-            return Err("its uri has no scheme".into());
-        }
-        if self
-            .uri
-            .get(..5)
-            .is_some_and(|s| s.eq_ignore_ascii_case("file:"))
-        {
-            return Err("file: URIs are the workspace's; an extension offers others".into());
-        }
+        check_uri(&self.uri)?;
         match (&self.text, &self.blob) {
             (Some(_), None) => Ok(()),
             (None, Some(blob)) => decode(blob).map(|_| ()).map_err(|e| format!("blob: {e}")),
@@ -418,6 +423,56 @@ fn decode(base64_text: &str) -> Result<Vec<u8>, String> {
     base64::engine::general_purpose::STANDARD
         .decode(base64_text.trim())
         .map_err(|e| format!("not base64: {e}"))
+}
+
+/// The scheme of `uri`: what comes before its first `:`, when that is a
+/// scheme written out (a letter, then letters, digits, `+`, `.` or `-`).
+fn scheme_of(uri: &str) -> Option<&str> {
+    let (scheme, _) = uri.split_once(':')?;
+    let mut chars = scheme.chars();
+    (chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c)))
+    .then_some(scheme)
+}
+
+fn same_scheme(a: &str, b: &str) -> bool {
+    matches!((scheme_of(a), scheme_of(b)), (Some(a), Some(b)) if a.eq_ignore_ascii_case(b))
+}
+
+/// An offered resource's URI keeps to a namespace of its own, which can
+/// never match a workspace file's: its scheme written out, never a
+/// template part, and never `file` (and the scheme is one extension's:
+/// [`Offers::add`]); each `{…}` a
+/// template part's name (letters, digits, `_`), so that what is checked
+/// here is what [`match_template`] reads.
+fn check_uri(uri: &str) -> Result<(), String> {
+    let Some(scheme) = scheme_of(uri) else {
+        return Err(match uri.split_once(':') {
+            None => "its uri has no scheme".into(),
+            Some((scheme, _)) => format!(
+                "its uri must begin with a scheme written out (a letter, then letters, digits, \
+                 +, . or -), not {scheme:?}"
+            ),
+        });
+    };
+    if scheme.eq_ignore_ascii_case("file") {
+        return Err("file: URIs are the workspace's; an extension offers others".into());
+    }
+    let mut rest = uri;
+    while let Some(at) = rest.find(['{', '}']) {
+        if rest[at..].starts_with('}') {
+            return Err("its uri has a } without a {".into());
+        }
+        let close = rest[at..].find('}').ok_or("its uri has a { without a }")? + at;
+        let name = &rest[at + 1..close];
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!(
+                "{{{name}}} in its uri is no template part (a name of letters, digits and _)"
+            ));
+        }
+        rest = &rest[close + 1..];
+    }
+    Ok(())
 }
 
 /// The `{name}` parts of a template.
@@ -551,5 +606,61 @@ mod tests {
             ]
         );
         assert_eq!(offers.prompts.len(), 1);
+    }
+
+    /// The shapes an offer once took to answer for a workspace file
+    /// (`{s}:///{a}/{b}/README.md` matched `file:///…/README.md`), and a
+    /// second extension's offer under a first one's scheme: each refused at
+    /// load, naming why; and `file:` never reaches an offer at all.
+    #[test]
+    fn an_offer_never_answers_for_a_workspace_file() {
+        let spec = |uri: &str| -> ResourceSpec {
+            toml::from_str(&format!("uri = {uri:?}\nname = \"n\"\ntext = \"t\"")).unwrap()
+        };
+        for (uri, why) in [
+            (
+                "{s}:///{a}/{b}/README.md",
+                "must begin with a scheme written out",
+            ),
+            ("fil{x}:///x", "must begin with a scheme written out"),
+            ("{-}:///x", "must begin with a scheme written out"),
+            ("FILE:///x", "file: URIs are the workspace's"),
+            ("File://localhost/x", "file: URIs are the workspace's"),
+            ("1x://y", "must begin with a scheme written out"),
+            ("notes://a/{}", "{} in its uri is no template part"),
+            ("notes://a/{-}", "{-} in its uri is no template part"),
+            ("notes://a/{x", "a { without a }"),
+            ("notes://a/x}", "a } without a {"),
+            ("//x", "has no scheme"),
+            ("no-scheme", "has no scheme"),
+        ] {
+            let err = spec(uri).check().unwrap_err();
+            assert!(err.contains(why), "{uri}: {err}");
+        }
+        for uri in [
+            "notes://{day}",
+            "test://template/{id}/data",
+            "x+y.z-1:{a}/{b}",
+            "urn:x:{id}",
+        ] {
+            assert_eq!(spec(uri).check(), Ok(()), "{uri}");
+        }
+
+        let mut offers = Offers::default();
+        assert!(offers.add("a", &[], &[spec("notes://{day}")]).is_empty());
+        assert_eq!(
+            offers.add("b", &[], &[spec("NOTES://x/{y}"), spec("other://x")]),
+            ["resource \"NOTES://x/{y}\" is not offered: its scheme is extension a's"]
+        );
+        assert_eq!(offers.resources.len(), 2);
+        assert!(offers.resource("notes://today").is_some());
+        // Even an offer that got in by another way never answers for `file:`.
+        offers.resources.push(Offered {
+            extension: "c".into(),
+            spec: spec("x://y"),
+        });
+        offers.resources.last_mut().unwrap().spec.uri = "{s}:///{a}".into();
+        assert!(offers.resource("file:///README.md").is_none());
+        assert!(offers.resource("FILE:///README.md").is_none());
     }
 }
