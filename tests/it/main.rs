@@ -23,6 +23,7 @@ mod loopback;
 mod mcp;
 mod mcp_resources;
 mod mcp_sessions;
+mod mcp_wire;
 mod nested;
 mod order;
 mod permissions;

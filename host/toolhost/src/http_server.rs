@@ -48,7 +48,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 /// A response body: bytes as they come, never an error (a failure is a
@@ -295,10 +295,17 @@ impl Guard {
             .acquire_owned()
             .await
             .expect("the request semaphore is never closed");
+        // The permit counts the work, not the connection: whatever runs on
+        // after its response is gone (a call kept for a resumed stream, a
+        // task, a batch that must see its cancellation through) takes it
+        // from the request's slot and holds it to its end. Otherwise it
+        // lives as long as the response body: a streamed batch counts until
+        // its last line.
+        let mut request = request;
+        let slot = PermitSlot(Arc::new(std::sync::Mutex::new(Some(Permit(permit)))));
+        request.extensions_mut().insert(slot.clone());
         let response = (route.handler)(request).await;
-        // The permit lives as long as the response body: a streamed batch
-        // counts until its last line.
-        response.map(|body| hold(body, permit))
+        response.map(|body| hold(body, ReleaseUnlessTaken(slot)))
     }
 
     /// Host, Origin and token, in that order; the refusal otherwise.
@@ -457,6 +464,18 @@ pub fn plain(status: StatusCode, text: impl Into<String>) -> Response<HttpBody> 
     response
 }
 
+/// `status` with the JSON-RPC error `rejection` as its body (its id the
+/// exact text the client sent, see [`crate::jsonrpc`]).
+pub fn rejected(status: StatusCode, rejection: &crate::jsonrpc::Rejection) -> Response<HttpBody> {
+    let mut response = Response::new(Full::new(Bytes::from(rejection.to_line())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
 /// 413 for a body over `limit` bytes, the connection closed after it. Both
 /// servers on this listener speak JSON-RPC, so the body is a JSON-RPC error
 /// (`-32600`, invalid request, `id` null since the request was not read)
@@ -532,6 +551,35 @@ pub async fn drain<B: Body + Unpin>(mut body: B) {
         }
     })
     .await;
+}
+
+/// One of `--max-requests` places, held by what it counts.
+#[derive(Debug)]
+pub struct Permit(#[allow(dead_code)] OwnedSemaphorePermit);
+
+/// The permit of a request, in its extensions, for the work that outlives
+/// the response to take ([`PermitSlot::take`]); untaken, it is released
+/// with the response body. Taken once: a copy of the request kept
+/// elsewhere cannot pin it.
+#[derive(Clone, Debug)]
+pub struct PermitSlot(Arc<std::sync::Mutex<Option<Permit>>>);
+
+impl PermitSlot {
+    /// The request's permit, for the caller to hold until its work ends;
+    /// `None` once taken.
+    pub fn take(&self) -> Option<Permit> {
+        self.0.lock().expect("permit slot lock").take()
+    }
+}
+
+/// Releases a request's permit with its response body, unless its work
+/// took it.
+struct ReleaseUnlessTaken(PermitSlot);
+
+impl Drop for ReleaseUnlessTaken {
+    fn drop(&mut self) {
+        drop(self.0.take());
+    }
 }
 
 /// `body`, keeping `held` alive until the body ends or is dropped: a

@@ -76,6 +76,7 @@ mod hooks;
 mod host;
 #[cfg(feature = "http")]
 pub mod http_server;
+pub mod jsonrpc;
 mod loader;
 #[cfg(feature = "mcp")]
 pub mod mcp;

@@ -84,6 +84,7 @@ mod features;
 #[cfg(feature = "http")]
 mod resume;
 pub mod sessions;
+mod wire;
 #[cfg(feature = "http")]
 pub use sessions::SessionBounds;
 
@@ -221,25 +222,38 @@ impl McpServer {
         self.serve(input, output).await
     }
 
-    /// Serve one client on `input`/`output` until it disconnects.
+    /// Serve one client on `input`/`output` until it disconnects. Every
+    /// message is judged before rmcp reads it ([`wire`]), and a session that
+    /// never started (its first message a notification, a response or an
+    /// `initialize` rmcp refused, each answered where it claims to be a
+    /// request) is followed by the next on the same input: no message ends
+    /// the server, only the end of its input does.
     pub async fn serve<R, W>(self, input: R, output: W) -> Result<(), Error>
     where
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
+        use rmcp::service::ServerInitializeError;
         self.start_watching();
-        let transport = InOrder {
-            inner: rmcp::transport::async_rw::AsyncRwTransport::new_server(input, output),
-            server: self.clone(),
-        };
-        let running = ServiceExt::serve(self.clone(), transport)
-            .await
-            .map_err(|e| Error::runtime_because("MCP initialization failed", e))?;
-        running
-            .waiting()
-            .await
-            .map(|_| ())
-            .map_err(|e| Error::runtime_because("the MCP service failed", e))
+        let wire = wire::Wire::new(input, output, self.clone());
+        loop {
+            match ServiceExt::serve(self.clone(), wire.transport()).await {
+                Ok(running) => {
+                    return running
+                        .waiting()
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| Error::runtime_because("the MCP service failed", e));
+                }
+                Err(_) if wire.ended() => return Ok(()),
+                Err(
+                    ServerInitializeError::ExpectedInitializeRequest(_)
+                    | ServerInitializeError::InitializeFailed(_)
+                    | ServerInitializeError::UnexpectedInitializeResponse(_),
+                ) => continue,
+                Err(e) => return Err(Error::runtime_because("MCP initialization failed", e)),
+            }
+        }
     }
 
     /// Streamable HTTP at `/mcp`, for [`crate::http_server::HttpListener`]: request
@@ -288,6 +302,37 @@ impl McpServer {
                         Ok(body) => body,
                         Err(refused) => return refused,
                     };
+                    // A JSON body rmcp would refuse with a bare 415, answer
+                    // without its id, or misread is answered here, 400 with
+                    // the JSON-RPC error that fits ([`wire::classify`]). Any
+                    // other media type is rmcp's to refuse (415).
+                    let json = parts
+                        .headers
+                        .get(http::header::CONTENT_TYPE)
+                        .and_then(|v| v.to_str().ok())
+                        .is_some_and(|v| v.trim_start().starts_with("application/json"));
+                    if json {
+                        match wire::classify(&body) {
+                            wire::Read::Message(_) => {}
+                            wire::Read::Answer(rejection) => {
+                                return crate::http_server::rejected(
+                                    http::StatusCode::BAD_REQUEST,
+                                    &rejection,
+                                );
+                            }
+                            wire::Read::Drop => {
+                                let rejection = crate::jsonrpc::Rejection::new(
+                                    None,
+                                    crate::jsonrpc::code::INVALID_REQUEST,
+                                    "Invalid request: the message cannot be read",
+                                );
+                                return crate::http_server::rejected(
+                                    http::StatusCode::BAD_REQUEST,
+                                    &rejection,
+                                );
+                            }
+                        }
+                    }
                     let call = is_tool_call(&body);
                     let mut request =
                         http::Request::from_parts(parts, http_body_util::Full::new(body));
@@ -389,40 +434,6 @@ fn is_tool_call(body: &[u8]) -> bool {
     }
     serde_json::from_slice::<Method<'_>>(body)
         .is_ok_and(|m| m.method.as_deref() == Some("tools/call"))
-}
-
-/// A transport that gives each `tools/call` its [`Arrival`] as it is read:
-/// rmcp reads messages in order, then runs each in a task of its own.
-struct InOrder<T> {
-    inner: T,
-    server: McpServer,
-}
-
-impl<T: rmcp::transport::Transport<RoleServer>> rmcp::transport::Transport<RoleServer>
-    for InOrder<T>
-{
-    type Error = T::Error;
-
-    fn send(
-        &mut self,
-        item: rmcp::service::TxJsonRpcMessage<RoleServer>,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.inner.send(item)
-    }
-
-    async fn receive(&mut self) -> Option<rmcp::service::RxJsonRpcMessage<RoleServer>> {
-        let mut message = self.inner.receive().await?;
-        if let rmcp::model::JsonRpcMessage::Request(request) = &mut message
-            && let rmcp::model::ClientRequest::CallToolRequest(call) = &mut request.request
-        {
-            call.extensions.insert(self.server.arrival());
-        }
-        Some(message)
-    }
-
-    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
-        self.inner.close()
-    }
 }
 
 /// The token of a call: the request's own (the client cancelled it, or
@@ -1012,6 +1023,16 @@ impl McpServer {
         context: RequestContext<RoleServer>,
         mode: Mode,
     ) -> Result<(CallToolResponse, Outcome), McpError> {
+        // Over HTTP, the call holds its request's `--max-requests` permit
+        // for as long as it runs, in whatever task it runs: a client that
+        // drops its connection (its stream recorded for a resume) or a call
+        // that became a task still counts.
+        #[cfg(feature = "http")]
+        let _permit = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<crate::http_server::PermitSlot>())
+            .and_then(crate::http_server::PermitSlot::take);
         let (task_cancel, task_client) = match mode {
             Mode::Request => (None, None),
             Mode::Task { cancel, client } => (Some(cancel), Some(client)),

@@ -45,7 +45,7 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -356,17 +356,18 @@ where
         person: Some((person.clone(), Asker::new(person))),
     };
     let mut batches = JoinSet::new();
-    let mut input = input;
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if input.read_line(&mut line).await? == 0 {
-            break;
-        }
-        if line.trim().is_empty() {
-            continue;
-        }
-        if let Some(batch) = server.handle(line.trim_end_matches(['\n', '\r']), &out) {
+    // Lines of at most 16 MiB, read as bytes: no line, however long or
+    // whatever bytes it holds, ends the server (`crate::jsonrpc`).
+    let mut lines = crate::jsonrpc::LineReader::new(input);
+    while let Some(line) = lines.next().await {
+        let batch = match line {
+            Ok(line) => server.handle(&line, &out),
+            Err(rejection) => {
+                out.send_line(rejection.to_line());
+                None
+            }
+        };
+        if let Some(batch) = batch {
             batches.spawn(batch.task);
         }
     }
@@ -408,6 +409,16 @@ struct OutboxState {
 impl Outbox {
     fn send(&self, value: Value) {
         self.push(None, value);
+    }
+
+    /// Queue a line made elsewhere (an answer whose id is the client's own
+    /// text: `crate::jsonrpc::Rejection::to_line`).
+    fn send_line(&self, line: Vec<u8>) {
+        let line = String::from_utf8(line).expect("answers are UTF-8");
+        let mut state = self.0.state.lock().expect("outbox lock");
+        state.lines.push_back((None, line));
+        drop(state);
+        self.0.ready.notify_one();
     }
 
     /// Queue `value`, an update of the call `key` when given.
@@ -474,6 +485,21 @@ impl Outbox {
     fn close(&self) {
         self.0.state.lock().expect("outbox lock").closed = true;
         self.0.ready.notify_one();
+    }
+}
+
+/// Whether the id of `line`, if any, is one `serde_json` holds exactly: a
+/// string, or a number that is an integer of at most 64 bits or a finite
+/// fraction (a larger integer would come back rounded, and the client could
+/// not match the answer).
+fn exact_id(line: &[u8]) -> bool {
+    use crate::jsonrpc::{Envelope, Kind};
+    match Envelope::read(line).and_then(|e| e.id) {
+        Some((raw, Kind::Number)) if !raw.contains(['.', 'e', 'E']) => {
+            raw.parse::<i64>().is_ok() || raw.parse::<u64>().is_ok()
+        }
+        Some((raw, Kind::Number)) => raw.parse::<f64>().is_ok_and(f64::is_finite),
+        _ => true,
     }
 }
 
@@ -580,7 +606,22 @@ fn kind(value: &Value) -> &'static str {
 
 impl RpcServer {
     /// Answer one request into `out`; a `batch/run` is returned to be run.
-    fn handle(&self, line: &str, out: &Outbox) -> Option<Batch> {
+    fn handle(&self, line: &[u8], out: &Outbox) -> Option<Batch> {
+        // What `serde_json` cannot read, or would not give back exactly (an
+        // id beyond 64 bits), is judged from the raw text, so that the
+        // answer carries the id as the client sent it.
+        let line = match std::str::from_utf8(line) {
+            Ok(text) if exact_id(line) => text,
+            _ => {
+                let why = "the message is not UTF-8 text, or its id cannot be held exactly";
+                if let crate::jsonrpc::Verdict::Answer(rejection) =
+                    crate::jsonrpc::judge(line, &why, &|_, _| None)
+                {
+                    out.send_line(rejection.to_line());
+                }
+                return None;
+            }
+        };
         if let Some((person, _)) = &self.person
             && let Some((id, response)) = client_response(line)
         {
@@ -834,12 +875,15 @@ impl RpcServer {
                 .insert(header::ALLOW, http::HeaderValue::from_static("POST"));
             return response;
         }
+        let slot = request
+            .extensions()
+            .get::<crate::http_server::PermitSlot>()
+            .cloned();
         let body = match crate::http_server::read_body(request.into_body(), max_body_bytes).await {
             Ok(body) => body,
             Err(refusal) => return refusal,
         };
         let out = Outbox::default();
-        let line = String::from_utf8_lossy(&body);
         let with_type = |body: crate::http_server::HttpBody, kind: &'static str| {
             let mut response = http::Response::new(body);
             response
@@ -847,7 +891,7 @@ impl RpcServer {
                 .insert(header::CONTENT_TYPE, http::HeaderValue::from_static(kind));
             response
         };
-        let Some(batch) = self.handle(&line, &out) else {
+        let Some(batch) = self.handle(&body, &out) else {
             out.close();
             return match out.recv().await {
                 Some(line) => with_type(Full::new(Bytes::from(line)).boxed(), "application/json"),
@@ -859,9 +903,14 @@ impl RpcServer {
             };
         };
         let lines = out.clone();
+        // The batch holds its `--max-requests` permit until it has ended:
+        // a client that goes away cancels it, and the place is free once
+        // the cancellation has been seen through, not before.
+        let permit = slot.as_ref().and_then(crate::http_server::PermitSlot::take);
         tokio::spawn(async move {
             batch.task.await;
             lines.close();
+            drop(permit);
         });
         // Dropping the stream (the client went away) cancels the batch.
         let stop = batch.cancel.drop_guard();
