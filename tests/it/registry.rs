@@ -466,6 +466,106 @@ fn an_update_shows_what_the_new_component_requests_and_installs_only_when_told()
     assert_eq!(pinned(&ws), second);
 }
 
+/// A signature binds to the grant, not to itself: a component and its
+/// record replaced by another signed by the same key, with its own valid
+/// record (another repository's, or the version the user updated away
+/// from), once loaded at the next start. Now the start compares the record
+/// with the grant's source, pin and superseded versions, and `ext update`
+/// refuses a tag moved back to an older version.
+#[test]
+fn hostile_a_component_signed_by_the_same_key_never_loads_in_anothers_place() {
+    let (registry, ws, (private, public)) = set_up();
+    ws.write_files(&[("docs/a.txt", "one\n")]);
+    let a = format!("{}:1.0", registry.oci("tools/a"));
+    let b = format!("{}:1.0", registry.oci("tools/b"));
+    publish(&ws, "wordcount", &a, Some(&private));
+    publish(&ws, "httpget", &b, Some(&private));
+    for (reference, name) in [(&a, "a"), (&b, "b")] {
+        let out = add(
+            &ws,
+            reference,
+            &["--key", &public, "--name", name, "--fs-read", "docs"],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    assert!(listed_extension(&ws, "a")["refused"].is_null());
+
+    // b's component and record copied over a's: genuine, signed, not a's.
+    let ext = ws.user_extensions();
+    for suffix in ["wasm", "oci.json"] {
+        std::fs::copy(
+            ext.join(format!("b.{suffix}")),
+            ext.join(format!("a.{suffix}")),
+        )
+        .unwrap();
+    }
+    let refused = refusal(&ws, "a");
+    assert!(
+        refused.contains(&format!(
+            "its record says it came from {b}, but its grant's source is {a}"
+        )),
+        "{refused}"
+    );
+    // b's record alone over a's: genuine, but another repository's.
+    let out = cli(&ws, &["ext", "remove", "a"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = add(
+        &ws,
+        &a,
+        &["--key", &public, "--name", "a", "--fs-read", "docs"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::fs::copy(ext.join("b.oci.json"), ext.join("a.oci.json")).unwrap();
+    assert!(!refusal(&ws, "a").is_empty());
+    drop(registry);
+}
+
+#[test]
+fn hostile_a_rollback_to_the_version_updated_away_from_is_refused() {
+    let (registry, ws, (private, public)) = set_up();
+    let tag = format!("{}:stable", registry.oci("tools/tool"));
+    let first = publish(&ws, "wordcount", &tag, Some(&private));
+    let first_manifest = registry.manifest("tools/tool", &first);
+    let out = add(&ws, &tag, &["--key", &public, "--name", "tool"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ext = ws.user_extensions();
+    let old: Vec<(PathBuf, Vec<u8>)> = ["tool.wasm", "tool.oci.json"]
+        .iter()
+        .map(|f| (ext.join(f), std::fs::read(ext.join(f)).unwrap()))
+        .collect();
+    let second = publish(&ws, "cksum", &tag, Some(&private));
+    let out = cli(&ws, &["ext", "update", "tool", "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(record(&ws, "tool")["digest"], second.as_str());
+    let policy = std::fs::read_to_string(ws.user_config().join("toolhost.toml")).unwrap();
+    assert!(
+        policy.contains(&format!("superseded = [\"{first}\"]")),
+        "{policy}"
+    );
+
+    // The old files put back (a valid record, the same source, signed).
+    for (path, bytes) in &old {
+        std::fs::write(path, bytes).unwrap();
+    }
+    let refused = refusal(&ws, "tool");
+    assert!(
+        refused.contains(&format!(
+            "it is {first}, a version its grant was updated away from"
+        )),
+        "{refused}"
+    );
+
+    // The registry's tag moved back to the old manifest: update refuses.
+    registry.put_manifest("tools/tool", "stable", &first_manifest);
+    let out = cli(&ws, &["ext", "update", "tool", "--yes"]);
+    failed_saying(
+        &out,
+        &[format!(
+            "the registry now serves {first}, a version tool was updated away from"
+        )],
+    );
+}
+
 /// The tests' own Sigstore (`tests/sigstore_fixture.py`): a trusted root
 /// in `dir`, named as `[trust] sigstore-root` in `ws`'s user file.
 fn sigstore_root(ws: &Workspace, dir: &Path) -> PathBuf {
@@ -600,4 +700,89 @@ fn a_keyless_signature_of_the_named_identity_installs_and_every_broken_part_is_r
         refused.starts_with("its signature check failed: no keyless signature"),
         "{refused}"
     );
+}
+
+/// A registry stand-in on loopback that answers every request as `mode`
+/// says, with a body that goes on for 1.5 GiB (or until the client leaves):
+/// `endless` a manifest without a length, `declared` one that declares its
+/// 1.5 GiB, `error` a 500 whose body is that long, `token` a 401 whose
+/// token service answers that long. Its port.
+fn hostile_registry(mode: &'static str) -> u16 {
+    use std::io::{BufRead, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+                let mut request = String::new();
+                let _ = reader.read_line(&mut request);
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                }
+                const SIZE: u64 = 1536 << 20;
+                let head = match (mode, request.contains("/token")) {
+                    ("token", false) => format!(
+                        "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer \
+                         realm=\"http://127.0.0.1:{port}/token\",service=\"x\"\r\n\
+                         Content-Length: 0\r\n\r\n"
+                    ),
+                    ("declared", _) => format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\n\
+                         Content-Length: {SIZE}\r\nConnection: close\r\n\r\n"
+                    ),
+                    ("error", _) => "HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\n\r\n".into(),
+                    _ => "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\n\
+                          Connection: close\r\n\r\n"
+                        .into(),
+                };
+                let mut out = stream;
+                if out.write_all(head.as_bytes()).is_err() || head.contains("401") {
+                    return;
+                }
+                let chunk = vec![b'a'; 1 << 20];
+                for _ in 0..(SIZE >> 20) {
+                    if out.write_all(&chunk).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// Nothing from the network is read unbounded: a registry that answers a
+/// manifest request with 1.5 GiB once took the host to 3.1 GiB before the
+/// digest check refused it. Every answer is now bounded before its bytes
+/// are kept: the manifest (declared or not), a registry's error, a token
+/// service's answer; `ext add` fails naming the bound, and the host's peak
+/// memory stays small.
+#[test]
+fn hostile_a_registry_answering_without_end_is_read_within_bounds() {
+    for (mode, says) in [
+        ("endless", "more than the 65536 expected"),
+        (
+            "declared",
+            "the registry sent 1610612736 bytes, more than the 65536 expected",
+        ),
+        (
+            "error",
+            "the registry answered 500 Internal Server Error for its manifest: aaaa",
+        ),
+        ("token", "its token service: the registry sent more than"),
+    ] {
+        let port = hostile_registry(mode);
+        let ws = Workspace::new();
+        let reference = format!("oci://127.0.0.1:{port}/tools/x:1.0");
+        let (out, peak_mib) = toolhost_peak_memory(&ws, &["ext", "add", &reference]);
+        eprintln!("{mode}: peak resident memory of ext add: {peak_mib} MiB");
+        failed_saying(&out, &[says]);
+        assert!(peak_mib < 256, "{mode}: the host grew to {peak_mib} MiB");
+        nothing_installed(&ws, "x");
+    }
 }

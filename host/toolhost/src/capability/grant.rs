@@ -26,6 +26,12 @@ pub struct GrantSpec {
     /// It loads only with a keyless signature of this `identity@issuer`.
     #[serde(skip_serializing_if = "Option::is_none", alias = "signed_by")]
     pub signed_by: Option<String>,
+    /// The registry digests (`sha256:…`) it was updated away from: a
+    /// component whose record names one never loads, and `ext update`
+    /// never installs one again (a registry's tag moved back, a copy of the
+    /// old files restored). Only the user's file says it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub superseded: Vec<String>,
     pub fs_read: Vec<String>,
     pub fs_write: Vec<String>,
     pub process: Vec<String>,
@@ -95,6 +101,7 @@ impl GrantSpec {
         self.source = other.source.clone().or(self.source.take());
         self.key = other.key.clone().or(self.key.take());
         self.signed_by = other.signed_by.clone().or(self.signed_by.take());
+        super::merge_list(&mut self.superseded, &other.superseded);
         self.namespace = other.namespace.clone().or(self.namespace.take());
         self.memory_mb = other.memory_mb.or(self.memory_mb);
         self.max_processes = other.max_processes.or(self.max_processes);

@@ -293,6 +293,19 @@ pub async fn update(
     let old = Provenance::read(&dest).map_err(|e| Error::load(&source, e))?;
     let (provenance, component) =
         pull_checked(user_config, &r, name, &GrantSpec::default()).await?;
+    // A tag moved back to a version this extension was updated away from
+    // is a rollback (an old flaw brought back under a valid signature).
+    if grant.superseded.contains(&provenance.digest) {
+        return Err(Error::load(
+            &source,
+            format!(
+                "the registry now serves {}, a version {name} was updated away from; it is not \
+                 installed again (to take it all the same, remove it from `superseded` in \
+                 [extensions.{name}])",
+                provenance.digest
+            ),
+        ));
+    }
     if old.as_ref().is_some_and(|o| o.digest == provenance.digest) {
         return Ok(Update::Current {
             source,
@@ -318,6 +331,9 @@ pub async fn update(
     }
     let mut pinned = grant.clone();
     pinned.digest = Some(Digest::of(&component).to_string());
+    if from.starts_with("sha256:") && !pinned.superseded.contains(&from) {
+        pinned.superseded.push(from.clone());
+    }
     set_grant(&mut doc, name, &pinned).map_err(|reason| policy_error(&policy, reason))?;
     write_private(&dest, &component)
         .map_err(|e| Error::load(&source, format!("cannot be installed: {e}")))?;

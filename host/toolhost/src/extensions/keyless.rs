@@ -253,6 +253,8 @@ fn check_log_entry(bundle: &Value, root: &TrustedRoot) -> Result<(), String> {
 /// The media type of an index (the referrers of a digest, listed under
 /// its fallback tag).
 const INDEX_MEDIA_TYPE: &str = "application/vnd.oci.image.index.v1+json";
+/// The most bundles read for one component.
+const MAX_BUNDLES: usize = 8;
 /// The empty config of an artifact manifest.
 const EMPTY_MEDIA_TYPE: &str = "application/vnd.oci.empty.v1+json";
 
@@ -266,21 +268,28 @@ fn referrers_tag(digest: &str) -> String {
 /// referrers of that digest whose artifact type is a bundle (as cosign 3
 /// stores them). None is not an error here: the policy decides.
 pub async fn fetch(r: &OciRef, digest: &str) -> Result<Vec<Value>, String> {
-    let client = r.client()?;
+    let reader = r.reader()?;
     let listed = r.tagged(&referrers_tag(digest));
-    let Some((index, _)) = oci::pull_manifest(&client, &listed, r, INDEX_MEDIA_TYPE).await? else {
+    let Some((index, _)) = reader.manifest(&listed, INDEX_MEDIA_TYPE).await? else {
         return Ok(Vec::new());
     };
     let index: Value =
         serde_json::from_slice(&index).map_err(|e| format!("{r}: its referrers: {e}"))?;
     let mut bundles = Vec::new();
-    for entry in index["manifests"].as_array().into_iter().flatten() {
+    // A registry lists as many as it likes; the host reads a few (one
+    // signature passes; more are other signers' or the same one's again).
+    let listed = index["manifests"].as_array().into_iter().flatten();
+    for entry in listed
+        .filter(|e| e["artifactType"] == BUNDLE_MEDIA_TYPE)
+        .take(MAX_BUNDLES)
+    {
         let referrer = entry["digest"].as_str().unwrap_or_default();
-        if entry["artifactType"] != BUNDLE_MEDIA_TYPE || !oci::is_sha256(referrer) {
+        if !oci::is_sha256(referrer) {
             continue;
         }
-        let Some((manifest, _)) =
-            oci::pull_manifest(&client, &r.at(referrer), r, OCI_IMAGE_MEDIA_TYPE).await?
+        let Some((manifest, _)) = reader
+            .manifest(&r.at(referrer), OCI_IMAGE_MEDIA_TYPE)
+            .await?
         else {
             continue;
         };
@@ -298,12 +307,8 @@ pub async fn fetch(r: &OciRef, digest: &str) -> Result<Vec<Value>, String> {
         {
             continue;
         }
-        let mut out = oci::Bounded::new(size as usize);
-        client
-            .pull_blob(&r.at(digest), blob, &mut out)
-            .await
-            .map_err(|e| format!("{r}: pulling a bundle: {e}"))?;
-        bundles.push(serde_json::from_slice(&out.buf).map_err(|e| format!("{r}: a bundle: {e}"))?);
+        let bundle = reader.blob(&r.at(digest), blob, size, "a bundle").await?;
+        bundles.push(serde_json::from_slice(&bundle).map_err(|e| format!("{r}: a bundle: {e}"))?);
     }
     Ok(bundles)
 }
@@ -331,7 +336,9 @@ pub async fn attach(r: &OciRef, bundle: &[u8]) -> Result<String, String> {
         }
     }
     let client = r.client()?;
-    let (subject, _) = oci::pull_manifest(&client, &r.at(digest), r, OCI_IMAGE_MEDIA_TYPE)
+    let reader = r.reader()?;
+    let (subject, _) = reader
+        .manifest(&r.at(digest), OCI_IMAGE_MEDIA_TYPE)
         .await?
         .ok_or_else(|| format!("{r}: the registry has no such manifest"))?;
     let push_err = |what: &str, e: oci_client::errors::OciDistributionError| {
@@ -360,7 +367,7 @@ pub async fn attach(r: &OciRef, bundle: &[u8]) -> Result<String, String> {
         .await
         .map_err(|e| push_err("the bundle's manifest", e))?;
     let listed = r.tagged(&referrers_tag(digest));
-    let mut index = match oci::pull_manifest(&client, &listed, r, INDEX_MEDIA_TYPE).await? {
+    let mut index = match reader.manifest(&listed, INDEX_MEDIA_TYPE).await? {
         Some((bytes, _)) => {
             serde_json::from_slice(&bytes).map_err(|e| format!("{r}: its referrers: {e}"))?
         }

@@ -13,13 +13,10 @@
 
 use crate::files::MAX_COMPONENT_BYTES;
 use oci_client::client::{ClientConfig, ClientProtocol};
-use oci_client::errors::{OciDistributionError, OciErrorCode};
+use oci_client::errors::OciDistributionError;
 use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest};
-use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use serde::{Deserialize, Serialize};
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 /// How a reference to a registry starts.
 pub const SCHEME: &str = "oci://";
@@ -123,17 +120,30 @@ impl OciRef {
         Reference::with_tag(self.registry().into(), self.repository().into(), tag.into())
     }
 
-    /// A client for its registry: plain HTTP only to a loopback registry.
-    pub(crate) fn client(&self) -> Result<Client, String> {
+    /// Whether its registry is on this machine's loopback (the only one
+    /// spoken to in plain HTTP).
+    pub(crate) fn is_on_loopback(&self) -> bool {
         let host = self
             .registry()
             .rsplit_once(':')
             .map_or(self.registry(), |(h, _)| h);
-        let loopback = host == "localhost"
+        host == "localhost"
             || host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
                 .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback());
-        let protocol = if loopback {
+                .is_ok_and(|ip| ip.is_loopback())
+    }
+
+    /// A reader of its registry, every answer bounded (`fetch.rs`).
+    pub(crate) fn reader(&self) -> Result<super::fetch::RegistryReader, String> {
+        super::fetch::RegistryReader::new(self)
+    }
+
+    /// A client for pushing to its registry: plain HTTP only to a loopback
+    /// registry. Reads go through [`OciRef::reader`].
+    pub(crate) fn client(&self) -> Result<Client, String> {
+        let protocol = if self.is_on_loopback() {
             ClientProtocol::HttpsExcept(vec![self.registry().to_string()])
         } else {
             ClientProtocol::Https
@@ -234,8 +244,9 @@ pub fn check_manifest(manifest: &[u8]) -> Result<OciDescriptor, String> {
 
 /// Pull the component `r` names and check it (see the module docs).
 pub async fn pull(r: &OciRef) -> Result<Pulled, String> {
-    let client = r.client()?;
-    let (manifest, digest) = pull_manifest(&client, &r.reference, r, OCI_IMAGE_MEDIA_TYPE)
+    let reader = r.reader()?;
+    let (manifest, digest) = reader
+        .manifest(&r.reference, OCI_IMAGE_MEDIA_TYPE)
         .await?
         .ok_or_else(|| format!("{r}: the registry has no such manifest"))?;
     if let Some(named) = r.digest()
@@ -244,70 +255,19 @@ pub async fn pull(r: &OciRef) -> Result<Pulled, String> {
         return Err(format!("{r}: the registry served {digest} for {named}"));
     }
     let layer = check_manifest(&manifest).map_err(|e| format!("{r}: {e}"))?;
-    let mut out = Bounded::new(layer.size as usize);
-    client
-        .pull_blob(&r.at(&digest), layer.digest.as_str(), &mut out)
-        .await
-        .map_err(|e| format!("{r}: pulling its component: {e}"))?;
-    let component = out.buf;
-    if sha256(&component) != layer.digest {
-        return Err(format!(
-            "{r}: the registry served a component whose digest is not {}",
-            layer.digest
-        ));
-    }
+    let component = reader
+        .blob(
+            &r.at(&digest),
+            &layer.digest,
+            layer.size as u64,
+            "its component",
+        )
+        .await?;
     Ok(Pulled {
         manifest,
         digest,
         component,
     })
-}
-
-/// The manifest `reference` names, its bytes and their digest; `None`
-/// when the registry has none. The digest is computed here from the bytes,
-/// whatever the registry's headers say. `media_type` is what is accepted:
-/// an image manifest ([`OCI_IMAGE_MEDIA_TYPE`]) or an index.
-pub(crate) async fn pull_manifest(
-    client: &Client,
-    reference: &Reference,
-    shown: &OciRef,
-    media_type: &str,
-) -> Result<Option<(Vec<u8>, String)>, String> {
-    match client
-        .pull_manifest_raw(reference, &RegistryAuth::Anonymous, &[media_type])
-        .await
-    {
-        Ok((bytes, served)) => {
-            if bytes.len() > MAX_MANIFEST_BYTES {
-                return Err(format!(
-                    "{shown}: its manifest is {} bytes (at most {MAX_MANIFEST_BYTES})",
-                    bytes.len()
-                ));
-            }
-            let digest = sha256(&bytes);
-            if served != digest {
-                return Err(format!(
-                    "{shown}: the registry says the manifest is {served}, but its bytes are {digest}"
-                ));
-            }
-            if let Some(named) = reference.digest()
-                && named != digest
-            {
-                return Err(format!("{shown}: the registry served {digest} for {named}"));
-            }
-            Ok(Some((bytes.to_vec(), digest)))
-        }
-        Err(OciDistributionError::ImageManifestNotFoundError(_)) => Ok(None),
-        Err(OciDistributionError::RegistryError { envelope, .. })
-            if envelope
-                .errors
-                .iter()
-                .any(|e| e.code == OciErrorCode::ManifestUnknown) =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(format!("{shown}: {e}")),
-    }
 }
 
 /// Push `component` to `r` (a tag) as a component artifact; its manifest's
@@ -369,47 +329,6 @@ pub(crate) fn descriptor(media_type: &str, bytes: &[u8]) -> OciDescriptor {
         digest: sha256(bytes),
         size: bytes.len() as i64,
         ..Default::default()
-    }
-}
-
-/// A buffer that refuses more than `limit` bytes: a registry cannot make
-/// the host hold more than the descriptor promised.
-pub(crate) struct Bounded {
-    pub buf: Vec<u8>,
-    limit: usize,
-}
-
-impl Bounded {
-    pub fn new(limit: usize) -> Bounded {
-        Bounded {
-            buf: Vec::new(),
-            limit,
-        }
-    }
-}
-
-impl tokio::io::AsyncWrite for Bounded {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-        data: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        if self.buf.len() + data.len() > self.limit {
-            return Poll::Ready(Err(std::io::Error::other(format!(
-                "the registry sent more than the {} bytes its descriptor promised",
-                self.limit
-            ))));
-        }
-        self.buf.extend_from_slice(data);
-        Poll::Ready(Ok(data.len()))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
     }
 }
 

@@ -350,14 +350,10 @@ fn signature_tag(digest: &str) -> String {
 /// The signatures the registry holds for `digest` in `r`'s repository.
 /// None is not an error here: the policy decides whether one is needed.
 pub async fn fetch(r: &OciRef, digest: &str) -> Result<Vec<CosignSignature>, String> {
-    let client = r.client()?;
-    let Some((manifest, _)) = oci::pull_manifest(
-        &client,
-        &r.tagged(&signature_tag(digest)),
-        r,
-        OCI_IMAGE_MEDIA_TYPE,
-    )
-    .await?
+    let reader = r.reader()?;
+    let Some((manifest, _)) = reader
+        .manifest(&r.tagged(&signature_tag(digest)), OCI_IMAGE_MEDIA_TYPE)
+        .await?
     else {
         return Ok(Vec::new());
     };
@@ -382,13 +378,16 @@ pub async fn fetch(r: &OciRef, digest: &str) -> Result<Vec<CosignSignature>, Str
         {
             continue;
         }
-        let mut out = oci::Bounded::new(layer.size as usize);
-        client
-            .pull_blob(&r.at(digest), layer.digest.as_str(), &mut out)
-            .await
-            .map_err(|e| format!("{r}: pulling a signature: {e}"))?;
+        let payload = reader
+            .blob(
+                &r.at(digest),
+                &layer.digest,
+                layer.size as u64,
+                "a signature",
+            )
+            .await?;
         found.push(CosignSignature {
-            payload: BASE64.encode(&out.buf),
+            payload: BASE64.encode(&payload),
             signature: signature.clone(),
         });
     }
@@ -410,7 +409,7 @@ pub async fn sign_and_push(
     );
     let client = r.client()?;
     let tag = r.tagged(&signature_tag(digest));
-    let mut manifest = match oci::pull_manifest(&client, &tag, r, OCI_IMAGE_MEDIA_TYPE).await? {
+    let mut manifest = match r.reader()?.manifest(&tag, OCI_IMAGE_MEDIA_TYPE).await? {
         Some((bytes, _)) => serde_json::from_slice::<OciImageManifest>(&bytes)
             .map_err(|e| format!("{r}: its signature manifest cannot be read: {e}"))?,
         None => OciImageManifest {
