@@ -495,8 +495,15 @@ fn over_stdio_a_fuzzer_finds_every_message_answered_as_it_claims() {
     }
 }
 
-/// A raw HTTP/1.1 POST of `body` to the server: the status and the body.
-fn post(url: &str, token: Option<&str>, content_type: &str, body: &[u8]) -> (u16, String) {
+/// A connection to the server at `url` that has sent a POST of `body`
+/// to `/mcp`, with the token and `headers` beside the usual ones.
+fn send_post(
+    url: &str,
+    token: Option<&str>,
+    content_type: &str,
+    headers: &[String],
+    body: &[u8],
+) -> std::net::TcpStream {
     let address = url
         .trim_start_matches("http://")
         .split('/')
@@ -508,14 +515,28 @@ fn post(url: &str, token: Option<&str>, content_type: &str, body: &[u8]) -> (u16
     let auth = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();
+    let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
     let head = format!(
         "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: {content_type}\r\n\
-         Accept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\n\
+         Accept: application/json, text/event-stream\r\n{auth}{extra}Content-Length: {}\r\n\
          Connection: close\r\n\r\n",
         body.len()
     );
     stream.write_all(head.as_bytes()).unwrap();
     stream.write_all(body).unwrap();
+    stream
+}
+
+/// A raw HTTP/1.1 POST of `body` to the server, with `headers`: the status
+/// and the body.
+fn post_with(
+    url: &str,
+    token: Option<&str>,
+    content_type: &str,
+    headers: &[String],
+    body: &[u8],
+) -> (u16, String) {
+    let mut stream = send_post(url, token, content_type, headers, body);
     let mut answer = Vec::new();
     let _ = stream.read_to_end(&mut answer);
     let answer = String::from_utf8_lossy(&answer).into_owned();
@@ -526,6 +547,11 @@ fn post(url: &str, token: Option<&str>, content_type: &str, body: &[u8]) -> (u16
         .unwrap_or_else(|| panic!("no status: {answer}"));
     let body = answer.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
     (status, body.to_string())
+}
+
+/// [`post_with`] and no more headers.
+fn post(url: &str, token: Option<&str>, content_type: &str, body: &[u8]) -> (u16, String) {
+    post_with(url, token, content_type, &[], body)
 }
 
 #[test]
@@ -585,47 +611,22 @@ fn over_http_every_bad_message_gets_a_400_with_its_json_rpc_error() {
     let (status, body) = post_with(
         &server.url,
         token,
-        &call.to_string(),
-        &["MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/list"],
+        "application/json",
+        &[
+            "MCP-Protocol-Version: 2026-07-28".into(),
+            "Mcp-Method: tools/list".into(),
+        ],
+        call.to_string().as_bytes(),
     );
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"tools\""), "{body}");
-}
-
-/// [`post`] with more headers.
-fn post_with(url: &str, token: Option<&str>, body: &str, headers: &[&str]) -> (u16, String) {
-    let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
-    post(
-        url,
-        token,
-        &format!("application/json\r\n{}", extra.trim_end()),
-        body.as_bytes(),
-    )
 }
 
 /// A POST of `body` with `headers`, read until the response's head and the
 /// first bytes of its body have come, then dropped as a client that goes
 /// away does: the head (status line and headers) as text.
 fn post_and_drop(url: &str, token: Option<&str>, headers: &[String], body: &str) -> String {
-    let address = url
-        .trim_start_matches("http://")
-        .split('/')
-        .next()
-        .unwrap()
-        .to_string();
-    let mut stream = std::net::TcpStream::connect(&address).unwrap();
-    stream.set_read_timeout(Some(ANSWER_TIME)).unwrap();
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\n{auth}{extra}Content-Length: {}\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(body.as_bytes()).unwrap();
+    let mut stream = send_post(url, token, "application/json", headers, body.as_bytes());
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
     loop {

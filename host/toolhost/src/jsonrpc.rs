@@ -80,13 +80,7 @@ impl<'a> Envelope<'a> {
         scan.ws();
         if scan.eat(b'}').is_none() {
             loop {
-                scan.ws();
-                let key = scan.string()?;
-                scan.ws();
-                scan.eat(b':')?;
-                scan.ws();
-                let start = scan.at;
-                let kind = scan.value()?;
+                let (key, start, kind) = scan.member()?;
                 // Only the members kept are text; the others (params) may
                 // hold anything, UTF-8 or not: the full parser judges them.
                 let raw = || std::str::from_utf8(&text[start..scan.at]).ok();
@@ -149,6 +143,19 @@ impl<'a> Scan<'a> {
 
     fn eat(&mut self, byte: u8) -> Option<()> {
         (self.text.get(self.at) == Some(&byte)).then(|| self.at += 1)
+    }
+
+    /// One `"key": value` member of an object: the key's text with its
+    /// quotes, where the value starts, and its kind (the cursor after it).
+    fn member(&mut self) -> Option<(&'a [u8], usize, Kind)> {
+        self.ws();
+        let key = self.string()?;
+        self.ws();
+        self.eat(b':')?;
+        self.ws();
+        let start = self.at;
+        let kind = self.value()?;
+        Some((key, start, kind))
     }
 
     /// A string's text with its quotes.
@@ -504,13 +511,7 @@ fn id_in_start(start: &[u8]) -> Option<String> {
     scan.ws();
     scan.eat(b'{')?;
     loop {
-        scan.ws();
-        let key = scan.string()?;
-        scan.ws();
-        scan.eat(b':')?;
-        scan.ws();
-        let begin = scan.at;
-        let kind = scan.value()?;
+        let (key, begin, kind) = scan.member()?;
         if key == b"\"id\"" && matches!(kind, Kind::String | Kind::Number) && scan.at < start.len()
         {
             return std::str::from_utf8(&start[begin..scan.at])
