@@ -725,3 +725,89 @@ fn max_requests_bounds_the_calls_running_whatever_their_clients_drop() {
         "{most} commands ran at once under --max-requests 3: {events:?}"
     );
 }
+
+/// The orders a client gets wrong or a server must bear: a request between
+/// the `initialize` answer and `notifications/initialized`, and requests
+/// (good and bad) while the server waits on the client to answer a
+/// question of its own (an elicitation). Each gets its answer; the
+/// question, answered late, still completes its call.
+#[test]
+fn over_stdio_requests_before_initialized_and_during_an_elicitation_are_answered() {
+    let ws = Workspace::new();
+    ws.write("a.txt", "alpha\n");
+    let (_tools_dir, tools) = conformance_tools();
+    user_policy(
+        &ws,
+        "[extensions.mcptools]\ntools = true\nclient = [\"elicitation\"]\n",
+    );
+    let mut server = Stdio_::start(&ws, &["--extension", tools.to_str().unwrap()]);
+    server.send(
+        json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "wire-test", "version": "1"}}})
+        .to_string()
+        .as_bytes(),
+    );
+    assert!(server.answer().contains("\"id\":\"init\""));
+    // Before `notifications/initialized`.
+    server.send(request("\"early\"", "tools/list", "{}").as_bytes());
+    let line = server.answer();
+    assert!(
+        line.contains("\"id\":\"early\"") && line.contains("\"tools\""),
+        "{line}"
+    );
+    server.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+
+    server.send(
+        request(
+            "\"asks\"",
+            "tools/call",
+            r#"{"name":"test_elicitation","arguments":{"message":"who?"}}"#,
+        )
+        .as_bytes(),
+    );
+    let question = loop {
+        let line = server.next_line(ANSWER_TIME).expect("the elicitation");
+        let value: Value = serde_json::from_str(&line).unwrap();
+        if value["method"] == "elicitation/create" {
+            break value;
+        }
+    };
+    // While it waits: a ping, a bad request, a call, a parse error.
+    server.send(request("\"p\"", "ping", "{}").as_bytes());
+    server.send(request("\"bad\"", "tools/call", r#"{"name":5}"#).as_bytes());
+    server.send(
+        request(
+            "\"other\"",
+            "tools/call",
+            r#"{"name":"read","arguments":{"path":"a.txt"}}"#,
+        )
+        .as_bytes(),
+    );
+    server.send(b"{oops");
+    let mut answers: Vec<String> = (0..4).map(|_| server.answer()).collect();
+    answers.sort();
+    let ids: Vec<(String, bool)> = answers
+        .iter()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (v["id"].to_string(), v.get("error").is_some())
+        })
+        .collect();
+    assert!(ids.contains(&("\"p\"".into(), false)), "{answers:?}");
+    assert!(ids.contains(&("\"bad\"".into(), true)), "{answers:?}");
+    assert!(ids.contains(&("\"other\"".into(), false)), "{answers:?}");
+    assert!(ids.contains(&("null".into(), true)), "{answers:?}");
+    // The question answered: its call completes.
+    server.send(
+        json!({"jsonrpc": "2.0", "id": question["id"], "result": {
+            "action": "accept", "content": {"username": "ada", "email": "ada@example.com"}}})
+        .to_string()
+        .as_bytes(),
+    );
+    let line = server.answer();
+    assert!(
+        line.contains("\"id\":\"asks\"") && line.contains("User response"),
+        "{line}"
+    );
+}

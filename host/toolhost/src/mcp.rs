@@ -22,6 +22,11 @@
 //!   ([`Host::changes`]) and, with [`Reload`], when the extension files change
 //!   and reloading them changes the tool list.
 //!
+//! * Every message is judged before rmcp parses it ([`wire`]): each that is
+//!   or claims to be a request gets its answer with the id it was sent
+//!   with (`-32700`, `-32600`, `-32602`, as [`crate::jsonrpc`] says), on
+//!   stdio and over HTTP, and no message ends the server.
+//!
 //! rmcp runs each request in its own task, so parallel requests from one
 //! client run concurrently. Their file mutations keep the order in which
 //! the requests were read (a `write` then an `edit` of one file, sent
@@ -306,11 +311,12 @@ impl McpServer {
                     // without its id, or misread is answered here, 400 with
                     // the JSON-RPC error that fits ([`wire::classify`]). Any
                     // other media type is rmcp's to refuse (415).
-                    let json = parts
-                        .headers
-                        .get(http::header::CONTENT_TYPE)
-                        .and_then(|v| v.to_str().ok())
-                        .is_some_and(|v| v.trim_start().starts_with("application/json"));
+                    let json = parts.method == http::Method::POST
+                        && parts
+                            .headers
+                            .get(http::header::CONTENT_TYPE)
+                            .and_then(|v| v.to_str().ok())
+                            .is_some_and(|v| v.trim_start().starts_with("application/json"));
                     if json {
                         match wire::classify(&body) {
                             wire::Read::Message(_) => {}

@@ -585,4 +585,61 @@ mod tests {
             Contents::Blob { mime_type, .. } if mime_type == "application/octet-stream"
         ));
     }
+
+    /// `completion/complete` once checked a directory by name, then listed
+    /// it through whatever a link swapped in meanwhile pointed at: with the
+    /// workspace at `$HOME`, it named the keys in `~/.ssh`. A directory is
+    /// swapped for a link to `.ssh` and back, thousands of times, while
+    /// completions run: none ever names a key, and the real directory's
+    /// file is completed when it is there.
+    #[test]
+    fn a_completion_never_lists_what_a_swapped_link_points_at() {
+        use crate::ops::fs::LocalFs;
+        use crate::ops::search::LocalSearch;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let (_tmp, ws) = crate::testing::real_temp_dir();
+        std::fs::create_dir_all(ws.join(".ssh")).unwrap();
+        std::fs::write(ws.join(".ssh/id_ed25519"), "KEY").unwrap();
+        std::fs::create_dir_all(ws.join("d")).unwrap();
+        std::fs::write(ws.join("d/id_notes.txt"), "notes").unwrap();
+        let protected = ProtectedPaths::new([]).hide_secrets([ws.join(".ssh")]);
+        let fs = Arc::new(
+            LocalFs::new(std::slice::from_ref(&ws))
+                .unwrap()
+                .protect(protected.clone()),
+        );
+        let files = WorkspaceFiles::new(
+            fs.clone(),
+            Arc::new(LocalSearch::new(fs)),
+            Arc::new(protected),
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let swapper = {
+            let (ws, stop) = (ws.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = std::fs::rename(ws.join("d"), ws.join("d-real"));
+                    let _ = std::os::unix::fs::symlink(ws.join(".ssh"), ws.join("d"));
+                    let _ = std::fs::remove_file(ws.join("d"));
+                    let _ = std::fs::rename(ws.join("d-real"), ws.join("d"));
+                }
+            })
+        };
+        let typed = format!("{}/d/id", ws.display());
+        let mut completed = 0;
+        for _ in 0..3000 {
+            let (values, _) = files.complete(&typed);
+            assert!(
+                !values.iter().any(|v| v.contains("id_ed25519")),
+                "a key was named: {values:?}"
+            );
+            completed += values
+                .iter()
+                .filter(|v| v.ends_with("id_notes.txt"))
+                .count();
+        }
+        stop.store(true, Ordering::Relaxed);
+        swapper.join().unwrap();
+        assert!(completed > 0, "the real directory was never completed");
+    }
 }

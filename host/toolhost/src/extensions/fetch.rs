@@ -18,10 +18,13 @@
 //! Pushes (`ext publish`, `ext attach`) still go through `oci-client`, to
 //! the registry the user names.
 
-use super::oci::{MAX_MANIFEST_BYTES, OciRef, sha256};
+use crate::files::sha256;
 use oci_client::Reference;
 use std::time::Duration;
 
+/// The largest manifest or index read (a component's manifest is a few
+/// hundred bytes; a referrers index lists a few).
+pub const MAX_MANIFEST_BYTES: usize = 64 << 10;
 /// The most read of a registry's error answer (enough for its JSON).
 pub const MAX_ERROR_BYTES: usize = 4 << 10;
 /// The most read of a token service's answer.
@@ -50,9 +53,13 @@ struct Answer {
 }
 
 impl RegistryReader {
-    /// A reader of `r`'s registry: plain HTTP only to a loopback registry.
-    pub(crate) fn new(r: &OciRef) -> Result<RegistryReader, String> {
-        let loopback = r.is_on_loopback();
+    /// A reader of `registry` (`HOST[:PORT]`), which speaks plain HTTP
+    /// only when it is on `loopback`; errors name `shown` (the reference).
+    pub(crate) fn new(
+        registry: &str,
+        loopback: bool,
+        shown: String,
+    ) -> Result<RegistryReader, String> {
         let redirects = reqwest::redirect::Policy::custom(move |attempt| {
             let url = attempt.url();
             let plain_ok = loopback
@@ -77,9 +84,9 @@ impl RegistryReader {
         let scheme = if loopback { "http" } else { "https" };
         Ok(RegistryReader {
             http,
-            base: format!("{scheme}://{}", r.registry()),
+            base: format!("{scheme}://{registry}"),
             token: tokio::sync::Mutex::new(None),
-            shown: r.to_string(),
+            shown,
         })
     }
 

@@ -24,8 +24,7 @@ pub const SCHEME: &str = "oci://";
 pub const CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
 /// Its one layer: the component.
 pub const LAYER_MEDIA_TYPE: &str = "application/wasm";
-/// The largest manifest read (a component's is a few hundred bytes).
-pub const MAX_MANIFEST_BYTES: usize = 64 << 10;
+pub use super::fetch::MAX_MANIFEST_BYTES;
 
 /// A component in a registry, as `oci://REGISTRY/REPOSITORY[:TAG][@sha256:…]`
 /// names it. One spelling per artifact: the registry is named, lowercase,
@@ -137,7 +136,7 @@ impl OciRef {
 
     /// A reader of its registry, every answer bounded (`fetch.rs`).
     pub(crate) fn reader(&self) -> Result<super::fetch::RegistryReader, String> {
-        super::fetch::RegistryReader::new(self)
+        super::fetch::RegistryReader::new(self.registry(), self.is_on_loopback(), self.to_string())
     }
 
     /// A client for pushing to its registry: plain HTTP only to a loopback

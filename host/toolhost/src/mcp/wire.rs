@@ -44,7 +44,7 @@ pub(crate) enum Read {
 pub(crate) fn classify(text: &[u8]) -> Read {
     let text = text.strip_prefix("\u{feff}".as_bytes()).unwrap_or(text);
     let why = match serde_json::from_slice::<Incoming>(text) {
-        Ok(message) if !misread(&message) => return Read::Message(Box::new(message)),
+        Ok(message) if !misread(&message, text) => return Read::Message(Box::new(message)),
         Ok(_) => "its parameters do not fit the method".to_string(),
         Err(e) => e.to_string(),
     };
@@ -57,16 +57,38 @@ pub(crate) fn classify(text: &[u8]) -> Read {
 /// Whether rmcp took `message` for what it is not: a request of a method it
 /// serves whose parameters did not fit, which its untagged parse turns into
 /// a custom request (answered `-32601 Method not found`).
-fn misread(message: &Incoming) -> bool {
+fn misread(message: &Incoming, text: &[u8]) -> bool {
     match message {
         JsonRpcMessage::Request(request) => match &request.request {
-            ClientRequest::CustomRequest(custom) => SERVED
-                .iter()
-                .any(|(method, _)| *method == custom.method.as_str()),
+            ClientRequest::CustomRequest(custom) => {
+                let method = custom.method.as_str();
+                SERVED.iter().any(|(served, _)| *served == method) && !removed_for(text, method)
+            }
             _ => false,
         },
         _ => false,
     }
+}
+
+/// The methods revision 2026-07-28 removed (SEP-2575): a request of that
+/// revision (its `_meta` says so) naming one is not served, and rmcp
+/// answers it as such (`-32601`, over HTTP `404`).
+const REMOVED_IN_2026_07_28: &[&str] = &[
+    "initialize",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// Whether `method` is one the revision `text` declares removed.
+fn removed_for(text: &[u8], method: &str) -> bool {
+    REMOVED_IN_2026_07_28.contains(&method)
+        && serde_json::from_slice::<Value>(text).is_ok_and(|message| {
+            message
+                .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+                .and_then(Value::as_str)
+                .is_some_and(|version| version >= "2026-07-28")
+        })
 }
 
 /// Why `request` (`{"method", "params"}`) does not fit its method's type,
