@@ -1286,6 +1286,9 @@ fn hostile_a_secrets_source_file_is_hidden_from_every_tool() {
     // grep and find: never searched, never named.
     let (_, text) = call("grep", json!({"pattern": "tok-", "path": "."}));
     assert!(!text.contains("gh-token"), "{text}");
+    // Through the link bash made, named as the file to search.
+    let (_, text) = call("grep", json!({"pattern": "tok-", "path": "l"}));
+    assert!(!text.contains("tok-"), "{text}");
     let (_, text) = call("find", json!({"pattern": "**/*token*"}));
     assert!(!text.contains("gh-token"), "{text}");
     let (_, text) = call("ls", json!({"path": ".config"}));

@@ -684,3 +684,70 @@ fn serves_tool_list_follows_the_exposure_rules() {
         json!({"active": ["ls", "read"]})
     );
 }
+
+/// serve reads bytes: a line that is not UTF-8 once ended it (exit 2), and
+/// an id beyond 64 bits came back rounded (`1.8446744073709552e19`), which
+/// the client could not match. Each gets its answer with the id as sent, a
+/// line over 16 MiB too, and serve answers the next request.
+#[test]
+fn hostile_lines_serve_cannot_read_whole_get_their_answer_and_serve_goes_on() {
+    use std::io::Write;
+    let ws = Workspace::new();
+    let mut input: Vec<u8> = Vec::new();
+    input.extend_from_slice(
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"a\":\"\xff\"}}\n",
+    );
+    input.extend_from_slice(
+        b"{\"jsonrpc\":\"2.0\",\"id\":18446744073709551616,\"method\":\"tools/list\"}\n",
+    );
+    input.extend_from_slice(
+        b"{\"jsonrpc\":\"2.0\",\"id\":\"big\",\"method\":\"tools/list\",\"params\":{\"a\":\"",
+    );
+    input.extend(std::iter::repeat_n(b'x', (16 << 20) + 1));
+    input.extend_from_slice(b"\"}}\n");
+    input.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\"}\n");
+    let mut child = ws
+        .cli()
+        .arg("serve")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let answers: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("\"result\"") || l.contains("\"error\""))
+        .collect();
+    assert_eq!(answers.len(), 4, "{text}");
+    assert!(
+        answers[0].starts_with(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32600"#),
+        "{}",
+        answers[0]
+    );
+    assert!(
+        answers[1]
+            .starts_with(r#"{"jsonrpc":"2.0","id":18446744073709551616,"error":{"code":-32600"#),
+        "{}",
+        answers[1]
+    );
+    assert!(
+        answers[2].starts_with(r#"{"jsonrpc":"2.0","id":"big","error":{"code":-32600"#),
+        "{}",
+        answers[2]
+    );
+    let last: Value = serde_json::from_str(answers[3]).unwrap();
+    assert_eq!(last["id"], 4);
+    assert!(last["result"]["tools"].is_array(), "{last}");
+}

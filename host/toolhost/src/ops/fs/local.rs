@@ -192,7 +192,7 @@ impl LocalFs {
     /// credential store, a secret's source): judged on the real path the
     /// kernel reports for the open file, so no link, `..` or swapped
     /// directory on the way names it otherwise.
-    fn hidden(&self, file: &impl std::os::fd::AsRawFd) -> bool {
+    pub(crate) fn hidden(&self, file: &impl std::os::fd::AsRawFd) -> bool {
         if self.protected.secrets().is_empty() {
             return false;
         }

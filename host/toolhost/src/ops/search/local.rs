@@ -406,7 +406,10 @@ fn relative(path: &Path, base: &Path) -> String {
 }
 
 /// One file searched through the root handle; also returns the bytes read.
+/// A secret of the protected set (judged on the real path of the file
+/// opened, whatever link led there) is searched as an empty file.
 fn search_one(
+    fs: &LocalFs,
     searcher: &mut Searcher,
     matcher: &RegexMatcher,
     dir: &Dir,
@@ -415,6 +418,9 @@ fn search_one(
     stop: &StopFlag,
 ) -> io::Result<(FileHits, u64)> {
     let file = open_file(dir, handle_path)?;
+    if fs.hidden(&file) {
+        return Ok((FileHits::default(), 0));
+    }
     let mut sink = FileSink::new(request, stop);
     let mut reader = Cancellable {
         inner: file,
@@ -445,6 +451,7 @@ impl Search for LocalSearch {
             // say, binary or not (NULs read as line ends), as rg does.
             let mut searcher = searcher(request, BinaryDetection::convert(b'\0'));
             let hits = search_one(
+                &self.fs,
                 &mut searcher,
                 &matcher,
                 target.real.dir,
@@ -468,6 +475,7 @@ impl Search for LocalSearch {
         // bytes read.
         let rank_file = |searcher: &mut Searcher, matcher: &RegexMatcher, rel: &Path| {
             let found = search_one(
+                &self.fs,
                 searcher,
                 matcher,
                 target.real.dir,
