@@ -135,16 +135,7 @@ impl Default for RuntimeOptions {
     }
 }
 
-/// `$TOOLHOST_CACHE_DIR`, else `$XDG_CACHE_HOME/toolhost`, else `~/.cache/toolhost`.
-pub fn default_cache_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("TOOLHOST_CACHE_DIR") {
-        return Some(PathBuf::from(dir));
-    }
-    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(dir).join("toolhost"));
-    }
-    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/toolhost"))
-}
+pub use crate::files::default_cache_dir;
 
 /// The pool's slots: one per instance that may exist at once.
 ///

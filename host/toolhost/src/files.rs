@@ -12,7 +12,7 @@
 
 use rustix::fs::{FileType, Mode, OFlags};
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Largest `toolhost.toml` read.
 pub const MAX_POLICY_BYTES: u64 = 1 << 20;
@@ -293,6 +293,18 @@ mod tests {
 pub fn sha256_bytes(bytes: &[u8]) -> [u8; 32] {
     use sha2::Digest as _;
     sha2::Sha256::digest(bytes).into()
+}
+
+/// `$TOOLHOST_CACHE_DIR`, else `$XDG_CACHE_HOME/toolhost`, else `~/.cache/toolhost`:
+/// where the engine keeps compiled code and the jail its probe's answer.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("TOOLHOST_CACHE_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir).join("toolhost"));
+    }
+    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/toolhost"))
 }
 
 /// `sha256:` and the hexadecimal SHA-256 of `bytes`.

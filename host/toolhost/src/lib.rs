@@ -58,46 +58,88 @@
 //! command line and its error lines print through it. Values returned by
 //! the library, JSON and the model's texts stay as they are.
 
-pub mod audit;
-mod batch;
-mod builtin;
-mod call;
-mod capability;
-mod component;
-pub mod display;
-mod engine;
-mod engine_config;
-mod error;
-mod events;
-pub mod extensions;
-mod files;
+// The wings, highest first. A module may import its own wing and the wings
+// below it, never one above: `scripts/module-cycles` reads this list (each
+// `// wing:` line and the modules under it) and fails on an import against
+// the order, at the level of folders and of files. Where a module goes is
+// said by what it owns, not by who calls it.
+
+// wing: frontend. The protocol servers and what only they use: the MCP
+// server (its wire, sessions, resumable streams, features), JSON-RPC's
+// `serve`, the HTTP listener both run on, the file watcher that reloads
+// them, and the tool list in each consumer's shape. Imports every wing.
 pub mod formats;
-mod hooks;
-mod host;
 #[cfg(feature = "http")]
 pub mod http_server;
-pub mod jsonrpc;
-mod loader;
 #[cfg(feature = "mcp")]
 pub mod mcp;
-mod message;
-mod ops;
-pub mod permissions;
-mod profile;
-mod registry;
-#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-mod resources;
 #[cfg(feature = "serve")]
 pub mod serve;
+#[cfg(feature = "mcp")]
+pub mod watch;
+
+// wing: host. The session a front end drives: the builder that reads the
+// configuration and loads the tools, `Host`'s calls and batches, and the
+// workspace's files as resources (`resources`, read by the MCP server).
+// Imports pipeline and below.
+mod host;
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+mod resources;
+
+// wing: pipeline. Pi's pipeline around every call: the scheduler (`batch`),
+// one call (`call`), its hooks, the session's settings the calls read, the
+// events and the audit log. Imports supply and below.
+pub mod audit;
+mod batch;
+mod call;
+mod events;
+mod hooks;
 mod session;
+
+// wing: supply. Where components come from and what they are granted: the
+// built-ins compiled in, extensions discovered, trusted, installed from
+// registries and signed, and the policy files that grant them. Imports
+// sandbox and below.
+mod builtin;
+pub mod extensions;
+
+// wing: sandbox. A component as the engine runs it: the shared engine and
+// its compile cache, the loader and the registry of loaded tools, the
+// per-call store and instance, and the WIT glue of every contract version.
+// Imports policy and below.
+mod component;
+mod engine;
+mod engine_config;
+mod loader;
+mod registry;
 mod store;
+mod wit;
+
+// wing: policy. What a component may do: the capability table (each grant,
+// its interface and its Operations) and the permission rules and asks.
+// Imports ops and below.
+mod capability;
+pub mod permissions;
+
+// wing: ops. The Operations: what a tool can do to the world (files,
+// processes and their jail, search, HTTP, the client, nested calls, the
+// protected paths), each behind a trait. Imports base only.
+mod ops;
+
+// wing: base. What everything shares and nothing here may extend: the
+// messages, errors, JSON Schema validation, JSON-RPC messages as they
+// arrive, what a terminal is shown, the host's own bounded file reads, the
+// Pi profile, the `*` pattern. Imports nothing of the crate.
+pub mod display;
+mod error;
+mod files;
+pub mod jsonrpc;
+mod message;
+mod profile;
 #[cfg(test)]
 mod testing;
 mod validate;
-#[cfg(feature = "mcp")]
-pub mod watch;
 mod wildcard;
-mod wit;
 
 /// For backend authors: the filesystem and search traits a host's built-in
 /// tools may run on instead of the local disk (`BuiltinSettings::fs`), and

@@ -136,17 +136,33 @@ pub fn support() -> &'static Support {
         };
         // A working jail found before on this very machine is not probed
         // again (see `probe_cache`).
-        let cache = crate::engine::default_cache_dir();
+        let cache = crate::files::default_cache_dir();
         let machine = super::probe_cache::machine(&bwrap);
         if let Some(known) = cache
             .as_deref()
-            .and_then(|dir| super::probe_cache::recall(dir, &bwrap, &machine))
+            .and_then(|dir| super::probe_cache::recall(dir, &machine))
         {
-            return known;
+            return Support::Available {
+                bwrap,
+                disable_userns: known.disable_userns,
+                init_mounts: known.init_mounts,
+            };
         }
         let found = probe(bwrap);
-        if let Some(dir) = &cache {
-            super::probe_cache::remember(dir, &machine, &found);
+        if let (
+            Some(dir),
+            Support::Available {
+                disable_userns,
+                init_mounts,
+                ..
+            },
+        ) = (&cache, &found)
+        {
+            let working = super::probe_cache::Working {
+                disable_userns: *disable_userns,
+                init_mounts: *init_mounts,
+            };
+            super::probe_cache::remember(dir, &machine, &working);
         }
         found
     })

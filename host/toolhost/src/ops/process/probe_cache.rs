@@ -14,10 +14,18 @@
 //! containment. The file is in toolhost's cache directory, which the jail
 //! keeps read-only to commands.
 
-use super::jail::Support;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+/// What a working jail's probe found: the options the jail is run with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Working {
+    /// bubblewrap knows `--disable-userns`.
+    pub disable_userns: bool,
+    /// The init may make the protective mounts itself.
+    pub init_mounts: bool,
+}
 
 /// The file's name in the cache directory.
 const FILE: &str = "jail-probe";
@@ -66,7 +74,7 @@ pub(super) fn machine(bwrap: &Path) -> String {
 }
 
 /// The remembered answer for `machine`, if the file describes it.
-pub(super) fn recall(dir: &Path, bwrap: &Path, machine: &str) -> Option<Support> {
+pub(super) fn recall(dir: &Path, machine: &str) -> Option<Working> {
     let text = crate::files::read_text(&dir.join(FILE), 64 << 10).ok()??;
     let (facts, answer) = text.rsplit_once("\nanswer ")?;
     if facts != machine {
@@ -78,24 +86,20 @@ pub(super) fn recall(dir: &Path, bwrap: &Path, machine: &str) -> Option<Support>
             .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
             .and_then(|v| v.parse().ok())
     };
-    Some(Support::Available {
-        bwrap: bwrap.to_path_buf(),
+    Some(Working {
         disable_userns: flag("disable_userns")?,
         init_mounts: flag("init_mounts")?,
     })
 }
 
-/// Remember `support` for `machine`, if it is a working jail. Failing to
-/// write only means probing again next time.
-pub(super) fn remember(dir: &Path, machine: &str, support: &Support) {
-    let Support::Available {
+/// Remember that a working jail runs with `working` on `machine` (a
+/// failed probe is never remembered). Failing to write only means probing
+/// again next time.
+pub(super) fn remember(dir: &Path, machine: &str, working: &Working) {
+    let Working {
         disable_userns,
         init_mounts,
-        ..
-    } = support
-    else {
-        return;
-    };
+    } = working;
     let text =
         format!("{machine}\nanswer disable_userns={disable_userns} init_mounts={init_mounts}\n");
     let _ = write_atomically(&dir.join(FILE), text.as_bytes());
@@ -127,32 +131,24 @@ mod tests {
         let bwrap = Path::new("/usr/bin/bwrap");
         let here = machine(bwrap);
         assert!(here.contains("\nkernel "), "{here}");
-        assert_eq!(recall(dir.path(), bwrap, &here), None, "nothing yet");
-        let works = Support::Available {
-            bwrap: bwrap.to_path_buf(),
+        assert_eq!(recall(dir.path(), &here), None, "nothing yet");
+        let works = Working {
             disable_userns: false,
             init_mounts: true,
         };
         remember(dir.path(), &here, &works);
-        assert_eq!(recall(dir.path(), bwrap, &here), Some(works));
+        assert_eq!(recall(dir.path(), &here), Some(works));
         // Any fact that differs (a new kernel, bubblewrap, sysctl) probes again.
         let other = here.replace("\nuid ", "\nuid 9");
-        assert_eq!(recall(dir.path(), bwrap, &other), None);
-        // A failure is never written: the last working answer stays, and a
-        // forged "no jail" cannot be recalled at all.
-        remember(
-            dir.path(),
-            &here,
-            &Support::Unavailable {
-                reason: "no".into(),
-            },
-        );
-        assert!(recall(dir.path(), bwrap, &here).is_some());
+        assert_eq!(recall(dir.path(), &other), None);
+        // A failure is never written (there is no way to say one): the last
+        // working answer stays, and a forged "no jail" cannot be recalled.
+        assert!(recall(dir.path(), &here).is_some());
         std::fs::write(
             dir.path().join(FILE),
             format!("{here}\nanswer unavailable\n"),
         )
         .unwrap();
-        assert_eq!(recall(dir.path(), bwrap, &here), None);
+        assert_eq!(recall(dir.path(), &here), None);
     }
 }
