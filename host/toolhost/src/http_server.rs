@@ -565,6 +565,14 @@ pub struct Permit(#[allow(dead_code)] OwnedSemaphorePermit);
 pub struct PermitSlot(Arc<std::sync::Mutex<Option<Permit>>>);
 
 impl PermitSlot {
+    /// A slot of its own holding `permit`, released when the last copy of
+    /// the slot goes unless taken first: what a route gives the work it
+    /// hands on (a call queued to a session), so that the permit goes with
+    /// the work and not with the response body.
+    pub fn holding(permit: Option<Permit>) -> PermitSlot {
+        PermitSlot(Arc::new(std::sync::Mutex::new(permit)))
+    }
+
     /// The request's permit, for the caller to hold until its work ends;
     /// `None` once taken.
     pub fn take(&self) -> Option<Permit> {
