@@ -1294,3 +1294,53 @@ fn hostile_a_secrets_source_file_is_hidden_from_every_tool() {
     let (_, text) = call("ls", json!({"path": ".config"}));
     assert!(text.contains("notes.txt"), "{text}");
 }
+
+/// A secret read from `env:` is the source of a secret for every grant:
+/// another extension granted the same variable by name does not get it
+/// (`getenv` finds it unset, and the start says why), while a variable
+/// that is no secret's source still reaches it.
+#[test]
+fn hostile_another_extension_granted_a_secrets_source_variable_never_gets_it() {
+    let b = Server::start("127.0.0.1:0", 1);
+    let a = Server::start("127.0.0.1:0", b.port);
+    let ws = installed(&format!(
+        "[extensions.httpget]\nhttp = [\"http://localhost:{}\"]\n\
+         [extensions.httpget.secrets.API_TOKEN]\nfrom = \"env:TEST_API_TOKEN\"\n\
+         [extensions.kit]\nenv = [\"TEST_API_TOKEN\", \"TEST_PLAIN\"]\n",
+        a.port
+    ));
+    std::fs::copy(
+        toolhost_tests::TESTKIT,
+        ws.user_extensions().join("kit.wasm"),
+    )
+    .unwrap();
+    let env = [("TEST_API_TOKEN", SECRET), ("TEST_PLAIN", "plain-value")];
+    let out = toolhost_with_env(
+        &ws,
+        &["call", "getenv", r#"{"name":"TEST_API_TOKEN"}"#],
+        None,
+        &env,
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        !stdout.contains(SECRET),
+        "the other extension read the secret: {stdout}"
+    );
+    assert_eq!(stdout.trim(), "(unset)", "{stderr}");
+    assert!(
+        stderr.contains(
+            "env grant \"TEST_API_TOKEN\": it is the source of a secret another grant names; withheld"
+        ),
+        "{stderr}"
+    );
+    let out = toolhost_with_env(
+        &ws,
+        &["call", "getenv", r#"{"name":"TEST_PLAIN"}"#],
+        None,
+        &env,
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "plain-value");
+}
