@@ -872,11 +872,16 @@ impl LogLevels {
     }
 }
 
+/// Where a tool's log messages go: their level, logger and text.
+#[allow(deprecated)]
+pub(super) type LogSender =
+    tokio::sync::mpsc::UnboundedSender<(rmcp::model::LoggingLevel, String, String)>;
+
 /// A tool's log messages on their way to the client: one task sends them
 /// in order, those at or above the level it wants.
 #[allow(deprecated)]
 pub(super) struct ToolLogs {
-    sender: tokio::sync::mpsc::UnboundedSender<(rmcp::model::LoggingLevel, String, String)>,
+    sender: LogSender,
     done: CancellationToken,
     task: tokio::task::JoinHandle<()>,
 }
@@ -912,9 +917,7 @@ impl ToolLogs {
     }
 
     /// A sender of the tool's messages: its level, its logger, its text.
-    pub(super) fn sender(
-        &self,
-    ) -> tokio::sync::mpsc::UnboundedSender<(rmcp::model::LoggingLevel, String, String)> {
+    pub(super) fn sender(&self) -> LogSender {
         self.sender.clone()
     }
 

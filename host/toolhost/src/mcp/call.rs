@@ -139,7 +139,6 @@ impl McpServer {
             .meta
             .get_progress_token()
             .map(|token| Progress::start(token, context.peer.clone()));
-        let updates = progress.as_ref().map(|p| p.queue.clone());
         // A tool's log messages go to a client that asked for them.
         let logs = self
             .shared
@@ -147,28 +146,7 @@ impl McpServer {
             .wanted(&context)
             .map(|wanted| ask::ToolLogs::start(context.peer.clone(), wanted));
         let log_sender = logs.as_ref().map(ask::ToolLogs::sender);
-        let sink = Arc::new(move |event: Event| match event {
-            Event::ToolExecutionUpdate { partial_result, .. } => {
-                if let Some(updates) = &updates {
-                    updates.push(text_of(&partial_result.content));
-                }
-            }
-            Event::ToolExecutionLog {
-                tool_name,
-                level,
-                logger,
-                message,
-                ..
-            } => {
-                if let (Some(sender), Ok(level)) =
-                    (&log_sender, serde_json::from_value(json!(level)))
-                {
-                    let logger = logger.unwrap_or(tool_name);
-                    let _ = sender.send((level, logger, message));
-                }
-            }
-            _ => {}
-        });
+        let sink = event_sink(progress.as_ref().map(|p| p.queue.clone()), log_sender);
         let cancel = task_cancel.clone().unwrap_or_else(|| call_token(&context));
         // A question of a 2026-07-28 round stops the call (its own token),
         // not the request.
@@ -254,19 +232,53 @@ impl McpServer {
             let notice = LoggingLevel::Notice;
             self.shared.log_levels.send(&context, notice, &line).await;
         }
-        let mut reply = json!({
-            "content": result.content,
-            "isError": result.is_error,
-            "resultType": "complete",
-        });
-        // Checked against the tool's output schema by the call.
-        if let Some(structured) = result.structured_content {
-            reply["structuredContent"] = structured;
-        }
-        let result: CallToolResult =
-            serde_json::from_value(reply).map_err(|e| internal("converting the result", e))?;
-        Ok((result.into(), outcome))
+        Ok((completed(result)?, outcome))
     }
+}
+
+/// What a call sends while it runs: its updates as progress (when the
+/// client gave a token, `updates`), its log messages to a client that
+/// asked for them (`logs`).
+fn event_sink(
+    updates: Option<Arc<super::progress::UpdateQueue>>,
+    logs: Option<ask::LogSender>,
+) -> Arc<dyn crate::events::EventSink> {
+    Arc::new(move |event: Event| match event {
+        Event::ToolExecutionUpdate { partial_result, .. } => {
+            if let Some(updates) = &updates {
+                updates.push(text_of(&partial_result.content));
+            }
+        }
+        Event::ToolExecutionLog {
+            tool_name,
+            level,
+            logger,
+            message,
+            ..
+        } => {
+            if let (Some(sender), Ok(level)) = (&logs, serde_json::from_value(json!(level))) {
+                let logger = logger.unwrap_or(tool_name);
+                let _ = sender.send((level, logger, message));
+            }
+        }
+        _ => {}
+    })
+}
+
+/// A finished call's result in MCP's shape (its structured content checked
+/// against the tool's output schema by the call).
+fn completed(result: crate::message::ToolResultMessage) -> Result<CallToolResponse, McpError> {
+    let mut reply = json!({
+        "content": result.content,
+        "isError": result.is_error,
+        "resultType": "complete",
+    });
+    if let Some(structured) = result.structured_content {
+        reply["structuredContent"] = structured;
+    }
+    let result: CallToolResult =
+        serde_json::from_value(reply).map_err(|e| internal("converting the result", e))?;
+    Ok(result.into())
 }
 
 /// How a `tools/call` runs.
