@@ -95,6 +95,7 @@ mod progress;
 mod resume;
 pub mod sessions;
 mod tasks;
+mod watching;
 mod wire;
 
 use call::Arrival;
@@ -158,9 +159,9 @@ struct Shared {
     /// The calls running as tasks, and the finished ones for their TTL.
     tasks: rmcp::task_manager::TaskManager,
     /// The resources each handshake session watches.
-    subscriptions: features::Subscriptions,
+    subscriptions: watching::Subscriptions,
     /// How the resources of acknowledged listen streams were then.
-    baselines: features::Baselines,
+    baselines: watching::Baselines,
 }
 
 impl Drop for Shared {
@@ -294,6 +295,26 @@ fn tools_as_mcp(host: &Host, tools: &[crate::registry::ToolInfo]) -> Value {
         }
     }
     listing
+}
+
+/// A refusal as MCP's error: invalid params, naming the URI (SEP-2164).
+fn refused(refusal: &crate::resources::Refused) -> McpError {
+    McpError::invalid_params(refusal.message(), Some(json!({ "uri": refusal.uri })))
+}
+
+/// What a resource request gets under `[mcp] resources = false`.
+fn resources_off(uri: &str) -> McpError {
+    not_found(
+        uri,
+        "toolhost serves no resources here: [mcp] resources = false",
+    )
+}
+
+fn not_found(uri: &str, why: &str) -> McpError {
+    McpError::invalid_params(
+        format!("Resource not found: {uri} ({why})"),
+        Some(json!({ "uri": uri })),
+    )
 }
 
 fn internal(what: &str, e: impl std::fmt::Display) -> McpError {

@@ -16,7 +16,7 @@ impl McpServer {
             .resource_subscriptions
             .clone()
             .unwrap_or_default();
-        let mut watcher = features::Watcher::from_baseline(self.clone(), uris).await;
+        let mut watcher = watching::Watcher::from_baseline(self.clone(), uris).await;
         loop {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
