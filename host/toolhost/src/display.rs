@@ -177,23 +177,30 @@ impl<W: std::fmt::Debug> std::fmt::Debug for Terminal<W> {
     }
 }
 
+/// Whether the process's standard output and error are terminals, asked
+/// once each.
+static STDOUT_IS_TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+static STDERR_IS_TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+impl<W: std::io::Write + std::io::IsTerminal> Terminal<W> {
+    /// `out`, escaped when it is a terminal (asked once, into `asked`).
+    fn of(out: W, asked: &std::sync::OnceLock<bool>) -> Self {
+        let escaping = *asked.get_or_init(|| out.is_terminal());
+        Terminal { out, escaping }
+    }
+}
+
 impl Terminal<std::io::Stdout> {
     /// The process's standard output, escaped when it is a terminal.
     pub fn stdout() -> Self {
-        static TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let out = std::io::stdout();
-        let escaping = *TERMINAL.get_or_init(|| std::io::IsTerminal::is_terminal(&out));
-        Terminal { out, escaping }
+        Terminal::of(std::io::stdout(), &STDOUT_IS_TERMINAL)
     }
 }
 
 impl Terminal<std::io::Stderr> {
     /// The process's standard error, escaped when it is a terminal.
     pub fn stderr() -> Self {
-        static TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let out = std::io::stderr();
-        let escaping = *TERMINAL.get_or_init(|| std::io::IsTerminal::is_terminal(&out));
-        Terminal { out, escaping }
+        Terminal::of(std::io::stderr(), &STDERR_IS_TERMINAL)
     }
 }
 

@@ -118,6 +118,12 @@ impl Error {
     }
 }
 
+/// `error` and every cause below it, joined by `": "`: the one line an
+/// error of another crate is shown as.
+pub(crate) fn chain_of(error: &dyn std::error::Error) -> String {
+    chain_from(error.to_string(), error.source())
+}
+
 /// `first`, then each error of the chain from `source` on, joined by `": "`.
 fn chain_from(first: String, mut source: Option<&(dyn std::error::Error + 'static)>) -> String {
     let mut text = first;

@@ -202,10 +202,13 @@ impl RegistryReader {
             if let Some(token) = &token {
                 request = request.bearer_auth(token);
             }
-            let response = request
-                .send()
-                .await
-                .map_err(|e| format!("{}: fetching {what}: {}", self.shown, chain(&e)))?;
+            let response = request.send().await.map_err(|e| {
+                format!(
+                    "{}: fetching {what}: {}",
+                    self.shown,
+                    crate::error::chain_of(&e)
+                )
+            })?;
             let status = response.status();
             if status == reqwest::StatusCode::UNAUTHORIZED && !asked_for_token {
                 asked_for_token = true;
@@ -272,12 +275,12 @@ impl RegistryReader {
             }
             query.append_pair("scope", &scope);
         }
-        let response = self
-            .http
-            .get(realm)
-            .send()
-            .await
-            .map_err(|e| format!("{shown}: asking for a pull token: {}", chain(&e)))?;
+        let response = self.http.get(realm).send().await.map_err(|e| {
+            format!(
+                "{shown}: asking for a pull token: {}",
+                crate::error::chain_of(&e)
+            )
+        })?;
         let status = response.status();
         let body = read_bounded(response, MAX_TOKEN_BYTES, status.is_success())
             .await
@@ -323,7 +326,7 @@ async fn read_bounded(
     while let Some(chunk) = response
         .chunk()
         .await
-        .map_err(|e| format!("reading the answer: {}", chain(&e)))?
+        .map_err(|e| format!("reading the answer: {}", crate::error::chain_of(&e)))?
     {
         if body.len() + chunk.len() > limit {
             if !success {
@@ -357,18 +360,6 @@ fn said(body: &[u8]) -> String {
     }
     let short: String = text.chars().take(300).collect();
     format!(": {}", crate::display::escape(&short))
-}
-
-/// An error with its causes, as one line.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn is_loopback_ip(host: &str) -> bool {

@@ -166,7 +166,7 @@ fn check_one(
         &policy,
         true,
     ))
-    .map_err(|e| format!("a bundle does not hold: {}", chain(&e)))?;
+    .map_err(|e| format!("a bundle does not hold: {}", crate::error::chain_of(&e)))?;
     check_log_entry(bundle, root)
 }
 
@@ -399,16 +399,4 @@ pub fn digest_bytes(digest: &str) -> Option<[u8; 32]> {
         *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
     }
     Some(out)
-}
-
-/// An error with its sources, on one line.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
-        source = e.source();
-    }
-    text
 }
