@@ -182,7 +182,7 @@ impl WorkspaceFiles {
 
     /// Whether the real absolute `path` is never a resource.
     fn hidden(&self, path: &Path) -> bool {
-        self.protected.covers(path) || self.protected.hides(path)
+        self.protected.out_of_reach(path)
     }
 
     /// Whether `path` is no name of a resource: hidden, a symbolic link (a

@@ -58,7 +58,7 @@ impl CallAsking {
         let Some(real) = real_path(path) else {
             return Err(refused.clone());
         };
-        if self.protected.covers(&real) || self.protected.hides(&real) {
+        if self.protected.out_of_reach(&real) {
             return Err(fs_error(
                 ErrorCode::Protected,
                 format!("{} is protected", real.display()),

@@ -134,10 +134,9 @@ impl LocalFs {
         planned: &Path,
         path: &str,
     ) -> Result<(), FsError> {
-        use std::os::fd::AsRawFd;
-        let target = match std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd())) {
-            Ok(real) => name.map_or(real.clone(), |n| real.join(n)),
-            Err(_) => planned.to_path_buf(),
+        let target = match real_path_of(dir) {
+            Some(real) => name.map_or(real.clone(), |n| real.join(n)),
+            None => planned.to_path_buf(),
         };
         if self.protected.covers(&target) {
             return Err(protected(path));
@@ -170,11 +169,13 @@ impl LocalFs {
     /// link not followed), without the protected set's secrets: judged on
     /// the real path the kernel reports for the open directory.
     fn entries_of(&self, opened: &Dir) -> io::Result<Vec<(String, Option<EntryKind>)>> {
-        use std::os::fd::AsRawFd;
-        let real = std::fs::read_link(format!("/proc/self/fd/{}", opened.as_raw_fd())).ok();
-        let hidden = |name: &str| match &real {
-            Some(real) => self.protected.hides(&real.join(name)),
-            None => !self.protected.secrets().is_empty(),
+        let real = real_path_of(opened);
+        let along = real
+            .as_deref()
+            .map(|real| self.protected.secrets_along(real));
+        let hidden = |name: &str| match (&real, &along) {
+            (Some(real), Some(along)) => along.iter().any(|s| real.join(name).starts_with(s)),
+            _ => !self.protected.secrets().is_empty(),
         };
         let mut names = Vec::new();
         for entry in opened.entries()? {
@@ -196,10 +197,10 @@ impl LocalFs {
         if self.protected.secrets().is_empty() {
             return false;
         }
-        match std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) {
-            Ok(real) => self.protected.hides(&real),
+        match real_path_of(file) {
+            Some(real) => self.protected.hides(&real),
             // Without `/proc` the real path cannot be read back: refuse.
-            Err(_) => true,
+            None => true,
         }
     }
 
@@ -356,6 +357,12 @@ fn is_escape(e: &io::Error) -> bool {
 /// symlink (its target was resolved inside the roots with the directory).
 fn accessible(dir: &Dir, name: &str, mode: rustix::fs::Access) -> io::Result<()> {
     rustix::fs::accessat(dir, name, mode, rustix::fs::AtFlags::EACCESS).map_err(io::Error::from)
+}
+
+/// The real path of what `fd` has open, as the kernel reports it;
+/// `None` without `/proc`.
+fn real_path_of(fd: &impl std::os::fd::AsRawFd) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()
 }
 
 /// Up to `want` bytes from `offset` of a file just opened (`is_dir`: it is

@@ -55,12 +55,7 @@ impl ProtectedPaths {
     /// existing ancestor is resolved, the rest kept as given.
     pub fn new(paths: impl IntoIterator<Item = PathBuf>) -> ProtectedPaths {
         let mut resolved: Vec<PathBuf> = Vec::new();
-        for path in paths {
-            let real = real_or_planned(&path);
-            if !resolved.contains(&real) {
-                resolved.push(real);
-            }
-        }
+        add_real(&mut resolved, paths);
         ProtectedPaths {
             paths: resolved,
             home: None,
@@ -74,12 +69,7 @@ impl ProtectedPaths {
     /// as [`Self::new`] resolves, so a secret not made yet is hidden where
     /// it would be made.
     pub fn hide_secrets(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
-        for path in paths {
-            let real = real_or_planned(&path);
-            if !self.secrets.contains(&real) {
-                self.secrets.push(real);
-            }
-        }
+        add_real(&mut self.secrets, paths);
         self
     }
 
@@ -105,14 +95,32 @@ impl ProtectedPaths {
         self.secrets.iter().any(|s| path.starts_with(s))
     }
 
+    /// The secrets that can hide something beneath the real directory
+    /// `dir`: those inside it, and one it lies inside. A walk or a listing of
+    /// `dir` checks its entries against these alone (an entry beneath `dir`
+    /// lies beneath a secret only if that secret is one of them).
+    pub fn secrets_along(&self, dir: &Path) -> Vec<PathBuf> {
+        self.secrets
+            .iter()
+            .filter(|s| s.starts_with(dir) || dir.starts_with(s))
+            .cloned()
+            .collect()
+    }
+
     /// Whether a secret that exists lies beneath the directory `dir` (or
     /// `dir` beneath one): a view of `dir` that cannot be checked path by
     /// path (a WASI preopen, made once at start) would show it. A store not
     /// made yet holds nothing to show.
     pub fn hides_within(&self, dir: &Path) -> bool {
-        self.secrets
+        self.secrets_along(dir)
             .iter()
-            .any(|s| dir.starts_with(s) || (s.starts_with(dir) && s.symlink_metadata().is_ok()))
+            .any(|s| dir.starts_with(s) || s.symlink_metadata().is_ok())
+    }
+
+    /// Whether no tool may reach the real absolute path `path` at all:
+    /// it is protected ([`Self::covers`]) or a secret ([`Self::hides`]).
+    pub fn out_of_reach(&self, path: &Path) -> bool {
+        self.covers(path) || self.hides(path)
     }
 
     /// Whether the environment variable `name` is a secret's source.
@@ -149,6 +157,17 @@ impl ProtectedPaths {
             .any(|p| p.starts_with(dir) || dir.starts_with(p))
             || self.covers(dir)
             || dir.join(".git").exists()
+    }
+}
+
+/// Add the real form of each of `paths` to `list` (a path not made yet
+/// where it would be made), once.
+fn add_real(list: &mut Vec<PathBuf>, paths: impl IntoIterator<Item = PathBuf>) {
+    for path in paths {
+        let real = real_or_planned(&path);
+        if !list.contains(&real) {
+            list.push(real);
+        }
     }
 }
 

@@ -198,10 +198,13 @@ impl LocalSearch {
         // Secrets of the protected set (a credential store, a secret's
         // source) are never walked: their names are not listed, their
         // bytes not searched. The walk starts from a real path and follows
-        // no link, so an entry's path is its real path.
-        let protected = self.fs.protected().clone();
+        // no link, so an entry's path is its real path; only the secrets
+        // along the search root can hide one of its entries, and those are
+        // picked once, not for every entry.
+        let secrets = self.fs.protected().secrets_along(&target.abs);
         builder.filter_entry(move |entry| {
-            if entry.file_name() == ".git" || protected.hides(entry.path()) {
+            let hidden = || secrets.iter().any(|s| entry.path().starts_with(s));
+            if entry.file_name() == ".git" || hidden() {
                 return false;
             }
             if outer.is_empty() || entry.depth() == 0 {
