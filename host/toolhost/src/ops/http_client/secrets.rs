@@ -55,11 +55,7 @@ impl SecretSpec {
     /// The file it is read from, if it is read from one (`~/` is the
     /// user's home, as in every path of `toolhost.toml`).
     pub fn file_source(&self) -> Option<std::path::PathBuf> {
-        let path = self.from.strip_prefix("file:")?;
-        Some(match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
-            (Some(rest), Some(home)) if !home.is_empty() => std::path::Path::new(&home).join(rest),
-            _ => std::path::PathBuf::from(path),
-        })
+        file_of(&self.from)
     }
 
     /// The header it is sent in.
@@ -172,11 +168,7 @@ fn read_source(from: &str) -> Result<String, String> {
         return std::env::var(name)
             .map_err(|_| format!("the environment variable {name} is not set"));
     }
-    let spec = SecretSpec {
-        from: from.to_string(),
-        ..SecretSpec::default()
-    };
-    if let Some(path) = spec.file_source() {
+    if let Some(path) = file_of(from) {
         return read_file(&path);
     }
     if let Some(entry) = from.strip_prefix("keyring:") {
@@ -185,6 +177,15 @@ fn read_source(from: &str) -> Result<String, String> {
     Err(format!(
         "from = {from:?} is none of env:NAME, file:PATH, keyring:SERVICE/USER"
     ))
+}
+
+/// The file `from` (`file:PATH`) names, `~/` being the user's home.
+fn file_of(from: &str) -> Option<std::path::PathBuf> {
+    let path = from.strip_prefix("file:")?;
+    Some(match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) if !home.is_empty() => std::path::Path::new(&home).join(rest),
+        _ => std::path::PathBuf::from(path),
+    })
 }
 
 fn read_file(path: &std::path::Path) -> Result<String, String> {
