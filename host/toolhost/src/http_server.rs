@@ -302,7 +302,7 @@ impl Guard {
         // lives as long as the response body: a streamed batch counts until
         // its last line.
         let mut request = request;
-        let slot = PermitSlot(Arc::new(std::sync::Mutex::new(Some(Permit(permit)))));
+        let slot = PermitSlot::holding(Some(Permit(permit)));
         request.extensions_mut().insert(slot.clone());
         let response = (route.handler)(request).await;
         response.map(|body| hold(body, ReleaseUnlessTaken(slot)))

@@ -294,16 +294,6 @@ impl Rejection {
         line.extend_from_slice(b"}}\n");
         line
     }
-
-    /// The answer as a JSON value (an id beyond what `serde_json` holds
-    /// exactly becomes its nearest number: prefer [`Rejection::to_line`]).
-    pub fn to_value(&self) -> serde_json::Value {
-        let line = self.to_line();
-        serde_json::from_slice(&line).unwrap_or_else(|_| {
-            serde_json::json!({"jsonrpc": "2.0", "id": null,
-                "error": {"code": self.code, "message": self.message}})
-        })
-    }
 }
 
 /// What to do with a message a typed parser refused, or one that is not

@@ -50,12 +50,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 /// JSON-RPC 2.0 error codes.
-pub mod codes {
-    pub const PARSE_ERROR: i64 = -32700;
-    pub const INVALID_REQUEST: i64 = -32600;
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    pub const INVALID_PARAMS: i64 = -32602;
-}
+pub use crate::jsonrpc::code as codes;
 
 /// The notification that the active tool set changed: `{active: [...]}`.
 const TOOLS_CHANGED_METHOD: &str = "tools/changed";

@@ -62,9 +62,14 @@ impl McpServer {
                             .get(http::header::CONTENT_TYPE)
                             .and_then(|v| v.to_str().ok())
                             .is_some_and(|v| v.trim_start().starts_with("application/json"));
+                    // Only a `tools/call` takes a turn: one that is never
+                    // answered would hold up nothing, but a stream kept
+                    // open would hold its turn as long. (A body of another
+                    // media type is refused by rmcp and runs nothing.)
+                    let mut call = false;
                     if json {
                         match wire::classify(&body) {
-                            wire::Read::Message(_) => {}
+                            wire::Read::Message(message) => call = wire::is_tool_call(&message),
                             wire::Read::Answer(rejection) => {
                                 return crate::http_server::rejected(
                                     http::StatusCode::BAD_REQUEST,
@@ -84,7 +89,6 @@ impl McpServer {
                             }
                         }
                     }
-                    let call = is_tool_call(&body);
                     let mut request =
                         http::Request::from_parts(parts, http_body_util::Full::new(body));
                     if call {
@@ -123,20 +127,6 @@ impl McpServer {
             }),
         }
     }
-}
-
-/// Whether an HTTP request's body is a `tools/call` (the only request that
-/// takes a turn: one that is never answered would hold up nothing, but a
-/// stream kept open would hold its turn as long).
-#[cfg(feature = "http")]
-pub(super) fn is_tool_call(body: &[u8]) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Method<'a> {
-        #[serde(borrow)]
-        method: Option<Cow<'a, str>>,
-    }
-    serde_json::from_slice::<Method<'_>>(body)
-        .is_ok_and(|m| m.method.as_deref() == Some("tools/call"))
 }
 
 /// 503 for an `initialize` past the session bound: what the bound is, what

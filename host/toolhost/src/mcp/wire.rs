@@ -54,6 +54,12 @@ pub(crate) fn classify(text: &[u8]) -> Read {
     }
 }
 
+/// Whether `message` is a `tools/call` request.
+pub(crate) fn is_tool_call(message: &Incoming) -> bool {
+    matches!(message, JsonRpcMessage::Request(request)
+        if matches!(request.request, ClientRequest::CallToolRequest(_)))
+}
+
 /// Whether rmcp took `message` for what it is not: a request of a method it
 /// serves whose parameters did not fit, which its untagged parse turns into
 /// a custom request (answered `-32601 Method not found`).
