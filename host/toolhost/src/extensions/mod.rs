@@ -212,11 +212,11 @@ pub(crate) fn prepare(cx: &LoadContext<'_>, found: &Found) -> Pending {
             return Pending::refused(report, warnings);
         }
     }
-    if let Err(reason) = check_signatures(cx, found, (&file, &digest, bytes.as_deref())) {
+    let mut granted = cx.policy.grants_for(&found.name, found.origin);
+    if let Err(reason) = check_signatures(cx, found, &granted, (&file, &digest, bytes.as_deref())) {
         report.refused = Some(reason);
         return Pending::refused(report, warnings);
     }
-    let mut granted = cx.policy.grants_for(&found.name, found.origin);
     if let Some(pinned) = &granted.digest
         && pinned != digest.as_str()
     {
@@ -288,6 +288,7 @@ pub(crate) fn prepare(cx: &LoadContext<'_>, found: &Found) -> Pending {
 fn check_signatures(
     cx: &LoadContext<'_>,
     found: &Found,
+    grant: &GrantSpec,
     (file, digest, bytes): (&std::fs::File, &Digest, Option<&[u8]>),
 ) -> Result<(), String> {
     let policies = cx.policy.signature_policies(&found.name)?;
@@ -307,11 +308,7 @@ fn check_signatures(
                 signature::Provenance::path_of(&found.component).display()
             ))
         })?;
-    bound_to_grant(
-        &provenance,
-        &cx.policy.grants_for(&found.name, found.origin),
-    )
-    .map_err(refused)?;
+    bound_to_grant(&provenance, grant).map_err(refused)?;
     let sha256 = cx
         .runtime
         .component_sha256(digest.hex(), bytes, || {
@@ -350,12 +347,11 @@ fn bound_to_grant(provenance: &signature::Provenance, grant: &GrantSpec) -> Resu
             provenance.source
         ));
     }
-    if let Some(pinned) = grant
+    let named = grant
         .source
         .as_deref()
-        .and_then(|s| s.rsplit_once('@'))
-        .map(|(_, d)| d)
-        .filter(|d| oci::is_sha256(d))
+        .and_then(|s| oci::OciRef::parse(s).ok());
+    if let Some(pinned) = named.as_ref().and_then(oci::OciRef::digest)
         && pinned != provenance.digest
     {
         return Err(format!(
