@@ -1284,6 +1284,21 @@ fn hostile_a_secrets_source_file_is_hidden_from_every_tool() {
     let (_, text) = call("read", json!({"path": ".config/notes.txt"}));
     assert!(text.contains("a note"), "{text}");
     // grep and find: never searched, never named.
+    // Moved out from under its name: a rename of its directory (or of the
+    // file), a hard link, then read under the new name. The way to it is
+    // pinned in the jail, so nothing moves.
+    call(
+        "bash",
+        json!({"command": "mv .config .x; mv .config/gh-token y; ln .config/gh-token z; true"}),
+    );
+    for path in [".x/gh-token", "y", "z"] {
+        call("read", json!({ "path": path }));
+    }
+    assert_eq!(
+        std::fs::read_to_string(&token).unwrap(),
+        format!("{SECRET}\n"),
+        "the secret's source was moved"
+    );
     let (_, text) = call("grep", json!({"pattern": "tok-", "path": "."}));
     assert!(!text.contains("gh-token"), "{text}");
     // Through the link bash made, named as the file to search.

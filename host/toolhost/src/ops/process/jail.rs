@@ -623,8 +623,9 @@ pub(crate) fn bwrap_args(
 /// The protective mounts of `spec`, in the order they must be made:
 ///
 /// * every directory on the way from a write root to one of toolhost's own
-///   protected paths, and every git directory beneath a write root, pinned
-///   (outermost first), so that no rename of an ancestor frees the name;
+///   protected paths or to a hidden secret, and every git directory beneath
+///   a write root, pinned (outermost first), so that no rename of an
+///   ancestor frees the name;
 /// * those protected paths, and the configuration files, redirections and
 ///   hooks directories of the repositories the git guard knows, read-only;
 /// * the hidden paths (secret stores) last: where they would be seen (in
@@ -639,8 +640,10 @@ pub(crate) fn protective_mounts(spec: &JailSpec<'_>) -> Vec<(MountOp, PathBuf)> 
     let exists = |path: &Path| std::fs::symlink_metadata(path).is_ok();
     let mut pins: BTreeSet<PathBuf> = BTreeSet::new();
     let mut read_only: BTreeSet<PathBuf> = BTreeSet::new();
-    for path in spec.protected.paths() {
-        let Some(root) = within(path) else { continue };
+    // Every directory on the way from its write root to `path`, pinned: a
+    // rename of one would move `path` out from under its name.
+    let mut pin_the_way = |path: &Path| {
+        let Some(root) = within(path) else { return };
         for ancestor in path.ancestors().skip(1) {
             if ancestor == root.as_path() {
                 break;
@@ -649,9 +652,18 @@ pub(crate) fn protective_mounts(spec: &JailSpec<'_>) -> Vec<(MountOp, PathBuf)> 
                 pins.insert(ancestor.to_path_buf());
             }
         }
-        if exists(path) {
+    };
+    for path in spec.protected.paths() {
+        pin_the_way(path);
+        if within(path).is_some() && exists(path) {
             read_only.insert(path.clone());
         }
+    }
+    // A hidden secret is judged by its name outside the jail too (`read`,
+    // searches, resources): renaming `~/.config` to `~/.x` would let `read`
+    // open `~/.x/gh-token`. Its way is pinned as toolhost's own files' is.
+    for path in spec.hidden.iter().filter(|p| exists(p)) {
+        pin_the_way(path);
     }
     match spec.git {
         Some(guard) => {
