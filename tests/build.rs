@@ -17,6 +17,7 @@ const GUESTS: &[(&str, &str)] = &[
     ("BENCHTOOL", "benchtool"),
     ("HOSTILE", "hostile"),
     ("MCPTOOLS", "mcptools"),
+    ("OLDCONTRACT", "oldcontract"),
 ];
 
 fn main() {

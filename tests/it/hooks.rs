@@ -117,3 +117,56 @@ fn hooks_do_not_run_for_calls_that_never_execute() {
     );
     assert_eq!(call(&host, "nope", json!({})).text(), "Tool nope not found");
 }
+
+#[test]
+fn a_component_of_an_older_contract_crosses_every_record_of_its_version() {
+    // oldcontract is built from the frozen wit/v0.3: a tool and a hook in
+    // one component. Its progress, log, result blocks (text, audio, an
+    // embedded resource), structured content and the hook's patch all cross
+    // the newest's glue under 0.3.0's names.
+    let ws = Workspace::new();
+    let host = built(builder(&ws).extensions(|e| {
+        e.load(toolhost_tests::OLDCONTRACT)
+            .grant("oldcontract", hooks_granted())
+    }));
+    let ext = host
+        .extensions()
+        .iter()
+        .find(|e| e.name == "oldcontract")
+        .expect("oldcontract loaded");
+    assert!(ext.hooks, "its hook export is found");
+
+    let (outcome, recorder) = run_one(&host, "blocks", json!({}));
+    let result = &outcome.results[0];
+    assert!(!result.is_error, "{:?}", result.content);
+    assert_eq!(
+        serde_json::to_value(&result.content).unwrap(),
+        json!([
+            {"type": "text", "text": "three blocks"},
+            {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+            {"type": "resource", "resource": {
+                "uri": "test://oldcontract/notes", "mimeType": "text/plain", "text": "notes"}},
+            {"type": "text", "text": "the 0.3.0 hook saw 3 blocks"},
+        ])
+    );
+    assert_eq!(result.structured_content, Some(json!({"blocks": 3})));
+    assert_eq!(result.details, Some(json!({"version": "0.3.0"})));
+    let events = recorder.events.lock().unwrap();
+    let update = events.iter().find_map(|e| match e {
+        Event::ToolExecutionUpdate { partial_result, .. } => Some(partial_result.clone()),
+        _ => None,
+    });
+    let update = serde_json::to_value(update.expect("a progress update")).unwrap();
+    assert_eq!(update["content"][0]["type"], "audio", "{update}");
+    assert_eq!(update["details"], json!({"stage": "recording"}));
+    let logged = events.iter().any(|e| {
+        matches!(e, Event::ToolExecutionLog { message, logger, .. }
+            if message == "three blocks" && logger.as_deref() == Some("oldcontract"))
+    });
+    assert!(logged, "the log line arrives");
+    drop(events);
+
+    let refused = call(&host, "blocks", json!({"refuse": true}));
+    assert!(refused.is_error);
+    assert_eq!(refused.text(), "oldcontract refuses");
+}

@@ -373,8 +373,8 @@ impl Sandbox {
         Ok(Sandbox {
             runtime,
             contract,
-            provides_tools: exported(contract.tool_export),
-            provides_hooks: exported(contract.hook_export),
+            provides_tools: exported(&contract.tool_export()),
+            provides_hooks: exported(&contract.hook_export()),
             linked: std::sync::RwLock::new(None),
             deferred: std::sync::Mutex::new(Some(deferred)),
             upgrade: std::sync::Mutex::new(None),
@@ -514,8 +514,8 @@ impl Sandbox {
     }
 
     /// The name of its hook export (`toolhost:tool/hook@0.2.0`).
-    pub(crate) fn hook_export(&self) -> &'static str {
-        self.contract.hook_export
+    pub(crate) fn hook_export(&self) -> String {
+        self.contract.hook_export()
     }
 
     pub(crate) fn provides_hooks(&self) -> bool {
@@ -666,8 +666,8 @@ fn link(
     let ty = component.component_type();
     let exported = |name: &str| ty.exports(component.engine()).any(|(e, _)| e == name);
     let (tool, hook) = (
-        exported(contract.tool_export),
-        exported(contract.hook_export),
+        exported(&contract.tool_export()),
+        exported(&contract.hook_export()),
     );
     let exports = (contract.exports)(&pre, tool, hook).map_err(|(export, e)| {
         Error::load_because(origin, format!("exports {export} with the wrong shape"), e)

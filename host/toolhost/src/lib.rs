@@ -181,7 +181,7 @@ pub mod doctor {
 #[doc(hidden)]
 pub mod internals {
     pub use crate::ops::protect::GitGuard;
-    pub use crate::wit::v0_2;
+    pub use crate::wit::glue as bindings;
 }
 
 pub use batch::BatchOutcome;

@@ -8,9 +8,9 @@
 use std::path::Path;
 use std::sync::Arc;
 use toolhost::Runtime;
-use toolhost::internals::v0_2::ToolComponentPre;
-use toolhost::internals::v0_2::toolhost::tool::types::CallContext;
-use toolhost::internals::v0_2::toolhost::tool::{cancellation, fs_types, progress, types};
+use toolhost::internals::bindings::ToolComponentPre;
+use toolhost::internals::bindings::types::CallContext;
+use toolhost::internals::bindings::{cancellation, fs_types, host_info, logging, progress, types};
 use wasmtime::Store;
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -35,6 +35,18 @@ impl fs_types::Host for State {}
 impl progress::Host for State {
     fn update(&mut self, _partial: types::PartialResult) -> wasmtime::Result<()> {
         Ok(())
+    }
+}
+
+impl logging::Host for State {
+    fn log(&mut self, _: logging::Level, _: Option<String>, _: String) -> wasmtime::Result<()> {
+        Ok(())
+    }
+}
+
+impl host_info::Host for State {
+    fn pi_profile(&mut self) -> wasmtime::Result<String> {
+        Ok("0.85".into())
     }
 }
 
@@ -66,6 +78,8 @@ impl PlainTool {
         fs_types::add_to_linker::<_, HasSelf<State>>(&mut linker, |s| s).unwrap();
         progress::add_to_linker::<_, HasSelf<State>>(&mut linker, |s| s).unwrap();
         cancellation::add_to_linker::<_, HasSelf<State>>(&mut linker, |s| s).unwrap();
+        logging::add_to_linker::<_, HasSelf<State>>(&mut linker, |s| s).unwrap();
+        host_info::add_to_linker::<_, HasSelf<State>>(&mut linker, |s| s).unwrap();
         let pre = ToolComponentPre::new(linker.instantiate_pre(&component).expect("linking"))
             .expect("a tool component");
         PlainTool {
@@ -103,9 +117,7 @@ impl PlainTool {
             .expect("calling execute")
             .expect("the tool succeeds");
         match result.content.into_iter().next() {
-            Some(toolhost::internals::v0_2::toolhost::tool::types::ContentBlock::Text(text)) => {
-                text
-            }
+            Some(types::ContentBlock::Text(text)) => text,
             _ => String::new(),
         }
     }

@@ -2,7 +2,7 @@
 //! host loads has the same ones): the call's own, and each capability's
 //! (`crate::capability`, the one table of capabilities). Checking a
 //! component's imports against its grants, inspecting it, stubbing what it
-//! was not granted, linking what it was (`glue/mod.rs`), and the
+//! was not granted, linking what it was (`version.rs`, `glue/mod.rs`), and the
 //! `toolhost.toml` line a refusal suggests all read them.
 
 use crate::capability::{self, Imported};

@@ -1,125 +1,38 @@
 //! The WIT layer: the `toolhost:tool` contract at the edge of the host.
 //!
-//! Everything generated from the WIT package, and every conversion between
-//! its types and the host's own, lives here, one module per released
-//! version of the package (`v0_1` for `toolhost:tool@0.1.0`, `v0_2` for
-//! `0.2.0`, `v0_3` for `0.3.0`, `v0_4` for `0.4.0`; what 0.3.0 added and
-//! later versions keep is compiled into each from `since_0_3/`), as Zed's `since_v*` modules do. The host
-//! loads them all: a component is served the version it exports
-//! ([`Contract`]).
+//! One module per released version of the package (`v0_1` for
+//! `toolhost:tool@0.1.0`, … `v0_4` for `0.4.0`) implements [`Version`]:
+//! the records that differ between versions, generated from its frozen WIT
+//! file. Everything else is written once: the glue of every imported
+//! interface on the newest bindings (`glue/`, which older bindings take
+//! through `bindgen!`'s `with:`), and the linking and the calls of the
+//! exports, generic over the version (`version.rs`). The host loads every
+//! version: a component is served the one it exports ([`Contract`]).
 //!
 //! The Operations (`crate::ops`) have plain Rust types and backend traits;
-//! the glue in `glue/` serves them to a component through a narrow view of
-//! the call's state ([`OpsCtx`]), as wasmtime's WASI crate does. Each version
-//! module compiles that glue against its own bindings (the interfaces the
-//! versions share have the same shape), and adds the conversions of the
-//! records that differ. What a component exports is called through the
-//! version-neutral [`ToolGuest`] and [`HookGuest`], in the host's own types
-//! (below), so nothing above this layer knows which version it runs.
+//! the glue serves them to a component through a narrow view of the call's
+//! state ([`OpsCtx`]), as wasmtime's WASI crate does. What a component
+//! exports is called through the version-neutral [`ToolGuest`] and
+//! [`HookGuest`], in the host's own types (below), so nothing above this
+//! layer knows which version it runs.
 //!
 //! [`interfaces`] is the one table of the granted interfaces: name,
 //! wording, whether a set of capabilities grants it, the `toolhost.toml`
 //! line that would, and how it is linked. Import checking, stubbing for
 //! inspection and linking all read it.
 
-/// The bindings of one version of the package, at `$path` (relative to the
-/// crate), and its [`Contract`]: both worlds, the interfaces under their usual names, and the
-/// hook world's imports mapped onto the tool world's, so that one host
-/// implementation serves both.
-///
-/// Imports are synchronous where they are short, bounded operations (a
-/// stat, a capped read, a channel send) and asynchronous where they wait:
-/// for a file's mutation lock, a child's output, or a search running on the
-/// blocking pool. Exports are called asynchronously so that epoch
-/// interruption can yield to the scheduler and a call can be dropped.
-///
-/// A version with interfaces the others lack names them after `own:`
-/// (`logging = "toolhost:tool/logging"`), and its waiting imports after
-/// `waits:`.
-macro_rules! bindings {
-    ($path:literal, $version:literal) => {
-        bindings!($path, $version, waits: [], own: []);
-    };
-    ($path:literal, $version:literal, waits: [$($wait:literal),*], own: [$($own:ident = $own_name:literal),*]) => {
-        /// The package's version, as it appears in an import's name.
-        pub const VERSION: &str = $version;
-
-        /// How the host serves this version.
-        pub(crate) const CONTRACT: crate::wit::Contract = crate::wit::Contract {
-            version: VERSION,
-            tool_export: concat!("toolhost:tool/tool@", $version),
-            hook_export: concat!("toolhost:tool/hook@", $version),
-            link: glue::link,
-            exports: glue::exports,
-        };
-
-        wasmtime::component::bindgen!({
-            path: $path,
-            world: "tool-component",
-            imports: {
-                "toolhost:tool/fs-read.stat": async | trappable,
-                "toolhost:tool/fs-read.read-file": async | trappable,
-                "toolhost:tool/fs-read.list-dir": async | trappable,
-                "toolhost:tool/fs-write.write-file": async | trappable,
-                "toolhost:tool/fs-write.append-file": async | trappable,
-                "toolhost:tool/fs-write.create-dir-all": async | trappable,
-                "toolhost:tool/fs-write.access": async | trappable,
-                "toolhost:tool/fs-write.lock": async | trappable,
-                "toolhost:tool/process.spawn": async | trappable,
-                "toolhost:tool/process.[method]child.next": async | trappable,
-                "toolhost:tool/process.[method]child.next-within": async | trappable,
-                "toolhost:tool/search.grep": async | trappable,
-                "toolhost:tool/search.glob": async | trappable,
-                $($wait: async | trappable,)*
-                default: trappable,
-            },
-            exports: { default: async },
-            with: {
-                "toolhost:tool/fs-write.mutation-lock": crate::ops::fs::MutationLock,
-                "toolhost:tool/process.child": crate::ops::process::Child,
-            },
-        });
-
-        pub(crate) use self::toolhost::tool::{
-            cancellation, fs_read, fs_types, fs_write, process, progress, search, tools, types,
-            $($own,)*
-        };
-
-        /// Bindings of the `hook-component` world. Its imports are the same
-        /// interfaces as a tool's, served by the same host code.
-        pub mod hook_world {
-            wasmtime::component::bindgen!({
-                path: $path,
-                world: "hook-component",
-                exports: { default: async },
-                with: {
-                    "toolhost:tool/types": super::toolhost::tool::types,
-                    "toolhost:tool/fs-types": super::toolhost::tool::fs_types,
-                    "toolhost:tool/progress": super::toolhost::tool::progress,
-                    "toolhost:tool/cancellation": super::toolhost::tool::cancellation,
-                    "toolhost:tool/fs-read": super::toolhost::tool::fs_read,
-                    "toolhost:tool/fs-write": super::toolhost::tool::fs_write,
-                    "toolhost:tool/process": super::toolhost::tool::process,
-                    "toolhost:tool/search": super::toolhost::tool::search,
-                    "toolhost:tool/tools": super::toolhost::tool::tools,
-                    $($own_name: super::toolhost::tool::$own,)*
-                },
-            });
-
-            pub(crate) use exports::toolhost::tool::hook;
-        }
-    };
-}
-
 mod ctx;
+pub mod glue;
 pub mod interfaces;
-pub mod v0_1;
-pub mod v0_2;
-pub mod v0_3;
-pub mod v0_4;
+mod v0_1;
+mod v0_2;
+mod v0_3;
+mod v0_4;
+mod version;
 
 pub(crate) use ctx::HasOps;
 pub use ctx::{OpsCtx, OpsView};
+pub(crate) use version::{Version, WitBlock, WitDefinition, WitResult};
 
 use crate::message::ContentBlock;
 use crate::ops::Capabilities;
@@ -128,19 +41,28 @@ use std::sync::Arc;
 use wasmtime::Store;
 use wasmtime::component::{Component, Instance, InstancePre, Linker};
 
-/// One version of the package, as the host serves it.
+/// One version of the package, as the host serves it ([`Contract::of`] a
+/// [`Version`]).
 pub(crate) struct Contract {
     /// `0.2.0`.
     pub version: &'static str,
-    /// `toolhost:tool/tool@0.2.0`.
-    pub tool_export: &'static str,
-    /// `toolhost:tool/hook@0.2.0`.
-    pub hook_export: &'static str,
     /// Link the interfaces every component of this version may import
     /// (types, progress, cancellation) and the Operations `caps` grants.
     pub link: fn(&mut Linker<CallState>, &Capabilities) -> wasmtime::Result<()>,
     /// Find the exports of an instantiable component.
     pub exports: FindExports,
+}
+
+impl Contract {
+    /// `toolhost:tool/tool@0.2.0`.
+    pub fn tool_export(&self) -> String {
+        format!("toolhost:tool/tool@{}", self.version)
+    }
+
+    /// `toolhost:tool/hook@0.2.0`.
+    pub fn hook_export(&self) -> String {
+        format!("toolhost:tool/hook@{}", self.version)
+    }
 }
 
 /// How a version finds a linked component's exports: its tools when `tool`,
@@ -149,17 +71,17 @@ pub(crate) type FindExports = fn(
     &InstancePre<CallState>,
     tool: bool,
     hook: bool,
-) -> Result<Arc<dyn Exports>, (&'static str, wasmtime::Error)>;
+) -> Result<Arc<dyn Exports>, (String, wasmtime::Error)>;
 
 /// One instance's exports: its tools, its hooks.
 pub(crate) type Guests = (Option<Arc<dyn ToolGuest>>, Option<Arc<dyn HookGuest>>);
 
 /// Every version of the package the host loads, oldest first.
 pub(crate) const CONTRACTS: &[&Contract] = &[
-    &v0_1::CONTRACT,
-    &v0_2::CONTRACT,
-    &v0_3::CONTRACT,
-    &v0_4::CONTRACT,
+    &Contract::of::<v0_1::V0_1>(),
+    &Contract::of::<v0_2::V0_2>(),
+    &Contract::of::<v0_3::V0_3>(),
+    &Contract::of::<v0_4::V0_4>(),
 ];
 
 /// The versions the host loads, for messages: `toolhost:tool@0.1.0, @0.2.0 and @0.3.0`.
@@ -200,7 +122,7 @@ pub(crate) fn contract_of_exports(exports: &[String]) -> Result<&'static Contrac
     if let Some(contract) = CONTRACTS
         .iter()
         .rev()
-        .find(|c| exported(c.tool_export) || exported(c.hook_export))
+        .find(|c| exported(&c.tool_export()) || exported(&c.hook_export()))
     {
         return Ok(contract);
     }
@@ -213,8 +135,8 @@ pub(crate) fn contract_of_exports(exports: &[String]) -> Result<&'static Contrac
     let newest = CONTRACTS[CONTRACTS.len() - 1];
     Err(format!(
         "exports neither {} nor {}{other}; this host loads {}",
-        newest.tool_export,
-        newest.hook_export,
+        newest.tool_export(),
+        newest.hook_export(),
         versions_text()
     ))
 }

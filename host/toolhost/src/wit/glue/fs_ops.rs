@@ -1,7 +1,7 @@
 //! `fs-types`, `fs-read` and `fs-write`: the file Operations' types at the
 //! edge, and their glue.
 
-use super::super::{fs_read, fs_types, fs_write};
+use super::{fs_read, fs_types, fs_write};
 use crate::ops::fs::{self, FsError, FsWrite, MutationLock, lock_file_in_turn};
 use crate::wit::OpsCtx;
 use wasmtime::component::Resource;

@@ -1,87 +1,108 @@
-//! The glue between a version's bindings and the host, written once and
-//! compiled in each version module (`v0_1`, `v0_2`, …, through `#[path]`):
-//! `super` here is that version's module, with its bindings. The versions
-//! share these interfaces' shapes, so one text serves every one of them;
-//! the fields a version adds are taken by the version module itself
-//! (`output_schema`, `structured_content`), and so are its content blocks
-//! (`content_from_wit`, `content_to_wit`) and its own interfaces
-//! (`link_own`).
+//! The glue between the package's interfaces and the host, written once, on
+//! the bindings of the newest version (`wit/tool.wit`).
 //!
-//! Each Operation's glue is a narrow view of the call's state
-//! ([`OpsCtx`]) that converts arguments, calls the Operation's backend trait
-//! and converts the result back (`fs_ops`, `process_ops`, `search_ops`,
-//! `tools_ops`); this file links them from the table of interfaces, serves
-//! the call's own interfaces (progress, cancellation), and calls the
-//! component's exports in the host's types.
+//! Every interface but `types` and `progress` has had one shape since the
+//! version that added it (`interfaces::tests` checks the frozen WIT files),
+//! so one implementation serves every version: an older version's bindings
+//! take these modules through `bindgen!`'s `with:` (the keys name the
+//! interfaces without a version, which matches each package's own), and
+//! [`link`] registers an interface under the name a component of that
+//! version imports (`toolhost:tool/fs-read@0.1.0`). wasmtime checks the
+//! shapes structurally when it links, so a version whose interface differed
+//! would fail there, not at a call.
+//!
+//! Each Operation's glue is a narrow view of the call's state ([`OpsCtx`])
+//! that converts arguments, calls the Operation's backend trait and converts
+//! the result back (`fs_ops`, `process_ops`, `search_ops`, `tools_ops`,
+//! `session_ops`, `client_ops`, `call_tools_ops`). What differs per version
+//! (the records a tool's definition, result and content blocks are made of,
+//! and so `types` and `progress`) is [`crate::wit::Version`]'s.
 
-// Compiled once per version, like this module.
-#[allow(clippy::duplicate_mod)]
+mod call_tools_ops;
+mod client_ops;
 mod fs_ops;
-#[allow(clippy::duplicate_mod)]
 mod process_ops;
-#[allow(clippy::duplicate_mod)]
+mod records;
 mod search_ops;
-#[allow(clippy::duplicate_mod)]
+mod session_ops;
 mod tools_ops;
 
-use super::hook_world::{HookComponent, HookComponentIndices, hook};
-use super::{
-    ToolComponent, ToolComponentIndices, cancellation, fs_read, fs_types, fs_write, process,
-    progress, search, tools, types,
-};
-use crate::ops::Capabilities;
 use crate::store::CallState;
-use crate::wit::interfaces::{Serving, in_version, interfaces};
-use crate::wit::{self, HasOps, OpsCtx, OpsView, StoreFuture};
-use std::sync::Arc;
-use wasmtime::Store;
-use wasmtime::component::{HasSelf, Instance, InstancePre, Linker};
+use crate::wit::{HasOps, OpsCtx, OpsView};
+use wasmtime::component::{HasSelf, Linker};
 
-fn ops_of<S: OpsView>(state: &mut S) -> OpsCtx<'_> {
+wasmtime::component::bindgen!({
+    path: "../../wit",
+    world: "tool-component",
+    imports: {
+        "toolhost:tool/fs-read.stat": async | trappable,
+        "toolhost:tool/fs-read.read-file": async | trappable,
+        "toolhost:tool/fs-read.list-dir": async | trappable,
+        "toolhost:tool/fs-write.write-file": async | trappable,
+        "toolhost:tool/fs-write.append-file": async | trappable,
+        "toolhost:tool/fs-write.create-dir-all": async | trappable,
+        "toolhost:tool/fs-write.access": async | trappable,
+        "toolhost:tool/fs-write.lock": async | trappable,
+        "toolhost:tool/process.spawn": async | trappable,
+        "toolhost:tool/process.[method]child.next": async | trappable,
+        "toolhost:tool/process.[method]child.next-within": async | trappable,
+        "toolhost:tool/search.grep": async | trappable,
+        "toolhost:tool/search.glob": async | trappable,
+        "toolhost:tool/client.request": async | trappable,
+        "toolhost:tool/session-processes.read": async | trappable,
+        "toolhost:tool/session-processes.write": async | trappable,
+        "toolhost:tool/session-processes.stop": async | trappable,
+        "toolhost:tool/call-tools.execute": async | trappable,
+        default: trappable,
+    },
+    exports: { default: async },
+    with: {
+        "toolhost:tool/fs-write.mutation-lock": crate::ops::fs::MutationLock,
+        "toolhost:tool/process.child": crate::ops::process::Child,
+    },
+});
+
+/// Each version serves `progress` with its own blocks (`Version`); these
+/// bindings are the benchmark suite's baseline.
+#[cfg(feature = "bench-internals")]
+pub use self::toolhost::tool::progress;
+pub use self::toolhost::tool::{
+    call_tools, cancellation, client, fs_read, fs_types, fs_write, host_info, logging, process,
+    search, session_processes, tools, types,
+};
+pub(crate) use records::{Block, Definition, Result as ToolResult};
+
+fn ops_of(state: &mut CallState) -> OpsCtx<'_> {
     state.ops()
 }
 
-/// Link the call's own interfaces and every Operation `caps` grants (and
-/// the filesystem types, which every component may import).
-pub(super) fn link(linker: &mut Linker<CallState>, caps: &Capabilities) -> wasmtime::Result<()> {
-    types::add_to_linker::<_, HasSelf<CallState>>(linker, |s| s)?;
-    progress::add_to_linker::<_, HasSelf<CallState>>(linker, |s| s)?;
-    cancellation::add_to_linker::<_, HasSelf<CallState>>(linker, |s| s)?;
-    for interface in interfaces() {
-        if !in_version(interface.name, super::VERSION) || !interface.granted(caps) {
-            continue;
-        }
-        if matches!(interface.serving, Serving::Call) {
-            if !matches!(interface.name, "types" | "progress" | "cancellation") {
-                super::link_own(interface.name, linker)?;
-            }
-            continue;
-        }
-        let view = ops_of::<CallState>;
-        match interface.name {
-            "fs-types" => fs_types::add_to_linker::<_, HasOps>(linker, view)?,
-            "fs-read" => fs_read::add_to_linker::<_, HasOps>(linker, view)?,
-            "fs-write" => fs_write::add_to_linker::<_, HasOps>(linker, view)?,
-            "process" => process::add_to_linker::<_, HasOps>(linker, view)?,
-            "search" => search::add_to_linker::<_, HasOps>(linker, view)?,
-            "tools" => tools::add_to_linker::<_, HasOps>(linker, view)?,
-            other => super::link_own(other, linker)?,
-        }
-    }
-    Ok(())
+fn call(state: &mut CallState) -> &mut CallState {
+    state
 }
 
-impl types::Host for CallState {}
-
-impl progress::Host for CallState {
-    fn update(&mut self, partial: types::PartialResult) -> wasmtime::Result<()> {
-        let content = partial
-            .content
-            .into_iter()
-            .map(super::content_from_wit)
-            .collect();
-        self.signals.update(content, partial.details);
-        Ok(())
+/// Link interface `name` (not `types` or `progress`, which are each
+/// version's) under the name a component of `version` imports.
+pub(super) fn link(
+    name: &str,
+    version: &str,
+    linker: &mut Linker<CallState>,
+) -> wasmtime::Result<()> {
+    let mut linker = linker.instance(&format!("toolhost:tool/{name}@{version}"))?;
+    let inst = &mut linker;
+    match name {
+        "cancellation" => cancellation::add_to_linker_instance::<_, HasSelf<CallState>>(inst, call),
+        "logging" => logging::add_to_linker_instance::<_, HasSelf<CallState>>(inst, call),
+        "host-info" => host_info::add_to_linker_instance::<_, HasSelf<CallState>>(inst, call),
+        "fs-types" => fs_types::add_to_linker_instance::<_, HasOps>(inst, ops_of),
+        "fs-read" => fs_read::add_to_linker_instance::<_, HasOps>(inst, ops_of),
+        "fs-write" => fs_write::add_to_linker_instance::<_, HasOps>(inst, ops_of),
+        "process" => process::add_to_linker_instance::<_, HasOps>(inst, ops_of),
+        "search" => search::add_to_linker_instance::<_, HasOps>(inst, ops_of),
+        "tools" => tools::add_to_linker_instance::<_, HasOps>(inst, ops_of),
+        "client" => client::add_to_linker_instance::<_, HasOps>(inst, ops_of),
+        "session-processes" => session_processes::add_to_linker_instance::<_, HasOps>(inst, ops_of),
+        "call-tools" => call_tools::add_to_linker_instance::<_, HasOps>(inst, ops_of),
+        other => unreachable!("interface {other} has no glue"),
     }
 }
 
@@ -91,196 +112,8 @@ impl cancellation::Host for CallState {
     }
 }
 
-// ---------------------------------------------------------------------------
-// The exports
-// ---------------------------------------------------------------------------
-
-struct Exports {
-    tool: Option<ToolComponentIndices>,
-    hook: Option<HookComponentIndices>,
-}
-
-/// The exports of `pre`: its tools when `tool`, its hooks when `hook`.
-pub(super) fn exports(
-    pre: &InstancePre<CallState>,
-    tool: bool,
-    hook: bool,
-) -> Result<Arc<dyn wit::Exports>, (&'static str, wasmtime::Error)> {
-    let contract = &super::CONTRACT;
-    let tool = tool.then(|| ToolComponentIndices::new(pre)).transpose();
-    let hook = hook.then(|| HookComponentIndices::new(pre)).transpose();
-    Ok(Arc::new(Exports {
-        tool: tool.map_err(|e| (contract.tool_export, e))?,
-        hook: hook.map_err(|e| (contract.hook_export, e))?,
-    }))
-}
-
-impl wit::Exports for Exports {
-    fn provides_tools(&self) -> bool {
-        self.tool.is_some()
-    }
-
-    fn provides_hooks(&self) -> bool {
-        self.hook.is_some()
-    }
-
-    fn load(
-        &self,
-        store: &mut Store<CallState>,
-        instance: &Instance,
-    ) -> wasmtime::Result<wit::Guests> {
-        let mut tool: Option<Arc<dyn wit::ToolGuest>> = None;
-        if let Some(indices) = &self.tool {
-            tool = Some(Arc::new(Tool(indices.load(&mut *store, instance)?)));
-        }
-        let mut hook: Option<Arc<dyn wit::HookGuest>> = None;
-        if let Some(indices) = &self.hook {
-            hook = Some(Arc::new(Hook(indices.load(&mut *store, instance)?)));
-        }
-        Ok((tool, hook))
-    }
-}
-
-struct Tool(ToolComponent);
-
-impl wit::ToolGuest for Tool {
-    fn definitions<'a>(
-        self: Arc<Self>,
-        store: &'a mut Store<CallState>,
-    ) -> StoreFuture<'a, Vec<wit::ToolDecl>> {
-        Box::pin(async move {
-            let defs = self.0.toolhost_tool_tool().call_definitions(store).await?;
-            Ok(defs.into_iter().map(definition_from_wit).collect())
-        })
-    }
-
-    fn prepare_arguments<'a>(
-        self: Arc<Self>,
-        store: &'a mut Store<CallState>,
-        name: String,
-        arguments: String,
-    ) -> StoreFuture<'a, Result<Option<String>, String>> {
-        Box::pin(async move {
-            self.0
-                .toolhost_tool_tool()
-                .call_prepare_arguments(store, &name, &arguments)
-                .await
-        })
-    }
-
-    fn execute<'a>(
-        self: Arc<Self>,
-        store: &'a mut Store<CallState>,
-        name: String,
-        context: wit::CallContext,
-        arguments: String,
-    ) -> StoreFuture<'a, Result<wit::GuestResult, String>> {
-        let context = types::CallContext {
-            tool_call_id: context.tool_call_id,
-            cwd: context.cwd,
-            home: context.home,
-            roots: context.roots,
-            session_id: context.session_id,
-        };
-        Box::pin(async move {
-            let out = self
-                .0
-                .toolhost_tool_tool()
-                .call_execute(store, &name, &context, &arguments)
-                .await?;
-            Ok(out.map(result_from_wit))
-        })
-    }
-}
-
-struct Hook(HookComponent);
-
-impl wit::HookGuest for Hook {
-    fn on_tool_call<'a>(
-        self: Arc<Self>,
-        store: &'a mut Store<CallState>,
-        event: wit::ToolCallEvent,
-    ) -> StoreFuture<'a, Result<Option<wit::ToolCallVerdict>, String>> {
-        let event = hook::ToolCallEvent {
-            tool_name: event.tool_name,
-            tool_call_id: event.tool_call_id,
-            input: event.input,
-        };
-        Box::pin(async move {
-            let hook = self.0.toolhost_tool_hook();
-            let verdict = hook.call_on_tool_call(store, &event).await?;
-            Ok(verdict.map(|v| v.map(verdict_from_wit)))
-        })
-    }
-
-    fn on_tool_result<'a>(
-        self: Arc<Self>,
-        store: &'a mut Store<CallState>,
-        event: wit::ToolResultEvent,
-    ) -> StoreFuture<'a, Result<Option<wit::ToolResultPatch>, String>> {
-        let event = hook::ToolResultEvent {
-            tool_name: event.tool_name,
-            tool_call_id: event.tool_call_id,
-            input: event.input,
-            content: event
-                .content
-                .into_iter()
-                .map(super::content_to_wit)
-                .collect(),
-            details: event.details,
-            is_error: event.is_error,
-        };
-        Box::pin(async move {
-            let hook = self.0.toolhost_tool_hook();
-            let patch = hook.call_on_tool_result(store, &event).await?;
-            Ok(patch.map(|p| p.map(patch_from_wit)))
-        })
-    }
-}
-
-/// A `tool_call` hook's verdict in the host's types.
-fn verdict_from_wit(v: hook::ToolCallVerdict) -> wit::ToolCallVerdict {
-    wit::ToolCallVerdict {
-        block: v.block,
-        reason: v.reason,
-        terminate: v.terminate,
-        input: v.input,
-    }
-}
-
-/// A `tool_result` hook's patch in the host's types.
-fn patch_from_wit(p: hook::ToolResultPatch) -> wit::ToolResultPatch {
-    wit::ToolResultPatch {
-        content: p
-            .content
-            .map(|content| content.into_iter().map(super::content_from_wit).collect()),
-        details: p.details,
-        is_error: p.is_error,
-    }
-}
-
-/// A declared tool in the host's types.
-fn definition_from_wit(mut d: types::ToolDefinition) -> wit::ToolDecl {
-    wit::ToolDecl {
-        output_schema: super::output_schema(&mut d),
-        name: d.name,
-        label: d.label,
-        description: d.description,
-        parameters: d.parameters,
-        prompt_snippet: d.prompt_snippet,
-        prompt_guidelines: d.prompt_guidelines,
-        sequential: matches!(d.execution_mode, types::ExecutionMode::Sequential),
-    }
-}
-
-/// A tool's result in the host's types.
-fn result_from_wit(mut r: types::ToolResult) -> wit::GuestResult {
-    wit::GuestResult {
-        is_error: super::is_error(&r),
-        structured_content: super::structured_content(&mut r),
-        content: r.content.into_iter().map(super::content_from_wit).collect(),
-        details: r.details,
-        terminate: r.terminate,
-        added_tool_names: r.added_tool_names,
+impl host_info::Host for CallState {
+    fn pi_profile(&mut self) -> wasmtime::Result<String> {
+        Ok(self.pi.as_str().to_string())
     }
 }

@@ -1,6 +1,6 @@
 //! `process`: the process Operations' types at the edge, and their glue.
 
-use super::super::process;
+use super::process;
 use crate::ops::process::{self as ops, Child};
 use crate::ops::usage::Use;
 use crate::permissions::Need;

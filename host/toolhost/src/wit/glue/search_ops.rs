@@ -1,6 +1,6 @@
 //! `search`: the search Operations' types at the edge, and their glue.
 
-use super::super::search;
+use super::search;
 use crate::ops::search as ops;
 use crate::wit::OpsCtx;
 

@@ -1,6 +1,6 @@
 //! The `tools` interface served from [`crate::ops::tools::ToolSet`].
 
-use super::super::tools;
+use super::tools;
 use crate::wit::OpsCtx;
 
 impl tools::Host for OpsCtx<'_> {

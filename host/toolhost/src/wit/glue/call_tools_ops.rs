@@ -2,9 +2,10 @@
 //! The glue converts at the edge; the call itself runs through the
 //! pipeline the call was lent ([`crate::ops::nested`]).
 
-use super::{call_tools, content_to_wit};
+use super::{Block, call_tools};
 use crate::message::ToolResult;
 use crate::wit::OpsCtx;
+use crate::wit::WitBlock;
 
 impl call_tools::Host for OpsCtx<'_> {
     fn callable(&mut self) -> wasmtime::Result<Vec<String>> {
@@ -30,7 +31,7 @@ impl call_tools::Host for OpsCtx<'_> {
 fn result(tool_call_id: String, r: ToolResult, is_error: bool) -> call_tools::NestedResult {
     call_tools::NestedResult {
         tool_call_id,
-        content: r.content.into_iter().map(content_to_wit).collect(),
+        content: r.content.into_iter().map(Block::from_host).collect(),
         details: r.details.map(|d| d.to_string()),
         structured_content: r.structured_content.map(|s| s.to_string()),
         is_error,

@@ -1,11 +1,11 @@
-//! The interfaces of 0.3.0: `logging`, served by the call's own state like
+//! `logging` (since 0.3.0), served by the call's own state like
 //! progress, and `client`, served from the call's client
 //! ([`crate::ops::client`]). The glue builds MCP's requests from the
 //! component's records and checks the client's answers before the
 //! component sees them: the client is another party, and its answers are
 //! data like any other input.
 
-use super::{client, content_from_wit, content_to_wit, logging};
+use super::{Block, client, logging};
 use crate::message::ContentBlock;
 use crate::ops::client::{
     ClientError, ClientMethod, ClientRequest, LogLevel, MAX_CLIENT_ASKS, MAX_REQUEST_BYTES,
@@ -15,6 +15,7 @@ use crate::ops::usage::Use;
 use crate::permissions::DEFAULT_WAIT;
 use crate::store::CallState;
 use crate::wit::OpsCtx;
+use crate::wit::WitBlock;
 use serde_json::{Value, json};
 use std::sync::atomic::Ordering;
 
@@ -197,7 +198,7 @@ fn request_params(request: client::InputRequest) -> Result<(ClientMethod, Value)
         client::InputRequest::Sampling(s) => {
             let mut messages = Vec::with_capacity(s.messages.len());
             for m in s.messages {
-                let content = content_from_wit(m.content);
+                let content = Block::into_host(m.content);
                 if matches!(content, ContentBlock::Resource { .. }) {
                     return Err("a sampling message cannot hold a resource".into());
                 }
@@ -259,7 +260,7 @@ fn response_of(method: ClientMethod, result: Value) -> Result<client::InputRespo
                 .map_err(|e| format!("its content is not a text, image or audio block: {e}"))?;
             Ok(client::InputResponse::Sampling(client::SamplingResponse {
                 role,
-                content: content_to_wit(content),
+                content: Block::from_host(content),
                 model: text(&result, "model").unwrap_or_default(),
                 stop_reason: text(&result, "stopReason"),
             }))
