@@ -55,11 +55,13 @@
 //!
 //! # Where the code is
 //!
-//! `policy` decides what a child gets and spawns it; `supervisor` runs
-//! it to its end; `sys` holds every raw system call made between fork and
-//! exec, and all of this Operation's `unsafe`; [`jail`] builds the
-//! bubblewrap jail, [`limits`] the call's cgroups, [`doctor`] reports what
-//! this machine offers.
+//! `policy` decides what a child gets and spawns it; `confine` holds the
+//! layers that confine it (the jail, Landlock, seccomp, the limits, the
+//! network), each with its prepare and apply step, in one list that
+//! [`doctor`] reports too; `supervisor` runs the child to its end; `sys`
+//! holds every raw system call made between fork and exec, and all of this
+//! Operation's `unsafe`; [`jail`] builds the bubblewrap jail, [`limits`] the
+//! call's cgroups.
 //!
 //! # Output order
 //!
@@ -70,6 +72,7 @@
 //! whose ready list is in readiness order; after the pipes were quiet it waits
 //! [`COALESCE`] before reading, as Node's event loop does by being busy.
 
+mod confine;
 pub mod doctor;
 mod input;
 pub mod jail;
@@ -84,8 +87,10 @@ mod sys;
 #[cfg(test)]
 mod tests;
 
+use confine::Plan;
+pub use confine::landlock::probe as landlock;
 pub use input::{Input, InputEnd};
-pub use policy::{Confinement, JailMode, ProcessPolicy, landlock};
+pub use policy::{Confinement, JailMode, ProcessPolicy};
 pub(crate) use policy::{place_of, resolve_program};
 use supervisor::*;
 use sys::*;

@@ -2,8 +2,7 @@
 //! [`ProcessPolicy`], its [`Confinement`] on this machine, and program lookup.
 
 use super::*;
-use crate::ops::http_client::SystemResolver;
-use crate::ops::http_client::proxy::{NetPolicy, Proxy};
+use crate::ops::http_client::proxy::NetPolicy;
 use crate::ops::usage::Usage;
 
 /// The port of the egress proxy on the loopback of a jail's own network
@@ -20,47 +19,9 @@ const PROXY_VARS: [&str; 6] = [
     "all_proxy",
 ];
 
-/// The proxy's listener, which the jail's init made in the jail's network
-/// namespace and sends on `end`; none if the jail ended first.
-async fn receive_listener(end: OwnedFd) -> Option<tokio::net::TcpListener> {
-    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
-    rustix::io::ioctl_fionbio(&end, true).ok()?;
-    #[allow(unsafe_code)]
-    // SAFETY: the AsyncFd owns this OwnedFd: open, and the same socket, for
-    // as long as it lives.
-    let end =
-        unsafe { AsyncFd::register_with_interest(end, tokio::io::Interest::READABLE) }.ok()?;
-    loop {
-        let mut ready = end.readable().await.ok()?;
-        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
-        let mut control = RecvAncillaryBuffer::new(&mut space);
-        let mut byte = [0u8; 1];
-        let read = rustix::net::recvmsg(
-            end.get_ref(),
-            &mut [std::io::IoSliceMut::new(&mut byte)],
-            &mut control,
-            RecvFlags::CMSG_CLOEXEC,
-        );
-        match read {
-            Err(Errno::AGAIN) => {
-                ready.clear_ready();
-                continue;
-            }
-            Err(_) => return None,
-            Ok(_) => {}
-        }
-        for message in control.drain() {
-            if let RecvAncillaryMessage::ScmRights(mut fds) = message
-                && let Some(fd) = fds.next()
-            {
-                let listener = std::net::TcpListener::from(fd);
-                listener.set_nonblocking(true).ok()?;
-                return tokio::net::TcpListener::from_std(listener).ok();
-            }
-        }
-        return None;
-    }
-}
+/// An admitted command: the program's path, its working directory and
+/// its environment.
+type Admitted = (PathBuf, PathBuf, Vec<(String, String)>);
 
 /// Whether children run in the namespace jail ([`jail`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -83,42 +44,42 @@ pub enum JailMode {
 /// the whole system read-only, and Landlock is used where available.
 #[derive(Clone, Debug, Default)]
 pub struct ProcessPolicy {
-    programs: Vec<String>,
-    cwd_roots: Vec<PathBuf>,
-    write_roots: Vec<PathBuf>,
+    pub(super) programs: Vec<String>,
+    pub(super) cwd_roots: Vec<PathBuf>,
+    pub(super) write_roots: Vec<PathBuf>,
     /// Readable in the jail's [`View::SystemOnly`].
-    read_roots: Vec<PathBuf>,
-    env: Vec<(String, String)>,
+    pub(super) read_roots: Vec<PathBuf>,
+    pub(super) env: Vec<(String, String)>,
     /// Variables a command may set itself.
-    command_env: Vec<String>,
-    session_id: Option<String>,
-    default_timeout: Option<Duration>,
-    require_landlock: bool,
-    network: bool,
+    pub(super) command_env: Vec<String>,
+    pub(super) session_id: Option<String>,
+    pub(super) default_timeout: Option<Duration>,
+    pub(super) require_landlock: bool,
+    pub(super) network: bool,
     /// Network by name: the hosts its children reach through the host's
     /// egress proxy, and nothing else (`crate::ops::http_client::proxy`).
-    proxy: Option<Arc<NetPolicy>>,
-    jail: JailMode,
-    view: Option<View>,
-    protected: ProtectedPaths,
-    hidden: Vec<PathBuf>,
+    pub(super) proxy: Option<Arc<NetPolicy>>,
+    pub(super) jail: JailMode,
+    pub(super) view: Option<View>,
+    pub(super) protected: ProtectedPaths,
+    pub(super) hidden: Vec<PathBuf>,
     /// `$HOME`, when jailed children see none of it but what is shown.
-    home_hidden: Option<PathBuf>,
+    pub(super) home_hidden: Option<PathBuf>,
     /// Shown read-only within the emptied directories or a hidden home.
-    shown: Vec<PathBuf>,
+    pub(super) shown: Vec<PathBuf>,
     /// `None`: [`ProcessLimits::default`].
-    limits: Option<ProcessLimits>,
+    pub(super) limits: Option<ProcessLimits>,
     /// The session's cgroup each spawn's own lies in (session processes).
-    session_cgroup: Option<Arc<super::limits::SessionCgroup>>,
+    pub(super) session_cgroup: Option<Arc<super::limits::SessionCgroup>>,
     /// Knows the repositories beneath the write roots, whose configuration
     /// and hooks the jail keeps read-only.
-    git: Option<Arc<GitGuard>>,
+    pub(super) git: Option<Arc<GitGuard>>,
     /// Where each child gets a temp directory of its own.
-    scratch_parent: Option<PathBuf>,
+    pub(super) scratch_parent: Option<PathBuf>,
     /// Roots given as the directories approved ([`Self::read_root_pinned`]).
-    pinned: Vec<GrantedDir>,
+    pub(super) pinned: Vec<GrantedDir>,
     /// Places tools can write, where no program is taken from.
-    no_programs_from: Vec<PathBuf>,
+    pub(super) no_programs_from: Vec<PathBuf>,
 }
 
 impl ProcessPolicy {
@@ -378,28 +339,6 @@ impl ProcessPolicy {
         }
     }
 
-    /// bubblewrap and what it supports (`--disable-userns`, the init's own
-    /// mounts), when children run in the jail; an error when the jail is
-    /// required and cannot run.
-    pub(super) fn jail_to_use(&self) -> Result<Option<(&'static Path, bool, bool)>, ProcessError> {
-        match (self.jail, jail::support()) {
-            (JailMode::Off, _) => Ok(None),
-            (
-                _,
-                jail::Support::Available {
-                    bwrap,
-                    disable_userns,
-                    init_mounts,
-                },
-            ) => Ok(Some((bwrap.as_path(), *disable_userns, *init_mounts))),
-            (JailMode::Required, jail::Support::Unavailable { reason }) => Err(error(
-                ProcessErrorCode::Other,
-                format!("this host requires the process jail to run programs, but {reason}"),
-            )),
-            (JailMode::Auto, jail::Support::Unavailable { .. }) => Ok(None),
-        }
-    }
-
     /// Why `program` may not be run under this policy, if it may not (it
     /// is not among the granted programs).
     pub fn refusal_of(&self, program: &str) -> Option<ProcessError> {
@@ -478,23 +417,11 @@ impl ProcessPolicy {
         policy.spawn_with(command, input, cancel, spawned, Some(scratch), usage)
     }
 
-    /// [`Self::spawn_for`] with the child's own temp directory, if it has one
-    /// (removed when the child is gone).
-    fn spawn_with(
-        &self,
-        command: Command,
-        input: Input,
-        cancel: CancellationToken,
-        spawned: &Spawned,
-        scratch: Option<super::scratch::Scratch>,
-        usage: &Usage,
-    ) -> Result<(Child, Option<InputEnd>), ProcessError> {
-        // Held by the supervisor until the child is gone (released at once
-        // if it never starts).
-        let token = spawned.token();
-        if cancel.is_cancelled() {
-            return Err(error(ProcessErrorCode::Cancelled, "the call was cancelled"));
-        }
+    /// What `command` runs, where and with which environment, once it is
+    /// admitted: a granted program, well-formed arguments and variables,
+    /// pinned directories still the ones approved, a working directory
+    /// inside the roots.
+    fn admit(&self, command: &Command) -> Result<Admitted, ProcessError> {
         if let Some(refusal) = self.refusal_of(&command.program) {
             return Err(refusal);
         }
@@ -534,22 +461,29 @@ impl ProcessPolicy {
             env_path(&self.env),
             &self.no_programs_from,
         )?;
-        let jail = self.jail_to_use()?;
-        if self.proxy.is_some() && jail.is_none() {
-            let why = match jail::support() {
-                jail::Support::Unavailable { reason } => reason.clone(),
-                jail::Support::Available { .. } => "the jail is turned off".to_string(),
-            };
-            return Err(error(
-                ProcessErrorCode::Other,
-                format!(
-                    "{} is not started: network by name needs the process jail (its own \
-                     network namespace), and {why}",
-                    command.program
-                ),
-            ));
+        Ok((program, cwd, env))
+    }
+
+    /// [`Self::spawn_for`] with the child's own temp directory, if it has one
+    /// (removed when the child is gone).
+    fn spawn_with(
+        &self,
+        command: Command,
+        input: Input,
+        cancel: CancellationToken,
+        spawned: &Spawned,
+        scratch: Option<super::scratch::Scratch>,
+        usage: &Usage,
+    ) -> Result<(Child, Option<InputEnd>), ProcessError> {
+        // Held by the supervisor until the child is gone (released at once
+        // if it never starts).
+        let token = spawned.token();
+        if cancel.is_cancelled() {
+            return Err(error(ProcessErrorCode::Cancelled, "the call was cancelled"));
         }
-        let ruleset = self.ruleset(jail.is_some())?;
+        let (program, cwd, env) = self.admit(&command)?;
+        // Each layer's prepare step, in the host (`confine`).
+        let mut plan = Plan::prepare(self, &command.program)?;
         let timeout = command
             .timeout_ms
             .map(Duration::from_millis)
@@ -597,21 +531,7 @@ impl ProcessPolicy {
                 (Some(prepared.child), Some(prepared.end))
             }
         };
-        // Built here: the child may not allocate between fork and exec.
-        // Through the proxy, a child makes IPv4 sockets in a namespace whose
-        // only listener is the proxy's.
-        let socket_filter = (!self.network && self.proxy.is_none())
-            .then(inet_socket_filter)
-            .flatten();
-        // The call's cgroup (where this machine lets the host make one);
-        // elsewhere the jail's init sets resource limits.
-        let cgroup = CallCgroup::create_in(self.session_cgroup.as_ref(), self.process_limits())
-            .ok()
-            .flatten();
-        // Outside the jail, the Landlock ruleset is applied before exec;
-        // inside, by the jail's init (a Landlock domain may not mount).
-        let mut proxy_end = None;
-        let (cmd, jail_ends, jail_fds, ruleset) = match jail {
+        let (cmd, jail_ends, jail_fds, proxy_end) = match plan.jail.take() {
             None => {
                 let mut cmd = std::process::Command::new(&program);
                 cmd.arg0(&command.program)
@@ -619,41 +539,20 @@ impl ProcessPolicy {
                     .current_dir(&cwd)
                     .stdout(std::process::Stdio::from(stdout_w))
                     .stderr(std::process::Stdio::from(stderr_w));
-                (cmd, None, None, ruleset)
+                (cmd, None, None, None)
             }
-            Some((bwrap, disable_userns, init_mounts)) => {
-                let (cmd, ends, fds, proxy) = self
-                    .jailed(
-                        bwrap,
-                        (disable_userns, init_mounts),
-                        &program,
-                        &command,
-                        &cwd,
-                        (stdout_w, stderr_w),
-                        terminal,
-                        ruleset.and_then(Option::<OwnedFd>::from),
-                        (cgroup.is_none()).then_some(self.process_limits()),
-                        &epoll,
-                    )
-                    .map_err(|e| cannot("set up the jail", &e))?;
-                proxy_end = proxy;
-                (cmd, Some(ends), Some(fds), None)
+            Some(bwrap) => {
+                let io = (stdout_w, stderr_w);
+                let (cmd, ends, fds, proxy) = confine::jail::command(
+                    self, &bwrap, &mut plan, &program, &command, &cwd, io, terminal, &epoll,
+                )
+                .map_err(|e| cannot("set up the jail", &e))?;
+                (cmd, Some(ends), Some(fds), proxy)
             }
         };
         let jailed = jail_ends.is_some();
-        let procs = cgroup
-            .as_ref()
-            .map(CallCgroup::procs_fds)
-            .unwrap_or_default();
-        let spawned = spawn_confined(
-            cmd,
-            env,
-            (stdin, terminal),
-            ruleset,
-            socket_filter,
-            procs,
-            jailed,
-        );
+        // Built here: the child may not allocate between fork and exec.
+        let spawned = spawn_confined(cmd, env, (stdin, terminal), plan.in_child(), jailed);
         // The host's copies of the child's ends must close, or the pipes
         // never end.
         drop(jail_fds);
@@ -670,18 +569,8 @@ impl ProcessPolicy {
         // jail's network namespace; the host serves it until the call is
         // cancelled or the child is gone (the supervisor holds the guard).
         let proxy_stop = cancel.child_token();
-        if let (Some(end), Some(hosts)) = (proxy_end, &self.proxy) {
-            let proxy = Arc::new(Proxy {
-                policy: hosts.clone(),
-                resolver: Arc::new(SystemResolver),
-                events: Arc::new(usage.clone()),
-            });
-            let stop = proxy_stop.clone();
-            runtime.spawn(async move {
-                if let Some(listener) = receive_listener(end).await {
-                    proxy.serve(listener, stop).await;
-                }
-            });
+        if let Some(end) = proxy_end {
+            confine::network::serve_proxy(self, end, usage, &runtime, proxy_stop.clone());
         }
         let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);
         let control = Arc::new(Control::default());
@@ -691,7 +580,7 @@ impl ProcessPolicy {
             pipes: [Some(stdout), Some(stderr)],
             pidfd: rustix::process::pidfd_open(pgid, rustix::process::PidfdFlags::empty()).ok(),
             jail: jail_ends,
-            cgroup,
+            cgroup: plan.cgroup.take(),
             limits: self.process_limits(),
             tx,
             pending: VecDeque::new(),
@@ -725,110 +614,6 @@ impl ProcessPolicy {
             held: None,
         };
         Ok((child, input_end))
-    }
-
-    /// bubblewrap's command for a jailed spawn of `program`, and the host's
-    /// ends of the jail's pipes (already in `epoll`).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn jailed(
-        &self,
-        bwrap: &Path,
-        (disable_userns, init_mounts): (bool, bool),
-        program: &Path,
-        command: &Command,
-        cwd: &Path,
-        (out, err): (OwnedFd, OwnedFd),
-        terminal: bool,
-        landlock: Option<OwnedFd>,
-        rlimits: Option<ProcessLimits>,
-        epoll: &AsyncFd<OwnedFd>,
-    ) -> io::Result<(
-        std::process::Command,
-        JailEnds,
-        jail::JailFds,
-        Option<OwnedFd>,
-    )> {
-        let (status_r, status_w) = jail::pipe()?;
-        let (control_r, control_w) = jail::pipe()?;
-        let (setup_r, setup_w) = jail::pipe()?;
-        let (info_r, info_w) = jail::pipe()?;
-        for (fd, token) in [
-            (&status_r, TOKEN_STATUS),
-            (&setup_r, TOKEN_SETUP),
-            (&info_r, TOKEN_INFO),
-        ] {
-            rustix::io::ioctl_fionbio(fd, true)?;
-            epoll::add(
-                epoll.get_ref(),
-                fd,
-                epoll::EventData::new_u64(token),
-                epoll::EventFlags::IN,
-            )?;
-        }
-        let mut fds = jail::JailFds::new(status_w, control_r, out, err, info_w, landlock)?;
-        if terminal {
-            fds.terminal();
-        }
-        // The init sends the proxy's listener back on a socket pair.
-        let proxy = match self.proxy {
-            Some(_) => {
-                let (host, jail) = rustix::net::socketpair(
-                    rustix::net::AddressFamily::UNIX,
-                    rustix::net::SocketType::STREAM,
-                    rustix::net::SocketFlags::CLOEXEC,
-                    None,
-                )?;
-                fds.proxy(jail)?;
-                Some(host)
-            }
-            None => None,
-        };
-        let sources = fds.hold(&self.pinned)?;
-        let spec = jail::JailSpec {
-            view: self.view.unwrap_or(View::Everything),
-            read_roots: &self.read_roots,
-            write_roots: &self.write_roots,
-            protected: &self.protected,
-            hidden: &self.hidden,
-            network: self.network,
-            cwd,
-            git: self.git.as_deref(),
-            home_hidden: self.home_hidden.as_deref(),
-            shown: &self.shown,
-            sources: &sources,
-        };
-        let (args, mounts) = jail::bwrap_args(&spec, disable_userns, init_mounts);
-        let mut cmd = jail::jail_command(
-            bwrap,
-            args,
-            &fds,
-            rlimits,
-            &mounts,
-            program,
-            &command.program,
-            &command.args,
-        );
-        // bubblewrap's own errors (a mount it cannot make) and the init's.
-        cmd.current_dir(cwd)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::from(setup_w));
-        fds.pass_to(&mut cmd);
-        Ok((
-            cmd,
-            JailEnds {
-                status: Some(status_r),
-                status_line: Vec::new(),
-                setup: Some(setup_r),
-                info: Some(info_r),
-                info_text: Vec::new(),
-                control: Some(control_w),
-                ns_init: None,
-                ns_gone: false,
-                leader_status: None,
-            },
-            fds,
-            proxy,
-        ))
     }
 
     /// The real working directory, checked against the roots.
@@ -928,105 +713,6 @@ impl ProcessPolicy {
         }
         Ok(env)
     }
-
-    /// The Landlock ruleset for a child, built in the parent (where
-    /// allocating and opening the roots is fine). `None` when unavailable.
-    /// In the jail, whose mounts decide what may be read (and whose own
-    /// `/proc` and emptied directories no rule made outside could name),
-    /// it handles changes only: a second layer on writes, scopes and the
-    /// network.
-    pub(super) fn ruleset(
-        &self,
-        jailed: bool,
-    ) -> Result<Option<landlock::RulesetCreated>, ProcessError> {
-        use landlock::{
-            Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr,
-            RulesetCreatedAttr, Scope,
-        };
-        let abi = match landlock() {
-            Ok(abi) => *abi,
-            Err(reason) if self.require_landlock => {
-                return Err(error(
-                    ProcessErrorCode::Other,
-                    format!("this host requires Landlock to run programs, but {reason}"),
-                ));
-            }
-            Err(_) => return Ok(None),
-        };
-        let fail = |e: &dyn std::fmt::Display| {
-            error(
-                ProcessErrorCode::Other,
-                format!("cannot build the Landlock ruleset: {e}"),
-            )
-        };
-        // Everything that changes the filesystem is handled; ioctls on
-        // devices are left alone (terminal queries on inherited descriptors).
-        let read = AccessFs::from_read(abi);
-        let mut handled = AccessFs::from_all(abi) & !AccessFs::IoctlDev;
-        if jailed {
-            handled &= !read;
-        }
-        let device = AccessFs::from_file(abi) & handled;
-        let mut ruleset = Ruleset::default()
-            .handle_access(handled)
-            .map_err(|e| fail(&e))?;
-        if abi >= landlock::ABI::V6 {
-            // No signals to processes outside the child's domain (the host),
-            // and no abstract Unix socket created outside it (a session
-            // bus or container daemon listening there runs commands
-            // unconfined).
-            ruleset = ruleset
-                .scope(Scope::Signal | Scope::AbstractUnixSocket)
-                .map_err(|e| fail(&e))?;
-        }
-        if !self.network && abi >= landlock::ABI::V4 {
-            // Handled with no rule allowing a port: every TCP connect and
-            // bind is refused, so a child cannot send what it reads away
-            // (through the proxy: but a connect to its port).
-            ruleset = ruleset
-                .handle_access(AccessNet::from_all(abi))
-                .map_err(|e| fail(&e))?;
-        }
-        let mut created = ruleset.create().map_err(|e| fail(&e))?;
-        if self.proxy.is_some() && abi >= landlock::ABI::V4 {
-            created = created
-                .add_rule(landlock::NetPort::new(PROXY_PORT, AccessNet::ConnectTcp))
-                .map_err(|e| fail(&e))?;
-        }
-        if !jailed {
-            created = created
-                .add_rule(PathBeneath::new(
-                    PathFd::new("/").map_err(|e| fail(&e))?,
-                    read,
-                ))
-                .map_err(|e| fail(&e))?;
-        }
-        for root in &self.write_roots {
-            // The directory approved, where it is pinned; else what the path
-            // names now.
-            if let Some(pinned) = self.pinned.iter().find(|p| p.path() == root) {
-                created = created
-                    .add_rule(PathBeneath::new(pinned.fd(), handled))
-                    .map_err(|e| fail(&e))?;
-                continue;
-            }
-            let Ok(fd) = PathFd::new(root) else {
-                continue; // A missing root grants nothing.
-            };
-            created = created
-                .add_rule(PathBeneath::new(fd, handled))
-                .map_err(|e| fail(&e))?;
-        }
-        // Devices every shell script writes to (`2>/dev/null`).
-        for dev in ["/dev/null", "/dev/zero", "/dev/full"] {
-            if let Ok(fd) = PathFd::new(dev) {
-                created = created
-                    .add_rule(PathBeneath::new(fd, device))
-                    .map_err(|e| fail(&e))?;
-            }
-        }
-        Ok(Some(created))
-    }
 }
 
 /// How a policy's children are confined on this machine.
@@ -1074,35 +760,6 @@ impl std::fmt::Display for Confinement {
             ),
         }
     }
-}
-
-/// The Landlock ABI this host uses (the newest it knows, up to V7), probed
-/// once; or why Landlock cannot be used.
-pub fn landlock() -> &'static Result<landlock::ABI, String> {
-    static PROBE: OnceLock<Result<landlock::ABI, String>> = OnceLock::new();
-    PROBE.get_or_init(|| {
-        use landlock::{ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr};
-        // The public API has no version query: the newest ABI whose access
-        // rights the kernel accepts as a hard requirement is the one.
-        for abi in [
-            ABI::V7,
-            ABI::V6,
-            ABI::V5,
-            ABI::V4,
-            ABI::V3,
-            ABI::V2,
-            ABI::V1,
-        ] {
-            let created = Ruleset::default()
-                .set_compatibility(CompatLevel::HardRequirement)
-                .handle_access(AccessFs::from_all(abi))
-                .and_then(|r| r.create());
-            if created.is_ok() {
-                return Ok(abi);
-            }
-        }
-        Err("Landlock is not available on this kernel".to_string())
-    })
 }
 
 pub(super) fn real_path(dir: &Path) -> PathBuf {

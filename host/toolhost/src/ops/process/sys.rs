@@ -15,9 +15,7 @@ pub(super) fn spawn_confined(
     mut cmd: std::process::Command,
     env: Vec<(String, String)>,
     (stdin, terminal): (Option<OwnedFd>, bool),
-    mut ruleset: Option<landlock::RulesetCreated>,
-    socket_filter: Option<Vec<libc::sock_filter>>,
-    cgroup_procs: Vec<i32>,
+    mut confined: confine::InChild,
     jailed: bool,
 ) -> io::Result<std::process::Child> {
     cmd.env_clear().envs(env).stdin(match stdin {
@@ -30,33 +28,22 @@ pub(super) fn spawn_confined(
     #[allow(unsafe_code)]
     // SAFETY: the hook runs in the forked child before exec, where only
     // async-signal-safe work is sound. It makes system calls through rustix
-    // (`setsid`), the landlock crate (`prctl(NO_NEW_PRIVS)` and
-    // `landlock_restrict_self` on a ruleset built in the parent) and libc
-    // (`prctl` for the seccomp filter built in the parent), moves the ruleset
-    // out of an `Option` (no allocation), and builds errors from raw errnos
-    // (no allocation). A failing restriction fails the spawn: the child
-    // never runs unconfined by accident.
+    // (`setsid`), then the layers' apply steps, each async-signal-safe:
+    // `join_cgroups`, `restrict_self` (the landlock crate's
+    // `prctl(NO_NEW_PRIVS)` and `landlock_restrict_self` on a ruleset built
+    // in the parent, moved out of an `Option`) and `install_filter` (libc's
+    // `prctl` on a filter built in the parent); errors are built from raw
+    // errnos (no allocation). A failing restriction fails the spawn: the
+    // child never runs unconfined by accident.
     unsafe {
         cmd.pre_exec(move || {
-            join_cgroups(&cgroup_procs)?;
             rustix::process::setsid().map_err(errno_io)?;
             if controlling_terminal {
                 rustix::process::ioctl_tiocsctty(rustix::stdio::stdin()).map_err(errno_io)?;
             }
-            if let Some(ruleset) = ruleset.take() {
-                match ruleset.restrict_self() {
-                    Ok(_) => {}
-                    Err(e) => {
-                        // Dropping the error could free memory; leave it.
-                        std::mem::forget(e);
-                        return Err(errno_io(Errno::PERM));
-                    }
-                }
-            }
-            if let Some(filter) = &socket_filter {
-                install_filter(filter)?;
-            }
-            Ok(())
+            // Each layer's apply step (`confine`), in order; the ones that
+            // make system calls make them through the functions below.
+            confined.apply()
         });
     }
     if !jailed {
@@ -127,60 +114,16 @@ pub(super) fn watched(fd: OwnedFd, interest: tokio::io::Interest) -> io::Result<
     unsafe { AsyncFd::register_with_interest(fd, interest) }.map_err(|e| e.into_parts().1)
 }
 
-/// A seccomp program for a child without the network: `socket` of any
-/// family but Unix and netlink (IPv4, IPv6, `AF_VSOCK` to a hypervisor or
-/// its other guests, packet, Bluetooth, …), and `io_uring_setup` (whose
-/// rings open sockets without the system call), fail with `EACCES`. UDP and
-/// raw sockets, which Landlock's network rules (TCP only) leave open, are
-/// among them, so a child without the network cannot send what it reads
-/// through DNS or any datagram. `None` on architectures it does not know
-/// (x86_64 and aarch64 are covered).
-pub(super) fn inet_socket_filter() -> Option<Vec<libc::sock_filter>> {
-    #[cfg(target_arch = "x86_64")]
-    const ARCH: u32 = 0xc000_003e; // AUDIT_ARCH_X86_64
-    #[cfg(target_arch = "aarch64")]
-    const ARCH: u32 = 0xc000_00b7; // AUDIT_ARCH_AARCH64
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    return None;
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    {
-        const RET_ALLOW: u32 = 0x7fff_0000; // SECCOMP_RET_ALLOW
-        const RET_DENY: u32 = 0x0005_0000 | libc::EACCES as u32; // SECCOMP_RET_ERRNO
-        const RET_KILL: u32 = 0x8000_0000; // SECCOMP_RET_KILL_PROCESS
-        // Offsets in `struct seccomp_data`: nr, arch, args[0] (low half).
-        const NR: u32 = 0;
-        const ARCH_AT: u32 = 4;
-        const ARG0: u32 = 16;
-        let op = |code: u32, k: u32, jt: u8, jf: u8| libc::sock_filter {
-            code: code as u16,
-            jt,
-            jf,
-            k,
-        };
-        let (ld, jeq, jge, ret) = (
-            libc::BPF_LD | libc::BPF_W | libc::BPF_ABS,
-            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
-            libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K,
-            libc::BPF_RET | libc::BPF_K,
-        );
-        Some(vec![
-            // Another ABI (i386 on x86_64, arm32 on aarch64) has other
-            // numbers: no process of ours uses one, so it is killed.
-            op(ld, ARCH_AT, 0, 0),
-            op(jeq, ARCH, 1, 0),
-            op(ret, RET_KILL, 0, 0),
-            op(ld, NR, 0, 0),
-            // The x32 ABI: the same numbers with bit 30 set.
-            op(jge, 0x4000_0000, 5, 0),
-            // io_uring creates sockets without the socket system call.
-            op(jeq, libc::SYS_io_uring_setup as u32, 4, 0),
-            op(jeq, libc::SYS_socket as u32, 0, 4),
-            op(ld, ARG0, 0, 0),
-            op(jeq, libc::AF_UNIX as u32, 2, 0),
-            op(jeq, libc::AF_NETLINK as u32, 1, 0),
-            op(ret, RET_DENY, 0, 0),
-            op(ret, RET_ALLOW, 0, 0),
-        ])
+/// In the forked child, before exec: restrict this process with `ruleset`.
+/// Async-signal-safe: two system calls; an error is not dropped (that
+/// could free memory) but leaked.
+pub(super) fn restrict_self(ruleset: landlock::RulesetCreated) -> io::Result<()> {
+    match ruleset.restrict_self() {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            std::mem::forget(e);
+            Err(errno_io(Errno::PERM))
+        }
     }
 }
 
@@ -210,7 +153,7 @@ pub(super) fn install_filter(filter: &[libc::sock_filter]) -> io::Result<()> {
 
 /// In the forked child, before exec: move this process into the call's
 /// cgroups. Async-signal-safe: one `write` per descriptor.
-fn join_cgroups(procs: &[i32]) -> io::Result<()> {
+pub(super) fn join_cgroups(procs: &[i32]) -> io::Result<()> {
     for &fd in procs {
         #[allow(unsafe_code)]
         // SAFETY: writing one byte from a static buffer to a descriptor.

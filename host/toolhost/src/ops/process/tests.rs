@@ -41,7 +41,7 @@ fn verdict(program: &[libc::sock_filter], nr: u32, arch: u32, arg0: u32) -> u32 
 #[test]
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn the_socket_filter_refuses_inet_sockets_and_io_uring_only() {
-    let program = inet_socket_filter().unwrap();
+    let program = confine::seccomp::inet_socket_filter().unwrap();
     let arch = u32::from_le_bytes(program[1].k.to_le_bytes());
     let (allow, deny, kill) = (0x7fff_0000, 0x0005_0000 | libc::EACCES as u32, 0x8000_0000);
     let socket = libc::SYS_socket as u32;
