@@ -127,7 +127,12 @@ fn cancelling_the_batch_stops_the_process_group() {
         "bash",
         json!({"command": "echo $$; sleep 100"}),
     )]);
-    let outcome = block(host.run_batch(&message, cancel, sink.clone()));
+    let outcome = block(
+        host.batch(&message)
+            .cancel(cancel)
+            .events(sink.clone())
+            .into_future(),
+    );
     let result = &outcome.results[0];
     let pgid = first_number(&result.text());
     assert_error(result, &format!("{pgid}\n\n\nCommand aborted"));

@@ -277,7 +277,7 @@ fn edits_of_different_files_run_side_by_side_and_aliases_share_a_lock() {
             json!({"path": "b.txt", "edits": [{"oldText": "beta", "newText": "BETA"}]}),
         ),
     ]);
-    let outcome = block(host.run_batch(&batch, CancellationToken::new(), sink.clone()));
+    let outcome = block(host.batch(&batch).events(sink.clone()).into_future());
     for r in &outcome.results {
         ok(r);
     }
@@ -449,7 +449,7 @@ fn an_edit_waiting_for_its_files_lock_is_cancelled_as_aborted() {
         ),
         tool_call("c2", "fast", json!({})),
     ]);
-    let outcome = block(host.run_batch(&batch, cancel, sink));
+    let outcome = block(host.batch(&batch).cancel(cancel).events(sink).into_future());
     drop(held);
     assert_eq!(outcome.results[0].text(), "Operation aborted");
     assert!(outcome.results[0].is_error);

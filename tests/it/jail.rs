@@ -11,9 +11,8 @@ use serde_json::{Value, json};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-use toolhost::{AssistantMessage, CancellationToken, Host, NoEvents, ProcessLimits};
+use toolhost::{AssistantMessage, CancellationToken, Host, ProcessLimits};
 
 /// Fail, saying how to get the jail, where it cannot run.
 #[track_caller]
@@ -142,7 +141,7 @@ fn jail_nothing_a_call_started_outlives_it_however_the_call_ends() {
             canceller.cancel();
         }
     });
-    let outcome = block(batch.run_batch(&message, cancel, Arc::new(NoEvents)));
+    let outcome = block(batch.batch(&message).cancel(cancel).into_future());
     watcher.join().unwrap();
     // The tool's own word when it stops within the cancel grace; the host's
     // when a loaded machine makes it take longer (spec §2.6): either way,

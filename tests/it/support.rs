@@ -293,7 +293,12 @@ pub fn run(
     cancel: CancellationToken,
 ) -> (toolhost::BatchOutcome, Arc<Recorder>) {
     let recorder = Arc::new(Recorder::default());
-    let outcome = block(host.run_batch(message, cancel, recorder.clone()));
+    let outcome = block(
+        host.batch(message)
+            .cancel(cancel)
+            .events(recorder.clone())
+            .into_future(),
+    );
     (outcome, recorder)
 }
 

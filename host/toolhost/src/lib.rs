@@ -12,7 +12,7 @@
 //!   [`extensions`] found and trusted, under their grants (policy, trust,
 //!   discovery), the built-in components embedded in the binary (`builtin`),
 //!   each loaded by the `loader` into the `registry` with the active set
-//!   the model may call. [`Host::run_batch`] runs an assistant message's
+//!   the model may call. [`Host::batch`] runs an assistant message's
 //!   calls, [`Host::call`] one call.
 //! * The session (`session`) is what the layers below read: the registry,
 //!   the hooks and the call settings. Nothing below reaches back to the host.
@@ -152,7 +152,7 @@ pub mod backend {
 /// The person's client, as a front end lends it to a call: a tool of
 /// `toolhost:tool@0.3.0` granted `client` may ask it for a form
 /// (elicitation), a completion of its model (sampling) or its roots
-/// ([`CallRequest::client`]); and the levels of a tool's log messages.
+/// ([`Request::client`]); and the levels of a tool's log messages.
 pub mod client {
     pub use crate::ops::client::{
         Client, ClientCaps, ClientError, ClientMethod, ClientRequest, LogLevel, MAX_LOG_BYTES,
@@ -197,7 +197,9 @@ pub use hooks::{
     AfterToolCallContext, AfterToolCallResult, BeforeToolCallContext, BeforeToolCallResult,
     ToolHooks,
 };
-pub use host::{BuiltinSettings, CallRequest, ExtensionSettings, Host, HostBuilder};
+pub use host::{
+    Batch, BuiltinSettings, CallRequest, ExtensionSettings, Host, HostBuilder, OneCall, Request,
+};
 pub use loader::{Inspection, inspect};
 pub use message::{
     AssistantMessage, ContentBlock, EmbeddedResource, PartialResult, StopReason, ToolCall,

@@ -3,7 +3,7 @@
 //!
 //! * `tools/list`: the active tools in MCP's shape ([`formats::mcp_tool`]:
 //!   input schema, the label as title, behaviour hints for the built-ins).
-//! * `tools/call`: a one-call batch through [`Host::run_batch`], so the whole
+//! * `tools/call`: a one-call batch through [`Host::call`], so the whole
 //!   pipeline applies (validation, hooks, sandbox); the result's text and image
 //!   blocks become MCP content and `isError` is kept. A tool not in the active
 //!   set is MCP's protocol error, `-32602 Unknown tool: NAME`. The tool sees the call id

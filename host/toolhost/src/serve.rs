@@ -807,9 +807,19 @@ fn start_batch(
                 }),
             );
         });
-        let outcome = host
-            .run_batch_in(&message, cancel, sink, Some(turns), front)
-            .await;
+        let (asker, client) = front;
+        let mut batch = host
+            .batch(&message)
+            .cancel(cancel)
+            .events(sink)
+            .turns(turns);
+        if let Some(asker) = asker {
+            batch = batch.asking(asker);
+        }
+        if let Some(client) = client {
+            batch = batch.client(client);
+        }
+        let outcome = batch.await;
         running.lock().expect("running batches lock").remove(&key);
         out.send(response(
             &id,

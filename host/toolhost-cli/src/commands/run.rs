@@ -34,7 +34,10 @@ pub(crate) async fn run_batch(
         let shown = view.clone();
         let sink = Arc::new(move |event: Event| shown.event(&event));
         let ends = ProcessEnds::tell(host, |info| println!("{}", info.ended()));
-        host.run_batch(&message, cancel_on_ctrl_c(), sink).await;
+        host.batch(&message)
+            .cancel(cancel_on_ctrl_c())
+            .events(sink)
+            .await;
         view.finish();
         ends.finish(host).await;
         return Ok(ExitCode::SUCCESS);
@@ -48,7 +51,11 @@ pub(crate) async fn run_batch(
         line["type"] = "process_exit".into();
         told.send_with(|buf| serde_json::to_writer(buf, &line).is_ok());
     });
-    let outcome = host.run_batch(&message, cancel_on_ctrl_c(), sink).await;
+    let outcome = host
+        .batch(&message)
+        .cancel(cancel_on_ctrl_c())
+        .events(sink)
+        .await;
     out.send_turn_end(&message.raw, &outcome.results, outcome.terminate);
     ends.finish(host).await;
     out.finish();

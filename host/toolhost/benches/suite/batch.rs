@@ -7,7 +7,7 @@ use crate::table::{Row, alternating_medians, ms, ratio};
 use crate::{Config, runtime};
 use std::sync::Arc;
 use std::time::Instant;
-use toolhost::{AssistantMessage, CancellationToken, Host, NoEvents, ToolCall};
+use toolhost::{AssistantMessage, Host, ToolCall};
 
 const CALLS: usize = 64;
 
@@ -40,8 +40,7 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
     let (parallel, sequential) = (build(false), build(true));
     let time = |host: &Host| {
         let start = Instant::now();
-        let outcome =
-            rt.block_on(host.run_batch(&message, CancellationToken::new(), Arc::new(NoEvents)));
+        let outcome = rt.block_on(host.batch(&message).into_future());
         let elapsed = start.elapsed();
         assert!(outcome.results.iter().all(|r| !r.is_error));
         elapsed
@@ -71,10 +70,7 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
             let runs: Vec<_> = (0..2)
                 .map(|_| {
                     let (host, message) = (host.clone(), message.clone());
-                    tokio::spawn(async move {
-                        host.run_batch(&message, CancellationToken::new(), Arc::new(NoEvents))
-                            .await
-                    })
+                    tokio::spawn(async move { host.batch(&message).into_future().await })
                 })
                 .collect();
             for run in runs {

@@ -9,9 +9,8 @@
 
 use crate::table::{Row, median, ms, quantile};
 use crate::{Config, runtime, testkit_host};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-use toolhost::{AssistantMessage, CancellationToken, Limits, NoEvents, ToolCall};
+use toolhost::{AssistantMessage, Limits, ToolCall};
 
 const LIMIT: Duration = Duration::from_millis(100);
 
@@ -38,8 +37,7 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
     let mut late = Vec::new();
     for i in 0..cfg.scaled(20) + 1 {
         let start = Instant::now();
-        let outcome =
-            rt.block_on(host.run_batch(&message, CancellationToken::new(), Arc::new(NoEvents)));
+        let outcome = rt.block_on(host.batch(&message).into_future());
         let elapsed = start.elapsed();
         let result = &outcome.results[0];
         assert!(

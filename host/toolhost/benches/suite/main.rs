@@ -105,11 +105,7 @@ pub fn timed_call(
         arguments,
     }]);
     let start = Instant::now();
-    let outcome = rt.block_on(host.run_batch(
-        &message,
-        toolhost::CancellationToken::new(),
-        std::sync::Arc::new(toolhost::NoEvents),
-    ));
+    let outcome = rt.block_on(host.batch(&message).into_future());
     let elapsed = start.elapsed();
     let result = &outcome.results[0];
     assert!(!result.is_error, "{name}: {}", result.text());

@@ -12,8 +12,7 @@ use crate::plain::PlainTool;
 use crate::table::{Row, mb};
 use crate::{runtime, testkit_host};
 use std::process::Command;
-use std::sync::Arc;
-use toolhost::{AssistantMessage, CancellationToken, NoEvents, Runtime, ToolCall};
+use toolhost::{AssistantMessage, Runtime, ToolCall};
 
 const CALLS: usize = 500;
 const SLEEP_MS: u64 = 1500;
@@ -61,11 +60,7 @@ pub fn child_main() -> bool {
                     })
                     .collect();
                 let message = AssistantMessage::from_calls(calls);
-                let outcome = rt.block_on(host.run_batch(
-                    &message,
-                    CancellationToken::new(),
-                    Arc::new(NoEvents),
-                ));
+                let outcome = rt.block_on(host.batch(&message).into_future());
                 assert!(outcome.results.iter().all(|r| !r.is_error));
             })
         }

@@ -10,9 +10,8 @@
 use crate::plain::PlainTool;
 use crate::table::{Row, quantile, ratio, us};
 use crate::{Config, runtime, testkit_host};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-use toolhost::{AssistantMessage, CancellationToken, NoEvents, Runtime, ToolCall};
+use toolhost::{AssistantMessage, Runtime, ToolCall};
 
 pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
     let rt = runtime();
@@ -34,9 +33,7 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
     let (ours, theirs) = rt.block_on(async move {
         tokio::spawn(async move {
             let ours_once = || async {
-                let outcome = host
-                    .run_batch(&message, CancellationToken::new(), Arc::new(NoEvents))
-                    .await;
+                let outcome = host.batch(&message).into_future().await;
                 let result = &outcome.results[0];
                 assert!(!result.is_error, "fast failed: {}", result.text());
             };

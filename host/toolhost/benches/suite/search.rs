@@ -26,9 +26,8 @@ use crate::{Config, runtime};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-use toolhost::{AssistantMessage, CancellationToken, Host, NoEvents, ToolCall};
+use toolhost::{AssistantMessage, Host, ToolCall};
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -167,8 +166,7 @@ fn run_tool(
         name: tool.into(),
         arguments: args,
     }]);
-    let outcome =
-        rt.block_on(host.run_batch(&message, CancellationToken::new(), Arc::new(NoEvents)));
+    let outcome = rt.block_on(host.batch(&message).into_future());
     let result = &outcome.results[0];
     assert!(!result.is_error, "{tool} failed: {}", result.text());
     result.text().lines().take_while(|l| !l.is_empty()).count()

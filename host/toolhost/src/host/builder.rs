@@ -246,7 +246,7 @@ impl HostBuilder {
 
     /// Let tools ask `client` (forms, completions, roots:
     /// `toolhost:tool/client`, within their grants) in every call whose
-    /// front end lends no client of its own ([`CallRequest::client`]).
+    /// front end lends no client of its own ([`crate::Request::client`]).
     pub fn client(mut self, client: Arc<dyn crate::ops::client::Client>) -> Self {
         self.client = Some(client);
         self

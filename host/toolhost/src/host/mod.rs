@@ -178,61 +178,12 @@ impl Host {
         &self.inner.session.processes
     }
 
-    /// Execute the tool calls of one assistant message as a batch, streaming
-    /// its events to `sink`. Cancelling `cancel` aborts the batch: every call
-    /// still gets a result message.
-    pub async fn run_batch(
-        &self,
-        message: &AssistantMessage,
-        cancel: CancellationToken,
-        sink: Arc<dyn EventSink>,
-    ) -> BatchOutcome {
-        self.run_batch_in(message, cancel, sink, None, (None, None))
-            .await
-    }
-
-    /// [`Self::run_batch`], asking `asker`'s person (a front end's session)
-    /// instead of the host's ([`HostBuilder::ask`]) when a call needs what
-    /// it was not granted.
-    pub async fn run_batch_asking(
-        &self,
-        message: &AssistantMessage,
-        cancel: CancellationToken,
-        sink: Arc<dyn EventSink>,
-        asker: Arc<Asker>,
-    ) -> BatchOutcome {
-        self.run_batch_in(message, cancel, sink, None, (Some(asker), None))
-            .await
-    }
-
-    /// [`Self::run_batch`] of a message that arrived when `turns` were
-    /// taken ([`Self::turns`]): its calls' file mutations queue behind
-    /// those of calls that arrived earlier, whenever this one runs.
-    pub(crate) async fn run_batch_in(
-        &self,
-        message: &AssistantMessage,
-        cancel: CancellationToken,
-        sink: Arc<dyn EventSink>,
-        turns: Option<Vec<crate::ops::fs::Turn>>,
-        (asker, client): (
-            Option<Arc<Asker>>,
-            Option<Arc<dyn crate::ops::client::Client>>,
-        ),
-    ) -> BatchOutcome {
-        batch::run(
-            self.inner.session.clone(),
-            Arc::new(message.clone()),
-            Front {
-                cancel,
-                sink,
-                asker,
-                client,
-                processes: None,
-            },
-            turns,
-            Reach::Active,
-        )
-        .await
+    /// The calls of one assistant message, as a batch (Pi's preflight,
+    /// parallel or sequential execution, one result message per call), on
+    /// the model's behalf: only active tools. Set what the front end lends
+    /// them on the [`Request`], then await it for the [`BatchOutcome`].
+    pub fn batch(&self, message: &AssistantMessage) -> Request<'_, Batch> {
+        Request::new(self, Arc::new(message.clone()), Reach::Active)
     }
 
     /// Places in the order of file mutations (spec §1.4) for `calls` calls
@@ -245,114 +196,123 @@ impl Host {
     }
 
     /// One call through the whole pipeline, as the only call of a message:
-    /// `host.call(tool_call).await`, or with
-    /// [`cancel`](CallRequest::cancel), [`events`](CallRequest::events) and
-    /// [`active_only`](CallRequest::active_only) set first. It may name any
-    /// loaded tool (the embedder chose it), unless `active_only` makes it
-    /// one the model could call.
-    pub fn call(&self, call: ToolCall) -> CallRequest<'_> {
-        CallRequest {
-            host: self,
-            call,
-            cancel: CancellationToken::new(),
-            sink: Arc::new(crate::events::NoEvents),
-            active_only: false,
-            turn: None,
-            asker: None,
-            client: None,
-            processes: None,
-        }
+    /// `host.call(tool_call).await`, or with what the front end lends it set
+    /// on the [`Request`] first. It may name any loaded tool (the embedder
+    /// chose it), unless [`active_only`](Request::active_only) makes it one
+    /// the model could call.
+    pub fn call(&self, call: ToolCall) -> Request<'_, OneCall> {
+        let message = AssistantMessage::from_calls(vec![call]);
+        Request::new(self, Arc::new(message), Reach::AnyLoaded)
     }
 }
 
-/// One call to make ([`Host::call`]); awaiting it runs the call and gives its
-/// result message.
-#[must_use = "a call does nothing until it is awaited"]
-pub struct CallRequest<'a> {
+/// A [`Request`] of one call ([`Host::call`]): awaited, its result message.
+pub struct OneCall;
+
+/// A [`Request`] of an assistant message's calls ([`Host::batch`]):
+/// awaited, the batch's outcome.
+pub struct Batch;
+
+/// [`Request`] of one call.
+pub type CallRequest<'a> = Request<'a, OneCall>;
+
+/// What a front end asks of the host: one call or a batch, with what the
+/// front end lends them (its cancellation, where events go, the person to
+/// ask, the person's client, its session's processes). Every front (the
+/// command line, JSON-RPC, MCP, an embedder) enters the pipeline here;
+/// awaiting the request runs it.
+#[must_use = "a request does nothing until it is awaited"]
+pub struct Request<'a, W> {
     host: &'a Host,
-    call: ToolCall,
-    cancel: CancellationToken,
-    sink: Arc<dyn EventSink>,
-    active_only: bool,
-    turn: Option<crate::ops::fs::Turn>,
-    asker: Option<Arc<Asker>>,
-    client: Option<Arc<dyn crate::ops::client::Client>>,
-    processes: Option<Arc<crate::SessionProcesses>>,
+    message: Arc<AssistantMessage>,
+    work: std::marker::PhantomData<W>,
+    front: Front,
+    reach: Reach,
+    turns: Option<Vec<crate::ops::fs::Turn>>,
 }
 
-impl CallRequest<'_> {
-    /// Cancelling `token` aborts the call (it still gets its result).
+impl<'a, W> Request<'a, W> {
+    fn new(host: &'a Host, message: Arc<AssistantMessage>, reach: Reach) -> Self {
+        Request {
+            host,
+            message,
+            work: std::marker::PhantomData,
+            front: Front {
+                cancel: CancellationToken::new(),
+                sink: Arc::new(crate::events::NoEvents),
+                asker: None,
+                client: None,
+                processes: None,
+            },
+            reach,
+            turns: None,
+        }
+    }
+
+    /// Cancelling `token` aborts the calls (each still gets its result).
     pub fn cancel(mut self, token: CancellationToken) -> Self {
-        self.cancel = token;
+        self.front.cancel = token;
         self
     }
 
-    /// Stream the call's events (start, updates, end, message) to `sink`.
+    /// Stream the events (starts, updates, ends, messages) to `sink`.
     pub fn events(mut self, sink: Arc<dyn EventSink>) -> Self {
-        self.sink = sink;
+        self.front.sink = sink;
         self
     }
 
     /// Only a tool in the active set may be called (`Tool X not found`
-    /// otherwise), as for a model.
+    /// otherwise), as for a model (a batch's calls always are).
     pub fn active_only(mut self) -> Self {
-        self.active_only = true;
+        self.reach = Reach::Active;
         self
     }
 
     /// Ask `asker`'s person (a front end's session) instead of the host's
-    /// when the call needs what it was not granted.
+    /// ([`HostBuilder::ask`]) when a call needs what it was not granted.
     pub fn asking(mut self, asker: Arc<Asker>) -> Self {
-        self.asker = Some(asker);
+        self.front.asker = Some(asker);
         self
     }
 
-    /// Let the tool ask `client`, the person's client (a form, a completion
-    /// of its model, its roots: `toolhost:tool/client`), within what its
-    /// grant names.
+    /// Let the tools ask `client`, the person's client (a form, a completion
+    /// of its model, its roots: `toolhost:tool/client`), within what their
+    /// grants name.
     pub fn client(mut self, client: Arc<dyn crate::ops::client::Client>) -> Self {
-        self.client = Some(client);
+        self.front.client = Some(client);
         self
     }
 
-    /// Its session processes are `processes` (a front end's session's),
+    /// The session processes are `processes` (a front end's session's),
     /// not the host's own.
     pub fn processes(mut self, processes: Arc<crate::SessionProcesses>) -> Self {
-        self.processes = Some(processes);
+        self.front.processes = Some(processes);
         self
     }
 
-    /// The call arrived when `turn` was taken ([`Host::turns`]).
-    #[cfg(feature = "mcp")]
-    pub(crate) fn turn(mut self, turn: Option<crate::ops::fs::Turn>) -> Self {
-        self.turn = turn;
+    /// The calls arrived when `turns` were taken ([`Host::turns`], one per
+    /// call): their file mutations queue behind those of calls that arrived
+    /// earlier, whenever these run.
+    #[cfg(any(feature = "mcp", feature = "serve"))]
+    pub(crate) fn turns(mut self, turns: Vec<crate::ops::fs::Turn>) -> Self {
+        self.turns = Some(turns);
         self
     }
 
+    /// Run the message's calls with what was set.
+    async fn run(self) -> BatchOutcome {
+        let session = self.host.inner.session.clone();
+        batch::run(session, self.message, self.front, self.turns, self.reach).await
+    }
+}
+
+impl Request<'_, OneCall> {
     /// Run the call: its result message, and how it ended (the audit log's
     /// outcome, which tells a tool that crashed from one that reported an
     /// error).
     pub async fn with_outcome(self) -> (ToolResultMessage, crate::audit::Outcome) {
-        let id = self.call.id.clone();
-        let reach = if self.active_only {
-            Reach::Active
-        } else {
-            Reach::AnyLoaded
-        };
-        let outcome = batch::run(
-            self.host.inner.session.clone(),
-            Arc::new(AssistantMessage::from_calls(vec![self.call])),
-            Front {
-                cancel: self.cancel,
-                sink: self.sink,
-                asker: self.asker,
-                client: self.client,
-                processes: self.processes,
-            },
-            self.turn.map(|turn| vec![turn]),
-            reach,
-        )
-        .await;
+        let id = self.message.tool_calls[0].id.clone();
+        let outcome = self.run().await;
         let ended = outcome
             .outcomes
             .first()
@@ -367,11 +327,20 @@ impl CallRequest<'_> {
     }
 }
 
-impl<'a> std::future::IntoFuture for CallRequest<'a> {
+impl<'a> std::future::IntoFuture for Request<'a, OneCall> {
     type Output = ToolResultMessage;
     type IntoFuture = futures::future::BoxFuture<'a, ToolResultMessage>;
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move { self.with_outcome().await.0 })
+    }
+}
+
+impl<'a> std::future::IntoFuture for Request<'a, Batch> {
+    type Output = BatchOutcome;
+    type IntoFuture = futures::future::BoxFuture<'a, BatchOutcome>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.run())
     }
 }

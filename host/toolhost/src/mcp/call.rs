@@ -181,13 +181,15 @@ impl McpServer {
         // A client calls what it was offered: the active tools.
         let mut call = host
             .call(call)
-            .turn(Arrival::of(&context))
             .active_only()
             .cancel(run)
             .events(sink)
             .client(client);
         if let Some(asker) = asker {
             call = call.asking(asker);
+        }
+        if let Some(turn) = Arrival::of(&context) {
+            call = call.turns(vec![turn]);
         }
         let (processes, new) = self.shared.processes.of(&context, host.session_processes());
         if let Some(key) = new {
