@@ -65,7 +65,8 @@
 // said by what it owns, not by who calls it.
 
 // wing: frontend. The protocol servers and what only they use: the MCP
-// server (its wire, sessions, resumable streams, features), JSON-RPC's
+// server (its wire, sessions, resumable streams, features, the workspace's
+// files as resources and the extensions' offers), JSON-RPC's
 // `serve`, the HTTP listener both run on, the file watcher that reloads
 // them, and the tool list in each consumer's shape. Imports every wing.
 pub mod formats;
@@ -79,12 +80,9 @@ pub mod serve;
 pub mod watch;
 
 // wing: host. The session a front end drives: the builder that reads the
-// configuration and loads the tools, `Host`'s calls and batches, and the
-// workspace's files as resources (`resources`, read by the MCP server).
-// Imports pipeline and below.
+// configuration and loads the tools, and `Host`'s requests (one call or a
+// batch). Imports pipeline and below.
 mod host;
-#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-mod resources;
 
 // wing: pipeline. Pi's pipeline around every call: the scheduler (`batch`),
 // one call (`call`), its hooks, the session's settings the calls read, the

@@ -88,10 +88,12 @@ mod ask;
 mod call;
 mod changes;
 mod features;
+mod offers;
 #[cfg(feature = "http")]
 mod over_http;
 mod progress;
 #[cfg(feature = "http")]
+mod resources;
 mod resume;
 pub mod sessions;
 mod tasks;
@@ -117,6 +119,56 @@ pub const HANDSHAKE_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 pub type HostFactory =
     Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<Host, Error>> + Send>> + Send + Sync>;
 
+/// A host as the server serves it, with what only MCP shows of it: the
+/// workspace's files as resources (through the built-in `read`'s backends
+/// and protected set) and what the extensions' manifests offer beside their
+/// tools. Made once per host; a host's problems with its offers are logged
+/// then.
+pub(crate) struct Served {
+    host: Host,
+    /// `None` when `[mcp] resources = false`.
+    files: Option<resources::WorkspaceFiles>,
+    offers: offers::Offers,
+}
+
+impl Served {
+    fn of(host: Host, log: &Log) -> Arc<Served> {
+        let resources = host.mcp_settings().resources != Some(false);
+        let files = resources.then(|| {
+            let (reads, protected) = host.workspace_reads();
+            resources::WorkspaceFiles::new(reads.fs, reads.search, protected)
+        });
+        let (mut offers, problems) = offers::Offers::of(&host);
+        for problem in problems {
+            log(&format!("warning: {problem}"));
+        }
+        if !resources {
+            offers.resources.clear();
+        }
+        Arc::new(Served {
+            host,
+            files,
+            offers,
+        })
+    }
+
+    fn files(&self) -> Option<&resources::WorkspaceFiles> {
+        self.files.as_ref()
+    }
+
+    fn offers(&self) -> &offers::Offers {
+        &self.offers
+    }
+}
+
+impl std::ops::Deref for Served {
+    type Target = Host;
+
+    fn deref(&self) -> &Host {
+        &self.host
+    }
+}
+
 /// Reload the tools when extension files change.
 #[derive(Clone)]
 pub struct Reload {
@@ -140,7 +192,9 @@ pub struct McpServer {
 }
 
 struct Shared {
-    host: RwLock<Host>,
+    /// The host served, with what only MCP shows of it; replaced whole
+    /// when the tools are reloaded.
+    host: RwLock<Arc<Served>>,
     log: Log,
     reload: Option<Reload>,
     /// Counts the changes of the tool list; every session and listen stream
@@ -178,9 +232,10 @@ impl McpServer {
     }
 
     fn with(host: Host, log: Log, reload: Option<Reload>) -> McpServer {
+        let served = Served::of(host, &log);
         McpServer {
             shared: Arc::new(Shared {
-                host: RwLock::new(host),
+                host: RwLock::new(served),
                 log,
                 reload,
                 generation: watch::channel(0).0,
@@ -207,6 +262,11 @@ impl McpServer {
     }
 
     fn host(&self) -> Host {
+        self.served().host.clone()
+    }
+
+    /// The host served, with its resources and offers.
+    fn served(&self) -> Arc<Served> {
         self.shared.host.read().expect("host lock").clone()
     }
 
@@ -277,14 +337,14 @@ impl McpServer {
     /// The active tools as `tools/list` returns them, each with the task
     /// support its extension declares (`execution.taskSupport`).
     fn listing(&self) -> Value {
-        let host = self.host();
+        let host = self.served();
         tools_as_mcp(&host, &host.active_tool_infos())
     }
 }
 
 /// `tools` in MCP's shape (a `tools/list` result), each with the task
 /// support its extension declares (`execution.taskSupport`).
-fn tools_as_mcp(host: &Host, tools: &[crate::registry::ToolInfo]) -> Value {
+fn tools_as_mcp(host: &Served, tools: &[crate::registry::ToolInfo]) -> Value {
     let mut listing = formats::tools_as(tools, ToolFormat::Mcp);
     if let Some(tools) = listing["tools"].as_array_mut() {
         for tool in tools {
@@ -298,7 +358,7 @@ fn tools_as_mcp(host: &Host, tools: &[crate::registry::ToolInfo]) -> Value {
 }
 
 /// A refusal as MCP's error: invalid params, naming the URI (SEP-2164).
-fn refused(refusal: &crate::resources::Refused) -> McpError {
+fn refused(refusal: &resources::Refused) -> McpError {
     McpError::invalid_params(refusal.message(), Some(json!({ "uri": refusal.uri })))
 }
 
@@ -356,7 +416,8 @@ impl ServerHandler for McpServer {
             .enable_resources_subscribe()
             .build();
         // `[mcp] resources = false`: no resources at all.
-        if self.host().files().is_none() && self.host().offers().resources.is_empty() {
+        let served = self.served();
+        if served.files().is_none() && served.offers().resources.is_empty() {
             capabilities.resources = None;
         }
         ServerConfig::new(capabilities)
@@ -522,7 +583,7 @@ impl ServerHandler for McpServer {
     /// a parameter its schema marks `x-mcp-header` must be mirrored, and
     /// match).
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        let host = self.host();
+        let host = self.served();
         let mut listing = tools_as_mcp(&host, &[host.active_tool_info(name)?]);
         serde_json::from_value(listing["tools"][0].take()).ok()
     }
@@ -541,7 +602,7 @@ impl ServerHandler for McpServer {
 
     /// A call from a client that declared the tasks extension (in its
     /// session or in the request) may run as a task, as its tool's task
-    /// support says ([`crate::extensions::offers::TaskSupport`]):
+    /// support says ([`offers::TaskSupport`]):
     ///
     /// * optional (the default): answered at once when it ends within
     ///   [`TASK_AFTER`], else a task the client polls (`tasks/get`) and may

@@ -33,15 +33,36 @@ pub struct Manifest {
     /// What the extension asks for; only policy files grant it.
     #[serde(default)]
     pub capabilities: crate::extensions::policy::GrantSpec,
-    /// MCP prompts it offers ([`crate::extensions::offers`]).
+    // What it offers beside its tools, for the front end that serves it
+    // (MCP's prompts, resources and its tools' task support): read here as
+    // written, read and checked by the MCP server (`crate::mcp::offers`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub prompts: Vec<crate::extensions::offers::PromptSpec>,
-    /// MCP resources it offers.
+    pub prompts: Vec<toml::Value>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub resources: Vec<crate::extensions::offers::ResourceSpec>,
-    /// Settings of its tools, by name (MCP's task support).
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub tools: std::collections::BTreeMap<String, crate::extensions::offers::ToolSettings>,
+    pub resources: Vec<toml::Value>,
+    /// Settings of its tools, by name.
+    #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
+    pub tools: toml::Table,
+}
+
+impl Manifest {
+    /// What it offers a front end, as written.
+    pub fn offers(&self) -> Offers {
+        Offers {
+            prompts: self.prompts.clone(),
+            resources: self.resources.clone(),
+            tools: self.tools.clone(),
+        }
+    }
+}
+
+/// The sections of a manifest a front end serves: `[[prompts]]`,
+/// `[[resources]]` and `[tools.NAME]`, as written.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Offers {
+    pub prompts: Vec<toml::Value>,
+    pub resources: Vec<toml::Value>,
+    pub tools: toml::Table,
 }
 
 pub use crate::extensions::policy::Origin;

@@ -23,7 +23,6 @@ pub(crate) mod grants;
 pub mod install;
 pub mod keyless;
 pub mod oci;
-pub mod offers;
 pub mod policy;
 pub mod review;
 pub mod signature;
@@ -117,6 +116,9 @@ pub struct ExtensionReport {
     /// answered "always" for (`crate::permissions`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub always: Vec<String>,
+    /// What its manifest offers a front end beside its tools, as written.
+    #[serde(skip)]
+    pub offers: discovery::Offers,
 }
 
 impl ExtensionReport {
@@ -133,6 +135,11 @@ impl ExtensionReport {
             hooks: false,
             refused: None,
             always: Vec::new(),
+            offers: found
+                .manifest
+                .as_ref()
+                .map(discovery::Manifest::offers)
+                .unwrap_or_default(),
         }
     }
 

@@ -12,7 +12,6 @@ use crate::error::Error;
 use crate::extensions::ExtensionReport;
 use crate::extensions::discovery;
 use crate::extensions::grants::{self, Unresolved, WritePlaces};
-use crate::extensions::offers::Offers;
 use crate::extensions::policy::{HomeView, Policy, ShellNetwork, ShellPath};
 use crate::extensions::trust::TrustStore;
 use crate::extensions::{self, LoadContext};
@@ -460,7 +459,7 @@ impl HostBuilder {
             &mut diagnostics,
         );
         add_builtins(builtins, &registry, &mut diagnostics).await?;
-        let (reports, hook_components, offers) =
+        let (reports, hook_components) =
             add_extensions(extensions, &active_tools, &mut diagnostics).await;
         diagnostics.extend(runtime.take_reports());
         let exposures = self.exposures.iter().cloned();
@@ -485,7 +484,6 @@ impl HostBuilder {
             active_tools,
             hook_components,
             reports,
-            offers,
             diagnostics,
         }))
     }
@@ -833,23 +831,14 @@ impl HostBuilder {
                 report.always = session.permissions.pinned_to(&digest.to_string());
             }
         }
-        let resources = parts.config.policy.mcp.resources != Some(false);
-        let files = resources.then(|| {
-            let (fs, _, search) = &parts.confined.builtins.workspace;
-            crate::resources::WorkspaceFiles::new(
-                fs.clone(),
-                search.clone(),
-                session.protected.clone(),
-            )
-        });
-        let mut offers = parts.offers;
-        if !resources {
-            offers.resources.clear();
-        }
+        let (fs, _, search) = &parts.confined.builtins.workspace;
         Host {
             inner: Arc::new(HostInner {
-                files,
-                offers: Arc::new(offers),
+                reads: super::WorkspaceReads {
+                    fs: fs.clone(),
+                    search: search.clone(),
+                },
+                mcp: parts.config.policy.mcp.clone(),
                 session: Arc::new(session),
                 diagnostics: parts.diagnostics,
                 extensions: reports,
@@ -890,7 +879,6 @@ struct Assembly {
     active_tools: Arc<ActiveTools>,
     hook_components: Vec<ComponentHook>,
     reports: Vec<ExtensionReport>,
-    offers: Offers,
     diagnostics: Vec<Diagnostic>,
 }
 
@@ -926,11 +914,10 @@ async fn add_extensions(
     started: Vec<(discovery::Found, ExtensionFinishing)>,
     active_tools: &ActiveTools,
     diagnostics: &mut Vec<Diagnostic>,
-) -> (Vec<ExtensionReport>, Vec<ComponentHook>, Offers) {
+) -> (Vec<ExtensionReport>, Vec<ComponentHook>) {
     let registry = active_tools.registry();
     let mut reports = Vec::new();
     let mut hook_components = Vec::new();
-    let mut offers = Offers::default();
     for (extension, finishing) in started {
         let path = extension.component.display().to_string();
         let (report, loaded, warnings) = match finishing.await {
@@ -952,16 +939,6 @@ async fn add_extensions(
             });
         }
         if let Some(loaded) = loaded {
-            // What a loaded extension's manifest offers beside its tools.
-            if let Some(manifest) = &extension.manifest {
-                let mut problems =
-                    offers.add(&extension.name, &manifest.prompts, &manifest.resources);
-                problems.extend(offers.add_tools(&extension.name, &manifest.tools, &report.tools));
-                diagnostics.extend(problems.into_iter().map(|message| Diagnostic {
-                    path: path.clone(),
-                    message,
-                }));
-            }
             if let Some(sandbox) = &loaded.hooks {
                 hook_components.push(ComponentHook::new(&extension.name, sandbox.clone()));
             }
@@ -974,7 +951,7 @@ async fn add_extensions(
         }
         reports.push(report);
     }
-    (reports, hook_components, offers)
+    (reports, hook_components)
 }
 
 /// `f` of each item, in order, computed on as many threads as there are

@@ -28,12 +28,20 @@ pub(crate) struct HostInner {
     /// (probed on first use).
     pub process: Arc<ProcessPolicy>,
     pub confinement: std::sync::OnceLock<Confinement>,
-    /// The workspace's files as resources, through `read`'s grant; `None`
-    /// when `[mcp] resources = false`.
-    pub files: Option<crate::resources::WorkspaceFiles>,
-    /// What the extensions' manifests offer beside tools (prompts,
-    /// resources); empty when `[mcp] resources = false` for resources.
-    pub offers: Arc<crate::extensions::offers::Offers>,
+    /// What the built-in `read` reads the workspace through.
+    pub reads: WorkspaceReads,
+    /// `[mcp]` of the `toolhost.toml` files.
+    pub mcp: crate::extensions::policy::McpSettings,
+}
+
+/// The backends the built-in `read` reads the workspace through: a front
+/// end that shows the workspace's files (MCP's resources) reads them the
+/// same way, under the same protected set.
+#[derive(Clone)]
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+pub(crate) struct WorkspaceReads {
+    pub fs: Arc<dyn crate::ops::fs::FsRead>,
+    pub search: Arc<dyn crate::ops::search::Search>,
 }
 
 /// The tools of one workspace. Cheap to clone; safe to share across tasks.
@@ -61,16 +69,18 @@ impl Host {
         &self.inner.session.settings.workspace
     }
 
-    /// The workspace's files as resources (`None`: turned off by `[mcp]
-    /// resources = false`).
+    /// What the built-in `read` reads the workspace through, and what it
+    /// may never read.
     #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn files(&self) -> Option<&crate::resources::WorkspaceFiles> {
-        self.inner.files.as_ref()
+    pub(crate) fn workspace_reads(&self) -> (WorkspaceReads, Arc<crate::ops::fs::ProtectedPaths>) {
+        let protected = self.inner.session.protected.clone();
+        (self.inner.reads.clone(), protected)
     }
 
-    /// The prompts and resources the extensions offer.
-    pub fn offers(&self) -> &crate::extensions::offers::Offers {
-        &self.inner.offers
+    /// `[mcp]` of the `toolhost.toml` files.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn mcp_settings(&self) -> &crate::extensions::policy::McpSettings {
+        &self.inner.mcp
     }
 
     /// The host's temp directory (full-output files of the shell tools).

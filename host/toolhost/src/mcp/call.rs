@@ -11,8 +11,8 @@ impl McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        use crate::extensions::offers::TaskSupport;
-        let host = self.host();
+        use super::offers::TaskSupport;
+        let host = self.served();
         let tasks_declared = context
             .client_capabilities()
             .is_some_and(|caps| caps.supports_tasks());

@@ -104,7 +104,8 @@ impl WeakServer {
                             server.log_line(&format!("warning: {d}"));
                         }
                         changes = host.changes();
-                        *server.shared.host.write().expect("host lock") = host;
+                        let served = Served::of(host, &server.shared.log);
+                        *server.shared.host.write().expect("host lock") = served;
                     }
                     Err(e) => {
                         server.log_line(&format!(

@@ -2,9 +2,9 @@
 //! completions.
 //!
 //! * Resources: the workspace's files through the grant `read` holds
-//!   ([`crate::resources`]: listed as `find` walks, `.gitignore` honoured,
+//!   ([`super::resources`]: listed as `find` walks, `.gitignore` honoured,
 //!   hidden paths never named), the template `file:///{path}`, and what the
-//!   extensions' manifests offer ([`crate::extensions::offers`]). A URI that
+//!   extensions' manifests offer ([`super::offers`]). A URI that
 //!   names nothing servable is `-32602` with the URI in `data` (SEP-2164).
 //!   `resources/subscribe` (and a 2026-07-28 `subscriptions/listen` stream's
 //!   `resourceSubscriptions`) watch a file by its contents and tell the
@@ -17,10 +17,10 @@
 //!   for the template's `{path}`, as a shell completes them.
 
 use super::McpServer;
+use super::offers::{self, ResourceSpec, Role};
+use super::resources::{self, Contents};
 use super::{not_found, refused, resources_off};
-use crate::extensions::offers::{self, ResourceSpec, Role};
 use crate::formats;
-use crate::resources::{self, Contents};
 use rmcp::ErrorData as McpError;
 use rmcp::service::{Peer, RoleServer};
 use serde_json::{Map, Value, json};
@@ -81,7 +81,7 @@ impl McpServer {
     /// `resources/list`: the offered resources first, then the
     /// workspace's files a page at a time.
     pub(super) fn list_resources_page(&self, cursor: Option<&str>) -> Result<Value, McpError> {
-        let host = self.host();
+        let host = self.served();
         let mut listed: Vec<Value> = Vec::new();
         if cursor.is_none() {
             listed.extend(
@@ -120,7 +120,7 @@ impl McpServer {
     /// `resources/templates/list`: `file:///{path}` and the offered
     /// templates.
     pub(super) fn list_templates(&self) -> Value {
-        let host = self.host();
+        let host = self.served();
         let mut templates = Vec::new();
         if host.files().is_some() {
             templates.push(json!({
@@ -145,7 +145,7 @@ impl McpServer {
     /// The contents of `uri` as `resources/read` returns them (an offered
     /// resource, else a workspace file).
     pub(super) async fn read_contents(&self, uri: &str) -> Result<Value, McpError> {
-        let host = self.host();
+        let host = self.served();
         if let Some((spec, values)) = host.offers().resource(uri) {
             return Ok(offered_contents(spec, uri, &values));
         }
@@ -168,7 +168,7 @@ impl McpServer {
             "description": "What each active tool does and how to use them: the system-prompt \
                             text `toolhost prompt` prints for them",
         })];
-        let host = self.host();
+        let host = self.served();
         let definitions = host.definitions();
         for d in &definitions {
             if d.prompt_snippet.is_none() && d.prompt_guidelines.is_empty() {
@@ -217,7 +217,7 @@ impl McpServer {
         arguments: &Map<String, Value>,
         asking: PromptAsking<'_>,
     ) -> Result<Value, McpError> {
-        let host = self.host();
+        let host = self.served();
         let definitions = host.definitions();
         let no_arguments = || -> Result<(), McpError> {
             match arguments.keys().next() {
@@ -334,7 +334,7 @@ impl McpServer {
         argument: &str,
         typed: &str,
     ) -> Result<Value, McpError> {
-        let host = self.host();
+        let host = self.served();
         let (values, total): (Vec<String>, usize) = match reference["type"].as_str() {
             Some("ref/prompt") => {
                 let name = reference["name"].as_str().unwrap_or_default();

@@ -21,7 +21,7 @@ pub const MAX_SUBSCRIPTIONS: usize = 256;
 impl McpServer {
     /// Whether `uri` names a resource a client may watch.
     pub(super) fn watchable(&self, uri: &str) -> Result<(), McpError> {
-        let host = self.host();
+        let host = self.served();
         if host.offers().resource(uri).is_some() {
             return Ok(());
         }
@@ -212,7 +212,7 @@ impl McpServer {
     }
 
     pub(super) fn stamp_now(&self, uri: &str) -> Option<Stamp> {
-        let host = self.host();
+        let host = self.served();
         if host.offers().resource(uri).is_some() {
             return None;
         }

@@ -1,5 +1,8 @@
-//! What an extension's manifest offers beside its tools: MCP prompts and
-//! resources, as data.
+//! What the extensions' manifests offer beside their tools: MCP prompts
+//! and resources, as data, and their tools' task support. The host keeps
+//! these sections as written (`crate::extensions::discovery::Offers`); the
+//! server reads and checks them once per host it serves ([`Offers::of`]),
+//! and logs what it leaves out.
 //!
 //! ```toml
 //! [[prompts]]
@@ -203,6 +206,33 @@ pub struct Offers {
 }
 
 impl Offers {
+    /// What the loaded extensions of `host` offer, read and checked; what
+    /// is left out, naming the extension and the offer.
+    pub(crate) fn of(host: &crate::host::Host) -> (Offers, Vec<String>) {
+        let mut offers = Offers::default();
+        let mut problems = Vec::new();
+        for report in host.extensions().iter().filter(|r| r.refused.is_none()) {
+            let raw = &report.offers;
+            let mut own = Vec::new();
+            let prompts = read_all(&raw.prompts, "prompt", &mut own);
+            let resources = read_all(&raw.resources, "resource", &mut own);
+            let mut tools = std::collections::BTreeMap::new();
+            for (name, value) in &raw.tools {
+                match value.clone().try_into::<ToolSettings>() {
+                    Ok(settings) => {
+                        tools.insert(name.clone(), settings);
+                    }
+                    Err(e) => own.push(format!("[tools.{name}] is ignored: {}", e.message())),
+                }
+            }
+            own.extend(offers.add(&report.name, &prompts, &resources));
+            own.extend(offers.add_tools(&report.name, &tools, &report.tools));
+            let name = &report.name;
+            problems.extend(own.into_iter().map(|p| format!("extension {name}: {p}")));
+        }
+        (offers, problems)
+    }
+
     /// Take what `extension`'s manifest offers; what is wrong with an offer
     /// (it is left out) is returned, naming it.
     pub(crate) fn add(
@@ -291,6 +321,23 @@ impl Offers {
             .map(|r| &r.spec)
             .find_map(|r| match_template(&r.uri, uri).map(|values| (r, values)))
     }
+}
+
+/// Each of `values` (`what`: `prompt`, `resource`) read as a `T`; what
+/// cannot be goes to `problems`, naming it by its place.
+fn read_all<T: serde::de::DeserializeOwned>(
+    values: &[toml::Value],
+    what: &str,
+    problems: &mut Vec<String>,
+) -> Vec<T> {
+    let mut read = Vec::new();
+    for (i, value) in values.iter().enumerate() {
+        match value.clone().try_into::<T>() {
+            Ok(spec) => read.push(spec),
+            Err(e) => problems.push(format!("{what} {} is not offered: {}", i + 1, e.message())),
+        }
+    }
+    read
 }
 
 /// Add each of `extension`'s `offered` (`what`: `prompt`, `resource`) to
@@ -579,6 +626,25 @@ mod tests {
         // A value is not read again for parts: arg1 stays what was typed.
         let values = [("a".into(), "{b}".into()), ("b".into(), "x".into())];
         assert_eq!(substitute("{a} {b} {c}", &values), "{b} x {c}");
+    }
+
+    #[test]
+    fn an_offer_that_cannot_be_read_is_left_out_and_named_by_its_place() {
+        let values: Vec<toml::Value> = [
+            "name = \"p\"\nmessages = [{ text = \"hi\" }]",
+            "nme = \"x\"",
+        ]
+        .iter()
+        .map(|text| toml::from_str(text).unwrap())
+        .collect();
+        let mut problems = Vec::new();
+        let read: Vec<PromptSpec> = read_all(&values, "prompt", &mut problems);
+        assert_eq!(read.len(), 1);
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0].starts_with("prompt 2 is not offered: unknown field `nme`"),
+            "{problems:?}"
+        );
     }
 
     #[test]
