@@ -414,44 +414,21 @@ fn ls_cases_match_pi() {
     run_cases("ls", 3);
 }
 
-/// Pi 1.6.0's recording under `--pi 1.6`, a test per tool.
+/// Pi 1.6.0's recording under `--pi 1.6`, a test per tool: its name and how
+/// many cases it has.
 mod pi_1_6 {
     use super::{PI_1_6, run_recorded};
 
-    #[test]
-    fn read() {
-        run_recorded(&PI_1_6, "read", 23);
+    macro_rules! recorded {
+        ($($tool:ident $cases:literal),* $(,)?) => {$(
+            #[test]
+            fn $tool() {
+                run_recorded(&PI_1_6, stringify!($tool), $cases);
+            }
+        )*};
     }
 
-    #[test]
-    fn write() {
-        run_recorded(&PI_1_6, "write", 7);
-    }
-
-    #[test]
-    fn edit() {
-        run_recorded(&PI_1_6, "edit", 22);
-    }
-
-    #[test]
-    fn bash() {
-        run_recorded(&PI_1_6, "bash", 21);
-    }
-
-    #[test]
-    fn grep() {
-        run_recorded(&PI_1_6, "grep", 22);
-    }
-
-    #[test]
-    fn find() {
-        run_recorded(&PI_1_6, "find", 19);
-    }
-
-    #[test]
-    fn ls() {
-        run_recorded(&PI_1_6, "ls", 6);
-    }
+    recorded!(read 23, write 7, edit 22, bash 21, grep 22, find 19, ls 6);
 }
 
 #[test]

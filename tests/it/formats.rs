@@ -172,13 +172,8 @@ fn the_prompt_section_is_pis_byte_for_byte() {
 fn toolhost_prompt_prints_the_section_for_the_active_tools() {
     let ws = Workspace::new();
     let out = toolhost(&ws, &["--tools", "read,ls,write", "prompt"], None);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert_eq!(
-        String::from_utf8(out.stdout).unwrap(),
+        stdout_ok(out),
         "Available tools:\n\
          - read: Read file contents\n\
          - ls: List directory contents\n\
@@ -225,13 +220,8 @@ fn the_prompt_section_is_pi_1_6s_under_its_profile() {
         let start = whole.find("<tools>").unwrap();
         let end = whole.find("</rules>").unwrap() + "</rules>".len();
         let out = toolhost(&ws, &["--pi", "1.6", "--tools", tools, "prompt"], None);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
         assert_eq!(
-            String::from_utf8(out.stdout).unwrap(),
+            stdout_ok(out),
             format!("{}\n", &whole[start..end]),
             "{prompt}"
         );

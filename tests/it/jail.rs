@@ -162,14 +162,7 @@ fn jail_a_host_killed_mid_command_leaves_nothing_behind() {
         let m = marker();
         let batch = json!({"role": "assistant", "content": [{"type": "toolCall", "id": "c1",
             "name": "bash", "arguments": {"command": format!("{}; sleep 100", escapes(&m))}}]});
-        let mut cli = ws
-            .cli()
-            .args(["--require-jail", "run", "-"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut cli = spawn_piped(ws.cli().args(["--require-jail", "run", "-"]), Stdio::null());
         use std::io::Write;
         cli.stdin
             .take()

@@ -33,16 +33,11 @@ struct Stdio_ {
 
 impl Stdio_ {
     fn start(ws: &Workspace, extra: &[&str]) -> Stdio_ {
-        let mut child = ws
-            .cli()
-            .args(["--extension", toolhost_tests::TESTKIT])
+        let mut cli = ws.cli();
+        cli.args(["--extension", toolhost_tests::TESTKIT])
             .args(extra)
-            .arg("mcp")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .arg("mcp");
+        let mut child = spawn_piped(&mut cli, Stdio::null());
         let mut out = child.stdout.take().unwrap();
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {

@@ -78,12 +78,7 @@ fn all_succeeded(ws: &Workspace, results: impl IntoIterator<Item = (String, bool
 /// JSON lines until `done` says so; stdin stays open until then (an MCP
 /// server ends its calls when its input ends).
 fn exchange(mut cli: Command, input: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    let mut child = cli
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_piped(&mut cli, Stdio::inherit());
     let mut stdin = child.stdin.take().unwrap();
     let writer = {
         let input = input.to_string();

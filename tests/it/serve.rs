@@ -21,16 +21,11 @@ pub(crate) struct Server {
 
 impl Server {
     pub(crate) fn start(ws: &Workspace, args: &[&str]) -> Server {
-        let mut child = ws
-            .cli()
-            .args(["--extension", toolhost_tests::TESTKIT])
+        let mut cli = ws.cli();
+        cli.args(["--extension", toolhost_tests::TESTKIT])
             .args(args)
-            .arg("serve")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
+            .arg("serve");
+        let mut child = spawn_piped(&mut cli, Stdio::inherit());
         let stdout = child.stdout.take().unwrap();
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {

@@ -348,6 +348,26 @@ pub fn toolhost_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_toolhost"))
 }
 
+/// The text at `key` of each element of the JSON array `array` (each must
+/// have one).
+#[track_caller]
+pub fn texts_of<'a>(array: &'a Value, key: &str) -> Vec<&'a str> {
+    let array = array.as_array().expect("an array");
+    array
+        .iter()
+        .map(|e| e[key].as_str().expect("text"))
+        .collect()
+}
+
+/// `cmd` started with its stdin and stdout piped, its stderr to `stderr`.
+pub fn spawn_piped(cmd: &mut Command, stderr: Stdio) -> std::process::Child {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .expect("starting the command")
+}
+
 pub fn toolhost(ws: &Workspace, args: &[&str], stdin: Option<&str>) -> Output {
     toolhost_with_env(ws, args, stdin, &[])
 }
@@ -361,10 +381,7 @@ pub fn toolhost_with_env(
 ) -> Output {
     let mut cmd = ws.cli();
     cmd.args(args).envs(env.iter().copied());
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
+    let mut child = spawn_piped(&mut cmd, Stdio::piped());
     let mut input = child.stdin.take().unwrap();
     if let Some(s) = stdin {
         input.write_all(s.as_bytes()).unwrap();
@@ -450,6 +467,18 @@ pub fn script_summary(cmd: &mut Command, what: &str) -> Value {
 pub fn wat_component(ws: &Workspace, name: &str, wat: &str) -> PathBuf {
     let bytes = wat::parse_str(wat).unwrap_or_else(|e| panic!("{name}: invalid WAT: {e}"));
     ws.write(&format!("{name}.wasm"), bytes)
+}
+
+/// The standard output of a command that must have succeeded (its stderr
+/// says why not).
+#[track_caller]
+pub fn stdout_ok(out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
 }
 
 /// The CLI's stdout as JSON, or a failure showing what it printed.

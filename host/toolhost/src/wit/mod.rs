@@ -39,7 +39,7 @@ use crate::ops::Capabilities;
 use crate::store::CallState;
 use std::sync::Arc;
 use wasmtime::Store;
-use wasmtime::component::{Component, Instance, InstancePre, Linker};
+use wasmtime::component::{Component, ComponentType, Instance, InstancePre, Lift, Linker, Lower};
 
 /// One version of the package, as the host serves it ([`Contract::of`] a
 /// [`Version`]).
@@ -209,13 +209,17 @@ pub(crate) struct ToolDecl {
     pub output_schema: Option<String>,
 }
 
-/// Facts about the call being executed.
-#[derive(Clone, Debug)]
+/// Facts about the call being executed (`call-context`, one shape in every
+/// version).
+#[derive(Clone, Debug, ComponentType, Lower)]
+#[component(record)]
 pub(crate) struct CallContext {
+    #[component(name = "tool-call-id")]
     pub tool_call_id: String,
     pub cwd: String,
     pub home: Option<String>,
     pub roots: Vec<String>,
+    #[component(name = "session-id")]
     pub session_id: Option<String>,
 }
 
@@ -232,16 +236,22 @@ pub(crate) struct GuestResult {
     pub is_error: bool,
 }
 
-/// What a hook sees before a call.
-#[derive(Clone, Debug)]
+/// What a hook sees before a call (`tool-call-event`, one shape in every
+/// version).
+#[derive(Clone, Debug, ComponentType, Lower)]
+#[component(record)]
 pub(crate) struct ToolCallEvent {
+    #[component(name = "tool-name")]
     pub tool_name: String,
+    #[component(name = "tool-call-id")]
     pub tool_call_id: String,
     pub input: String,
 }
 
-/// What a hook decides before a call.
-#[derive(Clone, Debug)]
+/// What a hook decides before a call (`tool-call-verdict`, one shape in
+/// every version).
+#[derive(Clone, Debug, ComponentType, Lift)]
+#[component(record)]
 pub(crate) struct ToolCallVerdict {
     pub block: bool,
     pub reason: Option<String>,
@@ -249,21 +259,59 @@ pub(crate) struct ToolCallVerdict {
     pub input: Option<String>,
 }
 
-/// What a hook sees after a call.
-#[derive(Clone, Debug)]
-pub(crate) struct ToolResultEvent {
+/// What a hook sees after a call: `tool-result-event` with a version's
+/// blocks `B`, or the host's.
+#[derive(Clone, Debug, ComponentType, Lower)]
+#[component(record)]
+pub(crate) struct ResultEvent<B> {
+    #[component(name = "tool-name")]
     pub tool_name: String,
+    #[component(name = "tool-call-id")]
     pub tool_call_id: String,
     pub input: String,
-    pub content: Vec<ContentBlock>,
+    pub content: Vec<B>,
     pub details: Option<String>,
+    #[component(name = "is-error")]
     pub is_error: bool,
 }
 
-/// What a hook changes after a call.
-#[derive(Clone, Debug)]
-pub(crate) struct ToolResultPatch {
-    pub content: Option<Vec<ContentBlock>>,
+/// What a hook changes after a call: `tool-result-patch` with a version's
+/// blocks `B`, or the host's.
+#[derive(Clone, Debug, ComponentType, Lift)]
+#[component(record)]
+pub(crate) struct ResultPatch<B> {
+    pub content: Option<Vec<B>>,
     pub details: Option<String>,
+    #[component(name = "is-error")]
     pub is_error: Option<bool>,
+}
+
+/// [`ResultEvent`] in the host's blocks.
+pub(crate) type ToolResultEvent = ResultEvent<ContentBlock>;
+/// [`ResultPatch`] in the host's blocks.
+pub(crate) type ToolResultPatch = ResultPatch<ContentBlock>;
+
+impl<B> ResultEvent<B> {
+    /// The same event with each block made by `f`.
+    pub(crate) fn map_blocks<C>(self, f: impl FnMut(B) -> C) -> ResultEvent<C> {
+        ResultEvent {
+            tool_name: self.tool_name,
+            tool_call_id: self.tool_call_id,
+            input: self.input,
+            content: self.content.into_iter().map(f).collect(),
+            details: self.details,
+            is_error: self.is_error,
+        }
+    }
+}
+
+impl<B> ResultPatch<B> {
+    /// The same patch with each block made by `f`.
+    pub(crate) fn map_blocks<C>(self, f: impl FnMut(B) -> C) -> ResultPatch<C> {
+        ResultPatch {
+            content: self.content.map(|c| c.into_iter().map(f).collect()),
+            details: self.details,
+            is_error: self.is_error,
+        }
+    }
 }

@@ -13,8 +13,9 @@
 //! by `glue`.
 
 use super::{
-    CallContext, Contract, Exports, GuestResult, Guests, HookGuest, StoreFuture, ToolCallEvent,
-    ToolCallVerdict, ToolDecl, ToolGuest, ToolResultEvent, ToolResultPatch, glue,
+    CallContext, Contract, Exports, GuestResult, Guests, HookGuest, ResultEvent, ResultPatch,
+    StoreFuture, ToolCallEvent, ToolCallVerdict, ToolDecl, ToolGuest, ToolResultEvent,
+    ToolResultPatch, glue,
 };
 use crate::message::ContentBlock;
 use crate::ops::Capabilities;
@@ -118,70 +119,14 @@ fn link<V: Version>(linker: &mut Linker<CallState>, caps: &Capabilities) -> wasm
 // The exports
 // ---------------------------------------------------------------------------
 
-/// The `hook` export's records whose blocks are the version's; the others
-/// (`tool-call-event`, `tool-call-verdict`) have one shape in every version.
-#[derive(ComponentType, Lower)]
-#[component(record)]
-struct WitResultEvent<B> {
-    #[component(name = "tool-name")]
-    tool_name: String,
-    #[component(name = "tool-call-id")]
-    tool_call_id: String,
-    input: String,
-    content: Vec<B>,
-    details: Option<String>,
-    #[component(name = "is-error")]
-    is_error: bool,
-}
-
-#[derive(ComponentType, Lift)]
-#[component(record)]
-struct WitResultPatch<B> {
-    content: Option<Vec<B>>,
-    details: Option<String>,
-    #[component(name = "is-error")]
-    is_error: Option<bool>,
-}
-
-#[derive(ComponentType, Lower)]
-#[component(record)]
-struct WitCallEvent {
-    #[component(name = "tool-name")]
-    tool_name: String,
-    #[component(name = "tool-call-id")]
-    tool_call_id: String,
-    input: String,
-}
-
-#[derive(ComponentType, Lift)]
-#[component(record)]
-struct WitVerdict {
-    block: bool,
-    reason: Option<String>,
-    terminate: bool,
-    input: Option<String>,
-}
-
-#[derive(ComponentType, Lower)]
-#[component(record)]
-struct WitCallContext {
-    #[component(name = "tool-call-id")]
-    tool_call_id: String,
-    cwd: String,
-    home: Option<String>,
-    roots: Vec<String>,
-    #[component(name = "session-id")]
-    session_id: Option<String>,
-}
-
 type Answer<T> = (Result<T, String>,);
 type DefinitionsFn<V> = TypedFunc<(), (Vec<<V as Version>::Definition>,)>;
 type PrepareFn = TypedFunc<(String, String), Answer<Option<String>>>;
-type ExecuteFn<V> = TypedFunc<(String, WitCallContext, String), Answer<<V as Version>::Result>>;
-type OnCallFn = TypedFunc<(WitCallEvent,), Answer<Option<WitVerdict>>>;
+type ExecuteFn<V> = TypedFunc<(String, CallContext, String), Answer<<V as Version>::Result>>;
+type OnCallFn = TypedFunc<(ToolCallEvent,), Answer<Option<ToolCallVerdict>>>;
 type OnResultFn<V> = TypedFunc<
-    (WitResultEvent<<V as Version>::Block>,),
-    Answer<Option<WitResultPatch<<V as Version>::Block>>>,
+    (ResultEvent<<V as Version>::Block>,),
+    Answer<Option<ResultPatch<<V as Version>::Block>>>,
 >;
 
 /// Where a function of an export is, once its type has been checked.
@@ -235,7 +180,7 @@ impl ToolIndices {
                 &tool,
                 "prepare-arguments",
             )?,
-            execute: function::<(String, WitCallContext, String), Answer<V::Result>>(
+            execute: function::<(String, CallContext, String), Answer<V::Result>>(
                 pre, &tool, "execute",
             )?,
         })
@@ -251,15 +196,16 @@ impl HookIndices {
     fn new<V: Version>(pre: &InstancePre<CallState>) -> wasmtime::Result<HookIndices> {
         let hook = export_instance(pre, &format!("toolhost:tool/hook@{}", V::VERSION))?;
         Ok(HookIndices {
-            on_call: function::<(WitCallEvent,), Answer<Option<WitVerdict>>>(
+            on_call: function::<(ToolCallEvent,), Answer<Option<ToolCallVerdict>>>(
                 pre,
                 &hook,
                 "on-tool-call",
             )?,
-            on_result: function::<
-                (WitResultEvent<V::Block>,),
-                Answer<Option<WitResultPatch<V::Block>>>,
-            >(pre, &hook, "on-tool-result")?,
+            on_result: function::<(ResultEvent<V::Block>,), Answer<Option<ResultPatch<V::Block>>>>(
+                pre,
+                &hook,
+                "on-tool-result",
+            )?,
         })
     }
 }
@@ -354,13 +300,6 @@ impl<V: Version> ToolGuest for Tool<V> {
         context: CallContext,
         arguments: String,
     ) -> StoreFuture<'a, Result<GuestResult, String>> {
-        let context = WitCallContext {
-            tool_call_id: context.tool_call_id,
-            cwd: context.cwd,
-            home: context.home,
-            roots: context.roots,
-            session_id: context.session_id,
-        };
         Box::pin(async move {
             let args = (name, context, arguments);
             let (out,) = self.execute.call_async(store, args).await?;
@@ -381,22 +320,7 @@ impl<V: Version> HookGuest for Hook<V> {
         store: &'a mut Store<CallState>,
         event: ToolCallEvent,
     ) -> StoreFuture<'a, Result<Option<ToolCallVerdict>, String>> {
-        let event = WitCallEvent {
-            tool_name: event.tool_name,
-            tool_call_id: event.tool_call_id,
-            input: event.input,
-        };
-        Box::pin(async move {
-            let (verdict,) = self.on_call.call_async(store, (event,)).await?;
-            Ok(verdict.map(|v| {
-                v.map(|v| ToolCallVerdict {
-                    block: v.block,
-                    reason: v.reason,
-                    terminate: v.terminate,
-                    input: v.input,
-                })
-            }))
-        })
+        Box::pin(async move { Ok(self.on_call.call_async(store, (event,)).await?.0) })
     }
 
     fn on_tool_result<'a>(
@@ -404,25 +328,10 @@ impl<V: Version> HookGuest for Hook<V> {
         store: &'a mut Store<CallState>,
         event: ToolResultEvent,
     ) -> StoreFuture<'a, Result<Option<ToolResultPatch>, String>> {
-        let event = WitResultEvent {
-            tool_name: event.tool_name,
-            tool_call_id: event.tool_call_id,
-            input: event.input,
-            content: event.content.into_iter().map(V::Block::from_host).collect(),
-            details: event.details,
-            is_error: event.is_error,
-        };
+        let event = event.map_blocks(V::Block::from_host);
         Box::pin(async move {
             let (patch,) = self.on_result.call_async(store, (event,)).await?;
-            Ok(patch.map(|p| {
-                p.map(|p| ToolResultPatch {
-                    content: p
-                        .content
-                        .map(|blocks| blocks.into_iter().map(V::Block::into_host).collect()),
-                    details: p.details,
-                    is_error: p.is_error,
-                })
-            }))
+            Ok(patch.map(|p| p.map(|p| p.map_blocks(V::Block::into_host))))
         })
     }
 }
