@@ -277,13 +277,30 @@ pub fn run_cases(tool: &str, count: usize) {
 /// Run every case of `tool` in `recording` (there must be `count` of them).
 #[track_caller]
 pub fn run_recorded(recording: &Recording, tool: &str, count: usize) {
+    run_recorded_in(recording, tool, count, Place::Here);
+}
+
+/// Where a case's workspace is served from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// This toolhost's own.
+    Here,
+    /// A workspace service (`toolhost workspace serve`) that toolhost
+    /// reaches with `--workspace-exec`: every file, search and command
+    /// Operation goes over the workspace protocol.
+    Remote,
+}
+
+/// [`run_recorded`] with the workspace served from `place`.
+#[track_caller]
+pub fn run_recorded_in(recording: &Recording, tool: &str, count: usize, place: Place) {
     let cases: Vec<Value> = cases(recording)
         .into_iter()
         .filter(|c| c["tool"] == tool)
         .collect();
     assert_eq!(cases.len(), count, "{tool} cases in {}", recording.file);
     for case in cases {
-        run_case_with_patience(recording, &case);
+        run_case_with_patience(recording, &case, place);
     }
 }
 
@@ -295,23 +312,24 @@ pub fn run_recorded(recording: &Recording, tool: &str, count: usize) {
 /// (the output kept before the timeout message) every try fails alike.
 const TIMED_CASES: &[&str] = &["C085"];
 
-fn run_case_with_patience(recording: &Recording, case: &Value) {
+fn run_case_with_patience(recording: &Recording, case: &Value, place: Place) {
     let id = case["id"].as_str().unwrap();
     if !TIMED_CASES.contains(&id) {
-        return run_case(recording, case);
+        return run_case(recording, case, place);
     }
     for _ in 0..2 {
-        let tried =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(recording, case)));
+        let tried = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_case(recording, case, place)
+        }));
         if tried.is_ok() {
             return;
         }
         eprintln!("NOTE: {id} missed its time limit on this machine; trying again");
     }
-    run_case(recording, case);
+    run_case(recording, case, place);
 }
 
-fn run_case(recording: &Recording, case: &Value) {
+fn run_case(recording: &Recording, case: &Value, served: Place) {
     let id = case["id"].as_str().unwrap();
     let ws = Workspace::new();
     for (name, file) in case["files"].as_object().unwrap() {
@@ -323,7 +341,15 @@ fn run_case(recording: &Recording, case: &Value) {
     }
     let args = place(&case["arguments"], ws.str()).to_string();
     let tool = case["tool"].as_str().unwrap();
+    let serve = format!(
+        "'{}' workspace serve '{}'",
+        toolhost_bin().display(),
+        ws.str()
+    );
     let mut command: Vec<&str> = recording.options.to_vec();
+    if served == Place::Remote {
+        command.extend(["--workspace-exec", &serve]);
+    }
     command.extend(["call", tool, &args, "--json"]);
     let out = toolhost(&ws, &command, None);
     let result: Value = serde_json::from_slice(&out.stdout)

@@ -31,6 +31,7 @@ mod pipeline;
 mod protect;
 mod read;
 mod registry;
+mod remote;
 mod sandbox;
 mod search;
 mod serve;

@@ -488,7 +488,7 @@ fn inspector_ok(ws: &Workspace, target: &[&str], method: &str, more: &[&str]) ->
 /// through the inspector's CLI.
 fn inspector_drives_toolhost_mcp(ws: &Workspace, target: &[&str]) {
     let listed = inspector_ok(ws, target, "tools/list", &[]);
-    let names: Vec<&str> = texts_of(&listed["tools"], "name");
+    let names: Vec<&str> = strings_at(&listed["tools"], "/name");
     for name in ["read", "bash", "fast"] {
         assert!(names.contains(&name), "{name} in {names:?}");
     }

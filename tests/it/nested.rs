@@ -177,7 +177,7 @@ fn the_hooks_and_the_permission_rules_see_nested_calls() {
             {"name": "echo", "arguments": {"value": "rewrite"}},
         ]),
     );
-    let texts: Vec<&str> = texts_of(&result["details"]["results"], "text");
+    let texts: Vec<&str> = strings_at(&result["details"]["results"], "/text");
     assert_eq!(texts[2], "hookkit blocked \"rm -rf /\"", "{result}");
     assert_eq!(texts[3], "echoed: {\"value\":\"rewritten\"}", "{result}");
     assert_eq!(by_id(&entries(&log), "c1/3")["outcome"], "blocked");
@@ -273,7 +273,7 @@ fn exposure_decides_what_the_model_sees_and_what_tools_may_call() {
         details["callable"],
         json!(["edit", "write", "delegate", "ls", "grep"])
     );
-    let texts: Vec<&str> = texts_of(&details["results"], "text");
+    let texts: Vec<&str> = strings_at(&details["results"], "/text");
     assert!(texts[0].contains("a.txt"), "ls is callable: {texts:?}");
     assert_eq!(texts[1], "Tool bash not found", "hidden");
     assert_eq!(texts[2], "Tool read not found", "model-only");

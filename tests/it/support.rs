@@ -348,17 +348,6 @@ pub fn toolhost_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_toolhost"))
 }
 
-/// The text at `key` of each element of the JSON array `array` (each must
-/// have one).
-#[track_caller]
-pub fn texts_of<'a>(array: &'a Value, key: &str) -> Vec<&'a str> {
-    let array = array.as_array().expect("an array");
-    array
-        .iter()
-        .map(|e| e[key].as_str().expect("text"))
-        .collect()
-}
-
 /// `cmd` started with its stdin and stdout piped, its stderr to `stderr`.
 pub fn spawn_piped(cmd: &mut Command, stderr: Stdio) -> std::process::Child {
     cmd.stdin(Stdio::piped())

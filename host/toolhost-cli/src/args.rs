@@ -12,6 +12,13 @@ pub(crate) struct Cli {
     /// Directory the tools work in and may read (default: the current directory).
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) workspace: Option<PathBuf>,
+    /// Work in a remote workspace: run COMMAND, which starts `toolhost
+    /// workspace serve DIR` with its stdin and stdout (`kubectl exec -i pod
+    /// -- toolhost workspace serve /ws`), and send it every file, search and
+    /// shell Operation; the tools themselves run here (--workspace is then
+    /// not used).
+    #[arg(long, global = true, value_name = "COMMAND")]
+    pub(crate) workspace_exec: Option<String>,
     /// Load a tool component from this .wasm file (repeatable; granted nothing).
     #[arg(long = "extension", global = true, value_name = "FILE")]
     pub(crate) extensions: Vec<PathBuf>,
@@ -125,6 +132,11 @@ pub(crate) enum Command {
     /// while Cranelift still works in the background).
     #[command(hide = true)]
     Optimise,
+    /// The far end of a remote workspace (see --workspace-exec).
+    Workspace {
+        #[command(subcommand)]
+        command: WorkspaceCommand,
+    },
     /// Serve the active tools as a Model Context Protocol server on stdin/stdout,
     /// or as Streamable HTTP at /mcp with --http.
     /// The tools are reloaded when .toolhost/extensions/ or an --extension file changes.
@@ -133,6 +145,22 @@ pub(crate) enum Command {
         http: HttpArgs,
         #[command(flatten)]
         sessions: SessionArgs,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum WorkspaceCommand {
+    /// Serve DIR's files, searches and commands over stdin and stdout to a
+    /// toolhost elsewhere (what --workspace-exec runs), confined here as a
+    /// local toolhost confines them. It refuses to start where the process
+    /// jail cannot run, unless --allow-unconfined.
+    Serve {
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// Serve even where the process jail cannot run (commands then run
+        /// under Landlock and seccomp alone, where the kernel has them).
+        #[arg(long)]
+        allow_unconfined: bool,
     },
 }
 

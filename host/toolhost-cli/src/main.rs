@@ -75,11 +75,13 @@ use commands::list::list;
 use commands::run::run_batch;
 use commands::serve::{mcp, serve_http};
 use commands::trust::trust;
+use commands::workspace::workspace;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if !matches!(
         cli.command,
-        Command::Optimise | Command::Doctor { .. } | Command::Audit(_)
+        Command::Optimise | Command::Doctor { .. } | Command::Audit(_) | Command::Workspace { .. }
     ) {
         // The engine and its instance pool (a quarter of a start) are made
         // while the async runtime starts and the configuration is read.
@@ -106,6 +108,15 @@ fn main() -> ExitCode {
     }
 }
 
+/// The service of the remote workspace `command` starts, greeted.
+async fn open_remote(command: &str) -> Result<Arc<toolhost::remote::Connection>> {
+    let transport = toolhost::remote::Transport::exec(command)
+        .map_err(|e| anyhow::anyhow!("--workspace-exec {command:?}: {e}"))?;
+    tokio::task::spawn_blocking(move || toolhost::remote::Connection::open(&transport))
+        .await?
+        .map_err(anyhow::Error::msg)
+}
+
 /// The host the global options describe (built again when `mcp` reloads).
 #[derive(Clone)]
 struct HostOptions {
@@ -117,6 +128,8 @@ struct HostOptions {
     require_jail: bool,
     audit: Option<PathBuf>,
     pi: Option<toolhost::PiProfile>,
+    /// The remote workspace's service, opened once for every build.
+    remote: Option<Arc<toolhost::remote::Connection>>,
 }
 
 impl HostOptions {
@@ -124,6 +137,9 @@ impl HostOptions {
         let mut builder = Host::builder();
         if let Some(dir) = &self.workspace {
             builder = builder.workspace(dir);
+        }
+        if let Some(connection) = &self.remote {
+            builder = builder.remote_workspace(connection.clone());
         }
         for ext in &self.extensions {
             builder = builder.extensions(|e| e.load(ext));
@@ -160,6 +176,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             return trust(cli.workspace.as_deref(), yes, revoke, json).await;
         }
         Command::Doctor { json } => return doctor(json),
+        Command::Workspace { command } => return workspace(command, cli.no_network).await,
         Command::Audit(query) => {
             return audit::run(query, cli.audit.as_deref(), cli.workspace.as_deref());
         }
@@ -174,6 +191,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         require_jail: cli.require_jail,
         audit: cli.audit,
         pi: cli.pi,
+        remote: match &cli.workspace_exec {
+            Some(command) => Some(open_remote(command).await?),
+            None => None,
+        },
     };
     let mut builder = options.builder();
     let optimiser = match cli.command {
@@ -200,7 +221,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         cli.command,
         Command::Call { .. } | Command::Run { .. } | Command::Serve { .. } | Command::Mcp { .. }
     );
-    if runs_programs && !host.command_confinement().is_jail() {
+    // A remote workspace's commands are confined by its service, which
+    // refuses to serve without the jail unless told otherwise.
+    if runs_programs && options.remote.is_none() && !host.command_confinement().is_jail() {
         eprintln!(
             "toolhost: warning: programs run without the process jail: {} (toolhost doctor \
              says how to turn it on)",
@@ -250,6 +273,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Ext { .. }
         | Command::Trust { .. }
         | Command::Doctor { .. }
+        | Command::Workspace { .. }
         | Command::Audit(_) => {
             unreachable!("handled before loading")
         }

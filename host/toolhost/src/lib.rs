@@ -78,6 +78,7 @@ pub mod mcp;
 pub mod serve;
 #[cfg(feature = "mcp")]
 pub mod watch;
+pub mod workspace_service;
 
 // wing: host. The session a front end drives: the builder that reads the
 // configuration and loads the tools, and `Host`'s requests (one call or a
@@ -139,6 +140,14 @@ mod testing;
 mod validate;
 mod wildcard;
 
+/// Remote workspaces: how toolhost reaches a workspace service
+/// ([`Transport`](remote::Transport), [`Connection`](remote::Connection),
+/// given to [`HostBuilder::remote_workspace`]) and what they say
+/// (`wire`).
+pub mod remote {
+    pub use crate::ops::remote::{Connection, Transport, wire};
+}
+
 /// For backend authors: the filesystem and search traits a host's built-in
 /// tools may run on instead of the local disk (`BuiltinSettings::fs`), and
 /// the in-memory filesystem the tests use.
@@ -197,6 +206,7 @@ pub use hooks::{
 };
 pub use host::{
     Batch, BuiltinSettings, CallRequest, ExtensionSettings, Host, HostBuilder, OneCall, Request,
+    ServedWorkspace,
 };
 pub use loader::{Inspection, inspect};
 pub use message::{

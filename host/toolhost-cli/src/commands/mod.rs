@@ -11,3 +11,4 @@ pub(crate) mod list;
 pub(crate) mod run;
 pub(crate) mod serve;
 pub(crate) mod trust;
+pub(crate) mod workspace;

@@ -152,6 +152,36 @@ impl ExtensionReport {
     }
 }
 
+/// `grant` without what would reach a remote workspace (`remote`) through
+/// this machine: its places, programs and search. Each one it had is said.
+fn without_workspace_grants(grant: &GrantSpec, remote: &str, warnings: &mut Warnings) -> GrantSpec {
+    let mut kept = grant.clone();
+    let mut dropped = Vec::new();
+    if !std::mem::take(&mut kept.fs_read).is_empty() {
+        dropped.push("fs-read");
+    }
+    if !std::mem::take(&mut kept.fs_write).is_empty() {
+        dropped.push("fs-write");
+    }
+    if !std::mem::take(&mut kept.process).is_empty() {
+        dropped.push("process");
+    }
+    if std::mem::take(&mut kept.session_processes) {
+        dropped.push("session-processes");
+    }
+    if std::mem::take(&mut kept.search) {
+        dropped.push("search");
+    }
+    if !dropped.is_empty() {
+        warnings.push(format!(
+            "{} not granted: the workspace is remote ({remote}), and an extension's files \
+             and commands are not served there",
+            dropped.join(", ")
+        ));
+    }
+    kept
+}
+
 /// Grants that could not be honoured (a missing directory), as messages.
 type Warnings = Vec<String>;
 
@@ -173,6 +203,9 @@ pub(crate) struct LoadContext<'a> {
     pub places: &'a WritePlaces,
     /// The Pi profile the components are told.
     pub pi: crate::profile::PiProfile,
+    /// The remote workspace, as named, when the workspace is remote: its
+    /// files and commands are not on this machine to grant.
+    pub remote: Option<&'a str>,
 }
 
 /// An extension on its way to loading: its report so far, its warnings,
@@ -457,6 +490,14 @@ fn capabilities(
 ) -> (Capabilities, Warnings) {
     let (workspace, tool_set, protected) = (cx.workspace, cx.tool_set, cx.protected);
     let mut warnings = Vec::new();
+    let here_only;
+    let grant = match cx.remote {
+        Some(remote) => {
+            here_only = without_workspace_grants(grant, remote, &mut warnings);
+            &here_only
+        }
+        None => grant,
+    };
     // A loader variable would run the extension's own code inside the
     // programs it was granted.
     let env_names: Vec<&String> = grant

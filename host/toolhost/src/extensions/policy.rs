@@ -229,6 +229,26 @@ impl Policy {
         user_config: Option<&Path>,
         trust: &TrustStore,
     ) -> Result<Policy, Error> {
+        Policy::load_from(workspace, None, user_config, trust)
+    }
+
+    /// [`Policy::load`] for a remote workspace (`shown`): its own
+    /// `toolhost.toml` is on its machine and is not read; the user's is.
+    pub fn load_remote(
+        workspace: &Path,
+        shown: &str,
+        user_config: Option<&Path>,
+        trust: &TrustStore,
+    ) -> Result<Policy, Error> {
+        Policy::load_from(workspace, Some(shown), user_config, trust)
+    }
+
+    fn load_from(
+        workspace: &Path,
+        remote: Option<&str>,
+        user_config: Option<&Path>,
+        trust: &TrustStore,
+    ) -> Result<Policy, Error> {
         let mut policy = Policy {
             workspace_dir: workspace.to_path_buf(),
             ..Policy::default()
@@ -251,7 +271,12 @@ impl Policy {
             path: path.display().to_string(),
             message: format!("not applied: {reason}"),
         };
-        match files::read_regular(&path, MAX_POLICY_BYTES) {
+        let read = match remote {
+            None => files::read_regular(&path, MAX_POLICY_BYTES),
+            // On the service's machine, never this one's file of that name.
+            Some(_) => Ok(None),
+        };
+        match read {
             Ok(None) => {}
             Err(reason) => policy.diagnostics.push(not_applied(&reason)),
             Ok(Some(bytes)) => {

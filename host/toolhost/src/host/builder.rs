@@ -22,6 +22,7 @@ use crate::ops::fs::ProtectedPaths;
 use crate::ops::fs::{FsRead, FsWrite, LocalFs};
 use crate::ops::process::{JailMode, ProcessLimits, ProcessPolicy};
 use crate::ops::protect::GitGuard;
+use crate::ops::remote::{Connection, RemoteFs, RemoteProcesses, RemoteSearch};
 use crate::ops::search::{FsSearch, LocalSearch, Search};
 use crate::ops::tools::ToolSet;
 use crate::permissions::{Ask, Asker};
@@ -79,6 +80,8 @@ pub struct HostBuilder {
     pi: Option<PiProfile>,
     /// Exposure rules, after the files' (later rules win on the same name).
     exposures: Vec<(String, Exposure)>,
+    /// The service of a remote workspace, when the workspace is remote.
+    remote: Option<Arc<Connection>>,
 }
 
 impl Default for HostBuilder {
@@ -110,6 +113,7 @@ impl Default for HostBuilder {
             asker: None,
             client: None,
             process_idle: None,
+            remote: None,
         }
     }
 }
@@ -191,6 +195,19 @@ impl HostBuilder {
     /// The directory the tools work in (and, by default, may read).
     pub fn workspace(mut self, dir: impl Into<PathBuf>) -> Self {
         self.workspace = Some(dir.into());
+        self
+    }
+
+    /// Work in a remote workspace: the one served at the other end of
+    /// `connection` (`toolhost workspace serve`, reached by
+    /// [`Connection::open`]). Its files, searches and the shell's commands
+    /// are the service's, confined there; nothing of the workspace is read,
+    /// written or run on this machine, and an Operation never falls back to
+    /// it. The workspace's own `toolhost.toml` and `.toolhost/extensions`
+    /// stay unread (the user's apply), and extensions get no file or
+    /// process grant there.
+    pub fn remote_workspace(mut self, connection: Arc<Connection>) -> Self {
+        self.remote = Some(connection);
         self
     }
 
@@ -437,12 +454,15 @@ impl HostBuilder {
     /// ([`Self::first_active`]), and the session with its audit log
     /// ([`Self::assemble`]).
     pub async fn build(self) -> Result<Host, Error> {
-        let workspace = self.workspace_dir()?;
+        let workspace = match &self.remote {
+            Some(connection) => PathBuf::from(connection.root()),
+            None => self.workspace_dir()?,
+        };
         let runtime = match self.runtime.clone() {
             Some(rt) => rt,
             None => Runtime::shared()?,
         };
-        let config = self.configuration(&workspace, &runtime)?;
+        let config = self.configuration(&workspace, runtime.options().cache_dir.as_deref())?;
         let mut diagnostics = config.policy.diagnostics.clone();
         let confined = self.confinement(&workspace, &config, &mut diagnostics)?;
         let registry = Arc::new(RwLock::new(Registry::default()));
@@ -488,6 +508,45 @@ impl HostBuilder {
         }))
     }
 
+    /// What a workspace service (`toolhost workspace serve`) serves: the
+    /// workspace's backends as a local host gives its built-ins (the same
+    /// roots, protected paths, process jail and network rules), without
+    /// loading a tool. An error when the jail is required
+    /// ([`JailMode::Required`]) and this machine cannot run it.
+    pub fn served_workspace(self) -> Result<super::ServedWorkspace, Error> {
+        if let (JailMode::Required, crate::doctor::Support::Unavailable { reason }) =
+            (self.jail, crate::doctor::jail_support())
+        {
+            return Err(Error::runtime(format!(
+                "this workspace service requires the process jail, and {reason}; serve \
+                 with --allow-unconfined to run commands without it"
+            )));
+        }
+        let workspace = self.workspace_dir()?;
+        let cache_dir = match &self.runtime {
+            Some(runtime) => runtime.options().cache_dir.clone(),
+            None => crate::default_cache_dir(),
+        };
+        let config = self.configuration(&workspace, cache_dir.as_deref())?;
+        let mut diagnostics = Vec::new();
+        let confined = self.confinement(&workspace, &config, &mut diagnostics)?;
+        let (fs_read, fs_write, search) = confined.builtins.workspace;
+        let confinement = crate::doctor::layers()
+            .iter()
+            .map(|layer| format!("{}: {}", layer.name, layer.state))
+            .collect();
+        Ok(super::ServedWorkspace {
+            root: workspace,
+            temp_dir: confined.temp_dir,
+            fs_read,
+            fs_write,
+            search,
+            process: confined.builtins.shells.0,
+            confinement,
+            home: std::env::var("HOME").ok().filter(|h| !h.is_empty()),
+        })
+    }
+
     /// The workspace's real path; it must be a directory.
     fn workspace_dir(&self) -> Result<PathBuf, Error> {
         let workspace_arg = self.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
@@ -509,7 +568,11 @@ impl HostBuilder {
     /// `toolhost.toml` files (with the embedder's grants), the audit log
     /// (opened before any tool runs), the state directory's quarantine, and
     /// the protected paths.
-    fn configuration(&self, workspace: &Path, runtime: &Runtime) -> Result<Configuration, Error> {
+    fn configuration(
+        &self,
+        workspace: &Path,
+        cache_dir: Option<&Path>,
+    ) -> Result<Configuration, Error> {
         let user_config = self
             .user_config
             .clone()
@@ -518,7 +581,15 @@ impl HostBuilder {
             Some(dir) => TrustStore::load(dir)?,
             None => TrustStore::empty(),
         };
-        let mut policy = Policy::load(workspace, user_config.as_deref(), &trust)?;
+        let mut policy = match &self.remote {
+            None => Policy::load(workspace, user_config.as_deref(), &trust)?,
+            Some(connection) => Policy::load_remote(
+                workspace,
+                connection.shown(),
+                user_config.as_deref(),
+                &trust,
+            )?,
+        };
         for (name, grant) in &self.extensions.grants {
             policy.grant(name, grant);
         }
@@ -537,7 +608,7 @@ impl HostBuilder {
         let protected = extensions::protected_paths(
             workspace,
             user_config.as_deref(),
-            runtime.options().cache_dir.as_deref(),
+            cache_dir,
             audit_path.as_deref(),
             state_dir.as_deref(),
             &policy,
@@ -568,12 +639,17 @@ impl HostBuilder {
         // Search runs natively on the local disk; over another backend it
         // walks through that backend's `FsRead`.
         let (fs_read, fs_write, search): (Arc<dyn FsRead>, Arc<dyn FsWrite>, Arc<dyn Search>) =
-            match self.builtins.fs.clone() {
-                Some((read, write)) => {
+            match (&self.remote, self.builtins.fs.clone()) {
+                (Some(connection), _) => {
+                    let files = Arc::new(RemoteFs::new(connection.clone()));
+                    let search = Arc::new(RemoteSearch::new(connection.clone()));
+                    (files.clone(), files, search)
+                }
+                (None, Some((read, write))) => {
                     let search = Arc::new(FsSearch::new(read.clone()));
                     (read, write, search)
                 }
-                None => {
+                (None, None) => {
                     let local = Arc::new(
                         LocalFs::new(&[workspace.to_path_buf()])
                             .map_err(|e| {
@@ -621,6 +697,15 @@ impl HostBuilder {
             if *kind != ShellPath::ReadWrite {
                 continue;
             }
+            if self.remote.is_some() {
+                diagnostics.push(Diagnostic {
+                    path: path.display().to_string(),
+                    message: "[shell] read-write grant is not applied: the workspace is remote, \
+                              and its commands run on its machine"
+                        .into(),
+                });
+                continue;
+            }
             match grants::directory(path, &places) {
                 Ok(dir) => write_roots.push(dir),
                 Err(reason) => diagnostics.push(Diagnostic {
@@ -631,9 +716,12 @@ impl HostBuilder {
         }
         // Everything the shell tools' commands may write, watched for what
         // would make git run code.
+        // A remote workspace's is its service's to guard, on its machine.
+        let local_workspace = self.remote.is_none().then(|| workspace.to_path_buf());
         let guard = Arc::new(GitGuard::of_user(
-            [workspace.to_path_buf(), temp_dir.clone()]
+            local_workspace
                 .into_iter()
+                .chain([temp_dir.clone()])
                 .chain(write_roots.iter().map(|d| d.path().to_path_buf()))
                 .collect(),
             config.quarantine.as_deref(),
@@ -647,6 +735,10 @@ impl HostBuilder {
             jail,
         )
         .git_guard(guard.clone());
+        let process = match &self.remote {
+            Some(connection) => process.remote(Arc::new(RemoteProcesses::new(connection.clone()))),
+            None => process,
+        };
         Ok(Confined {
             temp_dir,
             places,
@@ -715,10 +807,14 @@ impl HostBuilder {
         active_tools: &Arc<ActiveTools>,
         diagnostics: &mut Vec<Diagnostic>,
     ) -> Vec<(discovery::Found, ExtensionFinishing)> {
-        let mut dirs = vec![(
-            workspace.join(".toolhost/extensions"),
-            discovery::Origin::Workspace,
-        )];
+        // A remote workspace's extensions are on its machine: not loaded.
+        let mut dirs = Vec::new();
+        if self.remote.is_none() {
+            dirs.push((
+                workspace.join(".toolhost/extensions"),
+                discovery::Origin::Workspace,
+            ));
+        }
         if let Some(dir) = &config.user_config {
             dirs.push((dir.join("extensions"), discovery::Origin::User));
         }
@@ -756,6 +852,7 @@ impl HostBuilder {
             quarantine: config.quarantine.as_deref(),
             places: &confined.places,
             pi: config.pi,
+            remote: self.remote.as_ref().map(|c| c.shown()),
         };
         let pending = on_threads(found.iter().collect(), |extension| {
             extensions::prepare(&load_cx, extension)
@@ -799,7 +896,10 @@ impl HostBuilder {
                 .collect(),
             settings: CallSettings {
                 workspace: parts.workspace,
-                home: std::env::var("HOME").ok().filter(|h| !h.is_empty()),
+                home: match &self.remote {
+                    Some(connection) => connection.hello().home.clone(),
+                    None => std::env::var("HOME").ok().filter(|h| !h.is_empty()),
+                },
                 session_id: self.session_id.clone(),
                 cancel_grace: self.cancel_grace.unwrap_or(Duration::from_secs(1)),
                 sequential: self.sequential,

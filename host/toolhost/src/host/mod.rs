@@ -44,6 +44,45 @@ pub(crate) struct WorkspaceReads {
     pub search: Arc<dyn crate::ops::search::Search>,
 }
 
+/// A workspace as its service serves it to a toolhost elsewhere
+/// ([`HostBuilder::served_workspace`]).
+pub struct ServedWorkspace {
+    /// Its real path.
+    pub root: PathBuf,
+    /// Where its processes get their temp directories.
+    pub temp_dir: PathBuf,
+    pub(crate) fs_read: Arc<dyn crate::ops::fs::FsRead>,
+    pub(crate) fs_write: Arc<dyn crate::ops::fs::FsWrite>,
+    pub(crate) search: Arc<dyn crate::ops::search::Search>,
+    /// The shell's policy here: its roots, jail and network rules.
+    process: Arc<ProcessPolicy>,
+    /// How processes are confined here, a line per layer.
+    pub confinement: Vec<String>,
+    /// `$HOME` here.
+    pub home: Option<String>,
+}
+
+impl ServedWorkspace {
+    /// The policy a process of `grant` runs under: this machine's, given
+    /// only the programs, network, variables and timeout the grant names
+    /// (the network only if this machine's shell has it too).
+    pub(crate) fn process_for(&self, grant: &crate::ops::process::ProcessGrant) -> ProcessPolicy {
+        let mut policy = (*self.process)
+            .clone()
+            .only_programs(grant.programs.clone());
+        if !grant.network {
+            policy = policy.network(false);
+        }
+        for name in &grant.command_env {
+            policy = policy.command_env(name.clone());
+        }
+        let timeout = grant
+            .default_timeout_ms
+            .map(std::time::Duration::from_millis);
+        policy.default_timeout(timeout)
+    }
+}
+
 /// The tools of one workspace. Cheap to clone; safe to share across tasks.
 #[derive(Clone)]
 pub struct Host {

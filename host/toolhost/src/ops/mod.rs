@@ -10,6 +10,7 @@ pub mod http_client;
 pub mod nested;
 pub mod process;
 pub mod protect;
+pub mod remote;
 pub mod search;
 pub mod tools;
 pub mod usage;

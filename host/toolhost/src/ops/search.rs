@@ -56,7 +56,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio_util::sync::CancellationToken;
 
 /// Why a search failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum SearchError {
     /// The root does not exist (the text names it).
     NotFound(String),
@@ -86,7 +86,7 @@ impl SearchError {
 }
 
 /// A content search.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GrepRequest {
     pub pattern: String,
     /// Absolute path of a directory or a file.
@@ -124,7 +124,7 @@ impl GrepRequest {
 }
 
 /// A matching (or context) line.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GrepLine {
     pub line_number: u64,
     pub text: String,
@@ -135,7 +135,7 @@ pub struct GrepLine {
 }
 
 /// The lines found in one file.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GrepFile {
     /// Relative to the root with `/` separators; the file name when the root
     /// is a file.
@@ -144,7 +144,7 @@ pub struct GrepFile {
 }
 
 /// What a content search found.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GrepResult {
     pub files: Vec<GrepFile>,
     /// Matching lines returned.
@@ -156,7 +156,7 @@ pub struct GrepResult {
 }
 
 /// A search of names.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GlobRequest {
     pub pattern: String,
     /// Absolute path of the directory to search.
@@ -166,7 +166,7 @@ pub struct GlobRequest {
 }
 
 /// What a search of names found.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GlobResult {
     /// Relative to the root with `/` separators; directories end with `/`.
     pub paths: Vec<String>,

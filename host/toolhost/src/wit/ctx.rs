@@ -128,29 +128,55 @@ impl<'a> OpsCtx<'a> {
 
     /// `op` on `path` through the `fs-read` backend, or beyond the roots
     /// where a rule or the person allows it, recorded as read.
-    pub(super) async fn reading<T: Send>(
+    pub(super) async fn reading<T: Send + 'static>(
         &mut self,
         path: &str,
-        op: impl Fn(&dyn FsRead, &str) -> Result<T, FsError> + Send + Sync,
+        op: impl Fn(&dyn FsRead, &str) -> Result<T, FsError> + Send + Sync + 'static,
     ) -> Result<T, FsError> {
-        let r = self.reader().and_then(|fs| op(&*fs, path));
-        let r = self
-            .or_beyond(r, path, (false, false), |fs, p| op(fs, p))
-            .await;
+        let r = match self.reader() {
+            Ok(fs) if fs.is_remote() => {
+                let path = path.to_string();
+                far(move || op(&*fs, &path)).await
+            }
+            r => {
+                let r = r.and_then(|fs| op(&*fs, path));
+                let beyond = |fs: &fs::LocalFs, p: &str| op(fs, p);
+                self.or_beyond(r, path, (false, false), beyond).await
+            }
+        };
         self.noted(r, Use::Read, path)
     }
 
     /// `op` on `path` through the `fs-write` backend, or beyond the roots
     /// (to write, or to create as a directory: `how`), recorded as written.
-    pub(super) async fn writing<T: Send>(
+    pub(super) async fn writing<T: Send + 'static>(
         &mut self,
         path: &str,
         how: (bool, bool),
-        op: impl Fn(&dyn FsWrite, &str) -> Result<T, FsError> + Send + Sync,
+        op: impl Fn(&dyn FsWrite, &str) -> Result<T, FsError> + Send + Sync + 'static,
     ) -> Result<T, FsError> {
-        let r = self.writer().and_then(|fs| op(&*fs, path));
-        let r = self.or_beyond(r, path, how, |fs, p| op(fs, p)).await;
+        let r = self.on_writer(path, how, op).await;
         self.noted(r, Use::Written, path)
+    }
+
+    /// [`Self::writing`], not recorded (a check, a lock).
+    pub(super) async fn on_writer<T: Send + 'static>(
+        &mut self,
+        path: &str,
+        how: (bool, bool),
+        op: impl Fn(&dyn FsWrite, &str) -> Result<T, FsError> + Send + Sync + 'static,
+    ) -> Result<T, FsError> {
+        match self.writer() {
+            Ok(fs) if fs.is_remote() => {
+                let path = path.to_string();
+                far(move || op(&*fs, &path)).await
+            }
+            r => {
+                let r = r.and_then(|fs| op(&*fs, path));
+                let beyond = |fs: &fs::LocalFs, p: &str| op(fs, p);
+                self.or_beyond(r, path, how, beyond).await
+            }
+        }
     }
 
     /// Record what an operation on `path` did: used as `kind` when it
@@ -281,4 +307,18 @@ impl OpsCtx<'_> {
             .as_ref()
             .ok_or_else(|| wasmtime::format_err!("tools is not granted"))
     }
+}
+
+/// `op`, an Operation on a backend whose files are on another machine: on
+/// the blocking pool (it waits on the network), and never beyond its roots
+/// through this machine's disk.
+async fn far<T: Send + 'static>(
+    op: impl FnOnce() -> Result<T, FsError> + Send + 'static,
+) -> Result<T, FsError> {
+    tokio::task::spawn_blocking(op).await.unwrap_or_else(|e| {
+        Err(fs::fs_error(
+            fs::ErrorCode::Other,
+            format!("the operation on the remote workspace was lost: {e}"),
+        ))
+    })
 }

@@ -49,7 +49,7 @@ use std::path::{Component, Path, PathBuf};
 
 /// Why a file operation failed: the code a tool acts on, and a message
 /// naming the path.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FsError {
     pub code: ErrorCode,
     pub message: String,
@@ -62,7 +62,7 @@ impl std::fmt::Display for FsError {
 }
 
 /// The kinds of [`FsError`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ErrorCode {
     NotFound,
     NotADirectory,
@@ -80,7 +80,7 @@ pub enum ErrorCode {
 }
 
 /// What a directory entry or a path is (after following symlinks, where said).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum EntryKind {
     File,
     Directory,
@@ -89,7 +89,7 @@ pub enum EntryKind {
 }
 
 /// A file's kind, size and modification time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Metadata {
     pub kind: EntryKind,
     pub size: u64,
@@ -99,7 +99,7 @@ pub struct Metadata {
 
 /// A directory entry: its name and the kind of its (followed) target, when
 /// that is reachable.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DirEntry {
     pub name: String,
     pub kind: Option<EntryKind>,
@@ -129,6 +129,14 @@ pub trait FsRead: Send + Sync + std::fmt::Debug {
     fn read_unlinked(&self, path: &str, offset: u64, max_bytes: u64) -> Result<Vec<u8>, FsError> {
         self.read(path, offset, max_bytes)
     }
+    /// Whether its files are on another machine (a remote workspace): its
+    /// operations wait on the network, so the glue runs them on the
+    /// blocking pool, and nothing beyond its roots is ever reached through
+    /// this machine's disk instead.
+    fn is_remote(&self) -> bool {
+        false
+    }
+
     /// [`FsRead::list_dir`] of a directory that is its own real path, as
     /// [`FsRead::read_unlinked`] reads a file: opened beneath the root with
     /// every link on the way refused, so a listing judged by name (an MCP
@@ -154,6 +162,11 @@ pub trait FsWrite: Send + Sync + std::fmt::Debug {
     fn lock_key(&self, path: &str) -> Result<String, FsError>;
     /// The granted roots, as absolute paths.
     fn roots(&self) -> Vec<String>;
+
+    /// Whether its files are on another machine ([`FsRead::is_remote`]).
+    fn is_remote(&self) -> bool {
+        false
+    }
 }
 
 pub(crate) fn fs_error(code: ErrorCode, message: impl Into<String>) -> FsError {

@@ -71,6 +71,10 @@ impl FsWrite for Recorded {
     fn roots(&self) -> Vec<String> {
         self.inner.roots()
     }
+
+    fn is_remote(&self) -> bool {
+        self.inner.is_remote()
+    }
 }
 
 /// `read`'s view: its own roots, and the recorded full-output files, read
@@ -115,6 +119,10 @@ impl FsRead for WithOutputs {
 
     fn list_dir_unlinked(&self, path: &str) -> Result<Vec<DirEntry>, FsError> {
         self.inner.list_dir_unlinked(path)
+    }
+
+    fn is_remote(&self) -> bool {
+        self.inner.is_remote()
     }
 }
 

@@ -206,7 +206,7 @@ impl Drop for SpawnToken {
 }
 
 /// A program to run: what a tool asks the process Operations for.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Command {
     /// A name looked up on the policy's `PATH`, or an absolute path.
     pub program: String,
@@ -221,14 +221,14 @@ pub struct Command {
 }
 
 /// Why a command could not be started.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProcessError {
     pub code: ProcessErrorCode,
     pub message: String,
 }
 
 /// The kinds of [`ProcessError`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ProcessErrorCode {
     /// The program is not one the policy names.
     NotAllowed,
@@ -241,7 +241,7 @@ pub enum ProcessErrorCode {
 }
 
 /// How a command ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ExitStatus {
     Code(i32),
     /// Killed by this signal (`SIGKILL`, …).
@@ -348,4 +348,74 @@ impl Drop for Child {
     fn drop(&mut self) {
         self.control.request(StopReason::Dropped);
     }
+}
+
+/// The feeding end of a [`Child`] whose process runs elsewhere (a remote
+/// workspace's service): what it sends is what the child's `next` gives,
+/// in order, and it learns when the child is killed or dropped.
+pub struct ChildFeed {
+    events: mpsc::Sender<ChildEvent>,
+    control: Arc<Control>,
+}
+
+impl ChildFeed {
+    /// A child and the end that feeds it.
+    pub fn new() -> (ChildFeed, Child) {
+        let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);
+        let control = Arc::new(Control::default());
+        let child = Child {
+            events: rx,
+            control: control.clone(),
+            last: None,
+            held: None,
+        };
+        (
+            ChildFeed {
+                events: tx,
+                control,
+            },
+            child,
+        )
+    }
+
+    /// Hand `event` on, waiting while the child has [`CHANNEL_EVENTS`]
+    /// unread; `false` when the child is gone.
+    pub async fn send(&self, event: ChildEvent) -> bool {
+        self.events.send(event).await.is_ok()
+    }
+
+    /// Until the child is killed or dropped.
+    pub async fn stop_requested(&self) {
+        self.control.requested().await;
+    }
+}
+
+/// What a process may be given by its tool's grant, as a remote
+/// workspace's service applies it: never beyond that service's own roots,
+/// protected paths and jail, whatever this says.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct ProcessGrant {
+    /// The programs it may run.
+    pub programs: Vec<String>,
+    /// Whether it has the network.
+    pub network: bool,
+    /// Variables a command may set itself.
+    pub command_env: Vec<String>,
+    /// Its default timeout, in milliseconds.
+    pub default_timeout_ms: Option<u64>,
+}
+
+/// Starts processes elsewhere: [`ProcessPolicy::remote`] hands it every
+/// spawn, with the policy's grant and a hold the call's end waits for
+/// (kept until the process is gone).
+pub trait RemoteSpawn: Send + Sync + std::fmt::Debug {
+    fn spawn<'a>(
+        &'a self,
+        command: Command,
+        grant: ProcessGrant,
+        cancel: CancellationToken,
+        hold: Box<dyn Send + Sync>,
+        usage: &'a crate::ops::usage::Usage,
+    ) -> futures::future::BoxFuture<'a, Result<Child, ProcessError>>;
 }

@@ -80,6 +80,8 @@ pub struct ProcessPolicy {
     pub(super) pinned: Vec<GrantedDir>,
     /// Places tools can write, where no program is taken from.
     pub(super) no_programs_from: Vec<PathBuf>,
+    /// Where every spawn goes instead, for a remote workspace.
+    pub(super) remote: Option<Arc<dyn super::RemoteSpawn>>,
 }
 
 impl ProcessPolicy {
@@ -339,6 +341,51 @@ impl ProcessPolicy {
         }
     }
 
+    /// Hand every spawn to `spawner`: the processes of a remote workspace,
+    /// started by its service under its own confinement and this policy's
+    /// [grant](Self::grant). Nothing of this policy's runs on this machine.
+    pub fn remote(mut self, spawner: Arc<dyn super::RemoteSpawn>) -> Self {
+        self.remote = Some(spawner);
+        self
+    }
+
+    /// Only `programs` may run (a remote service's policy, given a grant).
+    pub fn only_programs(mut self, programs: Vec<String>) -> Self {
+        self.programs = programs;
+        self
+    }
+
+    /// What this policy grants a process, as a remote service applies it.
+    pub fn grant(&self) -> super::ProcessGrant {
+        super::ProcessGrant {
+            programs: self.programs.clone(),
+            network: self.has_network(),
+            command_env: self.command_env.clone(),
+            default_timeout_ms: self.default_timeout.map(|t| t.as_millis() as u64),
+        }
+    }
+
+    /// [`Self::spawn_recording`] here, or, for a remote workspace's policy,
+    /// by its service.
+    pub async fn spawn_anywhere(
+        &self,
+        command: Command,
+        cancel: CancellationToken,
+        spawned: &Spawned,
+        usage: &Usage,
+    ) -> Result<Child, ProcessError> {
+        let Some(spawner) = &self.remote else {
+            return self.spawn_recording(command, cancel, spawned, usage);
+        };
+        if let Some(refusal) = self.refusal_of(&command.program) {
+            return Err(refusal);
+        }
+        let hold = Box::new(spawned.token());
+        spawner
+            .spawn(command, self.grant(), cancel, hold, usage)
+            .await
+    }
+
     /// Why `program` may not be run under this policy, if it may not (it
     /// is not among the granted programs).
     pub fn refusal_of(&self, program: &str) -> Option<ProcessError> {
@@ -397,6 +444,16 @@ impl ProcessPolicy {
         spawned: &Spawned,
         usage: &Usage,
     ) -> Result<(Child, Option<InputEnd>), ProcessError> {
+        if self.remote.is_some() {
+            return Err(error(
+                ProcessErrorCode::Other,
+                format!(
+                    "{} is not started: the workspace is remote, and its service does not \
+                     run processes that outlive their call",
+                    command.program
+                ),
+            ));
+        }
         let Some(parent) = &self.scratch_parent else {
             return self.spawn_with(command, input, cancel, spawned, None, usage);
         };

@@ -2,7 +2,7 @@
 //! edge, and their glue.
 
 use super::{fs_read, fs_types, fs_write};
-use crate::ops::fs::{self, FsError, FsWrite, MutationLock, lock_file_in_turn};
+use crate::ops::fs::{self, FsError, MutationLock, lock_file_in_turn};
 use crate::wit::OpsCtx;
 use wasmtime::component::Resource;
 
@@ -91,7 +91,7 @@ impl fs_read::Host for OpsCtx<'_> {
         max_bytes: u64,
     ) -> wasmtime::Result<Result<Vec<u8>, fs_types::FsError>> {
         wit(self
-            .reading(&path, |fs, p| fs.read(p, offset, max_bytes))
+            .reading(&path, move |fs, p| fs.read(p, offset, max_bytes))
             .await)
     }
 
@@ -113,7 +113,7 @@ impl fs_write::Host for OpsCtx<'_> {
         contents: Vec<u8>,
     ) -> wasmtime::Result<Result<(), fs_types::FsError>> {
         wit(self
-            .writing(&path, WRITE, |fs, p| fs.write_file(p, &contents))
+            .writing(&path, WRITE, move |fs, p| fs.write_file(p, &contents))
             .await)
     }
 
@@ -123,7 +123,7 @@ impl fs_write::Host for OpsCtx<'_> {
         contents: Vec<u8>,
     ) -> wasmtime::Result<Result<(), fs_types::FsError>> {
         wit(self
-            .writing(&path, WRITE, |fs, p| fs.append_file(p, &contents))
+            .writing(&path, WRITE, move |fs, p| fs.append_file(p, &contents))
             .await)
     }
 
@@ -137,19 +137,14 @@ impl fs_write::Host for OpsCtx<'_> {
     }
 
     async fn access(&mut self, path: String) -> wasmtime::Result<Result<(), fs_types::FsError>> {
-        let r = self.writer().and_then(|fs| fs.access(&path));
-        wit(self.or_beyond(r, &path, WRITE, |fs, p| fs.access(p)).await)
+        wit(self.on_writer(&path, WRITE, |fs, p| fs.access(p)).await)
     }
 
     async fn lock(
         &mut self,
         path: String,
     ) -> wasmtime::Result<Result<Resource<MutationLock>, fs_types::FsError>> {
-        let key = self.writer().and_then(|fs| fs.lock_key(&path));
-        let key = match self
-            .or_beyond(key, &path, WRITE, |fs, p| fs.lock_key(p))
-            .await
-        {
+        let key = match self.on_writer(&path, WRITE, |fs, p| fs.lock_key(p)).await {
             Ok(key) => key,
             Err(e) => return Ok(Err(e.into())),
         };

@@ -94,12 +94,15 @@ impl process::Host for OpsCtx<'_> {
         if self.asking.is_some_and(|a| a.network()) && !policy.has_network() {
             policy = Arc::new(policy.as_ref().clone().network(true));
         }
-        match policy.spawn_recording(
-            command.into(),
-            self.cancel.clone(),
-            self.spawned,
-            self.usage,
-        ) {
+        let spawned = policy
+            .spawn_anywhere(
+                command.into(),
+                self.cancel.clone(),
+                self.spawned,
+                self.usage,
+            )
+            .await;
+        match spawned {
             Ok(child) => {
                 self.usage.note(Use::Program, &program);
                 Ok(Ok(self.table.push(child)?))

@@ -1,0 +1,162 @@
+//! The file Operations of a remote workspace: each one a request to its
+//! service, whose own local backend (its roots, its protected paths) gives
+//! the answer.
+
+use super::Connection;
+use super::wire::{Op, Reply};
+use crate::ops::fs::{DirEntry, ErrorCode, FsError, FsRead, FsWrite, Metadata};
+use std::sync::Arc;
+
+/// The files of a remote workspace, read and written by its service.
+#[derive(Clone, Debug)]
+pub struct RemoteFs {
+    connection: Arc<Connection>,
+}
+
+impl RemoteFs {
+    pub fn new(connection: Arc<Connection>) -> RemoteFs {
+        RemoteFs { connection }
+    }
+
+    /// `op`'s reply, or the error it answered with, or the connection's.
+    fn ask(&self, op: Op, body: Vec<u8>) -> Result<(Reply, Vec<u8>), FsError> {
+        match self.connection.ask(op, body) {
+            Ok((Reply::FsError { error }, _)) => Err(error),
+            Ok(answer) => Ok(answer),
+            Err(why) => Err(FsError {
+                code: ErrorCode::Other,
+                message: why,
+            }),
+        }
+    }
+
+    fn done(&self, op: Op, body: Vec<u8>) -> Result<(), FsError> {
+        match self.ask(op, body)? {
+            (Reply::Done, _) => Ok(()),
+            (other, _) => Err(unexpected(&other)),
+        }
+    }
+
+    fn read_with(
+        &self,
+        path: &str,
+        offset: u64,
+        max: u64,
+        unlinked: bool,
+    ) -> Result<Vec<u8>, FsError> {
+        let op = Op::Read {
+            path: path.to_string(),
+            offset,
+            max,
+            unlinked,
+        };
+        match self.ask(op, Vec::new())? {
+            (Reply::Bytes, bytes) => Ok(bytes),
+            (other, _) => Err(unexpected(&other)),
+        }
+    }
+
+    fn list_with(&self, path: &str, unlinked: bool) -> Result<Vec<DirEntry>, FsError> {
+        let op = Op::ListDir {
+            path: path.to_string(),
+            unlinked,
+        };
+        match self.ask(op, Vec::new())? {
+            (Reply::Entries { entries }, _) => Ok(entries),
+            (other, _) => Err(unexpected(&other)),
+        }
+    }
+}
+
+/// A reply that does not answer the request: the service is not one this
+/// toolhost can trust to serve it.
+pub(super) fn unexpected(reply: &Reply) -> FsError {
+    FsError {
+        code: ErrorCode::Other,
+        message: format!("the workspace service answered out of turn ({reply:?})"),
+    }
+}
+
+impl FsRead for RemoteFs {
+    fn stat(&self, path: &str) -> Result<Metadata, FsError> {
+        let op = Op::Stat {
+            path: path.to_string(),
+        };
+        match self.ask(op, Vec::new())? {
+            (Reply::Metadata { metadata }, _) => Ok(metadata),
+            (other, _) => Err(unexpected(&other)),
+        }
+    }
+
+    fn read(&self, path: &str, offset: u64, max_bytes: u64) -> Result<Vec<u8>, FsError> {
+        self.read_with(path, offset, max_bytes, false)
+    }
+
+    fn list_dir(&self, path: &str) -> Result<Vec<DirEntry>, FsError> {
+        self.list_with(path, false)
+    }
+
+    fn roots(&self) -> Vec<String> {
+        vec![self.connection.root().to_string()]
+    }
+
+    fn read_unlinked(&self, path: &str, offset: u64, max_bytes: u64) -> Result<Vec<u8>, FsError> {
+        self.read_with(path, offset, max_bytes, true)
+    }
+
+    fn list_dir_unlinked(&self, path: &str) -> Result<Vec<DirEntry>, FsError> {
+        self.list_with(path, true)
+    }
+
+    fn is_remote(&self) -> bool {
+        true
+    }
+}
+
+impl FsWrite for RemoteFs {
+    fn write_file(&self, path: &str, contents: &[u8]) -> Result<(), FsError> {
+        let op = Op::Write {
+            path: path.to_string(),
+        };
+        self.done(op, contents.to_vec())
+    }
+
+    fn append_file(&self, path: &str, contents: &[u8]) -> Result<(), FsError> {
+        let op = Op::Append {
+            path: path.to_string(),
+        };
+        self.done(op, contents.to_vec())
+    }
+
+    fn create_dir_all(&self, path: &str) -> Result<(), FsError> {
+        let op = Op::CreateDirAll {
+            path: path.to_string(),
+        };
+        self.done(op, Vec::new())
+    }
+
+    fn access(&self, path: &str) -> Result<(), FsError> {
+        let op = Op::Access {
+            path: path.to_string(),
+        };
+        self.done(op, Vec::new())
+    }
+
+    fn lock_key(&self, path: &str) -> Result<String, FsError> {
+        let op = Op::LockKey {
+            path: path.to_string(),
+        };
+        match self.ask(op, Vec::new())? {
+            (Reply::Key { key }, _) => Ok(key),
+            (other, _) => Err(unexpected(&other)),
+        }
+    }
+
+    fn roots(&self) -> Vec<String> {
+        vec![self.connection.root().to_string()]
+    }
+
+    fn is_remote(&self) -> bool {
+        true
+    }
+}

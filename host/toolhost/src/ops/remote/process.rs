@@ -1,0 +1,144 @@
+//! Processes of a remote workspace: started by its service, under its
+//! confinement and the tool's grant; their output streams back under the
+//! process's id, acknowledged as the tool takes it. Killing the child, or
+//! cancelling the call, stops the process group there; a connection that
+//! ends ends the child here with a line saying so.
+
+use super::Connection;
+use super::wire::{ChildMsg, Frame, Message, Op, Reply};
+use crate::ops::process::{
+    Child, ChildEvent, ChildFeed, Command, ExitStatus, ProcessError, ProcessErrorCode,
+    ProcessGrant, RemoteSpawn,
+};
+use crate::ops::usage::Usage;
+use futures::future::BoxFuture;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio_util::sync::CancellationToken;
+
+/// Starts the processes of a remote workspace through its service.
+#[derive(Debug)]
+pub struct RemoteProcesses {
+    connection: Arc<Connection>,
+    next_child: AtomicU64,
+}
+
+impl RemoteProcesses {
+    pub fn new(connection: Arc<Connection>) -> RemoteProcesses {
+        RemoteProcesses {
+            connection,
+            next_child: AtomicU64::new(1),
+        }
+    }
+}
+
+fn other(message: String) -> ProcessError {
+    ProcessError {
+        code: ProcessErrorCode::Other,
+        message,
+    }
+}
+
+impl RemoteSpawn for RemoteProcesses {
+    fn spawn<'a>(
+        &'a self,
+        command: Command,
+        grant: ProcessGrant,
+        cancel: CancellationToken,
+        hold: Box<dyn Send + Sync>,
+        _usage: &'a Usage,
+    ) -> BoxFuture<'a, Result<Child, ProcessError>> {
+        Box::pin(async move {
+            // The id is toolhost's, so that the process's first output, which
+            // may come before the reply, already has somewhere to go.
+            let child = self.next_child.fetch_add(1, Ordering::Relaxed);
+            let frames = self.connection.watch_child(child);
+            let connection = self.connection.clone();
+            let op = Op::Spawn {
+                child,
+                command,
+                grant,
+            };
+            let answer = tokio::task::spawn_blocking(move || connection.ask(op, Vec::new()))
+                .await
+                .map_err(|e| other(format!("the spawn was lost: {e}")))?;
+            match answer {
+                Ok((Reply::Spawned { child: started }, _)) if started == child => {}
+                Ok((Reply::ProcessError { error }, _)) => return Err(error),
+                Ok((reply, _)) => return Err(other(super::fs::unexpected(&reply).message)),
+                Err(why) => return Err(other(why)),
+            }
+            let (feed, handle) = ChildFeed::new();
+            let connection = self.connection.clone();
+            tokio::spawn(relay(connection, child, frames, feed, cancel, hold));
+            Ok(handle)
+        })
+    }
+}
+
+/// Hand process `child`'s events to `feed` until it exits, acknowledging
+/// each; stop it there when the child here is killed or dropped, or the
+/// call is cancelled. `hold` is released when it is gone.
+async fn relay(
+    connection: Arc<Connection>,
+    child: u64,
+    mut frames: tokio::sync::mpsc::UnboundedReceiver<Frame>,
+    feed: ChildFeed,
+    cancel: CancellationToken,
+    hold: Box<dyn Send + Sync>,
+) {
+    let mut stopped = false;
+    loop {
+        let frame = tokio::select! {
+            frame = frames.recv() => frame,
+            () = feed.stop_requested(), if !stopped => {
+                stopped = true;
+                let _ = connection.send(Frame::new(Message::Kill { child }));
+                continue;
+            }
+            () = cancel.cancelled(), if !stopped => {
+                stopped = true;
+                let _ = connection.send(Frame::new(Message::Kill { child }));
+                continue;
+            }
+        };
+        match frame {
+            Some(Frame {
+                message:
+                    Message::Child {
+                        event: ChildMsg::Output,
+                        ..
+                    },
+                body,
+            }) => {
+                let taken = feed.send(ChildEvent::Output(body)).await;
+                let _ = connection.send(Frame::new(Message::Ack { child }));
+                if !taken && !stopped {
+                    stopped = true;
+                    let _ = connection.send(Frame::new(Message::Kill { child }));
+                }
+            }
+            Some(Frame {
+                message:
+                    Message::Child {
+                        event: ChildMsg::Exit { status },
+                        ..
+                    },
+                ..
+            }) => {
+                feed.send(ChildEvent::Exit(status)).await;
+                break;
+            }
+            Some(_) => {}
+            None => {
+                // The connection ended: the process is gone with the service.
+                let why = connection.gone();
+                let line = format!("\ntoolhost: {why}\n");
+                feed.send(ChildEvent::Output(line.into_bytes())).await;
+                feed.send(ChildEvent::Exit(ExitStatus::Cancelled)).await;
+                break;
+            }
+        }
+    }
+    drop(hold);
+}

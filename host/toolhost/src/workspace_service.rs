@@ -1,0 +1,370 @@
+//! `toolhost workspace serve DIR`: the far end of a remote workspace. It
+//! answers toolhost's Operations (`crate::ops::remote::wire`) on its stdin
+//! and stdout, with the backends a local host would give its built-ins on
+//! this machine: the same roots (`DIR`), the same protected paths, the same
+//! process jail, Landlock, seccomp, limits and network rules
+//! ([`HostBuilder::served_workspace`]). A tool's grant as toolhost sends it
+//! narrows what a process gets; nothing toolhost sends widens it.
+//!
+//! Each request runs on its own (a slow search never holds up a read), its
+//! reply goes back when it is ready; a process's output goes back as it
+//! comes, at most `WINDOW` events ahead of what toolhost has taken. When
+//! the connection ends, every process the service started is stopped.
+
+use crate::error::Error;
+use crate::host::{HostBuilder, ServedWorkspace};
+use crate::ops::fs::FsError;
+use crate::ops::process::{Child, ChildEvent};
+use crate::ops::remote::wire::{ChildMsg, Frame, Hello, Message, Op, PROTOCOL, Reply, WINDOW};
+use crate::ops::search::StopFlag;
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
+use tokio::sync::{Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+
+/// What the service shares among the requests it runs.
+struct Service {
+    served: ServedWorkspace,
+    replies: mpsc::UnboundedSender<Frame>,
+    /// Searches running, by request id, to stop on `cancel`.
+    searches: Mutex<HashMap<u64, StopFlag>>,
+    /// Processes running: how to stop each, and its window.
+    children: Mutex<HashMap<u64, (CancellationToken, Arc<Semaphore>)>>,
+    /// Ends every process when the connection ends.
+    closing: CancellationToken,
+}
+
+/// Serve the workspace `builder` describes on `input` and `output` until
+/// toolhost hangs up. It refuses to serve (an error before any frame) when
+/// it cannot confine processes as `builder` requires.
+pub async fn serve_workspace(
+    builder: HostBuilder,
+    input: impl Read + Send + 'static,
+    output: impl Write + Send + 'static,
+) -> Result<(), Error> {
+    let served = builder.served_workspace()?;
+    let (replies, outgoing) = mpsc::unbounded_channel::<Frame>();
+    let writer = write_frames(output, outgoing);
+    let (frames_tx, mut frames) = mpsc::channel::<Result<Frame, String>>(64);
+    read_frames(input, frames_tx);
+    let theirs = match frames.recv().await {
+        Some(Ok(Frame {
+            message: Message::Hello(hello),
+            ..
+        })) => hello,
+        Some(Ok(other)) => {
+            return Err(Error::runtime(format!(
+                "toolhost sent {:?} where its hello was due",
+                other.message
+            )));
+        }
+        Some(Err(why)) => return Err(Error::runtime(why)),
+        None => return Ok(()),
+    };
+    let ours = Hello {
+        protocol: PROTOCOL,
+        release: format!("toolhost {}", env!("CARGO_PKG_VERSION")),
+        root: Some(served.root.display().to_string()),
+        confinement: served.confinement.clone(),
+        temp: Some(served.temp_dir.display().to_string()),
+        home: served.home.clone(),
+    };
+    let _ = replies.send(Frame::new(Message::Hello(ours)));
+    if theirs.protocol != PROTOCOL {
+        // Said after the hello, so that toolhost names both versions.
+        drop(replies);
+        let _ = writer.await;
+        return Err(Error::runtime(format!(
+            "toolhost speaks the workspace protocol {} ({}), this service {}: run the same \
+             release on both sides",
+            theirs.protocol, theirs.release, PROTOCOL
+        )));
+    }
+    let service = Arc::new(Service {
+        served,
+        replies,
+        searches: Mutex::default(),
+        children: Mutex::default(),
+        closing: CancellationToken::new(),
+    });
+    while let Some(frame) = frames.recv().await {
+        let frame = match frame {
+            Ok(frame) => frame,
+            Err(why) => {
+                eprintln!("toolhost workspace serve: {why}");
+                break;
+            }
+        };
+        service.clone().take(frame);
+    }
+    service.closing.cancel();
+    // The processes' last events need the writer; it ends with the service.
+    let service = Arc::downgrade(&service);
+    for _ in 0..300 {
+        if service.strong_count() == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let _ = writer.await;
+    Ok(())
+}
+
+impl Service {
+    /// Act on one frame from toolhost.
+    fn take(self: Arc<Self>, frame: Frame) {
+        match frame.message {
+            Message::Request { id, op } => {
+                tokio::spawn(async move {
+                    let (reply, body) = self.clone().run(id, op, frame.body).await;
+                    let message = Message::Reply { id, reply };
+                    let _ = self.replies.send(Frame::with_body(message, body));
+                });
+            }
+            Message::Cancel { id } => {
+                if let Some(stop) = self.searches.lock().expect("searches").get(&id) {
+                    stop.raise();
+                }
+            }
+            Message::Ack { child } => {
+                if let Some((_, window)) = self.children.lock().expect("children").get(&child) {
+                    window.add_permits(1);
+                }
+            }
+            Message::Kill { child } => {
+                if let Some((stop, _)) = self.children.lock().expect("children").get(&child) {
+                    stop.cancel();
+                }
+            }
+            // toolhost says hello once and never replies.
+            _ => {}
+        }
+    }
+
+    /// Run `op`; its reply and the reply's body.
+    async fn run(self: Arc<Self>, id: u64, op: Op, body: Vec<u8>) -> (Reply, Vec<u8>) {
+        let fs_reply = |r: Result<Reply, FsError>| match r {
+            Ok(reply) => (reply, Vec::new()),
+            Err(error) => (Reply::FsError { error }, Vec::new()),
+        };
+        match op {
+            Op::Spawn {
+                child,
+                command,
+                grant,
+            } => (self.spawn(child, command, grant), Vec::new()),
+            Op::Grep { request } => {
+                let stop = self.search_started(id);
+                let search = self.served.search.clone();
+                let r = blocking(move || search.grep(&request, &stop)).await;
+                self.searches.lock().expect("searches").remove(&id);
+                match r {
+                    Ok(Ok(result)) => (Reply::Grep { result }, Vec::new()),
+                    Ok(Err(error)) => (Reply::SearchError { error }, Vec::new()),
+                    Err(why) => fs_reply(Err(other(why))),
+                }
+            }
+            Op::Glob { request } => {
+                let stop = self.search_started(id);
+                let search = self.served.search.clone();
+                let r = blocking(move || search.glob(&request, &stop)).await;
+                self.searches.lock().expect("searches").remove(&id);
+                match r {
+                    Ok(Ok(result)) => (Reply::Glob { result }, Vec::new()),
+                    Ok(Err(error)) => (Reply::SearchError { error }, Vec::new()),
+                    Err(why) => fs_reply(Err(other(why))),
+                }
+            }
+            Op::Read {
+                path,
+                offset,
+                max,
+                unlinked,
+            } => {
+                let fs = self.served.fs_read.clone();
+                let r = blocking(move || {
+                    if unlinked {
+                        fs.read_unlinked(&path, offset, max)
+                    } else {
+                        fs.read(&path, offset, max)
+                    }
+                })
+                .await;
+                match r.unwrap_or_else(|why| Err(other(why))) {
+                    Ok(bytes) => (Reply::Bytes, bytes),
+                    Err(error) => (Reply::FsError { error }, Vec::new()),
+                }
+            }
+            file_op => {
+                let (read, write) = (self.served.fs_read.clone(), self.served.fs_write.clone());
+                let r = blocking(move || file(read.as_ref(), write.as_ref(), file_op, &body)).await;
+                fs_reply(r.unwrap_or_else(|why| Err(other(why))))
+            }
+        }
+    }
+
+    fn search_started(&self, id: u64) -> StopFlag {
+        let stop = StopFlag::new();
+        let mut searches = self.searches.lock().expect("searches");
+        searches.insert(id, stop.clone());
+        stop
+    }
+
+    /// Start `command` under the served policy narrowed to `grant`, as
+    /// process `child`, and relay its events.
+    fn spawn(
+        self: Arc<Self>,
+        child: u64,
+        command: crate::ops::process::Command,
+        grant: crate::ops::process::ProcessGrant,
+    ) -> Reply {
+        let policy = self.served.process_for(&grant);
+        let stop = self.closing.child_token();
+        let spawned = policy.spawn(command, stop.clone());
+        match spawned {
+            Ok(running) => {
+                let window = Arc::new(Semaphore::new(WINDOW));
+                self.children
+                    .lock()
+                    .expect("children")
+                    .insert(child, (stop, window.clone()));
+                tokio::spawn(self.relay(child, running, window));
+                Reply::Spawned { child }
+            }
+            Err(error) => Reply::ProcessError { error },
+        }
+    }
+
+    /// Send process `child`'s events to toolhost, at most `WINDOW` ahead of
+    /// what it acknowledged.
+    async fn relay(self: Arc<Self>, child: u64, mut running: Child, window: Arc<Semaphore>) {
+        loop {
+            let frame = match running.next().await {
+                ChildEvent::Output(bytes) => {
+                    let message = Message::Child {
+                        child,
+                        event: ChildMsg::Output,
+                    };
+                    Frame::with_body(message, bytes)
+                }
+                ChildEvent::Exit(status) => {
+                    let message = Message::Child {
+                        child,
+                        event: ChildMsg::Exit { status },
+                    };
+                    let _ = self.replies.send(Frame::new(message));
+                    break;
+                }
+            };
+            // One of the window's places, given back by toolhost's ack;
+            // when the connection closes, the process is being stopped.
+            tokio::select! {
+                permit = window.acquire() => match permit {
+                    Ok(permit) => permit.forget(),
+                    Err(_) => break,
+                },
+                () = self.closing.cancelled() => {}
+            }
+            if self.replies.send(frame).is_err() {
+                break;
+            }
+        }
+        self.children.lock().expect("children").remove(&child);
+    }
+}
+
+/// A file Operation other than a read, on the served backends.
+fn file(
+    read: &dyn crate::ops::fs::FsRead,
+    write: &dyn crate::ops::fs::FsWrite,
+    op: Op,
+    body: &[u8],
+) -> Result<Reply, FsError> {
+    Ok(match op {
+        Op::Stat { path } => Reply::Metadata {
+            metadata: read.stat(&path)?,
+        },
+        Op::ListDir { path, unlinked } => Reply::Entries {
+            entries: if unlinked {
+                read.list_dir_unlinked(&path)?
+            } else {
+                read.list_dir(&path)?
+            },
+        },
+        Op::Write { path } => {
+            write.write_file(&path, body)?;
+            Reply::Done
+        }
+        Op::Append { path } => {
+            write.append_file(&path, body)?;
+            Reply::Done
+        }
+        Op::CreateDirAll { path } => {
+            write.create_dir_all(&path)?;
+            Reply::Done
+        }
+        Op::Access { path } => {
+            write.access(&path)?;
+            Reply::Done
+        }
+        Op::LockKey { path } => Reply::Key {
+            key: write.lock_key(&path)?,
+        },
+        other => return Err(other_error(format!("{other:?} is not a file operation"))),
+    })
+}
+
+fn other(why: String) -> FsError {
+    other_error(why)
+}
+
+fn other_error(message: String) -> FsError {
+    FsError {
+        code: crate::ops::fs::ErrorCode::Other,
+        message,
+    }
+}
+
+/// `f` on the blocking pool; why it was lost, if it was.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| format!("the operation was lost: {e}"))
+}
+
+/// Read frames from `input` on a thread of their own, until it ends or
+/// says something that is not the protocol (that reason, then the end).
+fn read_frames(input: impl Read + Send + 'static, frames: mpsc::Sender<Result<Frame, String>>) {
+    std::thread::spawn(move || {
+        let mut input = std::io::BufReader::with_capacity(1 << 16, input);
+        loop {
+            match Frame::read_from(&mut input) {
+                Ok(Some(frame)) => {
+                    if frames.blocking_send(Ok(frame)).is_err() {
+                        return;
+                    }
+                }
+                Ok(None) => return,
+                Err(e) => {
+                    let _ = frames.blocking_send(Err(format!("toolhost's input: {e}")));
+                    return;
+                }
+            }
+        }
+    });
+}
+
+/// Write the frames of `outgoing` to `output` on a thread of their own.
+fn write_frames(
+    mut output: impl Write + Send + 'static,
+    mut outgoing: mpsc::UnboundedReceiver<Frame>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::task::spawn_blocking(move || {
+        while let Some(frame) = outgoing.blocking_recv() {
+            if frame.write_to(&mut output).is_err() {
+                return;
+            }
+        }
+    })
+}

@@ -1,0 +1,219 @@
+//! Remote workspaces (`--workspace-exec`, `toolhost workspace serve`): the
+//! recorded Pi cases give the same results over the workspace protocol as
+//! here; what the service does not serve is never done on this machine
+//! instead; a service that goes away or speaks another protocol is a
+//! clear error.
+
+use crate::cases::{PI_0_85, PI_1_6, Place, run_recorded_in};
+use crate::support::*;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// `--workspace-exec`'s command serving `dir` with this toolhost.
+fn serving(dir: &str) -> String {
+    format!("'{}' workspace serve '{dir}'", toolhost_bin().display())
+}
+
+/// Every recorded case of each built-in, over a remote workspace: the
+/// same texts, details and files afterwards as the local runs.
+mod pi_cases {
+    use super::*;
+
+    macro_rules! remote {
+        ($recording:ident: $($tool:ident $cases:literal),* $(,)?) => {$(
+            #[test]
+            fn $tool() {
+                run_recorded_in(&$recording, stringify!($tool), $cases, Place::Remote);
+            }
+        )*};
+    }
+
+    mod pi_0_85 {
+        use super::*;
+        remote!(PI_0_85: read 11, write 3, edit 12, bash 7, grep 8, find 4, ls 3);
+    }
+
+    mod pi_1_6 {
+        use super::*;
+        remote!(PI_1_6: read 23, write 7, edit 22, bash 21, grep 22, find 19, ls 6);
+    }
+}
+
+#[test]
+fn nothing_of_a_remote_workspace_is_read_or_run_on_this_machine() {
+    // `here` holds a file at the path where the service's workspace
+    // would hold it; the service serves `there`. Every Operation reaches
+    // `there`, and nothing outside it, on either side.
+    let (here, there) = (Workspace::new(), Workspace::new());
+    there.write("notes.txt", "served\n");
+    here.write("local-only.txt", "not served\n");
+    let exec = serving(there.str());
+    let call = |tool: &str, args: Value| {
+        let args = args.to_string();
+        let out = toolhost(
+            &here,
+            &["--workspace-exec", &exec, "call", tool, &args, "--json"],
+            None,
+        );
+        json_out(&out)
+    };
+    let read = call("read", json!({"path": "notes.txt"}));
+    assert_eq!(read["content"][0]["text"], "served\n", "{read}");
+    let local = here.path.join("local-only.txt");
+    let refused = call("read", json!({"path": local.to_str().unwrap()}));
+    assert_eq!(refused["isError"], true, "{refused}");
+    let text = refused["content"][0]["text"].as_str().unwrap();
+    assert!(!text.contains("not served"), "{text}");
+
+    let wrote = call("write", json!({"path": "new.txt", "content": "made there"}));
+    assert_eq!(wrote["isError"], false, "{wrote}");
+    assert_eq!(there.read("new.txt"), "made there");
+    assert!(!here.path.join("new.txt").exists());
+
+    // bash runs there: in the served directory, confined by the service.
+    let ran = call(
+        "bash",
+        json!({"command": "pwd; cat notes.txt; touch made-by-bash"}),
+    );
+    assert_eq!(ran["isError"], false, "{ran}");
+    let text = ran["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with(&format!("{}\nserved\n", there.str())),
+        "{text}"
+    );
+    assert!(there.path.join("made-by-bash").exists());
+    assert!(!here.path.join("made-by-bash").exists());
+
+    let found = call("grep", json!({"pattern": "served"}));
+    assert_eq!(
+        found["content"][0]["text"], "notes.txt:1: served",
+        "{found}"
+    );
+}
+
+#[test]
+fn a_service_that_goes_away_fails_the_call_in_flight_and_says_so() {
+    let ws = Workspace::new();
+    let pid_file = ws.path.join("service.pid");
+    // The service writes its pid, then becomes the service.
+    let exec = format!(
+        "sh -c 'echo $$ > {}; exec {}'",
+        pid_file.display(),
+        serving(ws.str()).replace('\'', "")
+    );
+    let started = Instant::now();
+    let mut child = spawn_piped(
+        ws.cli().args([
+            "--workspace-exec",
+            &exec,
+            "call",
+            "bash",
+            r#"{"command": "echo started; sleep 60"}"#,
+        ]),
+        std::process::Stdio::piped(),
+    );
+    let pid = loop {
+        if let Ok(text) = std::fs::read_to_string(&pid_file)
+            && let Ok(pid) = text.trim().parse::<i32>()
+        {
+            break pid;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "no service");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Once the command runs there, the service is killed.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the call waited for its command instead of failing"
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("the remote workspace") && text.contains("is gone"),
+        "stdout: {text}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "an error result");
+}
+
+#[test]
+fn a_service_of_another_protocol_is_refused_naming_both_releases() {
+    // A stand-in service: it reads toolhost's hello and answers with a
+    // protocol this toolhost does not speak.
+    let ws = Workspace::new();
+    let script = ws.write(
+        "old-service.py",
+        r#"
+import json, struct, sys
+def frame(message):
+    header = json.dumps(message).encode()
+    return struct.pack(">II", 4 + len(header), len(header)) + header
+length = struct.unpack(">I", sys.stdin.buffer.read(4))[0]
+sys.stdin.buffer.read(length)
+sys.stdout.buffer.write(frame({"t": "hello", "protocol": 99, "release": "toolhost 9.9.9",
+                               "root": "/srv"}))
+sys.stdout.buffer.flush()
+sys.stdin.buffer.read()
+"#,
+    );
+    let exec = format!("python3 {}", script.display());
+    let out = toolhost(&ws, &["--workspace-exec", &exec, "list"], None);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("speaks the workspace protocol 99 (toolhost 9.9.9), and this toolhost speaks 1 (toolhost"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_service_that_cannot_confine_refuses_to_serve_and_toolhost_says_why() {
+    // The service runs where bubblewrap cannot be found (each place it
+    // looks for it hidden by an empty file): it has no jail, refuses, and
+    // toolhost shows what it said.
+    let ws = Workspace::new();
+    let mut hidden = std::collections::BTreeSet::new();
+    for place in ["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"] {
+        if let Ok(real) = std::fs::canonicalize(place) {
+            hidden.insert(real);
+        }
+    }
+    let hide: String = hidden
+        .iter()
+        .map(|p| format!("--ro-bind /dev/null {} ", p.display()))
+        .collect();
+    let exec = format!("bwrap --dev-bind / / {hide}{}", serving(ws.str()));
+    let out = toolhost(&ws, &["--workspace-exec", &exec, "list"], None);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("ended before it said hello")
+            && err.contains("requires the process jail")
+            && err.contains("--allow-unconfined"),
+        "{err}"
+    );
+    // Told to, it serves: its commands then run under Landlock and seccomp.
+    let exec = format!("{exec} --allow-unconfined");
+    let out = toolhost(
+        &ws,
+        &[
+            "--workspace-exec",
+            &exec,
+            "call",
+            "bash",
+            r#"{"command": "echo unjailed"}"#,
+        ],
+        None,
+    );
+    // The result text, then the line end `call` prints.
+    assert_eq!(stdout_ok(out), "unjailed\n\n");
+}
