@@ -217,3 +217,111 @@ fn a_service_that_cannot_confine_refuses_to_serve_and_toolhost_says_why() {
     // The result text, then the line end `call` prints.
     assert_eq!(stdout_ok(out), "unjailed\n\n");
 }
+
+#[test]
+fn over_openssh_toolhost_copies_itself_once_by_digest_and_serves_there() {
+    let sshd = Sshd::start();
+    let ws = Workspace::new();
+    ws.write("notes.txt", "over ssh\n");
+    let url = sshd.url(ws.str());
+    let env = [("TOOLHOST_SSH_COMMAND", sshd.ssh_command())];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let call = |tool: &str, args: &str| {
+        toolhost_with_env(&ws, &["--workspace", &url, "call", tool, args], None, &env)
+    };
+    let read = call("read", r#"{"path": "notes.txt"}"#);
+    assert_eq!(stdout_ok(read), "over ssh\n\n");
+    // The copy is in the other side's per-user cache, named by its digest.
+    let copies: Vec<_> = std::fs::read_dir(sshd.cache().join("toolhost/bin"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    assert!(copies[0].starts_with("toolhost-"), "{copies:?}");
+    let copy = sshd.cache().join("toolhost/bin").join(&copies[0]);
+    let modified = std::fs::metadata(&copy).unwrap().modified().unwrap();
+    // The next connection finds it; bash runs there, in the workspace.
+    let ran = call("bash", r#"{"command": "pwd"}"#);
+    assert_eq!(stdout_ok(ran), format!("{}\n\n", ws.str()));
+    assert_eq!(
+        std::fs::metadata(&copy).unwrap().modified().unwrap(),
+        modified
+    );
+    // A copy that differs from this toolhost is replaced, never run.
+    std::fs::remove_file(&copy).unwrap();
+    std::fs::write(&copy, "#!/bin/sh\necho tampered\n").unwrap();
+    std::fs::set_permissions(&copy, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let read = call("read", r#"{"path": "notes.txt"}"#);
+    assert_eq!(stdout_ok(read), "over ssh\n\n");
+    assert_ne!(std::fs::read(&copy).unwrap(), b"#!/bin/sh\necho tampered\n");
+
+    // --remote-toolhost names one there instead; a wrong one is said.
+    let out = toolhost_with_env(
+        &ws,
+        &[
+            "--workspace",
+            &url,
+            "--remote-toolhost",
+            "/nonexistent/toolhost",
+            "list",
+        ],
+        None,
+        &env,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&url) && err.contains("/nonexistent/toolhost"),
+        "{err}"
+    );
+}
+
+#[test]
+fn in_a_podman_container_toolhost_copies_itself_in_and_serves_there() {
+    let ws = Workspace::new();
+    ws.write("notes.txt", "in the container\n");
+    let container = Container::start(&ws.path);
+    let url = format!("container://{}/work", container.name);
+    let env = [("TOOLHOST_CONTAINER_COMMAND", Container::PODMAN)];
+    let call = |tool: &str, args: &str| {
+        toolhost_with_env(&ws, &["--workspace", &url, "call", tool, args], None, &env)
+    };
+    let read = call("read", r#"{"path": "notes.txt"}"#);
+    assert_eq!(stdout_ok(read), "in the container\n\n");
+    // bash runs in the container (its own root, /work the workspace),
+    // jailed there: the system it sees is read-only.
+    let ran = call(
+        "bash",
+        r#"{"command": "pwd; ls / | tr '\\n' ' '; touch /usr/x 2>&1 | grep -c Read-only"}"#,
+    );
+    let text = stdout_ok(ran);
+    assert!(text.starts_with("/work\n"), "{text}");
+    assert!(text.contains("work"), "{text}");
+    assert!(text.ends_with("1\n\n"), "{text}");
+    // The copy is in the container's per-user cache, by digest.
+    let cache = container.root().join("root/.cache/toolhost/bin");
+    let copies: Vec<_> = std::fs::read_dir(&cache).unwrap().collect();
+    assert_eq!(copies.len(), 1, "{}", cache.display());
+}
+
+#[test]
+fn doctor_reports_the_confinement_on_the_other_side() {
+    let ws = Workspace::new();
+    let exec = serving(ws.str());
+    let out = toolhost(&ws, &["--workspace-exec", &exec, "doctor", "--json"], None);
+    let report = json_out(&out);
+    assert_eq!(
+        report["remote"]["workspace"],
+        format!("`{}`", exec.replace('\'', ""))
+    );
+    assert_eq!(report["remote"]["root"], ws.str());
+    let names = strings_at(&report["remote"]["layers"], "/name");
+    assert_eq!(names, ["jail", "Landlock", "seccomp", "limits", "network"]);
+    assert_eq!(report["remote"]["layers"][0]["on"], true, "{report}");
+    let text = stdout_ok(toolhost(&ws, &["--workspace-exec", &exec, "doctor"], None));
+    assert!(
+        text.contains("confined on the other side of `")
+            && text.contains("where the workspace's commands run"),
+        "{text}"
+    );
+}

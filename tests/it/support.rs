@@ -902,3 +902,185 @@ pub fn assert_starts_with(text: &str, prefix: &str, what: &str) {
         "{what}: {prefix:?} does not start {text:?}"
     );
 }
+
+/// OpenSSH's sshd on a port of its own, for the tests: a host key and a
+/// client key made for it, the client's key the only one it accepts, and a
+/// client configuration (`ssh -F`) that reaches it with that key. The
+/// per-user cache of the other side is `cache` (sshd passes
+/// `XDG_CACHE_HOME` on). Stopped when dropped.
+pub struct Sshd {
+    child: std::process::Child,
+    dir: tempfile::TempDir,
+    pub port: u16,
+}
+
+impl Sshd {
+    pub fn start() -> Sshd {
+        let sshd = ["/usr/sbin/sshd", "/usr/bin/sshd"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists())
+            .expect("OpenSSH's sshd (scripts/setup installs openssh-server)");
+        let dir = tempfile::tempdir().unwrap();
+        let at = |name: &str| dir.path().join(name);
+        for key in ["host_key", "client_key"] {
+            let made = std::process::Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(at(key))
+                .status()
+                .unwrap();
+            assert!(made.success(), "ssh-keygen {key}");
+        }
+        std::fs::copy(at("client_key.pub"), at("authorized_keys")).unwrap();
+        // sshd wants its privilege separation directory.
+        let _ = std::fs::create_dir_all("/run/sshd");
+        let port = Haproxy::free_port();
+        let option = |o: String| ["-o".to_string(), o];
+        let mut args: Vec<String> = vec!["-D".into(), "-e".into(), "-f".into(), "/dev/null".into()];
+        for o in [
+            format!("Port={port}"),
+            "ListenAddress=127.0.0.1".into(),
+            format!("HostKey={}", at("host_key").display()),
+            format!("AuthorizedKeysFile={}", at("authorized_keys").display()),
+            "StrictModes=no".into(),
+            "UsePAM=no".into(),
+            "PermitRootLogin=prohibit-password".into(),
+            "PasswordAuthentication=no".into(),
+            "AcceptEnv=XDG_CACHE_HOME".into(),
+            format!("PidFile={}", at("sshd.pid").display()),
+        ] {
+            args.extend(option(o));
+        }
+        let child = std::process::Command::new(sshd)
+            .args(&args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("starting sshd");
+        std::fs::create_dir_all(at("cache")).unwrap();
+        std::fs::write(
+            at("ssh_config"),
+            format!(
+                "Host *\n  IdentityFile {}\n  IdentitiesOnly yes\n  StrictHostKeyChecking no\n  \
+                 UserKnownHostsFile /dev/null\n  LogLevel ERROR\n  SetEnv XDG_CACHE_HOME={}\n",
+                at("client_key").display(),
+                at("cache").display()
+            ),
+        )
+        .unwrap();
+        let started = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(20),
+                "sshd did not listen"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Sshd { child, dir, port }
+    }
+
+    /// `TOOLHOST_SSH_COMMAND` reaching this server.
+    pub fn ssh_command(&self) -> String {
+        format!("ssh -F {}", self.dir.path().join("ssh_config").display())
+    }
+
+    /// The other side's per-user cache.
+    pub fn cache(&self) -> std::path::PathBuf {
+        self.dir.path().join("cache")
+    }
+
+    /// `ssh://root@127.0.0.1:PORT{path}`.
+    pub fn url(&self, path: &str) -> String {
+        let user = std::env::var("USER").unwrap_or_else(|_| "root".into());
+        format!("ssh://{user}@127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A podman container for the tests, running `sleep` on a root of its own
+/// (a directory with this machine's `/usr` and `/etc` mounted read-only:
+/// no image to pull) with `dir` at `/work`, privileged so that the process
+/// jail can run inside it. Removed when dropped.
+pub struct Container {
+    pub name: String,
+    _root: TempDir,
+}
+
+impl Container {
+    /// podman, with the runtime and cgroup manager that work on these
+    /// machines (cgroups v1 and v2 mixed, which crun refuses).
+    pub const PODMAN: &'static str = "podman --runtime runc --cgroup-manager=cgroupfs";
+
+    pub fn start(dir: &Path) -> Container {
+        let root = tempfile::tempdir().unwrap();
+        for sub in ["usr", "etc", "tmp", "proc", "dev", "sys", "root", "work"] {
+            std::fs::create_dir(root.path().join(sub)).unwrap();
+        }
+        for link in ["bin", "lib", "lib64", "sbin"] {
+            if Path::new("/").join(link).is_symlink() {
+                std::os::unix::fs::symlink(format!("usr/{link}"), root.path().join(link)).unwrap();
+            }
+        }
+        let name = format!(
+            "toolhost-test-{}-{}",
+            std::process::id(),
+            root.path().file_name().unwrap().to_string_lossy()
+        );
+        let mut podman: Vec<&str> = Self::PODMAN.split(' ').collect();
+        let work = format!("{}:/work", dir.display());
+        let rootfs = root.path().to_str().unwrap().to_string();
+        podman.extend([
+            "run",
+            "-d",
+            "--name",
+            &name,
+            "--privileged",
+            "--cgroupns=host",
+            "--mount",
+            "type=tmpfs,dst=/sys/fs/cgroup",
+            "--ulimit",
+            "nofile=4096:4096",
+            "--ulimit",
+            "nproc=4096:4096",
+            "-v",
+            "/usr:/usr:ro",
+            "-v",
+            "/etc:/etc:ro",
+            "-v",
+            &work,
+            "--rootfs",
+            &rootfs,
+            "sleep",
+            "3600",
+        ]);
+        let out = Command::new(podman[0]).args(&podman[1..]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "podman run (scripts/setup installs podman and runc): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Container { name, _root: root }
+    }
+
+    /// The container's root on this machine.
+    pub fn root(&self) -> &Path {
+        self._root.path()
+    }
+}
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        let mut podman: Vec<&str> = Self::PODMAN.split(' ').collect();
+        podman.extend(["rm", "-f", "-t", "0", &self.name]);
+        let _ = Command::new(podman[0])
+            .args(&podman[1..])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}

@@ -9,9 +9,22 @@ use crate::*;
     about = "Run an LLM agent's tools as sandboxed WebAssembly components"
 )]
 pub(crate) struct Cli {
-    /// Directory the tools work in and may read (default: the current directory).
-    #[arg(long, global = true, value_name = "DIR")]
+    /// Directory the tools work in and may read (default: the current
+    /// directory), or a remote workspace: ssh://[user@]host[:port]/abs/path
+    /// (OpenSSH's ssh with your own configuration and keys, or
+    /// TOOLHOST_SSH_COMMAND) or container://NAME/abs/path (podman or docker
+    /// exec), served there by this same toolhost, copied over when missing.
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR|URL",
+        overrides_with = "workspace"
+    )]
     pub(crate) workspace: Option<PathBuf>,
+    /// The toolhost to run on the other side of an ssh:// or container://
+    /// workspace, instead of a copy of this one.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub(crate) remote_toolhost: Option<String>,
     /// Work in a remote workspace: run COMMAND, which starts `toolhost
     /// workspace serve DIR` with its stdin and stdout (`kubectl exec -i pod
     /// -- toolhost workspace serve /ws`), and send it every file, search and

@@ -108,10 +108,40 @@ fn main() -> ExitCode {
     }
 }
 
-/// The service of the remote workspace `command` starts, greeted.
-async fn open_remote(command: &str) -> Result<Arc<toolhost::remote::Connection>> {
-    let transport = toolhost::remote::Transport::exec(command)
-        .map_err(|e| anyhow::anyhow!("--workspace-exec {command:?}: {e}"))?;
+/// The transport of the remote workspace the options name, if they name
+/// one: `--workspace-exec`, or a `--workspace` URL.
+fn remote_transport(cli: &Cli) -> Result<Option<toolhost::remote::Transport>> {
+    use toolhost::remote::{RemoteToolhost, Transport};
+    if let Some(command) = &cli.workspace_exec {
+        let transport = Transport::exec(command)
+            .map_err(|e| anyhow::anyhow!("--workspace-exec {command:?}: {e}"))?;
+        return Ok(Some(transport));
+    }
+    let Some(url) = cli
+        .workspace
+        .as_ref()
+        .and_then(|w| w.to_str())
+        .filter(|w| Transport::is_url(w))
+    else {
+        return Ok(None);
+    };
+    let toolhost = match &cli.remote_toolhost {
+        Some(path) => RemoteToolhost::At(path.clone()),
+        None => RemoteToolhost::Copy(
+            std::env::current_exe().context("finding this toolhost to copy it over")?,
+        ),
+    };
+    let transport =
+        Transport::parse(url, toolhost).map_err(|e| anyhow::anyhow!("--workspace {e}"))?;
+    Ok(Some(transport))
+}
+
+/// A remote workspace's service, greeted (once for every build).
+pub(crate) type Remote = Arc<toolhost::remote::Connection>;
+
+/// Reach and greet the service of `transport` (on the blocking pool: it
+/// waits on the transport's login).
+async fn open_remote(transport: toolhost::remote::Transport) -> Result<Remote> {
     tokio::task::spawn_blocking(move || toolhost::remote::Connection::open(&transport))
         .await?
         .map_err(anyhow::Error::msg)
@@ -129,13 +159,13 @@ struct HostOptions {
     audit: Option<PathBuf>,
     pi: Option<toolhost::PiProfile>,
     /// The remote workspace's service, opened once for every build.
-    remote: Option<Arc<toolhost::remote::Connection>>,
+    remote: Option<Remote>,
 }
 
 impl HostOptions {
     fn builder(&self) -> HostBuilder {
         let mut builder = Host::builder();
-        if let Some(dir) = &self.workspace {
+        if let Some(dir) = self.workspace.as_ref().filter(|_| self.remote.is_none()) {
             builder = builder.workspace(dir);
         }
         if let Some(connection) = &self.remote {
@@ -175,13 +205,23 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Trust { yes, revoke, json } => {
             return trust(cli.workspace.as_deref(), yes, revoke, json).await;
         }
-        Command::Doctor { json } => return doctor(json),
+        Command::Doctor { json } => {
+            let remote = match remote_transport(&cli)? {
+                Some(transport) => Some(open_remote(transport).await?),
+                None => None,
+            };
+            return doctor(json, remote);
+        }
         Command::Workspace { command } => return workspace(command, cli.no_network).await,
         Command::Audit(query) => {
             return audit::run(query, cli.audit.as_deref(), cli.workspace.as_deref());
         }
         _ => {}
     }
+    let remote = match remote_transport(&cli)? {
+        Some(transport) => Some(open_remote(transport).await?),
+        None => None,
+    };
     let options = HostOptions {
         workspace: cli.workspace,
         extensions: cli.extensions,
@@ -191,10 +231,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         require_jail: cli.require_jail,
         audit: cli.audit,
         pi: cli.pi,
-        remote: match &cli.workspace_exec {
-            Some(command) => Some(open_remote(command).await?),
-            None => None,
-        },
+        remote,
     };
     let mut builder = options.builder();
     let optimiser = match cli.command {

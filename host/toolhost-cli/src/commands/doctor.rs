@@ -2,14 +2,41 @@
 
 use crate::*;
 
-pub(crate) fn doctor(json: bool) -> Result<ExitCode> {
+/// This machine's layers; with a remote workspace, its service's too, and
+/// those decide the exit code (they confine the workspace's commands).
+pub(crate) fn doctor(json: bool, remote: Option<Remote>) -> Result<ExitCode> {
     let layers = toolhost::doctor::layers();
+    let far = remote.as_ref().map(|r| &r.hello().confinement);
     if json {
-        println!("{}", serde_json::to_string_pretty(&layers)?);
+        let shown = match &remote {
+            None => serde_json::to_value(&layers)?,
+            Some(remote) => serde_json::json!({
+                "here": layers,
+                "remote": {
+                    "workspace": remote.shown(),
+                    "release": remote.hello().release,
+                    "root": remote.root(),
+                    "layers": remote.hello().confinement,
+                },
+            }),
+        };
+        println!("{}", serde_json::to_string_pretty(&shown)?);
     } else {
         println!("{}", doctor_text(&layers));
+        if let Some(remote) = &remote {
+            let title = format!(
+                "How programs started by tools are confined on the other side of {} ({}), \
+                 where the workspace's commands run:",
+                remote.shown(),
+                remote.hello().release
+            );
+            let text = doctor_text(&remote.hello().confinement);
+            let body = text.split_once('\n').map_or("", |(_, rest)| rest);
+            println!("\n{}{}", escape(&title), body);
+        }
     }
-    Ok(if layers.iter().all(|l| l.on) {
+    let on = |layers: &[toolhost::doctor::Layer]| layers.iter().all(|l| l.on);
+    Ok(if far.map_or(on(&layers), |far| on(far)) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -25,7 +52,7 @@ pub(crate) fn doctor_text(layers: &[toolhost::doctor::Layer]) -> String {
         let state = if layer.on { "on " } else { "OFF" };
         out.push_str(&format!(
             "\n{:<9} {state}  {}\n",
-            escape(layer.name),
+            escape(&layer.name),
             escape(&layer.state)
         ));
         out.push_str(&indent(&wrap(&escape(&layer.means), 76)));
@@ -66,14 +93,14 @@ mod tests {
     fn doctor_shows_what_it_found_escaped() {
         let layers = [
             Layer {
-                name: "jail",
+                name: "jail".into(),
                 on: true,
                 state: "/opt/x\x1b[1A\x1b[2K/bwrap (bubblewrap 0.8.0)".into(),
                 means: "own user\u{202e}, PID\rnamespaces".into(),
                 fix: None,
             },
             Layer {
-                name: "limits",
+                name: "limits".into(),
                 on: false,
                 state: "cgroup v2 under /sys/fs/cgroup/a\u{9b}2Kb".into(),
                 means: "one\ntwo".into(),

@@ -413,13 +413,13 @@ mod tests {
     /// capability's confinement (the jail first).
     #[test]
     fn the_doctor_asks_each_capability() {
-        let names: Vec<&str> = doctor().iter().map(|l| l.name).collect();
-        let process: Vec<&str> = (process::CAPABILITY.doctor)()
+        let names: Vec<String> = doctor().iter().map(|l| l.name.to_string()).collect();
+        let process: Vec<String> = (process::CAPABILITY.doctor)()
             .iter()
-            .map(|l| l.name)
+            .map(|l| l.name.to_string())
             .collect();
         assert_eq!(names, process);
-        assert_eq!(names.first(), Some(&"jail"));
+        assert_eq!(names.first().map(String::as_str), Some("jail"));
     }
 
     #[test]

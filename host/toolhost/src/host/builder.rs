@@ -531,10 +531,7 @@ impl HostBuilder {
         let mut diagnostics = Vec::new();
         let confined = self.confinement(&workspace, &config, &mut diagnostics)?;
         let (fs_read, fs_write, search) = confined.builtins.workspace;
-        let confinement = crate::doctor::layers()
-            .iter()
-            .map(|layer| format!("{}: {}", layer.name, layer.state))
-            .collect();
+        let confinement = crate::doctor::layers();
         Ok(super::ServedWorkspace {
             root: workspace,
             temp_dir: confined.temp_dir,

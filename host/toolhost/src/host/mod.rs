@@ -56,8 +56,8 @@ pub struct ServedWorkspace {
     pub(crate) search: Arc<dyn crate::ops::search::Search>,
     /// The shell's policy here: its roots, jail and network rules.
     process: Arc<ProcessPolicy>,
-    /// How processes are confined here, a line per layer.
-    pub confinement: Vec<String>,
+    /// How processes are confined here, as `toolhost doctor` says.
+    pub confinement: Vec<crate::doctor::Layer>,
     /// `$HOME` here.
     pub home: Option<String>,
 }

@@ -21,11 +21,13 @@
 mod fs;
 mod process;
 mod search;
+mod transport;
 pub mod wire;
 
 pub use fs::RemoteFs;
 pub use process::RemoteProcesses;
 pub use search::RemoteSearch;
+pub use transport::{RemoteToolhost, Runner, Transport};
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -39,104 +41,6 @@ use wire::{Frame, Hello, Message, Op, PROTOCOL, Reply};
 const HELLO_WAIT: Duration = Duration::from_secs(60);
 /// How much of what the service writes to stderr is kept for errors.
 const STDERR_KEPT: usize = 4096;
-
-/// How toolhost reaches a workspace service.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Transport {
-    /// A command that runs the service with its stdio, as given
-    /// (`--workspace-exec 'kubectl exec -i pod -- toolhost workspace serve /ws'`).
-    Exec(Vec<String>),
-}
-
-impl Transport {
-    /// `--workspace-exec`'s text, split as a shell splits words (quotes
-    /// and backslashes; no expansion).
-    pub fn exec(command_line: &str) -> Result<Transport, String> {
-        let words = split_words(command_line)?;
-        if words.is_empty() {
-            return Err("the command is empty".into());
-        }
-        Ok(Transport::Exec(words))
-    }
-
-    /// How the workspace is named in messages.
-    pub fn shown(&self) -> String {
-        match self {
-            Transport::Exec(words) => format!("`{}`", words.join(" ")),
-        }
-    }
-
-    fn command(&self) -> std::process::Command {
-        match self {
-            Transport::Exec(words) => {
-                let mut cmd = std::process::Command::new(&words[0]);
-                cmd.args(&words[1..]);
-                cmd
-            }
-        }
-    }
-}
-
-/// `text` split into words as a POSIX shell splits a simple command:
-/// blanks separate, single quotes keep everything, double quotes keep all
-/// but `\"` and `\\`, a backslash outside quotes keeps the next character.
-fn split_words(text: &str) -> Result<Vec<String>, String> {
-    let (mut words, mut word, mut in_word) = (Vec::new(), String::new(), false);
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            ' ' | '\t' | '\n' => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => word.push(c),
-                        None => return Err("a ' is not closed".into()),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\')) => word.push(c),
-                            Some(c) => {
-                                word.push('\\');
-                                word.push(c);
-                            }
-                            None => return Err("a \" is not closed".into()),
-                        },
-                        Some(c) => word.push(c),
-                        None => return Err("a \" is not closed".into()),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some(c) => word.push(c),
-                    None => return Err("it ends with a lone \\".into()),
-                }
-            }
-            c => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    Ok(words)
-}
 
 /// A reply, or why there is none.
 type Answer = Result<(Reply, Vec<u8>), String>;
@@ -177,7 +81,8 @@ impl Connection {
     pub fn open(transport: &Transport) -> Result<Arc<Connection>, String> {
         let shown = transport.shown();
         let mut child = transport
-            .command()
+            .service()
+            .map_err(|e| format!("the remote workspace {shown} cannot be reached: {e}"))?
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -481,38 +386,5 @@ fn route(shared: &Shared, frame: Frame) {
         // Nothing else comes from a service; a service that sends it is
         // ignored rather than trusted.
         _ => {}
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_command_line_splits_as_a_shell_splits_it() {
-        let words = |t: &str| split_words(t).unwrap();
-        assert_eq!(
-            words("kubectl exec -i pod -- toolhost workspace serve /ws"),
-            [
-                "kubectl",
-                "exec",
-                "-i",
-                "pod",
-                "--",
-                "toolhost",
-                "workspace",
-                "serve",
-                "/ws"
-            ]
-        );
-        assert_eq!(
-            words(r#"a 'b c' "d \"e\"" f\ g"#),
-            ["a", "b c", "d \"e\"", "f g"]
-        );
-        assert_eq!(words("  "), Vec::<String>::new());
-        assert_eq!(words("''"), [""]);
-        assert!(split_words("a 'b").is_err());
-        assert!(split_words("a \"b").is_err());
-        assert!(split_words("a \\").is_err());
     }
 }

@@ -45,10 +45,10 @@ pub struct Hello {
     /// The service's: the workspace's real path on its machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<String>,
-    /// The service's: how the processes it starts are confined there
-    /// (`toolhost doctor`'s text of each layer, one line each).
+    /// The service's: how the processes it starts are confined there, as
+    /// `toolhost doctor` reports each layer on its machine.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub confinement: Vec<String>,
+    pub confinement: Vec<crate::ops::process::doctor::Layer>,
     /// The service's: the temp directory its processes get.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temp: Option<String>,

@@ -51,7 +51,7 @@ impl Layer for Jail {
                     .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
                     .unwrap_or_default();
                 Report {
-                    name: "jail",
+                    name: "jail".into(),
                     on: true,
                     state: format!("{} ({version}), user namespaces, {mounts}", bwrap.display()),
                     means,
@@ -59,7 +59,7 @@ impl Layer for Jail {
                 }
             }
             jail::Support::Unavailable { reason } => Report {
-                name: "jail",
+                name: "jail".into(),
                 on: false,
                 state: "off".into(),
                 means: format!(

@@ -17,7 +17,7 @@ impl Layer for Landlock {
     fn probe(&self) -> Report {
         match probe() {
             Ok(abi) => Report {
-                name: "Landlock",
+                name: "Landlock".into(),
                 on: true,
                 state: format!("ABI {}", *abi as u32),
                 means: "writes only beneath the write roots, no signals to the host and no \
@@ -27,7 +27,7 @@ impl Layer for Landlock {
                 fix: None,
             },
             Err(reason) => Report {
-                name: "Landlock",
+                name: "Landlock".into(),
                 on: false,
                 state: "off".into(),
                 means: reason.clone(),

@@ -17,7 +17,7 @@ impl Layer for Limits {
         let enforcement = limits::enforcement();
         let on = !matches!(enforcement, limits::Enforcement::Rlimits { .. });
         Report {
-            name: "limits",
+            name: "limits".into(),
             on,
             state: enforcement.to_string(),
             means: format!(

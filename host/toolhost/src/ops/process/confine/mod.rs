@@ -26,16 +26,16 @@ use std::io;
 use std::os::fd::OwnedFd;
 
 /// One confinement layer as this machine has it (`toolhost doctor`).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Report {
-    pub name: &'static str,
+    pub name: std::borrow::Cow<'static, str>,
     pub on: bool,
     /// What it is here (version, ABI, mechanism).
     pub state: String,
     /// What it does for a program a tool starts.
     pub means: String,
     /// How to turn it on, when it is off.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fix: Option<String>,
 }
 

@@ -23,7 +23,7 @@ impl Layer for Network {
     fn probe(&self) -> Report {
         let jailed = matches!(jail::support(), jail::Support::Available { .. });
         Report {
-            name: "network",
+            name: "network".into(),
             on: true,
             state: if jailed {
                 "network namespace when off".into()

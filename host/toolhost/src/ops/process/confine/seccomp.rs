@@ -16,7 +16,7 @@ impl Layer for Seccomp {
         let on = status.lines().any(|l| l.starts_with("Seccomp_filters:"))
             || status.lines().any(|l| l.starts_with("Seccomp:"));
         Report {
-            name: "seccomp",
+            name: "seccomp".into(),
             on,
             state: if on { "filters" } else { "off" }.into(),
             means: "a program without the network cannot create an IPv4 or IPv6 socket (UDP \
