@@ -325,3 +325,105 @@ fn doctor_reports_the_confinement_on_the_other_side() {
         "{text}"
     );
 }
+
+#[test]
+fn cancelling_a_call_stops_its_processes_on_the_other_side() {
+    let ws = Workspace::new();
+    let exec = serving(ws.str());
+    // A sleeper in the background that only its group's stop can end, marked
+    // so that it is found among this machine's processes.
+    let marker = format!(
+        "300.{}{}",
+        std::process::id(),
+        ws.path.file_name().unwrap().len()
+    );
+    let command = format!("sleep {marker} & echo started > started; wait");
+    let batch = batch_file(&ws, &[("c1", "bash", json!({ "command": command }))]);
+    let batch = batch.to_str().unwrap();
+    let child = spawn_piped(
+        ws.cli()
+            .args(["--workspace-exec", &exec, "run", batch, "--json"]),
+        std::process::Stdio::piped(),
+    );
+    let started = Instant::now();
+    while !ws.path.join("started").exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the command never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let running = |marker: &str| {
+        std::process::Command::new("pgrep")
+            .args(["-f", &format!("sleep {marker}")])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    assert!(running(&marker), "the sleeper runs on the other side");
+    // Ctrl-C: toolhost cancels the call, which stops the group there.
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = child.wait_with_output().unwrap();
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let end = lines.last().expect("a turn_end line");
+    let text = end["toolResults"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("aborted"), "{end}");
+    let stopped = Instant::now();
+    while running(&marker) {
+        assert!(
+            stopped.elapsed() < Duration::from_secs(10),
+            "the sleeper outlived its cancelled call"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn serve_runs_a_parallel_batch_in_a_remote_workspace() {
+    // JSON-RPC's front, over the same global option: a batch of reads and a
+    // bash call, all answered from the other side.
+    let (here, there) = (Workspace::new(), Workspace::new());
+    for i in 0..8 {
+        there.write(&format!("f{i}.txt"), &format!("file {i}\n"));
+    }
+    let exec = serving(there.str());
+    let mut server = crate::serve::Server::start(&here, &["--workspace-exec", &exec]);
+    let mut content = Vec::new();
+    for i in 0..8 {
+        content.push(
+            json!({"type": "toolCall", "id": format!("r{i}"), "name": "read",
+                            "arguments": {"path": format!("f{i}.txt")}}),
+        );
+    }
+    content.push(json!({"type": "toolCall", "id": "b", "name": "bash",
+                        "arguments": {"command": "ls | wc -l"}}));
+    let message = json!({"role": "assistant", "content": content, "stopReason": "toolUse"});
+    server.request(json!(1), "batch/run", json!({ "message": message }));
+    let reply = loop {
+        let line = server.next();
+        if line["method"] != "batch/event" {
+            break line;
+        }
+    };
+    let results = reply["result"]["toolResults"].as_array().unwrap();
+    for (i, result) in results.iter().take(8).enumerate() {
+        assert_eq!(
+            result["content"][0]["text"],
+            format!("file {i}\n"),
+            "{result}"
+        );
+    }
+    assert_eq!(results[8]["content"][0]["text"], "8\n", "{}", results[8]);
+}

@@ -145,7 +145,9 @@ mod wildcard;
 /// given to [`HostBuilder::remote_workspace`]) and what they say
 /// (`wire`).
 pub mod remote {
-    pub use crate::ops::remote::{Connection, RemoteToolhost, Runner, Transport, wire};
+    pub use crate::ops::remote::{
+        Connection, RemoteFs, RemoteSearch, RemoteToolhost, Runner, Transport, wire,
+    };
 }
 
 /// For backend authors: the filesystem and search traits a host's built-in

@@ -14,7 +14,9 @@
 //! against rg and fd), `jail` (a shell command in the process jail against
 //! the same without it, and in a 10,000-file repository with 20 nested ones
 //! against an empty workspace), `http` (MCP over HTTP with 1, 8 and 32 clients
-//! against the same calls over stdio), `paths` (the paths a model uses most
+//! against the same calls over stdio), `remote` (a 64-read batch and one
+//! read on a workspace served through `--workspace-exec` against the same
+//! locally, in round trips), `paths` (the paths a model uses most
 //! beside Pi 0.85: command output, a 2,001-call batch, first start, first
 //! load of the JavaScript and Python examples). `TOOLHOST_BENCH_SCALE` multiplies the iteration
 //! counts (default 1; 0.2 for a quick look).
@@ -37,6 +39,7 @@ mod overhead;
 mod paths;
 mod plain;
 mod processes;
+mod remote;
 mod search;
 mod startup;
 mod table;
@@ -57,6 +60,7 @@ const SECTIONS: &[&str] = &[
     "http",
     "egress",
     "processes",
+    "remote",
     "paths",
 ];
 
@@ -166,6 +170,7 @@ fn main() {
             "search" => search::run(&cfg, &mut rows),
             "jail" => jail::run(&cfg, &mut rows),
             "processes" => processes::run(&cfg, &mut rows),
+            "remote" => remote::run(&cfg, &mut rows),
             "http" => http::run(&cfg, &mut rows),
             "egress" => egress::run(&cfg, &mut rows),
             "paths" => paths::run(&cfg, &mut rows),
