@@ -240,9 +240,12 @@ fn over_openssh_toolhost_copies_itself_once_by_digest_and_serves_there() {
     assert!(copies[0].starts_with("toolhost-"), "{copies:?}");
     let copy = sshd.cache().join("toolhost/bin").join(&copies[0]);
     let modified = std::fs::metadata(&copy).unwrap().modified().unwrap();
-    // The next connection finds it; bash runs there, in the workspace.
-    let ran = call("bash", r#"{"command": "pwd"}"#);
-    assert_eq!(stdout_ok(ran), format!("{}\n\n", ws.str()));
+    // The next connection finds it; bash runs there, in the workspace,
+    // with nothing of the SSH session's (its agent, its connection).
+    let ran = call("bash", r#"{"command": "pwd; env"}"#);
+    let text = stdout_ok(ran);
+    assert!(text.starts_with(&format!("{}\n", ws.str())), "{text}");
+    assert!(!text.contains("SSH_"), "{text}");
     assert_eq!(
         std::fs::metadata(&copy).unwrap().modified().unwrap(),
         modified
@@ -396,7 +399,7 @@ fn serve_runs_a_parallel_batch_in_a_remote_workspace() {
     // bash call, all answered from the other side.
     let (here, there) = (Workspace::new(), Workspace::new());
     for i in 0..8 {
-        there.write(&format!("f{i}.txt"), &format!("file {i}\n"));
+        there.write(&format!("f{i}.txt"), format!("file {i}\n"));
     }
     let exec = serving(there.str());
     let mut server = crate::serve::Server::start(&here, &["--workspace-exec", &exec]);
@@ -426,4 +429,35 @@ fn serve_runs_a_parallel_batch_in_a_remote_workspace() {
         );
     }
     assert_eq!(results[8]["content"][0]["text"], "8\n", "{}", results[8]);
+}
+
+#[test]
+fn session_processes_run_on_the_other_side_across_calls_and_end_with_the_session() {
+    // A REPL in a terminal and a reader on a pipe, started in one call and
+    // written and read in the next ones, all on the service's machine.
+    let (here, there) = (Workspace::new(), Workspace::new());
+    let exec = serving(there.str());
+    let mut s = crate::session_processes::server_with(&here, &["--workspace-exec", &exec]);
+    let cat = s.ok(
+        "process_start",
+        json!({"command": "pwd; while read l; do echo got:$l; done", "wait": 0}),
+    );
+    assert!(cat.text.contains("Process 1 is running"), "{}", cat.text);
+    s.read_until(1, there.str());
+    s.write(1, "one\n");
+    s.read_until(1, "got:one");
+    let tty = s.ok(
+        "process_start",
+        json!({"command": "python3 -q -i", "tty": true, "wait": 0}),
+    );
+    assert!(tty.text.contains("Process 2 is running"), "{}", tty.text);
+    s.read_until(2, ">>> ");
+    s.write(
+        2,
+        "import sys, os; print(6 * 7, sys.stdin.isatty(), os.getcwd())\r",
+    );
+    s.read_until(2, &format!("42 True {}", there.str()));
+    let stopped = s.ok("process_stop", json!({"id": 1}));
+    assert!(stopped.text.contains("Process 1"), "{}", stopped.text);
+    s.server.finish();
 }

@@ -12,11 +12,18 @@ const TOOLS: &str = "bash,process_start,process_output,process_write,process_lis
 
 /// A `serve` with the session-process tools active (and bash).
 fn server(ws: &Workspace) -> Session {
-    Session::of(Server::start(ws, &["--tools", TOOLS]))
+    server_with(ws, &[])
 }
 
-struct Session {
-    server: Server,
+/// [`server`] with `options` before the command.
+pub(crate) fn server_with(ws: &Workspace, options: &[&str]) -> Session {
+    let mut args = options.to_vec();
+    args.extend(["--tools", TOOLS]);
+    Session::of(Server::start(ws, &args))
+}
+
+pub(crate) struct Session {
+    pub(crate) server: Server,
     n: u64,
     /// What each process printed that no `read_until` took yet, from
     /// every answer about it (a start's or a write's answer may already
@@ -42,14 +49,14 @@ fn printed(text: &str) -> &str {
 }
 
 /// A result's text, and whether it is an error.
-struct Answer {
-    text: String,
+pub(crate) struct Answer {
+    pub(crate) text: String,
     is_error: bool,
     details: Value,
 }
 
 impl Session {
-    fn of(server: Server) -> Session {
+    pub(crate) fn of(server: Server) -> Session {
         Session {
             server,
             n: 0,
@@ -85,7 +92,7 @@ impl Session {
     }
 
     #[track_caller]
-    fn ok(&mut self, name: &str, args: Value) -> Answer {
+    pub(crate) fn ok(&mut self, name: &str, args: Value) -> Answer {
         let answer = self.call(name, args.clone());
         assert!(!answer.is_error, "{name} {args}: {}", answer.text);
         answer
@@ -94,7 +101,7 @@ impl Session {
     /// Write `input` to process `id`, not waiting for its output; the write
     /// must succeed.
     #[track_caller]
-    fn write(&mut self, id: u64, input: &str) -> Answer {
+    pub(crate) fn write(&mut self, id: u64, input: &str) -> Answer {
         self.ok(
             "process_write",
             json!({"id": id, "input": input, "wait": 0}),
@@ -104,7 +111,7 @@ impl Session {
     /// Read process `id` until what it printed since contains `needle`
     /// (giving up after a minute: a bound on a failure, not a timing).
     #[track_caller]
-    fn read_until(&mut self, id: u64, needle: &str) -> String {
+    pub(crate) fn read_until(&mut self, id: u64, needle: &str) -> String {
         let give_up = Instant::now() + Duration::from_secs(60);
         loop {
             let unread = self.unread.entry(id).or_default();

@@ -14,7 +14,7 @@
 use crate::error::Error;
 use crate::host::{HostBuilder, ServedWorkspace};
 use crate::ops::fs::FsError;
-use crate::ops::process::{Child, ChildEvent};
+use crate::ops::process::{Child, ChildEvent, Input, InputEnd, ProcessError, ProcessErrorCode};
 use crate::ops::remote::wire::{ChildMsg, Frame, Hello, Message, Op, PROTOCOL, Reply, WINDOW};
 use crate::ops::search::StopFlag;
 use std::collections::HashMap;
@@ -23,14 +23,24 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
+/// A process the service runs for toolhost.
+struct Running {
+    stop: CancellationToken,
+    window: Arc<Semaphore>,
+    /// Its input, unless it reads nothing (or toolhost closed it).
+    input: Arc<tokio::sync::Mutex<Option<InputEnd>>>,
+}
+
 /// What the service shares among the requests it runs.
 struct Service {
     served: ServedWorkspace,
     replies: mpsc::UnboundedSender<Frame>,
     /// Searches running, by request id, to stop on `cancel`.
     searches: Mutex<HashMap<u64, StopFlag>>,
-    /// Processes running: how to stop each, and its window.
-    children: Mutex<HashMap<u64, (CancellationToken, Arc<Semaphore>)>>,
+    /// Processes running: how to stop each, its window, and its input.
+    children: Mutex<HashMap<u64, Running>>,
+    /// What every process of the connection is tracked by.
+    spawned: crate::ops::process::Spawned,
     /// Ends every process when the connection ends.
     closing: CancellationToken,
 }
@@ -86,6 +96,7 @@ pub async fn serve_workspace(
         replies,
         searches: Mutex::default(),
         children: Mutex::default(),
+        spawned: Default::default(),
         closing: CancellationToken::new(),
     });
     while let Some(frame) = frames.recv().await {
@@ -128,13 +139,19 @@ impl Service {
                 }
             }
             Message::Ack { child } => {
-                if let Some((_, window)) = self.children.lock().expect("children").get(&child) {
-                    window.add_permits(1);
+                if let Some(running) = self.children.lock().expect("children").get(&child) {
+                    running.window.add_permits(1);
                 }
             }
             Message::Kill { child } => {
-                if let Some((stop, _)) = self.children.lock().expect("children").get(&child) {
-                    stop.cancel();
+                if let Some(running) = self.children.lock().expect("children").get(&child) {
+                    running.stop.cancel();
+                }
+            }
+            Message::CloseStdin { child } => {
+                let input = self.input_of(child);
+                if let Some(input) = input {
+                    tokio::spawn(async move { input.lock().await.take() });
                 }
             }
             // toolhost says hello once and never replies.
@@ -152,8 +169,10 @@ impl Service {
             Op::Spawn {
                 child,
                 command,
+                input,
                 grant,
-            } => (self.spawn(child, command, grant), Vec::new()),
+            } => (self.spawn(child, command, input, grant), Vec::new()),
+            Op::Stdin { child } => (self.write_input(child, &body).await, Vec::new()),
             Op::Grep { request } => {
                 let stop = self.search_started(id);
                 let search = self.served.search.clone();
@@ -211,28 +230,57 @@ impl Service {
         stop
     }
 
-    /// Start `command` under the served policy narrowed to `grant`, as
-    /// process `child`, and relay its events.
+    /// Start `command` reading `input` under the served policy narrowed to
+    /// `grant`, as process `child`, and relay its events.
     fn spawn(
         self: Arc<Self>,
         child: u64,
         command: crate::ops::process::Command,
+        input: Input,
         grant: crate::ops::process::ProcessGrant,
     ) -> Reply {
         let policy = self.served.process_for(&grant);
         let stop = self.closing.child_token();
-        let spawned = policy.spawn(command, stop.clone());
-        match spawned {
-            Ok(running) => {
+        let usage = crate::ops::usage::Usage::default();
+        match policy.spawn_with_input(command, input, stop.clone(), &self.spawned, &usage) {
+            Ok((running, input)) => {
                 let window = Arc::new(Semaphore::new(WINDOW));
-                self.children
-                    .lock()
-                    .expect("children")
-                    .insert(child, (stop, window.clone()));
+                let entry = Running {
+                    stop,
+                    window: window.clone(),
+                    input: Arc::new(tokio::sync::Mutex::new(input)),
+                };
+                self.children.lock().expect("children").insert(child, entry);
                 tokio::spawn(self.relay(child, running, window));
                 Reply::Spawned { child }
             }
             Err(error) => Reply::ProcessError { error },
+        }
+    }
+
+    fn input_of(&self, child: u64) -> Option<Arc<tokio::sync::Mutex<Option<InputEnd>>>> {
+        let children = self.children.lock().expect("children");
+        children.get(&child).map(|running| running.input.clone())
+    }
+
+    /// Write `bytes` to process `child`'s input.
+    async fn write_input(&self, child: u64, bytes: &[u8]) -> Reply {
+        let refused = |message: String| Reply::ProcessError {
+            error: ProcessError {
+                code: ProcessErrorCode::Other,
+                message,
+            },
+        };
+        let Some(input) = self.input_of(child) else {
+            return refused(format!("process {child} is not running"));
+        };
+        let input = input.lock().await;
+        let Some(input) = input.as_ref() else {
+            return refused(format!("process {child} reads no input"));
+        };
+        match input.write_all(bytes).await {
+            Ok(()) => Reply::Done,
+            Err(e) => refused(format!("writing to process {child}: {e}")),
         }
     }
 

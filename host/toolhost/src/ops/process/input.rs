@@ -7,7 +7,8 @@ use std::io;
 use tokio::io::unix::AsyncFd;
 
 /// What a child's stdin is.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "input", rename_all = "kebab-case")]
 pub enum Input {
     /// `/dev/null`.
     #[default]
@@ -25,8 +26,24 @@ pub enum Input {
 /// sees end of file).
 #[derive(Debug)]
 pub struct InputEnd {
-    fd: AsyncFd<OwnedFd>,
+    to: To,
     terminal: bool,
+}
+
+/// Where an [`InputEnd`] writes.
+#[derive(Debug)]
+enum To {
+    /// A pipe's write end or a terminal's controller side, here.
+    Here(AsyncFd<OwnedFd>),
+    /// The input of a process a remote workspace's service runs.
+    Elsewhere(Box<dyn RemoteInput>),
+}
+
+/// The input of a process that runs elsewhere: its writes are the service's
+/// to make, and dropping it closes that process's stdin there.
+pub trait RemoteInput: Send + Sync + std::fmt::Debug {
+    /// Write all of `bytes`, waiting while the process does not read.
+    fn write<'a>(&'a self, bytes: &'a [u8]) -> futures::future::BoxFuture<'a, io::Result<()>>;
 }
 
 /// The child's side of its input, and for a terminal the host's side to
@@ -90,9 +107,17 @@ impl InputEnd {
     fn new(fd: OwnedFd, terminal: bool) -> io::Result<InputEnd> {
         rustix::io::ioctl_fionbio(&fd, true)?;
         Ok(InputEnd {
-            fd: super::sys::watched(fd, tokio::io::Interest::WRITABLE)?,
+            to: To::Here(super::sys::watched(fd, tokio::io::Interest::WRITABLE)?),
             terminal,
         })
+    }
+
+    /// The input of a process that runs elsewhere, written through `input`.
+    pub fn elsewhere(input: Box<dyn RemoteInput>, terminal: bool) -> InputEnd {
+        InputEnd {
+            to: To::Elsewhere(input),
+            terminal,
+        }
     }
 
     /// Whether the child reads a terminal.
@@ -103,8 +128,12 @@ impl InputEnd {
     /// Write all of `bytes`, waiting while the child does not read (the
     /// caller bounds the wait). An error when the child closed its side.
     pub async fn write_all(&self, mut bytes: &[u8]) -> io::Result<()> {
+        let fd = match &self.to {
+            To::Here(fd) => fd,
+            To::Elsewhere(input) => return input.write(bytes).await,
+        };
         while !bytes.is_empty() {
-            let mut ready = self.fd.writable().await?;
+            let mut ready = fd.writable().await?;
             match ready.try_io(|fd| Ok(rustix::io::write(fd.get_ref().as_fd(), bytes)?)) {
                 Ok(Ok(n)) => bytes = &bytes[n..],
                 Ok(Err(e)) => return Err(e),

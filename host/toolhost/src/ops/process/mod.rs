@@ -89,7 +89,7 @@ mod tests;
 
 use confine::Plan;
 pub use confine::landlock::probe as landlock;
-pub use input::{Input, InputEnd};
+pub use input::{Input, InputEnd, RemoteInput};
 pub use policy::{Confinement, JailMode, ProcessPolicy};
 pub(crate) use policy::{place_of, resolve_program};
 use supervisor::*;
@@ -410,12 +410,15 @@ pub struct ProcessGrant {
 /// spawn, with the policy's grant and a hold the call's end waits for
 /// (kept until the process is gone).
 pub trait RemoteSpawn: Send + Sync + std::fmt::Debug {
+    /// Start `command` reading `input`; the child, and the end that writes
+    /// its input unless it reads nothing.
     fn spawn<'a>(
         &'a self,
         command: Command,
+        input: Input,
         grant: ProcessGrant,
         cancel: CancellationToken,
         hold: Box<dyn Send + Sync>,
         usage: &'a crate::ops::usage::Usage,
-    ) -> futures::future::BoxFuture<'a, Result<Child, ProcessError>>;
+    ) -> futures::future::BoxFuture<'a, Result<(Child, Option<InputEnd>), ProcessError>>;
 }

@@ -374,15 +374,35 @@ impl ProcessPolicy {
         spawned: &Spawned,
         usage: &Usage,
     ) -> Result<Child, ProcessError> {
-        let Some(spawner) = &self.remote else {
+        if self.remote.is_none() {
             return self.spawn_recording(command, cancel, spawned, usage);
+        }
+        let (child, _) = self
+            .spawn_with_input_anywhere(command, Input::Null, cancel, spawned, usage)
+            .await?;
+        Ok(child)
+    }
+
+    /// [`Self::spawn_with_input`] here, or, for a remote workspace's
+    /// policy, by its service.
+    pub async fn spawn_with_input_anywhere(
+        &self,
+        command: Command,
+        input: Input,
+        cancel: CancellationToken,
+        spawned: &Spawned,
+        usage: &Usage,
+    ) -> Result<(Child, Option<InputEnd>), ProcessError> {
+        let Some(spawner) = &self.remote else {
+            return self.spawn_with_input(command, input, cancel, spawned, usage);
         };
         if let Some(refusal) = self.refusal_of(&command.program) {
             return Err(refusal);
         }
         let hold = Box::new(spawned.token());
+        let grant = self.grant();
         spawner
-            .spawn(command, self.grant(), cancel, hold, usage)
+            .spawn(command, input, grant, cancel, hold, usage)
             .await
     }
 
@@ -445,11 +465,11 @@ impl ProcessPolicy {
         usage: &Usage,
     ) -> Result<(Child, Option<InputEnd>), ProcessError> {
         if self.remote.is_some() {
+            // Never here instead: `spawn_with_input_anywhere` goes there.
             return Err(error(
                 ProcessErrorCode::Other,
                 format!(
-                    "{} is not started: the workspace is remote, and its service does not \
-                     run processes that outlive their call",
+                    "{} is not started: the workspace is remote, and its programs run there",
                     command.program
                 ),
             ));

@@ -395,7 +395,7 @@ impl SessionProcesses {
     /// `guard`, the git guard over what it may write, settles what it
     /// changes while it runs and when it ends. Refused when
     /// [`MAX_PROCESSES`] run already, or after [`Self::end`].
-    pub fn start(
+    pub async fn start(
         &self,
         policy: &ProcessPolicy,
         mut command: Command,
@@ -410,28 +410,29 @@ impl SessionProcesses {
         // A place reserved under the lock, so two starts at once cannot both
         // pass; the spawn (a jail's start) happens outside it, so listing
         // and reading never wait for one.
-        let mut table = self.procs.lock().expect("session processes lock");
-        let running = table.list.iter().filter(|p| p.running()).count() + table.starting;
-        if running >= MAX_PROCESSES {
-            let ids: Vec<String> = table
-                .list
-                .iter()
-                .filter(|p| p.running())
-                .map(|p| p.id.to_string())
-                .collect();
-            return Err(error(
-                ProcessErrorCode::NotAllowed,
-                format!(
-                    "this session already runs {MAX_PROCESSES} processes, the most it may run \
+        let id = {
+            let mut table = self.procs.lock().expect("session processes lock");
+            let running = table.list.iter().filter(|p| p.running()).count() + table.starting;
+            if running >= MAX_PROCESSES {
+                let ids: Vec<String> = table
+                    .list
+                    .iter()
+                    .filter(|p| p.running())
+                    .map(|p| p.id.to_string())
+                    .collect();
+                return Err(error(
+                    ProcessErrorCode::NotAllowed,
+                    format!(
+                        "this session already runs {MAX_PROCESSES} processes, the most it may run \
                      at once ({}); stop one first",
-                    ids.join(", ")
-                ),
-            ));
-        }
-        table.next_id += 1;
-        let id = table.next_id;
-        table.starting += 1;
-        drop(table);
+                        ids.join(", ")
+                    ),
+                ));
+            }
+            table.next_id += 1;
+            table.starting += 1;
+            table.next_id
+        };
         let reserved = Reserved(&self.procs);
         // No timeout: it runs until stopped, or until the session ends.
         command.timeout_ms = None;
@@ -447,8 +448,9 @@ impl SessionProcesses {
         }
         let stop = self.ended.child_token();
         let writer = guard.map(|g| g.writer());
-        let (mut child, input_end) =
-            policy.spawn_with_input(command, input, stop.clone(), &self.spawned, usage)?;
+        let (mut child, input_end) = policy
+            .spawn_with_input_anywhere(command, input, stop.clone(), &self.spawned, usage)
+            .await?;
         let proc = Arc::new(Proc {
             id,
             command: shown.to_string(),
@@ -686,7 +688,7 @@ mod tests {
     }
 
     /// Start `script` in `dir` under `p`, with no guard.
-    fn start(
+    async fn start(
         sp: &SessionProcesses,
         p: &ProcessPolicy,
         script: &str,
@@ -700,6 +702,7 @@ mod tests {
             input,
             (&Usage::default(), None),
         )
+        .await
         .unwrap()
     }
 
@@ -786,7 +789,8 @@ mod tests {
                 "while read l; do echo got:$l; done",
                 dir.path(),
                 Input::Pipe,
-            );
+            )
+            .await;
             let cancel = CancellationToken::new();
             answered(&sp, cat.id, b"one\n", "got:one", &cancel).await;
             let text = answered(&sp, cat.id, b"two\n", "got:two", &cancel).await;
@@ -802,7 +806,8 @@ mod tests {
                     rows: 30,
                     cols: 100,
                 },
-            );
+            )
+            .await;
             assert!(tty.terminal);
             let text = read_until(&sp, tty.id, "30 100", String::new()).await;
             assert!(text.contains("a-terminal"), "{jail:?}: {text:?}");
@@ -831,7 +836,7 @@ mod tests {
             // daemon would.
             let script = format!("setsid sh -c 'sleep 1000; : {marker}' & sleep 1001; : {marker}");
             for _ in 0..MAX_PROCESSES {
-                start(&sp, &p, &script, dir.path(), Input::Null);
+                start(&sp, &p, &script, dir.path(), Input::Null).await;
             }
             let refused = sp
                 .start(
@@ -841,6 +846,7 @@ mod tests {
                     Input::Null,
                     (&Usage::default(), None),
                 )
+                .await
                 .unwrap_err();
             assert!(
                 refused
@@ -854,7 +860,7 @@ mod tests {
                 matches!(stopped.info.state, State::Exited(_)),
                 "{stopped:?}"
             );
-            start(&sp, &p, &script, dir.path(), Input::Null);
+            start(&sp, &p, &script, dir.path(), Input::Null).await;
             assert!(running(&marker));
             drop(sp);
             if jail == JailMode::Required {
@@ -892,9 +898,9 @@ mod tests {
             let script = |name: &str| {
                 format!("for i in $(seq 25); do sleep 100 & done; echo started-{name}; wait")
             };
-            let a = start(&sp, &p, &script("a"), dir.path(), Input::Null);
+            let a = start(&sp, &p, &script("a"), dir.path(), Input::Null).await;
             read_until(&sp, a.id, "started-a", String::new()).await;
-            let b = start(&sp, &p, &script("b"), dir.path(), Input::Null);
+            let b = start(&sp, &p, &script("b"), dir.path(), Input::Null).await;
             // The shell cannot start all of its children (and gives up).
             let text = read_until(&sp, b.id, "fork", String::new()).await;
             assert!(!text.contains("started-b"), "{jail:?}: {text:?}");
@@ -910,7 +916,7 @@ mod tests {
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
-            let c = start(&sp, &p, &script("c"), dir.path(), Input::Null);
+            let c = start(&sp, &p, &script("c"), dir.path(), Input::Null).await;
             read_until(&sp, c.id, "started-c", String::new()).await;
             assert!(sp.end(Duration::from_secs(10)).await);
         }
@@ -929,7 +935,8 @@ mod tests {
             &format!("sleep 1000; : {marker}"),
             dir.path(),
             Input::Null,
-        );
+        )
+        .await;
         assert!(running(&marker));
         assert!(
             gone(&marker).await,

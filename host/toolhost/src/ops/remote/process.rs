@@ -7,8 +7,8 @@
 use super::Connection;
 use super::wire::{ChildMsg, Frame, Message, Op, Reply};
 use crate::ops::process::{
-    Child, ChildEvent, ChildFeed, Command, ExitStatus, ProcessError, ProcessErrorCode,
-    ProcessGrant, RemoteSpawn,
+    Child, ChildEvent, ChildFeed, Command, ExitStatus, Input, InputEnd, ProcessError,
+    ProcessErrorCode, ProcessGrant, RemoteInput, RemoteSpawn,
 };
 use crate::ops::usage::Usage;
 use futures::future::BoxFuture;
@@ -43,11 +43,12 @@ impl RemoteSpawn for RemoteProcesses {
     fn spawn<'a>(
         &'a self,
         command: Command,
+        input: Input,
         grant: ProcessGrant,
         cancel: CancellationToken,
         hold: Box<dyn Send + Sync>,
         _usage: &'a Usage,
-    ) -> BoxFuture<'a, Result<Child, ProcessError>> {
+    ) -> BoxFuture<'a, Result<(Child, Option<InputEnd>), ProcessError>> {
         Box::pin(async move {
             // The id is toolhost's, so that the process's first output, which
             // may come before the reply, already has somewhere to go.
@@ -57,6 +58,7 @@ impl RemoteSpawn for RemoteProcesses {
             let op = Op::Spawn {
                 child,
                 command,
+                input,
                 grant,
             };
             let answer = tokio::task::spawn_blocking(move || connection.ask(op, Vec::new()))
@@ -69,10 +71,52 @@ impl RemoteSpawn for RemoteProcesses {
                 Err(why) => return Err(other(why)),
             }
             let (feed, handle) = ChildFeed::new();
+            let writes = (input != Input::Null).then(|| {
+                let stdin = Box::new(RemoteStdin {
+                    connection: self.connection.clone(),
+                    child,
+                });
+                InputEnd::elsewhere(stdin, matches!(input, Input::Terminal { .. }))
+            });
             let connection = self.connection.clone();
             tokio::spawn(relay(connection, child, frames, feed, cancel, hold));
-            Ok(handle)
+            Ok((handle, writes))
         })
+    }
+}
+
+/// The input of process `child` there: each write a request, done once
+/// the service has written it all; dropped, the input is closed there.
+#[derive(Debug)]
+struct RemoteStdin {
+    connection: Arc<Connection>,
+    child: u64,
+}
+
+impl RemoteInput for RemoteStdin {
+    fn write<'a>(&'a self, bytes: &'a [u8]) -> BoxFuture<'a, std::io::Result<()>> {
+        let (connection, child, bytes) = (self.connection.clone(), self.child, bytes.to_vec());
+        Box::pin(async move {
+            let answer =
+                tokio::task::spawn_blocking(move || connection.ask(Op::Stdin { child }, bytes))
+                    .await
+                    .map_err(std::io::Error::other)?;
+            match answer {
+                Ok((Reply::Done, _)) => Ok(()),
+                Ok((Reply::ProcessError { error }, _)) => Err(std::io::Error::other(error.message)),
+                Ok((reply, _)) => Err(std::io::Error::other(super::fs::unexpected(&reply).message)),
+                Err(why) => Err(std::io::Error::other(why)),
+            }
+        })
+    }
+}
+
+impl Drop for RemoteStdin {
+    fn drop(&mut self) {
+        let child = self.child;
+        let _ = self
+            .connection
+            .send(Frame::new(Message::CloseStdin { child }));
     }
 }
 

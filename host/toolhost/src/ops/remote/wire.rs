@@ -21,7 +21,7 @@
 //! process down instead of filling memory on either side.
 
 use crate::ops::fs::{DirEntry, FsError, Metadata};
-use crate::ops::process::{Command, ExitStatus, ProcessError, ProcessGrant};
+use crate::ops::process::{Command, ExitStatus, Input, ProcessError, ProcessGrant};
 use crate::ops::search::{GlobRequest, GlobResult, GrepRequest, GrepResult, SearchError};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
@@ -89,6 +89,10 @@ pub enum Message {
     Kill {
         child: u64,
     },
+    /// Close process `child`'s input (a pipe's reader then sees its end).
+    CloseStdin {
+        child: u64,
+    },
 }
 
 /// An Operation, as toolhost asks it of the service.
@@ -131,11 +135,18 @@ pub enum Op {
         request: GlobRequest,
     },
     /// Start `command` under the service's confinement and `grant`, as
-    /// process `child` (toolhost's number, unique on the connection).
+    /// process `child` (toolhost's number, unique on the connection),
+    /// reading `input`.
     Spawn {
         child: u64,
         command: Command,
+        input: Input,
         grant: ProcessGrant,
+    },
+    /// Write the body to process `child`'s input; done once all of it is
+    /// written.
+    Stdin {
+        child: u64,
     },
 }
 

@@ -49,6 +49,7 @@ wasmtime::component::bindgen!({
         "toolhost:tool/search.grep": async | trappable,
         "toolhost:tool/search.glob": async | trappable,
         "toolhost:tool/client.request": async | trappable,
+        "toolhost:tool/session-processes.start": async | trappable,
         "toolhost:tool/session-processes.read": async | trappable,
         "toolhost:tool/session-processes.write": async | trappable,
         "toolhost:tool/session-processes.stop": async | trappable,

@@ -72,7 +72,7 @@ fn session(ctx: &OpsCtx<'_>) -> Result<Arc<SessionProcesses>, process::ProcessEr
 }
 
 impl sp::Host for OpsCtx<'_> {
-    fn start(
+    async fn start(
         &mut self,
         command: process::Command,
         input: sp::Input,
@@ -97,13 +97,15 @@ impl sp::Host for OpsCtx<'_> {
             },
         };
         let program = command.program.clone();
-        let started = session.start(
-            &policy,
-            command.into(),
-            &shown,
-            input,
-            (self.usage, self.caps.guard.as_ref()),
-        );
+        let started = session
+            .start(
+                &policy,
+                command.into(),
+                &shown,
+                input,
+                (self.usage, self.caps.guard.as_ref()),
+            )
+            .await;
         if started.is_ok() {
             self.usage.note(
                 Use::Program,
