@@ -806,3 +806,25 @@ fn over_stdio_requests_before_initialized_and_during_an_elicitation_are_answered
         "{line}"
     );
 }
+
+#[test]
+fn over_a_remote_workspace_a_client_calls_tools_and_reads_resources_there() {
+    let (here, there) = (Workspace::new(), Workspace::new());
+    there.write("r.txt", "remote resource\n");
+    let exec = format!(
+        "'{}' workspace serve '{}'",
+        toolhost_bin().display(),
+        there.str()
+    );
+    let mut server = Stdio_::start(&here, &["--workspace-exec", &exec]);
+    server.handshake();
+    let call = r#"{"name":"read","arguments":{"path":"r.txt"}}"#;
+    server.send(request("1", "tools/call", call).as_bytes());
+    let line = server.answer();
+    assert!(line.contains(r#""text":"remote resource\n""#), "{line}");
+    let uri = format!("file://{}/r.txt", there.str());
+    let read = serde_json::json!({ "uri": uri }).to_string();
+    server.send(request("2", "resources/read", &read).as_bytes());
+    let line = server.answer();
+    assert!(line.contains("remote resource"), "{line}");
+}

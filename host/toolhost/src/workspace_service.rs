@@ -16,7 +16,7 @@ use crate::host::{HostBuilder, ServedWorkspace};
 use crate::ops::fs::FsError;
 use crate::ops::process::{Child, ChildEvent, Input, InputEnd, ProcessError, ProcessErrorCode};
 use crate::ops::remote::wire::{ChildMsg, Frame, Hello, Message, Op, PROTOCOL, Reply, WINDOW};
-use crate::ops::search::StopFlag;
+use crate::ops::search::{Search, SearchError, StopFlag};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
@@ -174,26 +174,20 @@ impl Service {
             } => (self.spawn(child, command, input, grant), Vec::new()),
             Op::Stdin { child } => (self.write_input(child, &body).await, Vec::new()),
             Op::Grep { request } => {
-                let stop = self.search_started(id);
-                let search = self.served.search.clone();
-                let r = blocking(move || search.grep(&request, &stop)).await;
-                self.searches.lock().expect("searches").remove(&id);
-                match r {
-                    Ok(Ok(result)) => (Reply::Grep { result }, Vec::new()),
-                    Ok(Err(error)) => (Reply::SearchError { error }, Vec::new()),
-                    Err(why) => fs_reply(Err(other(why))),
-                }
+                let reply = self.search(id, move |search, stop| {
+                    search
+                        .grep(&request, stop)
+                        .map(|result| Reply::Grep { result })
+                });
+                (reply.await, Vec::new())
             }
             Op::Glob { request } => {
-                let stop = self.search_started(id);
-                let search = self.served.search.clone();
-                let r = blocking(move || search.glob(&request, &stop)).await;
-                self.searches.lock().expect("searches").remove(&id);
-                match r {
-                    Ok(Ok(result)) => (Reply::Glob { result }, Vec::new()),
-                    Ok(Err(error)) => (Reply::SearchError { error }, Vec::new()),
-                    Err(why) => fs_reply(Err(other(why))),
-                }
+                let reply = self.search(id, move |search, stop| {
+                    search
+                        .glob(&request, stop)
+                        .map(|result| Reply::Glob { result })
+                });
+                (reply.await, Vec::new())
             }
             Op::Read {
                 path,
@@ -223,11 +217,26 @@ impl Service {
         }
     }
 
-    fn search_started(&self, id: u64) -> StopFlag {
+    /// `run` on the served search, on the blocking pool, stopped when
+    /// toolhost cancels request `id`.
+    async fn search(
+        &self,
+        id: u64,
+        run: impl FnOnce(&dyn Search, &StopFlag) -> Result<Reply, SearchError> + Send + 'static,
+    ) -> Reply {
         let stop = StopFlag::new();
-        let mut searches = self.searches.lock().expect("searches");
-        searches.insert(id, stop.clone());
-        stop
+        self.searches
+            .lock()
+            .expect("searches")
+            .insert(id, stop.clone());
+        let search = self.served.search.clone();
+        let r = blocking(move || run(search.as_ref(), &stop)).await;
+        self.searches.lock().expect("searches").remove(&id);
+        match r {
+            Ok(Ok(reply)) => reply,
+            Ok(Err(error)) => Reply::SearchError { error },
+            Err(why) => Reply::FsError { error: other(why) },
+        }
     }
 
     /// Start `command` reading `input` under the served policy narrowed to

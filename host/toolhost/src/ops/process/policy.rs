@@ -374,9 +374,6 @@ impl ProcessPolicy {
         spawned: &Spawned,
         usage: &Usage,
     ) -> Result<Child, ProcessError> {
-        if self.remote.is_none() {
-            return self.spawn_recording(command, cancel, spawned, usage);
-        }
         let (child, _) = self
             .spawn_with_input_anywhere(command, Input::Null, cancel, spawned, usage)
             .await?;

@@ -115,31 +115,19 @@ impl FsRead for RemoteFs {
 
 impl FsWrite for RemoteFs {
     fn write_file(&self, path: &str, contents: &[u8]) -> Result<(), FsError> {
-        let op = Op::Write {
-            path: path.to_string(),
-        };
-        self.done(op, contents.to_vec())
+        self.done(Op::Write { path: path.into() }, contents.to_vec())
     }
 
     fn append_file(&self, path: &str, contents: &[u8]) -> Result<(), FsError> {
-        let op = Op::Append {
-            path: path.to_string(),
-        };
-        self.done(op, contents.to_vec())
+        self.done(Op::Append { path: path.into() }, contents.to_vec())
     }
 
     fn create_dir_all(&self, path: &str) -> Result<(), FsError> {
-        let op = Op::CreateDirAll {
-            path: path.to_string(),
-        };
-        self.done(op, Vec::new())
+        self.done(Op::CreateDirAll { path: path.into() }, Vec::new())
     }
 
     fn access(&self, path: &str) -> Result<(), FsError> {
-        let op = Op::Access {
-            path: path.to_string(),
-        };
-        self.done(op, Vec::new())
+        self.done(Op::Access { path: path.into() }, Vec::new())
     }
 
     fn lock_key(&self, path: &str) -> Result<String, FsError> {
