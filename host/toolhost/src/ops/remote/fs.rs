@@ -30,11 +30,23 @@ impl RemoteFs {
         }
     }
 
+    /// What `pick` takes of `op`'s reply and body; a reply it does not
+    /// take answers out of turn.
+    fn answered<T>(
+        &self,
+        op: Op,
+        body: Vec<u8>,
+        pick: impl FnOnce(Reply, Vec<u8>) -> Result<T, Reply>,
+    ) -> Result<T, FsError> {
+        let (reply, bytes) = self.ask(op, body)?;
+        pick(reply, bytes).map_err(|other| unexpected(&other))
+    }
+
     fn done(&self, op: Op, body: Vec<u8>) -> Result<(), FsError> {
-        match self.ask(op, body)? {
-            (Reply::Done, _) => Ok(()),
-            (other, _) => Err(unexpected(&other)),
-        }
+        self.answered(op, body, |reply, _| match reply {
+            Reply::Done => Ok(()),
+            other => Err(other),
+        })
     }
 
     fn read_with(
@@ -44,27 +56,28 @@ impl RemoteFs {
         max: u64,
         unlinked: bool,
     ) -> Result<Vec<u8>, FsError> {
+        let path = path.into();
         let op = Op::Read {
-            path: path.to_string(),
+            path,
             offset,
             max,
             unlinked,
         };
-        match self.ask(op, Vec::new())? {
-            (Reply::Bytes, bytes) => Ok(bytes),
-            (other, _) => Err(unexpected(&other)),
-        }
+        self.answered(op, Vec::new(), |reply, bytes| match reply {
+            Reply::Bytes => Ok(bytes),
+            other => Err(other),
+        })
     }
 
     fn list_with(&self, path: &str, unlinked: bool) -> Result<Vec<DirEntry>, FsError> {
         let op = Op::ListDir {
-            path: path.to_string(),
+            path: path.into(),
             unlinked,
         };
-        match self.ask(op, Vec::new())? {
-            (Reply::Entries { entries }, _) => Ok(entries),
-            (other, _) => Err(unexpected(&other)),
-        }
+        self.answered(op, Vec::new(), |reply, _| match reply {
+            Reply::Entries { entries } => Ok(entries),
+            other => Err(other),
+        })
     }
 }
 
@@ -79,13 +92,11 @@ pub(super) fn unexpected(reply: &Reply) -> FsError {
 
 impl FsRead for RemoteFs {
     fn stat(&self, path: &str) -> Result<Metadata, FsError> {
-        let op = Op::Stat {
-            path: path.to_string(),
-        };
-        match self.ask(op, Vec::new())? {
-            (Reply::Metadata { metadata }, _) => Ok(metadata),
-            (other, _) => Err(unexpected(&other)),
-        }
+        let op = Op::Stat { path: path.into() };
+        self.answered(op, Vec::new(), |reply, _| match reply {
+            Reply::Metadata { metadata } => Ok(metadata),
+            other => Err(other),
+        })
     }
 
     fn read(&self, path: &str, offset: u64, max_bytes: u64) -> Result<Vec<u8>, FsError> {
@@ -131,13 +142,11 @@ impl FsWrite for RemoteFs {
     }
 
     fn lock_key(&self, path: &str) -> Result<String, FsError> {
-        let op = Op::LockKey {
-            path: path.to_string(),
-        };
-        match self.ask(op, Vec::new())? {
-            (Reply::Key { key }, _) => Ok(key),
-            (other, _) => Err(unexpected(&other)),
-        }
+        let op = Op::LockKey { path: path.into() };
+        self.answered(op, Vec::new(), |reply, _| match reply {
+            Reply::Key { key } => Ok(key),
+            other => Err(other),
+        })
     }
 
     fn roots(&self) -> Vec<String> {

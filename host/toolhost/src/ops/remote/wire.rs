@@ -293,22 +293,23 @@ mod tests {
         assert_eq!(Frame::read_from(&mut input).unwrap(), None);
     }
 
+    /// A frame's bytes as written: its length, its header's, then `rest`.
+    fn raw(len: u32, header_len: u32, rest: &[u8]) -> Vec<u8> {
+        let mut bytes = len.to_be_bytes().to_vec();
+        bytes.extend_from_slice(&header_len.to_be_bytes());
+        bytes.extend_from_slice(rest);
+        bytes
+    }
+
     #[test]
     fn a_frame_too_large_or_malformed_is_refused_naming_why() {
-        let mut huge = &((MAX_FRAME as u32 + 1).to_be_bytes())[..];
-        let err = Frame::read_from(&mut huge).unwrap_err();
-        assert!(err.to_string().contains("announced"), "{err}");
-        let mut garbled = Vec::new();
-        garbled.extend_from_slice(&9u32.to_be_bytes());
-        garbled.extend_from_slice(&5u32.to_be_bytes());
-        garbled.extend_from_slice(b"{oops");
-        let err = Frame::read_from(&mut &garbled[..]).unwrap_err();
-        assert!(err.to_string().contains("not a message"), "{err}");
-        let mut short = Vec::new();
-        short.extend_from_slice(&8u32.to_be_bytes());
-        short.extend_from_slice(&99u32.to_be_bytes());
-        short.extend_from_slice(b"abcd");
-        let err = Frame::read_from(&mut &short[..]).unwrap_err();
-        assert!(err.to_string().contains("does not fit"), "{err}");
+        for (bytes, why) in [
+            ((MAX_FRAME as u32 + 1).to_be_bytes().to_vec(), "announced"),
+            (raw(9, 5, b"{oops"), "not a message"),
+            (raw(8, 99, b"abcd"), "does not fit"),
+        ] {
+            let err = Frame::read_from(&mut &bytes[..]).unwrap_err();
+            assert!(err.to_string().contains(why), "{why}: {err}");
+        }
     }
 }
