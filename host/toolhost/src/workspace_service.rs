@@ -110,15 +110,10 @@ pub async fn serve_workspace(
         service.clone().take(frame);
     }
     service.closing.cancel();
-    // The processes' last events need the writer; it ends with the service.
-    let service = Arc::downgrade(&service);
-    for _ in 0..300 {
-        if service.strong_count() == 0 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    let _ = writer.await;
+    // The writer ends once every task holding the service (a process's
+    // relay sending its last events) is done with it; not past 3 s.
+    drop(service);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(3), writer).await;
     Ok(())
 }
 
@@ -368,15 +363,11 @@ fn file(
         Op::LockKey { path } => Reply::Key {
             key: write.lock_key(&path)?,
         },
-        other => return Err(other_error(format!("{other:?} is not a file operation"))),
+        op => return Err(other(format!("{op:?} is not a file operation"))),
     })
 }
 
-fn other(why: String) -> FsError {
-    other_error(why)
-}
-
-fn other_error(message: String) -> FsError {
+fn other(message: String) -> FsError {
     FsError {
         code: crate::ops::fs::ErrorCode::Other,
         message,

@@ -229,23 +229,22 @@ impl Policy {
         user_config: Option<&Path>,
         trust: &TrustStore,
     ) -> Result<Policy, Error> {
-        Policy::load_from(workspace, None, user_config, trust)
+        Policy::load_from(workspace, false, user_config, trust)
     }
 
-    /// [`Policy::load`] for a remote workspace (`shown`): its own
-    /// `toolhost.toml` is on its machine and is not read; the user's is.
+    /// [`Policy::load`] for a remote workspace: its own `toolhost.toml` is
+    /// on its machine and is not read; the user's is.
     pub fn load_remote(
         workspace: &Path,
-        shown: &str,
         user_config: Option<&Path>,
         trust: &TrustStore,
     ) -> Result<Policy, Error> {
-        Policy::load_from(workspace, Some(shown), user_config, trust)
+        Policy::load_from(workspace, true, user_config, trust)
     }
 
     fn load_from(
         workspace: &Path,
-        remote: Option<&str>,
+        remote: bool,
         user_config: Option<&Path>,
         trust: &TrustStore,
     ) -> Result<Policy, Error> {
@@ -271,10 +270,11 @@ impl Policy {
             path: path.display().to_string(),
             message: format!("not applied: {reason}"),
         };
+        // A remote workspace's is on its service's machine: never this
+        // one's file of that name.
         let read = match remote {
-            None => files::read_regular(&path, MAX_POLICY_BYTES),
-            // On the service's machine, never this one's file of that name.
-            Some(_) => Ok(None),
+            false => files::read_regular(&path, MAX_POLICY_BYTES),
+            true => Ok(None),
         };
         match read {
             Ok(None) => {}

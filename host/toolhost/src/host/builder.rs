@@ -580,12 +580,7 @@ impl HostBuilder {
         };
         let mut policy = match &self.remote {
             None => Policy::load(workspace, user_config.as_deref(), &trust)?,
-            Some(connection) => Policy::load_remote(
-                workspace,
-                connection.shown(),
-                user_config.as_deref(),
-                &trust,
-            )?,
+            Some(_) => Policy::load_remote(workspace, user_config.as_deref(), &trust)?,
         };
         for (name, grant) in &self.extensions.grants {
             policy.grant(name, grant);

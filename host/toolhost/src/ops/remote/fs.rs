@@ -81,12 +81,10 @@ impl RemoteFs {
     }
 }
 
-/// A reply that does not answer the request: the service is not one this
-/// toolhost can trust to serve it.
-pub(super) fn unexpected(reply: &Reply) -> FsError {
+fn unexpected(reply: &Reply) -> FsError {
     FsError {
         code: ErrorCode::Other,
-        message: format!("the workspace service answered out of turn ({reply:?})"),
+        message: super::out_of_turn(reply),
     }
 }
 

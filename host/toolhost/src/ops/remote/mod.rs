@@ -194,10 +194,18 @@ impl Connection {
         }
     }
 
-    /// [`Self::request`] that waits until its reply comes.
+    /// Send `op` (with `body`) and wait until its reply comes.
     pub(crate) fn ask(&self, op: Op, body: Vec<u8>) -> Answer {
-        self.request(op, body, &|| false)
-            .unwrap_or_else(|| Err("cancelled".into()))
+        let (_, replies) = self.send_request(op, body)?;
+        replies.recv().unwrap_or_else(|_| Err(self.gone()))
+    }
+
+    /// [`Self::ask`] from async code: the wait is the blocking pool's.
+    pub(crate) async fn ask_later(self: &Arc<Self>, op: Op, body: Vec<u8>) -> Answer {
+        let connection = self.clone();
+        tokio::task::spawn_blocking(move || connection.ask(op, body))
+            .await
+            .unwrap_or_else(|e| Err(format!("the request was lost: {e}")))
     }
 
     fn send_request(&self, op: Op, body: Vec<u8>) -> Result<(u64, mpsc::Receiver<Answer>), String> {
@@ -267,6 +275,12 @@ impl Drop for Connection {
         let _ = transport.kill();
         let _ = transport.wait();
     }
+}
+
+/// What a reply that does not answer its request says: the service is not
+/// one this toolhost can trust to serve it.
+fn out_of_turn(reply: &Reply) -> String {
+    format!("the workspace service answered out of turn ({reply:?})")
 }
 
 /// toolhost's release, as each side names it.

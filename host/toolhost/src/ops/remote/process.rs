@@ -54,20 +54,16 @@ impl RemoteSpawn for RemoteProcesses {
             // may come before the reply, already has somewhere to go.
             let child = self.next_child.fetch_add(1, Ordering::Relaxed);
             let frames = self.connection.watch_child(child);
-            let connection = self.connection.clone();
             let op = Op::Spawn {
                 child,
                 command,
                 input,
                 grant,
             };
-            let answer = tokio::task::spawn_blocking(move || connection.ask(op, Vec::new()))
-                .await
-                .map_err(|e| other(format!("the spawn was lost: {e}")))?;
-            match answer {
+            match self.connection.ask_later(op, Vec::new()).await {
                 Ok((Reply::Spawned { child: started }, _)) if started == child => {}
                 Ok((Reply::ProcessError { error }, _)) => return Err(error),
-                Ok((reply, _)) => return Err(other(super::fs::unexpected(&reply).message)),
+                Ok((reply, _)) => return Err(other(super::out_of_turn(&reply))),
                 Err(why) => return Err(other(why)),
             }
             let (feed, handle) = ChildFeed::new();
@@ -95,16 +91,12 @@ struct RemoteStdin {
 
 impl RemoteInput for RemoteStdin {
     fn write<'a>(&'a self, bytes: &'a [u8]) -> BoxFuture<'a, std::io::Result<()>> {
-        let (connection, child, bytes) = (self.connection.clone(), self.child, bytes.to_vec());
+        let op = Op::Stdin { child: self.child };
         Box::pin(async move {
-            let answer =
-                tokio::task::spawn_blocking(move || connection.ask(Op::Stdin { child }, bytes))
-                    .await
-                    .map_err(std::io::Error::other)?;
-            match answer {
+            match self.connection.ask_later(op, bytes.to_vec()).await {
                 Ok((Reply::Done, _)) => Ok(()),
                 Ok((Reply::ProcessError { error }, _)) => Err(std::io::Error::other(error.message)),
-                Ok((reply, _)) => Err(std::io::Error::other(super::fs::unexpected(&reply).message)),
+                Ok((reply, _)) => Err(std::io::Error::other(super::out_of_turn(&reply))),
                 Err(why) => Err(std::io::Error::other(why)),
             }
         })
@@ -133,14 +125,16 @@ async fn relay(
 ) {
     let mut stopped = false;
     loop {
+        // Killed or dropped here, or the call cancelled: stopped there.
+        let stop = async {
+            tokio::select! {
+                () = feed.stop_requested() => {}
+                () = cancel.cancelled() => {}
+            }
+        };
         let frame = tokio::select! {
             frame = frames.recv() => frame,
-            () = feed.stop_requested(), if !stopped => {
-                stopped = true;
-                let _ = connection.send(Frame::new(Message::Kill { child }));
-                continue;
-            }
-            () = cancel.cancelled(), if !stopped => {
+            () = stop, if !stopped => {
                 stopped = true;
                 let _ = connection.send(Frame::new(Message::Kill { child }));
                 continue;

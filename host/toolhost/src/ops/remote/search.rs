@@ -34,7 +34,7 @@ impl RemoteSearch {
 }
 
 fn unexpected(reply: &Reply) -> SearchError {
-    SearchError::Other(super::fs::unexpected(reply).message)
+    SearchError::Other(super::out_of_turn(reply))
 }
 
 impl Search for RemoteSearch {

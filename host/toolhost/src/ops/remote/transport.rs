@@ -11,7 +11,6 @@
 //! names one installed there instead.
 
 use sha2::{Digest as _, Sha256};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -83,7 +82,7 @@ impl Transport {
     pub fn parse(workspace: &str, toolhost: RemoteToolhost) -> Result<Transport, String> {
         let url = url::Url::parse(workspace).map_err(|e| format!("{workspace:?}: {e}"))?;
         let path = percent_decode(url.path())?;
-        if !path.starts_with('/') || path.len() < 2 && url.path().is_empty() {
+        if !path.starts_with('/') {
             return Err(format!(
                 "{workspace:?} names no absolute path of the workspace (…/abs/path)"
             ));
@@ -196,29 +195,12 @@ impl Runner {
 
     /// `script` run there with `input` on its stdin: its stdout, or what
     /// went wrong (its stderr).
-    fn run(&self, script: &str, input: Option<&[u8]>) -> Result<String, String> {
-        let mut child = self
+    fn run(&self, script: &str, input: Option<std::fs::File>) -> Result<String, String> {
+        let out = self
             .script(script)
-            .stdin(if input.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("{} cannot be started: {e}", self.program()))?;
-        let writer = input.map(|bytes| {
-            let mut stdin = child.stdin.take().expect("piped stdin");
-            let bytes = bytes.to_vec();
-            std::thread::spawn(move || stdin.write_all(&bytes))
-        });
-        let out = child
-            .wait_with_output()
+            .stdin(input.map_or_else(Stdio::null, Stdio::from))
+            .output()
             .map_err(|e| format!("{} failed: {e}", self.program()))?;
-        if let Some(writer) = writer {
-            let _ = writer.join();
-        }
         if !out.status.success() {
             let said = String::from_utf8_lossy(&out.stderr);
             return Err(format!(
@@ -240,7 +222,7 @@ impl Runner {
     /// The path there of a `toolhost` identical to `local` (by digest):
     /// the per-user cache's copy, made now if it is missing or differs.
     fn installed(&self, local: &Path) -> Result<String, String> {
-        let (digest, bytes) = digest_of(local)?;
+        let digest = digest_of(local)?;
         let name = format!("toolhost-{}", &digest[..16]);
         let probe = format!(
             "d=\"${{XDG_CACHE_HOME:-$HOME/.cache}}/toolhost/bin\"; f=\"$d/{name}\"; \
@@ -275,16 +257,24 @@ impl Runner {
              rm -f \"$t\"; echo 'the copy of toolhost arrived altered' >&2; exit 1; fi; \
              chmod 700 \"$t\"; mv -f \"$t\" \"$d/{name}\""
         );
-        self.run(&copy, Some(&bytes))
+        // Read from the file as it is sent: the far side checks the digest,
+        // so a file changed since is refused there, never run.
+        let file =
+            std::fs::File::open(local).map_err(|e| format!("reading {}: {e}", local.display()))?;
+        self.run(&copy, Some(file))
             .map_err(|e| format!("copying toolhost there failed: {e}"))?;
         Ok(path)
     }
 }
 
-/// The SHA-256 digest of `local` (hex), and its bytes.
-fn digest_of(local: &Path) -> Result<(String, Vec<u8>), String> {
-    let bytes = std::fs::read(local).map_err(|e| format!("reading {}: {e}", local.display()))?;
-    Ok((hex(&Sha256::digest(&bytes)), bytes))
+/// The SHA-256 digest of `local` (hex), read as a stream (a debug build
+/// is 300 MB: never held whole).
+fn digest_of(local: &Path) -> Result<String, String> {
+    let reading = |e: std::io::Error| format!("reading {}: {e}", local.display());
+    let mut file = std::fs::File::open(local).map_err(reading)?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher).map_err(reading)?;
+    Ok(hex(&hasher.finalize()))
 }
 
 fn hex(bytes: &[u8]) -> String {
