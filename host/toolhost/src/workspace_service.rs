@@ -16,7 +16,7 @@ use crate::host::{HostBuilder, ServedWorkspace};
 use crate::ops::fs::FsError;
 use crate::ops::process::{Child, ChildEvent, Input, InputEnd, ProcessError, ProcessErrorCode};
 use crate::ops::remote::wire::{ChildMsg, Frame, Hello, Message, Op, PROTOCOL, Reply, WINDOW};
-use crate::ops::search::{Search, SearchError, StopFlag};
+use crate::ops::search::{Found, Search, SearchError, StopFlag};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
@@ -168,20 +168,8 @@ impl Service {
                 grant,
             } => (self.spawn(child, command, input, grant), Vec::new()),
             Op::Stdin { child } => (self.write_input(child, &body).await, Vec::new()),
-            Op::Grep { request } => {
-                let reply = self.search(id, move |search, stop| {
-                    search
-                        .grep(&request, stop)
-                        .map(|result| Reply::Grep { result })
-                });
-                (reply.await, Vec::new())
-            }
-            Op::Glob { request } => {
-                let reply = self.search(id, move |search, stop| {
-                    search
-                        .glob(&request, stop)
-                        .map(|result| Reply::Glob { result })
-                });
+            Op::Search { query } => {
+                let reply = self.search(id, move |search, stop| query.run(search, stop));
                 (reply.await, Vec::new())
             }
             Op::Read {
@@ -217,7 +205,7 @@ impl Service {
     async fn search(
         &self,
         id: u64,
-        run: impl FnOnce(&dyn Search, &StopFlag) -> Result<Reply, SearchError> + Send + 'static,
+        run: impl FnOnce(&dyn Search, &StopFlag) -> Result<Found, SearchError> + Send + 'static,
     ) -> Reply {
         let stop = StopFlag::new();
         self.searches
@@ -228,7 +216,7 @@ impl Service {
         let r = blocking(move || run(search.as_ref(), &stop)).await;
         self.searches.lock().expect("searches").remove(&id);
         match r {
-            Ok(Ok(reply)) => reply,
+            Ok(Ok(found)) => Reply::Found { found },
             Ok(Err(error)) => Reply::SearchError { error },
             Err(why) => Reply::FsError { error: other(why) },
         }

@@ -186,6 +186,80 @@ pub trait Search: Send + Sync + std::fmt::Debug {
     fn roots(&self) -> Vec<String>;
 }
 
+/// Either search, as one value: how the workspace protocol carries it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Query {
+    Grep(GrepRequest),
+    Glob(GlobRequest),
+}
+
+/// What a [`Query`] found.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Found {
+    Grep(GrepResult),
+    Glob(GlobResult),
+}
+
+impl Query {
+    /// Run it on `backend`.
+    pub fn run(&self, backend: &dyn Search, stop: &StopFlag) -> Result<Found, SearchError> {
+        match self {
+            Query::Grep(r) => backend.grep(r, stop).map(Found::Grep),
+            Query::Glob(r) => backend.glob(r, stop).map(Found::Glob),
+        }
+    }
+
+    /// The directory it searches.
+    pub fn root(&self) -> &str {
+        match self {
+            Query::Grep(r) => &r.root,
+            Query::Glob(r) => &r.root,
+        }
+    }
+
+    /// The same search of another directory.
+    pub fn rooted(mut self, root: String) -> Query {
+        match &mut self {
+            Query::Grep(r) => r.root = root,
+            Query::Glob(r) => r.root = root,
+        }
+        self
+    }
+}
+
+/// A search request of one kind, whose result is a [`Found`] of its kind.
+pub trait Request: Into<Query> + Send + 'static {
+    type Found: Send + 'static;
+    /// Its kind's result out of `found`; `None` for another kind's.
+    fn found(found: Found) -> Option<Self::Found>;
+}
+
+/// Each kind of request: its [`Query`] and [`Found`] variant.
+macro_rules! request_kind {
+    ($request:ident, $found:ident, $variant:ident) => {
+        impl From<$request> for Query {
+            fn from(r: $request) -> Query {
+                Query::$variant(r)
+            }
+        }
+
+        impl Request for $request {
+            type Found = $found;
+            fn found(found: Found) -> Option<$found> {
+                match found {
+                    Found::$variant(r) => Some(r),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+request_kind!(GrepRequest, GrepResult, Grep);
+request_kind!(GlobRequest, GlobResult, Glob);
+
 /// Tells a running search to stop. Cheap to check (one atomic load), so walks
 /// check it at every entry and every read.
 #[derive(Clone, Debug, Default)]

@@ -68,6 +68,31 @@ impl OpsView for CallState {
     }
 }
 
+/// What an Operation does to its path: what [`OpsCtx::or_beyond`] asks
+/// about a path outside the roots (to write; to create as a directory), and
+/// how the call's use is recorded (`None`: a check, a lock).
+#[derive(Clone, Copy)]
+pub(super) struct Access {
+    write: bool,
+    mkdir: bool,
+    noted: Option<Use>,
+}
+
+impl Access {
+    const READ: Access = Access::new(false, false, Some(Use::Read));
+    pub(super) const WRITE: Access = Access::new(true, false, Some(Use::Written));
+    pub(super) const MKDIR: Access = Access::new(true, true, Some(Use::Written));
+    pub(super) const CHECK: Access = Access::new(true, false, None);
+
+    const fn new(write: bool, mkdir: bool, noted: Option<Use>) -> Access {
+        Access {
+            write,
+            mkdir,
+            noted,
+        }
+    }
+}
+
 impl<'a> OpsCtx<'a> {
     /// The granted backend, unless the call was cancelled.
     pub(super) fn granted<T: ?Sized>(
@@ -133,49 +158,52 @@ impl<'a> OpsCtx<'a> {
         path: &str,
         op: impl Fn(&dyn FsRead, &str) -> Result<T, FsError> + Send + Sync + 'static,
     ) -> Result<T, FsError> {
-        let r = match self.reader() {
-            Ok(fs) if fs.is_remote() => {
-                let path = path.to_string();
-                far(move || op(&*fs, &path)).await
-            }
-            r => {
-                let r = r.and_then(|fs| op(&*fs, path));
-                let beyond = |fs: &fs::LocalFs, p: &str| op(fs, p);
-                self.or_beyond(r, path, (false, false), beyond).await
-            }
-        };
-        self.noted(r, Use::Read, path)
+        let fs = self.reader().map(|fs| (fs.is_remote(), fs));
+        let op = move |fs: &(dyn FsRead + 'static), p: &str| op(fs, p);
+        self.through(fs, path, Access::READ, |fs| fs, op).await
     }
 
     /// `op` on `path` through the `fs-write` backend, or beyond the roots
-    /// (to write, or to create as a directory: `how`), recorded as written.
+    /// as `how` says.
     pub(super) async fn writing<T: Send + 'static>(
         &mut self,
         path: &str,
-        how: (bool, bool),
+        how: Access,
         op: impl Fn(&dyn FsWrite, &str) -> Result<T, FsError> + Send + Sync + 'static,
     ) -> Result<T, FsError> {
-        let r = self.on_writer(path, how, op).await;
-        self.noted(r, Use::Written, path)
+        let fs = self.writer().map(|fs| (fs.is_remote(), fs));
+        let op = move |fs: &(dyn FsWrite + 'static), p: &str| op(fs, p);
+        self.through(fs, path, how, |fs| fs, op).await
     }
 
-    /// [`Self::writing`], not recorded (a check, a lock).
-    pub(super) async fn on_writer<T: Send + 'static>(
+    /// `op` on `path` through `backend` (whether it is remote, and it): a
+    /// remote one's on the blocking pool and never beyond; a local one's
+    /// inline, or beyond the roots where a rule or the person allows it
+    /// (`local` is the approved place's backend, as `B`). Recorded as `how`
+    /// says.
+    async fn through<B: ?Sized + Send + Sync + 'static, T: Send + 'static>(
         &mut self,
+        backend: Result<(bool, Arc<B>), FsError>,
         path: &str,
-        how: (bool, bool),
-        op: impl Fn(&dyn FsWrite, &str) -> Result<T, FsError> + Send + Sync + 'static,
+        how: Access,
+        local: fn(&fs::LocalFs) -> &B,
+        op: impl Fn(&B, &str) -> Result<T, FsError> + Send + Sync + 'static,
     ) -> Result<T, FsError> {
-        match self.writer() {
-            Ok(fs) if fs.is_remote() => {
+        let r = match backend {
+            Ok((true, fs)) => {
                 let path = path.to_string();
                 far(move || op(&*fs, &path)).await
             }
             r => {
-                let r = r.and_then(|fs| op(&*fs, path));
-                let beyond = |fs: &fs::LocalFs, p: &str| op(fs, p);
-                self.or_beyond(r, path, how, beyond).await
+                let r = r.and_then(|(_, fs)| op(&*fs, path));
+                let beyond = |fs: &fs::LocalFs, p: &str| op(local(fs), p);
+                self.or_beyond(r, path, (how.write, how.mkdir), beyond)
+                    .await
             }
+        };
+        match how.noted {
+            Some(kind) => self.noted(r, kind, path),
+            None => r,
         }
     }
 
@@ -213,19 +241,27 @@ impl<'a> OpsCtx<'a> {
 }
 
 impl OpsCtx<'_> {
-    /// Run a search of `root` on the blocking pool and record it: read, or
-    /// refused.
-    async fn searched<T: Send + 'static>(
+    /// `request` through the `search` backend; when it is refused as
+    /// outside the roots and a rule or the person allows reading the place
+    /// (see [`Self::or_beyond`]), run again on its real path over a backend
+    /// rooted at the approved place. A refusal that stands keeps the root's
+    /// name on its first line and says why on the next. Recorded as read.
+    pub(super) async fn search<R: search::Request>(
         &mut self,
-        root: String,
-        run: impl FnOnce(&dyn search::Search, &search::StopFlag) -> Result<T, search::SearchError>
-        + Send
-        + 'static,
-    ) -> Result<T, search::SearchError> {
-        let Some(backend) = self.caps.search.clone() else {
-            return Err(search::SearchError::Other("search is not granted".into()));
+        request: R,
+    ) -> Result<R::Found, search::SearchError> {
+        let query: search::Query = request.into();
+        let root = query.root().to_string();
+        let found = match self.caps.search.clone() {
+            Some(backend) => {
+                let first = query.clone();
+                run_search(backend, self.cancel.clone(), move |b, stop| {
+                    first.run(b, stop)
+                })
+                .await
+            }
+            None => Err(search::SearchError::Other("search is not granted".into())),
         };
-        let found = run_search(backend, self.cancel.clone(), run).await;
         match &found {
             Ok(_) => self.usage.note(Use::Read, &root),
             Err(search::SearchError::OutsideRoots(_)) => self
@@ -233,51 +269,24 @@ impl OpsCtx<'_> {
                 .note(Use::Denied, &format!("search {root}: outside-roots")),
             Err(_) => {}
         }
-        found
+        let found = self.search_beyond(found, query).await?;
+        R::found(found).ok_or_else(|| {
+            search::SearchError::Other("the search answered another kind of search".into())
+        })
     }
 
-    /// A search of `root` by `run` (given the backend and the root to
-    /// search), and when it is refused as outside the roots, the search
-    /// beyond them that a rule or the person may allow
-    /// ([`Self::search_beyond`]).
-    pub(super) async fn search<T: Send + 'static>(
+    async fn search_beyond(
         &mut self,
-        root: String,
-        run: impl Fn(&dyn search::Search, &search::StopFlag, String) -> Result<T, search::SearchError>
-        + Clone
-        + Send
-        + 'static,
-    ) -> Result<T, search::SearchError> {
-        let (first, at) = (run.clone(), root.clone());
-        let found = self
-            .searched(root.clone(), move |backend, stop| first(backend, stop, at))
-            .await;
-        self.search_beyond(found, root, run).await
-    }
-
-    /// `found`, a search of `root`; when it was refused as outside the
-    /// roots and a rule or the person allows reading the place (see
-    /// [`Self::or_beyond`]), `run` again on its real path, over a backend
-    /// rooted at the approved place. A refusal that stands keeps the root's
-    /// name on its first line and says why on the next.
-    async fn search_beyond<T: Send + 'static>(
-        &mut self,
-        found: Result<T, search::SearchError>,
-        root: String,
-        run: impl FnOnce(
-            &dyn search::Search,
-            &search::StopFlag,
-            String,
-        ) -> Result<T, search::SearchError>
-        + Send
-        + 'static,
-    ) -> Result<T, search::SearchError> {
+        found: Result<search::Found, search::SearchError>,
+        query: search::Query,
+    ) -> Result<search::Found, search::SearchError> {
         let (named, asking) = match (&found, self.asking) {
             (Err(search::SearchError::OutsideRoots(named)), Some(asking)) => {
                 (named.clone(), asking)
             }
             _ => return found,
         };
+        let root = query.root().to_string();
         let refused = fs::fs_error(fs::ErrorCode::OutsideRoots, named);
         let (place, real) = match asking
             .beyond(&root, false, false, &refused, self.cancel, self.usage)
@@ -289,8 +298,9 @@ impl OpsCtx<'_> {
             Err(e) => return Err(search::SearchError::OutsideRoots(e.message)),
         };
         let backend: Arc<dyn search::Search> = Arc::new(search::LocalSearch::new(place));
+        let query = query.rooted(real);
         let found = run_search(backend, self.cancel.clone(), move |b, stop| {
-            run(b, stop, real)
+            query.run(b, stop)
         })
         .await;
         if found.is_ok() {

@@ -5,7 +5,7 @@
 use super::Connection;
 use super::wire::{Op, Reply};
 use crate::ops::search::{
-    GlobRequest, GlobResult, GrepRequest, GrepResult, Search, SearchError, StopFlag,
+    GlobRequest, GlobResult, GrepRequest, GrepResult, Request, Search, SearchError, StopFlag,
 };
 use std::sync::Arc;
 
@@ -20,42 +20,33 @@ impl RemoteSearch {
         RemoteSearch { connection }
     }
 
-    fn ask(&self, op: Op, stop: &StopFlag) -> Result<Reply, SearchError> {
+    /// `request`, asked of the service.
+    fn ask<R: Request>(&self, request: R, stop: &StopFlag) -> Result<R::Found, SearchError> {
+        let op = Op::Search {
+            query: request.into(),
+        };
         match self
             .connection
             .request(op, Vec::new(), &|| stop.is_raised())
         {
             None => Err(SearchError::Cancelled),
             Some(Ok((Reply::SearchError { error }, _))) => Err(error),
-            Some(Ok((reply, _))) => Ok(reply),
+            Some(Ok((Reply::Found { found }, _))) => R::found(found).ok_or_else(|| {
+                SearchError::Other("the workspace service answered another kind of search".into())
+            }),
+            Some(Ok((other, _))) => Err(SearchError::Other(super::out_of_turn(&other))),
             Some(Err(why)) => Err(SearchError::Other(why)),
         }
     }
 }
 
-fn unexpected(reply: &Reply) -> SearchError {
-    SearchError::Other(super::out_of_turn(reply))
-}
-
 impl Search for RemoteSearch {
     fn grep(&self, request: &GrepRequest, stop: &StopFlag) -> Result<GrepResult, SearchError> {
-        let op = Op::Grep {
-            request: request.clone(),
-        };
-        match self.ask(op, stop)? {
-            Reply::Grep { result } => Ok(result),
-            other => Err(unexpected(&other)),
-        }
+        self.ask(request.clone(), stop)
     }
 
     fn glob(&self, request: &GlobRequest, stop: &StopFlag) -> Result<GlobResult, SearchError> {
-        let op = Op::Glob {
-            request: request.clone(),
-        };
-        match self.ask(op, stop)? {
-            Reply::Glob { result } => Ok(result),
-            other => Err(unexpected(&other)),
-        }
+        self.ask(request.clone(), stop)
     }
 
     fn roots(&self) -> Vec<String> {

@@ -22,7 +22,7 @@
 
 use crate::ops::fs::{DirEntry, FsError, Metadata};
 use crate::ops::process::{Command, ExitStatus, Input, ProcessError, ProcessGrant};
-use crate::ops::search::{GlobRequest, GlobResult, GrepRequest, GrepResult, SearchError};
+use crate::ops::search::{Found, Query, SearchError};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 
@@ -128,11 +128,9 @@ pub enum Op {
     LockKey {
         path: String,
     },
-    Grep {
-        request: GrepRequest,
-    },
-    Glob {
-        request: GlobRequest,
+    /// A grep or a glob, run by the service's own search.
+    Search {
+        query: Query,
     },
     /// Start `command` under the service's confinement and `grant`, as
     /// process `child` (toolhost's number, unique on the connection),
@@ -166,11 +164,8 @@ pub enum Reply {
     Key {
         key: String,
     },
-    Grep {
-        result: GrepResult,
-    },
-    Glob {
-        result: GlobResult,
+    Found {
+        found: Found,
     },
     /// The process started, as `child`.
     Spawned {

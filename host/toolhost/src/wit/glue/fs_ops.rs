@@ -2,8 +2,9 @@
 //! edge, and their glue.
 
 use super::{fs_read, fs_types, fs_write};
-use crate::ops::fs::{self, FsError, MutationLock, lock_file_in_turn};
+use crate::ops::fs::{self, FsError, FsWrite, MutationLock, lock_file_in_turn};
 use crate::wit::OpsCtx;
+use crate::wit::ctx::Access;
 use wasmtime::component::Resource;
 
 impl From<fs::ErrorCode> for fs_types::ErrorCode {
@@ -64,41 +65,29 @@ impl From<fs::DirEntry> for fs_types::DirEntry {
     }
 }
 
-/// What an Operation does to a path outside the roots, as
-/// [`OpsCtx::or_beyond`] asks about it: (write, create as a directory).
-const WRITE: (bool, bool) = (true, false);
-const MKDIR: (bool, bool) = (true, true);
+/// What a file Operation answers the component: its outcome, unless the
+/// host failed.
+type Answer<T> = wasmtime::Result<Result<T, fs_types::FsError>>;
 
 /// A result of the Operations, in the interface's types.
-fn wit<T, U: From<T>>(r: Result<T, FsError>) -> wasmtime::Result<Result<U, fs_types::FsError>> {
+fn wit<T, U: From<T>>(r: Result<T, FsError>) -> Answer<U> {
     Ok(r.map(U::from).map_err(Into::into))
 }
 
 impl fs_types::Host for OpsCtx<'_> {}
 
 impl fs_read::Host for OpsCtx<'_> {
-    async fn stat(
-        &mut self,
-        path: String,
-    ) -> wasmtime::Result<Result<fs_types::Metadata, fs_types::FsError>> {
+    async fn stat(&mut self, path: String) -> Answer<fs_types::Metadata> {
         wit(self.reading(&path, |fs, p| fs.stat(p)).await)
     }
 
-    async fn read_file(
-        &mut self,
-        path: String,
-        offset: u64,
-        max_bytes: u64,
-    ) -> wasmtime::Result<Result<Vec<u8>, fs_types::FsError>> {
+    async fn read_file(&mut self, path: String, offset: u64, max_bytes: u64) -> Answer<Vec<u8>> {
         wit(self
             .reading(&path, move |fs, p| fs.read(p, offset, max_bytes))
             .await)
     }
 
-    async fn list_dir(
-        &mut self,
-        path: String,
-    ) -> wasmtime::Result<Result<Vec<fs_types::DirEntry>, fs_types::FsError>> {
+    async fn list_dir(&mut self, path: String) -> Answer<Vec<fs_types::DirEntry>> {
         let entries = self.reading(&path, |fs, p| fs.list_dir(p)).await;
         Ok(entries
             .map(|entries| entries.into_iter().map(Into::into).collect())
@@ -106,45 +95,43 @@ impl fs_read::Host for OpsCtx<'_> {
     }
 }
 
+impl OpsCtx<'_> {
+    /// `contents` written to `path`, or appended to it.
+    async fn put(&mut self, path: String, contents: Vec<u8>, append: bool) -> Answer<()> {
+        let put = move |fs: &dyn FsWrite, p: &str| match append {
+            true => fs.append_file(p, &contents),
+            false => fs.write_file(p, &contents),
+        };
+        wit(self.writing(&path, Access::WRITE, put).await)
+    }
+}
+
 impl fs_write::Host for OpsCtx<'_> {
-    async fn write_file(
-        &mut self,
-        path: String,
-        contents: Vec<u8>,
-    ) -> wasmtime::Result<Result<(), fs_types::FsError>> {
+    async fn write_file(&mut self, path: String, contents: Vec<u8>) -> Answer<()> {
+        self.put(path, contents, false).await
+    }
+
+    async fn append_file(&mut self, path: String, contents: Vec<u8>) -> Answer<()> {
+        self.put(path, contents, true).await
+    }
+
+    async fn create_dir_all(&mut self, path: String) -> Answer<()> {
         wit(self
-            .writing(&path, WRITE, move |fs, p| fs.write_file(p, &contents))
+            .writing(&path, Access::MKDIR, |fs, p| fs.create_dir_all(p))
             .await)
     }
 
-    async fn append_file(
-        &mut self,
-        path: String,
-        contents: Vec<u8>,
-    ) -> wasmtime::Result<Result<(), fs_types::FsError>> {
+    async fn access(&mut self, path: String) -> Answer<()> {
         wit(self
-            .writing(&path, WRITE, move |fs, p| fs.append_file(p, &contents))
+            .writing(&path, Access::CHECK, |fs, p| fs.access(p))
             .await)
     }
 
-    async fn create_dir_all(
-        &mut self,
-        path: String,
-    ) -> wasmtime::Result<Result<(), fs_types::FsError>> {
-        wit(self
-            .writing(&path, MKDIR, |fs, p| fs.create_dir_all(p))
-            .await)
-    }
-
-    async fn access(&mut self, path: String) -> wasmtime::Result<Result<(), fs_types::FsError>> {
-        wit(self.on_writer(&path, WRITE, |fs, p| fs.access(p)).await)
-    }
-
-    async fn lock(
-        &mut self,
-        path: String,
-    ) -> wasmtime::Result<Result<Resource<MutationLock>, fs_types::FsError>> {
-        let key = match self.on_writer(&path, WRITE, |fs, p| fs.lock_key(p)).await {
+    async fn lock(&mut self, path: String) -> Answer<Resource<MutationLock>> {
+        let key = match self
+            .writing(&path, Access::CHECK, |fs, p| fs.lock_key(p))
+            .await
+        {
             Ok(key) => key,
             Err(e) => return Ok(Err(e.into())),
         };

@@ -79,42 +79,25 @@ impl From<ops::SearchError> for search::SearchError {
     }
 }
 
+/// A search's outcome, in the interface's types.
+fn wit<T, U: From<T>>(
+    r: Result<T, ops::SearchError>,
+) -> wasmtime::Result<Result<U, search::SearchError>> {
+    Ok(r.map(U::from).map_err(Into::into))
+}
+
 impl search::Host for OpsCtx<'_> {
     async fn grep(
         &mut self,
         request: search::GrepRequest,
     ) -> wasmtime::Result<Result<search::GrepResult, search::SearchError>> {
-        let request = ops::GrepRequest::from(request);
-        let found = self
-            .search(request.root.clone(), move |backend, stop, root| {
-                backend.grep(
-                    &ops::GrepRequest {
-                        root,
-                        ..request.clone()
-                    },
-                    stop,
-                )
-            })
-            .await;
-        Ok(found.map(Into::into).map_err(Into::into))
+        wit(self.search(ops::GrepRequest::from(request)).await)
     }
 
     async fn glob(
         &mut self,
         request: search::GlobRequest,
     ) -> wasmtime::Result<Result<search::GlobResult, search::SearchError>> {
-        let request = ops::GlobRequest::from(request);
-        let found = self
-            .search(request.root.clone(), move |backend, stop, root| {
-                backend.glob(
-                    &ops::GlobRequest {
-                        root,
-                        ..request.clone()
-                    },
-                    stop,
-                )
-            })
-            .await;
-        Ok(found.map(Into::into).map_err(Into::into))
+        wit(self.search(ops::GlobRequest::from(request)).await)
     }
 }
