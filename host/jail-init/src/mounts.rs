@@ -22,6 +22,9 @@
 
 use std::ffi::CString;
 
+/// The empty path the `*_EMPTY_PATH` flags name a descriptor with.
+const EMPTY: &std::ffi::CStr = c"";
+
 /// What to do at one path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
@@ -121,13 +124,12 @@ fn set_attr(tree: &Fd, attr_set: u64) -> Result<(), String> {
         propagation: 0,
         userns_fd: 0,
     };
-    let empty = c"";
     // SAFETY: mount_setattr reads `attr` of the size given.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_mount_setattr,
             tree.0,
-            empty.as_ptr(),
+            EMPTY.as_ptr(),
             libc::AT_EMPTY_PATH as libc::c_uint | AT_RECURSIVE,
             &attr as *const MountAttr,
             std::mem::size_of::<MountAttr>(),
@@ -141,15 +143,14 @@ fn set_attr(tree: &Fd, attr_set: u64) -> Result<(), String> {
 
 /// Attach the detached `tree` onto what `target` refers to.
 fn attach(tree: &Fd, target: &Fd) -> Result<(), String> {
-    let empty = c"";
     // SAFETY: move_mount takes descriptors, empty paths and flags.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_move_mount,
             tree.0,
-            empty.as_ptr(),
+            EMPTY.as_ptr(),
             target.0,
-            empty.as_ptr(),
+            EMPTY.as_ptr(),
             MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
         )
     };
@@ -194,7 +195,6 @@ fn empty_tmpfs() -> Result<Fd, String> {
 
 /// Carry out `ops` in order.
 pub fn apply(ops: &[(Op, CString)]) -> Result<(), String> {
-    let empty = c"";
     for (op, path) in ops {
         let Some(target) = open_path(path)? else {
             continue;
@@ -206,7 +206,7 @@ pub fn apply(ops: &[(Op, CString)]) -> Result<(), String> {
         }
         let is_dir = stat.st_mode & libc::S_IFMT == libc::S_IFDIR;
         let tree = match op {
-            Op::Pin | Op::ReadOnly => clone_tree(target.0, empty)?,
+            Op::Pin | Op::ReadOnly => clone_tree(target.0, EMPTY)?,
             Op::Hide if is_dir => empty_tmpfs()?,
             Op::Hide => clone_tree(libc::AT_FDCWD, c"/dev/null")?,
         };

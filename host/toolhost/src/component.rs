@@ -859,7 +859,7 @@ impl CallInstance {
         let subject = format!("Tool {name}");
         let (name, arguments) = (name.to_string(), arguments.to_string());
         let out = self
-            .guard(|store| tool.execute(store, name, context, arguments))
+            .guard(|store| tool.execute(store, (name, context, arguments)))
             .await?;
         let limit = self.limits.output_bytes;
         Ok(out.and_then(|r| {

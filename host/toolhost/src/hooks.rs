@@ -60,20 +60,20 @@ pub struct AfterToolCallResult {
     pub terminate: Option<bool>,
 }
 
+/// What a [`ToolHooks::before_tool_call`] answers, to come.
+pub type BeforeAnswer<'a> = BoxFuture<'a, Result<Option<BeforeToolCallResult>, String>>;
+
+/// What a [`ToolHooks::after_tool_call`] answers, to come.
+pub type AfterAnswer<'a> = BoxFuture<'a, Result<Option<AfterToolCallResult>, String>>;
+
 /// Hooks an embedder registers on a [`crate::HostBuilder`]. Both methods
 /// default to doing nothing. An `Err` is the hook throwing.
 pub trait ToolHooks: Send + Sync {
-    fn before_tool_call<'a>(
-        &'a self,
-        _ctx: &'a mut BeforeToolCallContext,
-    ) -> BoxFuture<'a, Result<Option<BeforeToolCallResult>, String>> {
+    fn before_tool_call<'a>(&'a self, _ctx: &'a mut BeforeToolCallContext) -> BeforeAnswer<'a> {
         Box::pin(async { Ok(None) })
     }
 
-    fn after_tool_call<'a>(
-        &'a self,
-        _ctx: &'a AfterToolCallContext,
-    ) -> BoxFuture<'a, Result<Option<AfterToolCallResult>, String>> {
+    fn after_tool_call<'a>(&'a self, _ctx: &'a AfterToolCallContext) -> AfterAnswer<'a> {
         Box::pin(async { Ok(None) })
     }
 }

@@ -164,8 +164,8 @@ pub mod backend {
 /// ([`Request::client`]); and the levels of a tool's log messages.
 pub mod client {
     pub use crate::ops::client::{
-        Client, ClientCaps, ClientError, ClientMethod, ClientRequest, LogLevel, MAX_LOG_BYTES,
-        MAX_LOG_MESSAGES,
+        Answers, Client, ClientCaps, ClientError, ClientMethod, ClientRequest, LogLevel,
+        MAX_LOG_BYTES, MAX_LOG_MESSAGES,
     };
 }
 
@@ -203,8 +203,8 @@ pub use error::{BoxError, Error};
 pub use events::{Event, EventSink, NoEvents};
 pub use formats::ToolFormat;
 pub use hooks::{
-    AfterToolCallContext, AfterToolCallResult, BeforeToolCallContext, BeforeToolCallResult,
-    ToolHooks,
+    AfterAnswer, AfterToolCallContext, AfterToolCallResult, BeforeAnswer, BeforeToolCallContext,
+    BeforeToolCallResult, ToolHooks,
 };
 pub use host::{
     Batch, BuiltinSettings, CallRequest, ExtensionSettings, Host, HostBuilder, OneCall, Request,

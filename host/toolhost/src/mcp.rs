@@ -64,8 +64,10 @@ use crate::message::{ToolCall, text_of};
 use crate::watch::Watcher;
 // Logging: deprecated from 2026-07-28 on (SEP-2577), a part of 2025-11-25.
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
+    GetPromptResponse as GetPrompt, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse as ReadResource,
     ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 #[allow(deprecated)]
@@ -114,6 +116,13 @@ pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2026_07_28;
 /// The newest revision with the `initialize` handshake, which `initialize`
 /// answers with when a client asks for one the server does not know.
 pub const HANDSHAKE_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
+/// A request's context, as the handler's methods get it.
+type Ctx = RequestContext<RoleServer>;
+/// A listing's page, as a list request asks for it.
+type Page = Option<PaginatedRequestParams>;
+/// What a handler's method answers.
+type Answer<T> = Result<T, McpError>;
 
 /// Builds a fresh host (the same configuration as the first).
 pub type HostFactory =
@@ -488,18 +497,14 @@ impl ServerHandler for McpServer {
 
     async fn list_resource_templates(
         &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        _: Page,
+        _: Ctx,
+    ) -> Answer<ListResourceTemplatesResult> {
         from_json("listing the resource templates", self.list_templates())
     }
 
-    async fn read_resource(
-        &self,
-        request: rmcp::model::ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
-        let contents = self.read_contents(&request.uri).await?;
+    async fn read_resource(&self, r: ReadResourceRequestParams, _: Ctx) -> Answer<ReadResource> {
+        let contents = self.read_contents(&r.uri).await?;
         let result: rmcp::model::ReadResourceResult = from_json(
             "reading the resource",
             json!({ "contents": [contents], "resultType": "complete" }),
@@ -526,19 +531,11 @@ impl ServerHandler for McpServer {
         Ok(())
     }
 
-    async fn list_prompts(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+    async fn list_prompts(&self, _: Page, _: Ctx) -> Answer<ListPromptsResult> {
         from_json("listing the prompts", self.list_prompts_all())
     }
 
-    async fn get_prompt(
-        &self,
-        request: rmcp::model::GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+    async fn get_prompt(&self, request: GetPromptRequestParams, context: Ctx) -> Answer<GetPrompt> {
         let arguments = request.arguments.unwrap_or_default();
         let responses = serde_json::to_value(&request.input_responses)
             .ok()

@@ -232,17 +232,9 @@ impl Policy {
         Policy::load_from(workspace, false, user_config, trust)
     }
 
-    /// [`Policy::load`] for a remote workspace: its own `toolhost.toml` is
-    /// on its machine and is not read; the user's is.
-    pub fn load_remote(
-        workspace: &Path,
-        user_config: Option<&Path>,
-        trust: &TrustStore,
-    ) -> Result<Policy, Error> {
-        Policy::load_from(workspace, true, user_config, trust)
-    }
-
-    fn load_from(
+    /// [`Policy::load`]; for a `remote` workspace, whose own
+    /// `toolhost.toml` is on its machine and is not read, the user's alone.
+    pub(crate) fn load_from(
         workspace: &Path,
         remote: bool,
         user_config: Option<&Path>,

@@ -578,10 +578,8 @@ impl HostBuilder {
             Some(dir) => TrustStore::load(dir)?,
             None => TrustStore::empty(),
         };
-        let mut policy = match &self.remote {
-            None => Policy::load(workspace, user_config.as_deref(), &trust)?,
-            Some(_) => Policy::load_remote(workspace, user_config.as_deref(), &trust)?,
-        };
+        let remote = self.remote.is_some();
+        let mut policy = Policy::load_from(workspace, remote, user_config.as_deref(), &trust)?;
         for (name, grant) in &self.extensions.grants {
             policy.grant(name, grant);
         }

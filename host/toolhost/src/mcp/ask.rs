@@ -21,7 +21,7 @@
 //! per MCP session id (`"stdio"` for the one client on stdio), the most
 //! recent [`SESSIONS`] kept.
 
-use crate::ops::client::{Client, ClientCaps, ClientError, ClientMethod, ClientRequest};
+use crate::ops::client::{Answers, Client, ClientCaps, ClientError, ClientMethod, ClientRequest};
 use crate::permissions::{Answer, Ask, Asker, Need, Question};
 use futures::future::BoxFuture;
 use rmcp::model::{ClientResult, ElicitRequestParams, ElicitationAction, ServerRequest};
@@ -373,11 +373,7 @@ impl Client for Round {
         self.declared
     }
 
-    fn request<'a>(
-        &'a self,
-        tool: &'a str,
-        requests: &'a [ClientRequest],
-    ) -> BoxFuture<'a, Result<Vec<Value>, ClientError>> {
+    fn request<'a>(&'a self, tool: &'a str, requests: &'a [ClientRequest]) -> Answers<'a> {
         let answers = if let Some(r) = requests.iter().find(|r| !self.declared.has(r.method)) {
             // The revision forbids relying on what the client did not
             // declare: the call ends with MissingRequiredClientCapability.
@@ -456,11 +452,7 @@ impl Client for TaskClient {
         self.declared
     }
 
-    fn request<'a>(
-        &'a self,
-        tool: &'a str,
-        requests: &'a [ClientRequest],
-    ) -> BoxFuture<'a, Result<Vec<Value>, ClientError>> {
+    fn request<'a>(&'a self, tool: &'a str, requests: &'a [ClientRequest]) -> Answers<'a> {
         Box::pin(async move {
             let task = self.task().await?;
             let asks = requests.iter().map(|r| {
@@ -535,11 +527,7 @@ impl Client for LiveClient {
         self.declared
     }
 
-    fn request<'a>(
-        &'a self,
-        tool: &'a str,
-        requests: &'a [ClientRequest],
-    ) -> BoxFuture<'a, Result<Vec<Value>, ClientError>> {
+    fn request<'a>(&'a self, tool: &'a str, requests: &'a [ClientRequest]) -> Answers<'a> {
         Box::pin(async move {
             let mut answers = Vec::with_capacity(requests.len());
             for request in requests {

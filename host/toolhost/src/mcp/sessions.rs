@@ -245,6 +245,18 @@ impl<M: SessionManager> BoundedSessions<M> {
         expired
     }
 
+    /// `work`, a call to the inner manager, with session `id` busy while
+    /// it runs; what it gave, and the session's hold for what goes on.
+    async fn busy<T>(
+        &self,
+        id: &SessionId,
+        work: impl Future<Output = Result<T, M::Error>>,
+    ) -> Result<(T, Running), SessionError<M::Error>> {
+        let running = self.begin(id)?;
+        let done = work.await.map_err(SessionError::Manager)?;
+        Ok((done, running))
+    }
+
     /// A request or stream of session `id` begins; it ends when the guard
     /// is dropped. Refused when the session is not (or no longer) open.
     fn begin(&self, id: &SessionId) -> Result<Running, SessionError<M::Error>> {
@@ -353,11 +365,8 @@ impl<M: SessionManager> SessionManager for BoundedSessions<M> {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        let _running = self.begin(id)?;
-        self.inner
-            .initialize_session(id, message)
-            .await
-            .map_err(SessionError::Manager)
+        let work = self.inner.initialize_session(id, message);
+        Ok(self.busy(id, work).await?.0)
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
@@ -382,13 +391,8 @@ impl<M: SessionManager> SessionManager for BoundedSessions<M> {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        let running = self.begin(id)?;
         let request = message.clone();
-        let stream = self
-            .inner
-            .create_stream(id, message)
-            .await
-            .map_err(SessionError::Manager)?;
+        let (stream, running) = self.busy(id, self.inner.create_stream(id, message)).await?;
         // Read to its end by the record, whatever becomes of the client's
         // connection; the session is busy as long as it runs.
         let tracked = Tracked {
@@ -404,23 +408,18 @@ impl<M: SessionManager> SessionManager for BoundedSessions<M> {
         message: ClientJsonRpcMessage,
     ) -> Result<(), Self::Error> {
         // A notification is activity for as long as it takes to deliver.
-        let _running = self.begin(id)?;
-        self.inner
-            .accept_message(id, message)
-            .await
-            .map_err(SessionError::Manager)
+        self.busy(id, self.inner.accept_message(id, message))
+            .await?;
+        Ok(())
     }
 
     async fn create_standalone_stream(
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        let running = self.begin(id)?;
-        let stream = self
-            .inner
-            .create_standalone_stream(id)
-            .await
-            .map_err(SessionError::Manager)?;
+        let (stream, running) = self
+            .busy(id, self.inner.create_standalone_stream(id))
+            .await?;
         Ok(Tracked {
             stream: Box::pin(stream),
             _running: running,

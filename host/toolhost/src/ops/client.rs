@@ -138,6 +138,9 @@ pub enum ClientError {
     Failed(String),
 }
 
+/// The answers of a [`Client`] to a call's requests, to come.
+pub type Answers<'a> = BoxFuture<'a, Result<Vec<Value>, ClientError>>;
+
 /// The person's client, as a front end reaches it for one call.
 pub trait Client: Send + Sync {
     /// What it declared it can answer.
@@ -145,11 +148,7 @@ pub trait Client: Send + Sync {
 
     /// The MCP results answering `requests`, in their order. Every request
     /// is of a kind [`Self::capabilities`] holds (the glue checks).
-    fn request<'a>(
-        &'a self,
-        tool: &'a str,
-        requests: &'a [ClientRequest],
-    ) -> BoxFuture<'a, Result<Vec<Value>, ClientError>>;
+    fn request<'a>(&'a self, tool: &'a str, requests: &'a [ClientRequest]) -> Answers<'a>;
 }
 
 /// The client one call asks, with the name of the tool that asks (the

@@ -356,13 +356,12 @@ impl Place {
 impl crate::ops::http_client::AskForHost for CallAsking {
     fn allow_host<'a>(
         &'a self,
-        host: String,
-        port: u16,
+        (host, port): (String, u16),
         refusal: &'a str,
-        cancel: &'a CancellationToken,
-        usage: &'a Usage,
+        call: &'a dyn crate::ops::http_client::CallWatch,
     ) -> futures::future::BoxFuture<'a, Result<(), String>> {
-        Box::pin(self.need(Need::Host { host, port }, refusal, cancel, usage))
+        let need = Need::Host { host, port };
+        Box::pin(self.need(need, refusal, call.cancel(), call.usage()))
     }
 }
 

@@ -503,26 +503,8 @@ impl ArgumentSchema {
                         out,
                     );
                 }
-                ObjectStep::MinProperties => {
-                    ok &= check_limit(
-                        keywords,
-                        "minProperties",
-                        |limit| count >= limit,
-                        Failure::MinProperties,
-                        path,
-                        out,
-                    );
-                }
-                ObjectStep::MaxProperties => {
-                    ok &= check_limit(
-                        keywords,
-                        "maxProperties",
-                        |limit| count <= limit,
-                        Failure::MaxProperties,
-                        path,
-                        out,
-                    );
-                }
+                ObjectStep::MinProperties => ok &= MIN_PROPERTIES.check(keywords, count, path, out),
+                ObjectStep::MaxProperties => ok &= MAX_PROPERTIES.check(keywords, count, path, out),
             }
         }
         ok
@@ -656,26 +638,8 @@ impl ArgumentSchema {
                     });
                     ok &= self.walk_children(dialect, pairs, path, depth, out);
                 }
-                ArrayStep::MinItems => {
-                    ok &= check_limit(
-                        keywords,
-                        "minItems",
-                        |limit| count >= limit,
-                        Failure::MinItems,
-                        path,
-                        out,
-                    );
-                }
-                ArrayStep::MaxItems => {
-                    ok &= check_limit(
-                        keywords,
-                        "maxItems",
-                        |limit| count <= limit,
-                        Failure::MaxItems,
-                        path,
-                        out,
-                    );
-                }
+                ArrayStep::MinItems => ok &= MIN_ITEMS.check(keywords, count, path, out),
+                ArrayStep::MaxItems => ok &= MAX_ITEMS.check(keywords, count, path, out),
                 ArrayStep::UniqueItems => {
                     if keywords.get("uniqueItems") == Some(&Value::Bool(true))
                         && dialect.has_duplicates(items)
@@ -767,26 +731,8 @@ impl ArgumentSchema {
         let length = || *length.get_or_init(|| dialect.length_of(text));
         for step in dialect.string {
             match step {
-                StringStep::MinLength => {
-                    ok &= check_limit(
-                        keywords,
-                        "minLength",
-                        |limit| length() >= limit,
-                        Failure::MinLength,
-                        path,
-                        out,
-                    );
-                }
-                StringStep::MaxLength => {
-                    ok &= check_limit(
-                        keywords,
-                        "maxLength",
-                        |limit| length() <= limit,
-                        Failure::MaxLength,
-                        path,
-                        out,
-                    );
-                }
+                StringStep::MinLength => ok &= MIN_LENGTH.check(keywords, length(), path, out),
+                StringStep::MaxLength => ok &= MAX_LENGTH.check(keywords, length(), path, out),
                 StringStep::Format => {
                     if let Some(Value::String(format)) = keywords.get("format")
                         && let Some(validator) = self.formats.get(format)
@@ -931,6 +877,38 @@ pub(super) fn walk_number(
         };
     }
     ok
+}
+
+/// A count limit: its keyword, its failure, and whether the count must be
+/// at least (or else at most) the keyword's number.
+struct Count(&'static str, fn(f64) -> Failure, bool);
+
+const MIN_PROPERTIES: Count = Count("minProperties", Failure::MinProperties, true);
+const MAX_PROPERTIES: Count = Count("maxProperties", Failure::MaxProperties, false);
+const MIN_ITEMS: Count = Count("minItems", Failure::MinItems, true);
+const MAX_ITEMS: Count = Count("maxItems", Failure::MaxItems, false);
+const MIN_LENGTH: Count = Count("minLength", Failure::MinLength, true);
+const MAX_LENGTH: Count = Count("maxLength", Failure::MaxLength, false);
+
+impl Count {
+    /// Whether `count` keeps the limit, if `keywords` sets it.
+    fn check(
+        &self,
+        keywords: &Map<String, Value>,
+        count: f64,
+        path: &str,
+        out: &mut Vec<RawIssue>,
+    ) -> bool {
+        let &Count(keyword, failure, least) = self;
+        let holds = |limit| {
+            if least {
+                count >= limit
+            } else {
+                count <= limit
+            }
+        };
+        check_limit(keywords, keyword, holds, failure, path, out)
+    }
 }
 
 /// One keyword holding a number (a bound, a count limit, a divisor): whether the value keeps

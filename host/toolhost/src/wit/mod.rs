@@ -166,12 +166,12 @@ pub(crate) trait ToolGuest: Send + Sync {
         name: String,
         arguments: String,
     ) -> StoreFuture<'a, Result<Option<String>, String>>;
+    /// Run the tool: the export's arguments (the tool's name, the call's
+    /// context, its arguments as JSON).
     fn execute<'a>(
         self: Arc<Self>,
         store: &'a mut Store<CallState>,
-        name: String,
-        context: CallContext,
-        arguments: String,
+        call: (String, CallContext, String),
     ) -> StoreFuture<'a, Result<GuestResult, String>>;
 }
 

@@ -164,15 +164,18 @@ fn export_instance(
         .ok_or_else(|| wasmtime::format_err!("no export `{name}` found"))
 }
 
+/// An export's index in a component.
+type Index = ComponentExportIndex;
+
 struct ToolIndices {
-    definitions: ComponentExportIndex,
-    prepare: ComponentExportIndex,
-    execute: ComponentExportIndex,
+    definitions: Index,
+    prepare: Index,
+    execute: Index,
 }
 
 impl ToolIndices {
-    fn new<V: Version>(pre: &InstancePre<CallState>) -> wasmtime::Result<ToolIndices> {
-        let tool = export_instance(pre, &format!("toolhost:tool/tool@{}", V::VERSION))?;
+    /// Its functions in the instance `tool` of `pre`.
+    fn new<V: Version>(pre: &InstancePre<CallState>, tool: Index) -> wasmtime::Result<Self> {
         Ok(ToolIndices {
             definitions: function::<(), (Vec<V::Definition>,)>(pre, &tool, "definitions")?,
             prepare: function::<(String, String), Answer<Option<String>>>(
@@ -188,13 +191,12 @@ impl ToolIndices {
 }
 
 struct HookIndices {
-    on_call: ComponentExportIndex,
-    on_result: ComponentExportIndex,
+    on_call: Index,
+    on_result: Index,
 }
 
 impl HookIndices {
-    fn new<V: Version>(pre: &InstancePre<CallState>) -> wasmtime::Result<HookIndices> {
-        let hook = export_instance(pre, &format!("toolhost:tool/hook@{}", V::VERSION))?;
+    fn new<V: Version>(pre: &InstancePre<CallState>, hook: Index) -> wasmtime::Result<Self> {
         Ok(HookIndices {
             on_call: function::<(ToolCallEvent,), Answer<Option<ToolCallVerdict>>>(
                 pre,
@@ -224,11 +226,12 @@ fn exports<V: Version>(
     hook: bool,
 ) -> Result<Arc<dyn Exports>, (String, wasmtime::Error)> {
     let contract = Contract::of::<V>();
-    let tools = tool.then(|| ToolIndices::new::<V>(pre)).transpose();
-    let hooks = hook.then(|| HookIndices::new::<V>(pre)).transpose();
+    let (tool_export, hook_export) = (contract.tool_export(), contract.hook_export());
+    let tools = tool.then(|| ToolIndices::new::<V>(pre, export_instance(pre, &tool_export)?));
+    let hooks = hook.then(|| HookIndices::new::<V>(pre, export_instance(pre, &hook_export)?));
     Ok(Arc::new(VersionExports::<V> {
-        tool: tools.map_err(|e| (contract.tool_export(), e))?,
-        hook: hooks.map_err(|e| (contract.hook_export(), e))?,
+        tool: tools.transpose().map_err(|e| (tool_export, e))?,
+        hook: hooks.transpose().map_err(|e| (hook_export, e))?,
         version: PhantomData,
     }))
 }
@@ -296,13 +299,10 @@ impl<V: Version> ToolGuest for Tool<V> {
     fn execute<'a>(
         self: Arc<Self>,
         store: &'a mut Store<CallState>,
-        name: String,
-        context: CallContext,
-        arguments: String,
+        call: (String, CallContext, String),
     ) -> StoreFuture<'a, Result<GuestResult, String>> {
         Box::pin(async move {
-            let args = (name, context, arguments);
-            let (out,) = self.execute.call_async(store, args).await?;
+            let (out,) = self.execute.call_async(store, call).await?;
             Ok(out.map(WitResult::into_host))
         })
     }

@@ -20,6 +20,9 @@ pub(super) fn within(frame: &Frame<Bytes>, counted: &mut u64, limit: u64) -> boo
     *counted <= limit
 }
 
+/// What a body's `poll_frame` answers.
+type Polled = Poll<Option<Result<Frame<Bytes>, WasiHttpError>>>;
+
 /// The guest's request body, failed once it exceeds the request limit.
 pub(super) struct Limited {
     pub(super) inner: WasiBody,
@@ -31,10 +34,7 @@ impl Body for Limited {
     type Data = Bytes;
     type Error = WasiHttpError;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, WasiHttpError>>> {
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Polled {
         let this = &mut *self;
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) if !within(&frame, &mut this.sent, this.limit) => {
@@ -72,10 +72,7 @@ impl Body for Incoming {
     type Data = Bytes;
     type Error = WasiHttpError;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, WasiHttpError>>> {
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Polled {
         let this = &mut *self;
         if this.done {
             return Poll::Ready(None);

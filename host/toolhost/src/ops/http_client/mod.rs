@@ -98,15 +98,13 @@ pub trait CallWatch: Send + Sync {
 /// answers (`crate::permissions`: the rules, else the person), so that the
 /// Operations stay below it.
 pub trait AskForHost: Send + Sync {
-    /// `Ok` when the request to `host:port` may go; else the text of the
-    /// refusal (`refusal`, or what the person said).
+    /// `Ok` when the request to `host:port` of `call` may go; else the text
+    /// of the refusal (`refusal`, or what the person said).
     fn allow_host<'a>(
         &'a self,
-        host: String,
-        port: u16,
+        host: (String, u16),
         refusal: &'a str,
-        cancel: &'a CancellationToken,
-        usage: &'a Usage,
+        call: &'a dyn CallWatch,
     ) -> futures::future::BoxFuture<'a, Result<(), String>>;
 }
 
@@ -245,13 +243,8 @@ async fn send(
                 return Err(refused(reason, "not-granted"));
             };
             let refusal = format!("HTTP request to {} refused: {reason}", target.url);
-            let allowed = asking.allow_host(
-                target.host_text(),
-                target.port,
-                &refusal,
-                signals.cancel(),
-                usage,
-            );
+            let allowed =
+                asking.allow_host((target.host_text(), target.port), &refusal, &**signals);
             if let Err(text) = allowed.await {
                 usage.note(Use::Denied, &format!("http {}: not-granted", target.url));
                 return Err(internal(text));

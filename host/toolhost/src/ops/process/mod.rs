@@ -97,6 +97,7 @@ use sys::*;
 
 use crate::ops::fs::GrantedDir;
 use crate::ops::protect::{GitGuard, ProtectedPaths};
+use futures::future::BoxFuture;
 pub use jail::View;
 use limits::CallCgroup;
 pub use limits::ProcessLimits;
@@ -407,18 +408,23 @@ pub struct ProcessGrant {
 }
 
 /// Starts processes elsewhere: [`ProcessPolicy::remote`] hands it every
-/// spawn, with the policy's grant and a hold the call's end waits for
-/// (kept until the process is gone).
+/// spawn.
 pub trait RemoteSpawn: Send + Sync + std::fmt::Debug {
-    /// Start `command` reading `input`; the child, and the end that writes
-    /// its input unless it reads nothing.
-    fn spawn<'a>(
-        &'a self,
-        command: Command,
-        input: Input,
-        grant: ProcessGrant,
-        cancel: CancellationToken,
-        hold: Box<dyn Send + Sync>,
-        usage: &'a crate::ops::usage::Usage,
-    ) -> futures::future::BoxFuture<'a, Result<(Child, Option<InputEnd>), ProcessError>>;
+    /// Start the request's command; the child, and the end that writes its
+    /// input unless it reads nothing.
+    fn spawn(&self, request: RemoteRequest) -> BoxFuture<'_, Result<Started, ProcessError>>;
+}
+
+/// A child, and the host's end of its input when it reads one.
+pub type Started = (Child, Option<InputEnd>);
+
+/// A spawn a [`RemoteSpawn`] makes: the command, its input, the policy's
+/// grant, the call's cancellation, and a hold the call's end waits for
+/// (kept until the process is gone).
+pub struct RemoteRequest {
+    pub command: Command,
+    pub input: Input,
+    pub grant: ProcessGrant,
+    pub cancel: CancellationToken,
+    pub hold: Box<dyn Send + Sync>,
 }

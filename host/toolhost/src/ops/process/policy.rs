@@ -396,11 +396,14 @@ impl ProcessPolicy {
         if let Some(refusal) = self.refusal_of(&command.program) {
             return Err(refusal);
         }
-        let hold = Box::new(spawned.token());
-        let grant = self.grant();
-        spawner
-            .spawn(command, input, grant, cancel, hold, usage)
-            .await
+        let request = RemoteRequest {
+            command,
+            input,
+            grant: self.grant(),
+            cancel,
+            hold: Box::new(spawned.token()),
+        };
+        spawner.spawn(request).await
     }
 
     /// Why `program` may not be run under this policy, if it may not (it

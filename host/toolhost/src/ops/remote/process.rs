@@ -7,10 +7,9 @@
 use super::Connection;
 use super::wire::{ChildMsg, Frame, Message, Op, Reply};
 use crate::ops::process::{
-    Child, ChildEvent, ChildFeed, Command, ExitStatus, Input, InputEnd, ProcessError,
-    ProcessErrorCode, ProcessGrant, RemoteInput, RemoteSpawn,
+    ChildEvent, ChildFeed, ExitStatus, Input, InputEnd, ProcessError, ProcessErrorCode,
+    RemoteInput, RemoteRequest, RemoteSpawn, Started,
 };
-use crate::ops::usage::Usage;
 use futures::future::BoxFuture;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,15 +39,14 @@ fn other(message: String) -> ProcessError {
 }
 
 impl RemoteSpawn for RemoteProcesses {
-    fn spawn<'a>(
-        &'a self,
-        command: Command,
-        input: Input,
-        grant: ProcessGrant,
-        cancel: CancellationToken,
-        hold: Box<dyn Send + Sync>,
-        _usage: &'a Usage,
-    ) -> BoxFuture<'a, Result<(Child, Option<InputEnd>), ProcessError>> {
+    fn spawn(&self, request: RemoteRequest) -> BoxFuture<'_, Result<Started, ProcessError>> {
+        let RemoteRequest {
+            command,
+            input,
+            grant,
+            cancel,
+            hold,
+        } = request;
         Box::pin(async move {
             // The id is toolhost's, so that the process's first output, which
             // may come before the reply, already has somewhere to go.

@@ -419,11 +419,11 @@ mod tests {
     #[test]
     fn a_workspace_url_names_its_user_host_port_and_path() {
         let copy = || RemoteToolhost::At("/opt/toolhost".into());
-        let Transport::Shell { runner, path, .. } =
-            Transport::parse("ssh://me@build.example:2222/srv/my%20app", copy()).unwrap()
-        else {
-            panic!("a shell transport")
+        let shell = |url: &str| match Transport::parse(url, copy()).unwrap() {
+            Transport::Shell { runner, path, .. } => (runner, path),
+            _ => panic!("{url}: a shell transport"),
         };
+        let (runner, path) = shell("ssh://me@build.example:2222/srv/my%20app");
         assert_eq!(path, "/srv/my app");
         let Runner::Ssh(ssh) = runner else {
             panic!("ssh")
@@ -431,11 +431,7 @@ mod tests {
         assert!(
             ssh.ends_with(&["-p", "2222", "-l", "me", "build.example", "--"].map(String::from))
         );
-        let Transport::Shell { runner, path, .. } =
-            Transport::parse("container://dev_box/work", copy()).unwrap()
-        else {
-            panic!("a shell transport")
-        };
+        let (runner, path) = shell("container://dev_box/work");
         assert_eq!(path, "/work");
         let Runner::Container(engine) = runner else {
             panic!("container")
