@@ -1,7 +1,6 @@
 //! Builds the test guests (`tests/guests/`) once and exposes their paths as
 //! constants (`toolhost_tests::TESTKIT`, …).
 
-use guest_build::GuestWorkspace;
 use std::path::PathBuf;
 use std::{env, fs};
 
@@ -21,21 +20,13 @@ const GUESTS: &[(&str, &str)] = &[
 ];
 
 fn main() {
-    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
-    let repo = manifest_dir.join("..");
-    guest_build::watch_shared(&repo);
+    let repo = guest_build::repo("..");
     // The test guests are built on the SDK.
     println!(
         "cargo:rerun-if-changed={}",
         repo.join("guest-tools/sdk").display()
     );
-    let crates: Vec<&str> = GUESTS.iter().map(|(_, krate)| *krate).collect();
-    let wasm = GuestWorkspace {
-        dir: &manifest_dir.join("guests"),
-        packages: &crates,
-        target_name: "test-guests",
-    }
-    .build();
+    let wasm = guest_build::build_named(&repo.join("tests/guests"), GUESTS, "test-guests");
     let mut code = String::new();
     for ((name, krate), path) in GUESTS.iter().zip(&wasm) {
         code.push_str(&format!(

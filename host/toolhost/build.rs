@@ -6,7 +6,7 @@
 //! compiles nothing. Also builds the process jail's init
 //! (`host/jail-init`) for the target, embedded as `$OUT_DIR/jail-init`.
 
-use guest_build::{GuestWorkspace, NativeProgram};
+use guest_build::NativeProgram;
 
 #[path = "src/engine_config.rs"]
 mod engine_config;
@@ -26,17 +26,9 @@ const BUILTINS: &[(&str, &str)] = &[
 ];
 
 fn main() {
-    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
-    let repo = manifest_dir.join("../..");
+    let repo = guest_build::repo("../..");
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
-    guest_build::watch_shared(&repo);
-    let crates: Vec<&str> = BUILTINS.iter().map(|(_, krate)| *krate).collect();
-    let wasm = GuestWorkspace {
-        dir: &repo.join("guest-tools"),
-        packages: &crates,
-        target_name: "guest-tools",
-    }
-    .build();
+    let wasm = guest_build::build_named(&repo.join("guest-tools"), BUILTINS, "guest-tools");
 
     let engine = wasmtime::Engine::new(&engine_config::compile_config())
         .unwrap_or_else(|e| panic!("creating the engine that precompiles the built-ins: {e}"));
@@ -71,7 +63,7 @@ fn main() {
     fs::write(out_dir.join("builtins.rs"), code).unwrap();
 
     let init = NativeProgram {
-        dir: &manifest_dir.join("../jail-init"),
+        dir: &repo.join("host/jail-init"),
         package: "toolhost-jail-init",
     }
     .build();

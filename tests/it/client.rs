@@ -7,10 +7,9 @@
 //! conformance suite.
 
 use crate::support::*;
-use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
-use toolhost::client::{Client, ClientCaps, ClientError, ClientRequest};
+use toolhost::client::{Answers, Client, ClientCaps, ClientRequest};
 use toolhost::{Event, Host};
 
 /// A client that declares everything, answers each kind of request with a
@@ -29,11 +28,7 @@ impl Client for Recording {
         }
     }
 
-    fn request<'a>(
-        &'a self,
-        tool: &'a str,
-        requests: &'a [ClientRequest],
-    ) -> BoxFuture<'a, Result<Vec<Value>, ClientError>> {
+    fn request<'a>(&'a self, tool: &'a str, requests: &'a [ClientRequest]) -> Answers<'a> {
         let mut asked = self.asked.lock().unwrap();
         let answers = requests
             .iter()
@@ -214,9 +209,9 @@ fn what_the_grant_does_not_name_never_reaches_the_client_and_no_client_is_a_clea
     // A call whose front end has no client: the tool is told so.
     let (text, is_error, _) = call_with(&host, None, "test_elicitation", json!({"message": "Hi"}));
     assert!(is_error);
-    assert!(
-        text.contains("the client cannot be asked for elicitation (it did not declare it, or this front end has no client)"),
-        "{text}"
+    assert_has(
+        &text,
+        "the client cannot be asked for elicitation (it did not declare it, or this front end has no client)",
     );
 }
 

@@ -7,11 +7,7 @@ use serde_json::json;
 use toolhost::{Event, Host};
 
 fn hooked(ws: &Workspace) -> Host {
-    built(builder(ws).extensions(|e| {
-        e.load(toolhost_tests::HOOKKIT)
-            .grant("hookkit", hooks_granted())
-            .limits(limits(2, 64))
-    }))
+    hooked_by(ws, toolhost_tests::HOOKKIT, "hookkit", 2)
 }
 
 /// `echo` of `value` through the hooks: its text and whether it is an error.
@@ -125,10 +121,7 @@ fn a_component_of_an_older_contract_crosses_every_record_of_its_version() {
     // embedded resource), structured content and the hook's patch all cross
     // the newest's glue under 0.3.0's names.
     let ws = Workspace::new();
-    let host = built(builder(&ws).extensions(|e| {
-        e.load(toolhost_tests::OLDCONTRACT)
-            .grant("oldcontract", hooks_granted())
-    }));
+    let host = hooked_by(&ws, toolhost_tests::OLDCONTRACT, "oldcontract", 30);
     let ext = host
         .extensions()
         .iter()

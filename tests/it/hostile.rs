@@ -1615,11 +1615,7 @@ fn hostile_files_outside_the_preopens_do_not_exist_for_the_guest() {
 #[test]
 fn hostile_hook_rewrites_and_patches_are_checked_like_results() {
     let ws = Workspace::new();
-    let host = built(builder(&ws).extensions(|e| {
-        e.load(toolhost_tests::HOOKKIT)
-            .grant("hookkit", hooks_granted())
-            .limits(limits(30, 64))
-    }));
+    let host = hooked_by(&ws, toolhost_tests::HOOKKIT, "hookkit", 30);
     // A rewrite to arguments that are not JSON (or too deep to parse)
     // blocks the call: hooks fail closed.
     assert_error(

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
+use std::process::Output;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -536,6 +537,23 @@ fn cancelling_the_call_aborts_a_request_in_flight() {
 /// The secret the tests declare, and where it comes from.
 const SECRET: &str = "tok-5ecret-0123456789abcdef";
 
+/// `call http_get` of `url` in `ws`, the secret's variable set to
+/// [`SECRET`], its result as JSON when `json`.
+fn get_with_the_token(ws: &Workspace, url: &Value, json: bool) -> Output {
+    let url = url.to_string();
+    let mut args = vec!["call", "http_get", &url];
+    if json {
+        args.push("--json");
+    }
+    toolhost_with_env(ws, &args, None, &[("TEST_API_TOKEN", SECRET)])
+}
+
+/// Two servers on loopback: `a`, which points on to `b`, and `b`.
+fn two_servers() -> (Server, Server) {
+    let b = Server::start("127.0.0.1:0", 1);
+    (Server::start("127.0.0.1:0", b.port), b)
+}
+
 /// httpget granted the servers `a` and `b`, with the secret API_TOKEN
 /// declared for `a` only (and its variable granted as `env`, which must be
 /// withheld).
@@ -552,8 +570,7 @@ fn with_a_secret(a: &Server, b: &Server, from: &str) -> Workspace {
 
 #[test]
 fn a_secret_reaches_only_its_host_and_never_the_component() {
-    let b = Server::start("127.0.0.1:0", 1);
-    let a = Server::start("127.0.0.1:0", b.port);
+    let (a, b) = two_servers();
     let ws = with_a_secret(&a, &b, "env:TEST_API_TOKEN");
     let url = |path: &str, port: u16| json!({"url": format!("http://localhost:{port}{path}")});
     let (out, log) = run_audited(
@@ -648,8 +665,7 @@ fn a_secret_reaches_only_its_host_and_never_the_component() {
 
 #[test]
 fn a_secret_is_read_from_a_private_file_and_only_the_users_file_declares_one() {
-    let b = Server::start("127.0.0.1:0", 1);
-    let a = Server::start("127.0.0.1:0", b.port);
+    let (a, b) = two_servers();
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("token");
     std::fs::write(&token, format!("{SECRET}\n")).unwrap();
@@ -687,12 +703,7 @@ fn a_secret_is_read_from_a_private_file_and_only_the_users_file_declares_one() {
     );
     trust_workspace(&ws);
     let url = json!({"url": format!("http://localhost:{}/echo", c.port)});
-    let out = toolhost_with_env(
-        &ws,
-        &["call", "http_get", &url.to_string()],
-        None,
-        &[("TEST_API_TOKEN", SECRET)],
-    );
+    let out = get_with_the_token(&ws, &url, false);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains(
@@ -747,12 +758,7 @@ fn ext_add_declares_a_secret_and_ext_list_says_where_it_goes() {
     );
     // And it is sent.
     let url = json!({"url": format!("{host}/echo")});
-    let out = toolhost_with_env(
-        &ws,
-        &["call", "http_get", &url.to_string()],
-        None,
-        &[("TEST_API_TOKEN", SECRET)],
-    );
+    let out = get_with_the_token(&ws, &url, false);
     assert!(!String::from_utf8_lossy(&out.stdout).contains(SECRET));
     assert_eq!(
         server.seen(),
@@ -1016,17 +1022,11 @@ fn pip_download_works_through_the_proxy_against_a_local_index() {
 /// asked for gzip, would otherwise hand the component the secret.
 #[test]
 fn a_compressed_answer_to_a_request_carrying_a_secret_is_refused() {
-    let b = Server::start("127.0.0.1:0", 1);
-    let a = Server::start("127.0.0.1:0", b.port);
+    let (a, b) = two_servers();
     let ws = with_a_secret(&a, &b, "env:TEST_API_TOKEN");
     let get = |server: &Server| {
         let url = json!({"url": format!("http://localhost:{}/gzip-echo", server.port)});
-        let out = toolhost_with_env(
-            &ws,
-            &["call", "http_get", &url.to_string(), "--json"],
-            None,
-            &[("TEST_API_TOKEN", SECRET)],
-        );
+        let out = get_with_the_token(&ws, &url, true);
         let msg = json_out(&out);
         (
             msg["content"][0]["text"]
@@ -1084,8 +1084,7 @@ fn under_a_network_list_a_command_may_connect_to_the_proxys_port_only() {
 /// the `keyring` crate (and tools built on it) put it.
 #[test]
 fn a_secret_is_read_from_the_keyring() {
-    let b = Server::start("127.0.0.1:0", 1);
-    let a = Server::start("127.0.0.1:0", b.port);
+    let (a, b) = two_servers();
     let service = format!("toolhost-test-{}", std::process::id());
     // Stored as `keyctl padd user keyring-rs:api@SERVICE @u` stores it (the
     // description the keyring crate gives an entry), in the user's keyring.
@@ -1139,8 +1138,7 @@ fn a_secret_is_read_from_the_keyring() {
 /// item stored by `secret-tool`, as a person would.
 #[test]
 fn a_secret_is_read_from_the_desktop_keyring() {
-    let b = Server::start("127.0.0.1:0", 1);
-    let a = Server::start("127.0.0.1:0", b.port);
+    let (a, b) = two_servers();
     let ws = with_a_secret(&a, &b, "keyring:toolhost-desktop/api");
     let home = tempfile::tempdir().unwrap();
     let url = json!({"url": format!("http://localhost:{}/echo", a.port)});
@@ -1195,16 +1193,10 @@ fn trust_shows_a_workspace_secret_as_ignored() {
 
 #[test]
 fn hostile_a_secret_echoed_as_a_header_name_reaches_the_component_redacted() {
-    let b = Server::start("127.0.0.1:0", 1);
-    let a = Server::start("127.0.0.1:0", b.port);
+    let (a, b) = two_servers();
     let ws = with_a_secret(&a, &b, "env:TEST_API_TOKEN");
     let url = json!({"url": format!("http://localhost:{}/echo-name", a.port)});
-    let out = toolhost_with_env(
-        &ws,
-        &["call", "http_get", &url.to_string(), "--json"],
-        None,
-        &[("TEST_API_TOKEN", SECRET)],
-    );
+    let out = get_with_the_token(&ws, &url, true);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -1235,8 +1227,7 @@ fn hostile_a_secret_echoed_as_a_header_name_reaches_the_component_redacted() {
 /// extension's requests carry it; no tool reads it, lists it or finds it.
 #[test]
 fn hostile_a_secrets_source_file_is_hidden_from_every_tool() {
-    let b = Server::start("127.0.0.1:0", 1);
-    let a = Server::start("127.0.0.1:0", b.port);
+    let (a, b) = two_servers();
     let ws = with_a_secret(&a, &b, "file:~/.config/gh-token");
     let token = ws.write(".config/gh-token", format!("{SECRET}\n"));
     use std::os::unix::fs::PermissionsExt;
@@ -1316,8 +1307,7 @@ fn hostile_a_secrets_source_file_is_hidden_from_every_tool() {
 /// that is no secret's source still reaches it.
 #[test]
 fn hostile_another_extension_granted_a_secrets_source_variable_never_gets_it() {
-    let b = Server::start("127.0.0.1:0", 1);
-    let a = Server::start("127.0.0.1:0", b.port);
+    let (a, _b) = two_servers();
     let ws = installed(&format!(
         "[extensions.httpget]\nhttp = [\"http://localhost:{}\"]\n\
          [extensions.httpget.secrets.API_TOKEN]\nfrom = \"env:TEST_API_TOKEN\"\n\

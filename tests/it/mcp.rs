@@ -346,7 +346,7 @@ fn node_client(script: &str, module: &str, transport: &str) -> Value {
             .arg(&ws.path)
             .arg(toolhost_tests::TESTKIT);
     } else {
-        server = Listening::start(&ws, &["mcp", "--http", "127.0.0.1:0"]);
+        server = Listening::mcp(&ws, &[]);
         cmd.arg(&server.url).arg(server.token.as_deref().unwrap());
     }
     let summary = script_summary(&mut cmd, &format!("{script} {transport}"));
@@ -560,7 +560,7 @@ fn the_mcp_inspector_cli_drives_toolhost_mcp_on_stdio() {
 fn the_mcp_inspector_cli_drives_toolhost_mcp_over_http() {
     let ws = Workspace::new();
     ws.write("a.txt", "Hello, Inspector!\n");
-    let server = Listening::start(&ws, &["mcp", "--http", "127.0.0.1:0"]);
+    let server = Listening::mcp(&ws, &[]);
     let header = format!("Authorization: Bearer {}", server.token.as_deref().unwrap());
     let target = [server.url.as_str(), "--header", &header];
     inspector_drives_toolhost_mcp(&ws, &target);

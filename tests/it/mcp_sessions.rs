@@ -25,10 +25,7 @@ fn sessions_script(server: &Listening, mode: &str, n: u64) -> Value {
 #[test]
 fn an_initialize_past_the_session_bound_is_refused_and_the_open_sessions_are_still_served() {
     let ws = Workspace::new();
-    let server = Listening::start(
-        &ws,
-        &["mcp", "--http", "127.0.0.1:0", "--max-sessions", "3"],
-    );
+    let server = Listening::mcp(&ws, &["--max-sessions", "3"]);
     let summary = sessions_script(&server, "bound", 3);
     assert_eq!(summary["refused"]["status"], 503);
     assert_eq!(
@@ -45,18 +42,7 @@ fn an_initialize_past_the_session_bound_is_refused_and_the_open_sessions_are_sti
 #[test]
 fn an_idle_session_is_closed_and_its_place_freed_but_a_running_call_is_not_idle() {
     let ws = Workspace::new();
-    let server = Listening::start(
-        &ws,
-        &[
-            "mcp",
-            "--http",
-            "127.0.0.1:0",
-            "--max-sessions",
-            "1",
-            "--session-idle",
-            "3",
-        ],
-    );
+    let server = Listening::mcp(&ws, &["--max-sessions", "1", "--session-idle", "3"]);
     let summary = sessions_script(&server, "idle", 3);
     assert_eq!(summary["longCall"], "slow done after 6000 ms");
     assert_eq!(summary["newSession"], true);
@@ -90,7 +76,7 @@ fn the_session_bounds_must_be_positive() {
 #[test]
 fn a_call_survives_a_proxy_cutting_its_stream_mid_call() {
     let ws = Workspace::new();
-    let server = Listening::start(&ws, &["mcp", "--http", "127.0.0.1:0", "--sse-poll", "0"]);
+    let server = Listening::mcp(&ws, &["--sse-poll", "0"]);
     let proxy = Haproxy::start(&server.url, &["timeout server 2s"]);
     let token = server.token.as_deref().expect("the server's token");
     let summary = script_summary(

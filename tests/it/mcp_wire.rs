@@ -552,7 +552,7 @@ fn post(url: &str, token: Option<&str>, content_type: &str, body: &[u8]) -> (u16
 #[test]
 fn over_http_every_bad_message_gets_a_400_with_its_json_rpc_error() {
     let ws = Workspace::new();
-    let server = Listening::start(&ws, &["mcp", "--http", "127.0.0.1:0"]);
+    let server = Listening::mcp(&ws, &[]);
     let token = server.token.as_deref();
     for (what, message, id, code) in cases() {
         let (status, body) = post(&server.url, token, "application/json", &message);
@@ -651,10 +651,7 @@ fn post_and_drop(url: &str, token: Option<&str>, headers: &[String], body: &str)
 #[test]
 fn max_requests_bounds_the_calls_running_whatever_their_clients_drop() {
     let ws = Workspace::new();
-    let server = Listening::start(
-        &ws,
-        &["mcp", "--http", "127.0.0.1:0", "--max-requests", "3"],
-    );
+    let server = Listening::mcp(&ws, &["--max-requests", "3"]);
     let token = server.token.as_deref();
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},

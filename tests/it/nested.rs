@@ -322,10 +322,9 @@ fn a_namespace_prefixes_an_extensions_tools() {
         "[extensions.caller]\ncall-tools = [\"read\"]\nnamespace = \"a b\"\n",
     );
     let out = toolhost(&ws, &["--extension", &ext, "list"], None);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("namespace \"a b\" makes tool delegate \"a b__delegate\""),
-        "{err}"
+    assert_has(
+        &out.stderr,
+        "namespace \"a b\" makes tool delegate \"a b__delegate\"",
     );
 }
 

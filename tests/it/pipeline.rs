@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use toolhost::{
-    AfterToolCallContext, AfterToolCallResult, AssistantMessage, BatchOutcome,
-    BeforeToolCallContext, BeforeToolCallResult, CancellationToken, ContentBlock, Event,
-    StopReason, ToolHooks, ToolResultMessage,
+    AfterAnswer, AfterToolCallContext, AfterToolCallResult, AssistantMessage, BatchOutcome,
+    BeforeAnswer, BeforeToolCallContext, BeforeToolCallResult, CancellationToken, ContentBlock,
+    Event, StopReason, ToolHooks, ToolResultMessage,
 };
 
 /// A batch of `calls` (tool, arguments) with the ids `c1`, `c2`, … in order.
@@ -338,10 +338,7 @@ struct Hooks {
 }
 
 impl ToolHooks for Hooks {
-    fn before_tool_call<'a>(
-        &'a self,
-        ctx: &'a mut BeforeToolCallContext,
-    ) -> futures::future::BoxFuture<'a, Result<Option<BeforeToolCallResult>, String>> {
+    fn before_tool_call<'a>(&'a self, ctx: &'a mut BeforeToolCallContext) -> BeforeAnswer<'a> {
         Box::pin(async move {
             if let Some(e) = &self.before_error {
                 return Err(e.clone());
@@ -356,10 +353,7 @@ impl ToolHooks for Hooks {
         })
     }
 
-    fn after_tool_call<'a>(
-        &'a self,
-        _ctx: &'a AfterToolCallContext,
-    ) -> futures::future::BoxFuture<'a, Result<Option<AfterToolCallResult>, String>> {
+    fn after_tool_call<'a>(&'a self, _ctx: &'a AfterToolCallContext) -> AfterAnswer<'a> {
         Box::pin(async move {
             self.after_calls.fetch_add(1, Ordering::SeqCst);
             if let Some(e) = &self.after_error {
@@ -576,10 +570,7 @@ struct Switcher {
 }
 
 impl ToolHooks for Switcher {
-    fn before_tool_call<'a>(
-        &'a self,
-        ctx: &'a mut BeforeToolCallContext,
-    ) -> futures::future::BoxFuture<'a, Result<Option<BeforeToolCallResult>, String>> {
+    fn before_tool_call<'a>(&'a self, ctx: &'a mut BeforeToolCallContext) -> BeforeAnswer<'a> {
         Box::pin(async move {
             for (id, active) in &self.switches {
                 if ctx.tool_call.id == *id {

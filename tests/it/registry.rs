@@ -86,6 +86,19 @@ fn set_up() -> (Registry, Workspace, (String, String)) {
     (registry(), ws, keys)
 }
 
+/// wordcount and httpget published signed with `private`, as
+/// `tools/<repo>:1.0` of each of `repos`, and a file for them in `ws`
+/// (`docs/a.txt`); their references.
+fn signed(registry: &Registry, ws: &Workspace, private: &str, repos: [&str; 2]) -> [String; 2] {
+    ws.write_files(&[("docs/a.txt", "one\n")]);
+    let mut examples = ["wordcount", "httpget"].into_iter();
+    repos.map(|repo| {
+        let reference = format!("{}:1.0", registry.oci(&format!("tools/{repo}")));
+        publish(ws, examples.next().unwrap(), &reference, Some(private));
+        reference
+    })
+}
+
 /// A key pair made by `toolhost ext keygen` in `dir`: (private, public).
 fn keygen(ws: &Workspace, dir: &Path, name: &str) -> (String, String) {
     let prefix = dir.join(name);
@@ -369,11 +382,7 @@ fn a_signed_component_installs_by_tag_and_by_digest_and_runs_under_its_grant() {
 #[test]
 fn every_start_checks_the_signature_offline_and_names_the_check_that_failed() {
     let (registry, ws, (private, public)) = set_up();
-    ws.write_files(&[("docs/a.txt", "one\n")]);
-    let wc = format!("{}:1.0", registry.oci("tools/wordcount"));
-    let get = format!("{}:1.0", registry.oci("tools/httpget"));
-    publish(&ws, "wordcount", &wc, Some(&private));
-    publish(&ws, "httpget", &get, Some(&private));
+    let [wc, get] = signed(&registry, &ws, &private, ["wordcount", "httpget"]);
     for (reference, grant) in [(&wc, "--fs-read"), (&get, "--http")] {
         let out = add(&ws, reference, &["--key", &public, grant, "docs"]);
         assert!(out.status.success(), "{}", stderr(&out));
@@ -475,11 +484,7 @@ fn an_update_shows_what_the_new_component_requests_and_installs_only_when_told()
 #[test]
 fn hostile_a_component_signed_by_the_same_key_never_loads_in_anothers_place() {
     let (registry, ws, (private, public)) = set_up();
-    ws.write_files(&[("docs/a.txt", "one\n")]);
-    let a = format!("{}:1.0", registry.oci("tools/a"));
-    let b = format!("{}:1.0", registry.oci("tools/b"));
-    publish(&ws, "wordcount", &a, Some(&private));
-    publish(&ws, "httpget", &b, Some(&private));
+    let [a, b] = signed(&registry, &ws, &private, ["a", "b"]);
     for (reference, name) in [(&a, "a"), (&b, "b")] {
         let out = add(
             &ws,

@@ -168,10 +168,9 @@ sys.stdin.buffer.read()
     let exec = format!("python3 {}", script.display());
     let out = toolhost(&ws, &["--workspace-exec", &exec, "list"], None);
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("speaks the workspace protocol 99 (toolhost 9.9.9), and this toolhost speaks 1 (toolhost"),
-        "{err}"
+    assert_has(
+        &out.stderr,
+        "speaks the workspace protocol 99 (toolhost 9.9.9), and this toolhost speaks 1 (toolhost",
     );
 }
 

@@ -20,6 +20,14 @@ pub(crate) struct Server {
 }
 
 impl Server {
+    /// `serve` on a new workspace whose user policy is `toml`.
+    fn with_policy(toml: &str) -> (Workspace, Server) {
+        let ws = Workspace::new();
+        user_policy(&ws, toml);
+        let server = Server::start(&ws, &[]);
+        (ws, server)
+    }
+
     pub(crate) fn start(ws: &Workspace, args: &[&str]) -> Server {
         let mut cli = ws.cli();
         cli.args(["--extension", toolhost_tests::TESTKIT])
@@ -51,6 +59,11 @@ impl Server {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{line}").unwrap();
         stdin.flush().unwrap();
+    }
+
+    /// `tools/setActive` of `names`, as request `id`.
+    pub(crate) fn set_active(&mut self, id: u64, names: &[&str]) {
+        self.request(json!(id), "tools/setActive", json!({ "names": names }));
     }
 
     pub(crate) fn request(&mut self, id: Value, method: &str, params: Value) {
@@ -311,11 +324,7 @@ fn tools_can_be_listed_in_each_format_and_the_active_set_replaced() {
         assert_eq!(names, ["read", "ls", "slow"], "{format}");
     }
 
-    server.request(
-        json!(2),
-        "tools/setActive",
-        json!({"names": ["ls", "nope", "read"]}),
-    );
+    server.set_active(2, &["ls", "nope", "read"]);
     assert_eq!(
         server.response()["result"],
         json!({"active": ["ls", "read"]})
@@ -402,18 +411,10 @@ fn every_change_of_the_active_set_reaches_the_client_as_tools_changed() {
     server.request(json!(1), "batch/run", json!({"message": message}));
     assert_eq!(changed(&server, 1), json!(["ls", "activate"]));
     // By the client.
-    server.request(
-        json!(2),
-        "tools/setActive",
-        json!({"names": ["read", "ls"]}),
-    );
+    server.set_active(2, &["read", "ls"]);
     assert_eq!(changed(&server, 2), json!(["read", "ls"]));
     // Setting the same set again changes nothing, and says nothing.
-    server.request(
-        json!(3),
-        "tools/setActive",
-        json!({"names": ["read", "ls"]}),
-    );
+    server.set_active(3, &["read", "ls"]);
     server.request(json!(4), "tools/list", json!({}));
     let rest = server.finish();
     assert!(
@@ -439,9 +440,7 @@ fn next_question(server: &Server) -> Value {
 
 #[test]
 fn a_client_with_a_person_answers_questions_and_one_without_gets_the_refusal() {
-    let ws = Workspace::new();
-    user_policy(&ws, "[permissions]\nask = [\"bash(echo *)\"]\n");
-    let mut server = Server::start(&ws, &[]);
+    let (_ws, mut server) = Server::with_policy("[permissions]\nask = [\"bash(echo *)\"]\n");
     let call = |id: &str, command: &str| json!({"type": "toolCall", "id": id, "name": "bash", "arguments": {"command": command}});
     let message = batch(json!([call("a", "echo one"), call("b", "echo two")]));
     server.request(
@@ -657,9 +656,8 @@ fn the_pi_profile_comes_from_the_file_or_the_flag_and_reaches_serves_clients() {
 /// nor made active, a callable one only when a client names it.
 #[test]
 fn serves_tool_list_follows_the_exposure_rules() {
-    let ws = Workspace::new();
-    user_policy(&ws, "[exposure]\nbash = \"hidden\"\nls = \"callable\"\n");
-    let mut server = Server::start(&ws, &[]);
+    let (_ws, mut server) =
+        Server::with_policy("[exposure]\nbash = \"hidden\"\nls = \"callable\"\n");
     server.request(json!(1), "tools/list", json!({}));
     let tools = server.response()["result"]["tools"].clone();
     let names = strings_at(&tools, "/name");
@@ -669,11 +667,7 @@ fn serves_tool_list_follows_the_exposure_rules() {
         !names.contains(&"bash") && !names.contains(&"ls"),
         "{names:?}"
     );
-    server.request(
-        json!(2),
-        "tools/setActive",
-        json!({"names": ["bash", "ls", "read"]}),
-    );
+    server.set_active(2, &["bash", "ls", "read"]);
     assert_eq!(
         server.response()["result"],
         json!({"active": ["ls", "read"]})

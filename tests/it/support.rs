@@ -159,12 +159,18 @@ pub fn all_gone(marker: &str) -> bool {
     false
 }
 
-/// The grant a hook component needs to run.
-pub fn hooks_granted() -> toolhost::GrantSpec {
-    toolhost::GrantSpec {
+/// A host on `ws` with the hook component `component` loaded as `name`,
+/// granted hooks, and given `secs` seconds a call.
+pub fn hooked_by(ws: &Workspace, component: &str, name: &str, secs: u64) -> Host {
+    let grant = toolhost::GrantSpec {
         hooks: true,
         ..Default::default()
-    }
+    };
+    built(builder(ws).extensions(|e| {
+        e.load(component)
+            .grant(name, grant)
+            .limits(limits(secs, 64))
+    }))
 }
 
 /// A host on `ws` with the test guests loaded and every tool active.
@@ -346,6 +352,13 @@ pub fn message_lines(ids: &[&str]) -> Vec<String> {
 /// The `toolhost` binary cargo built for these tests.
 pub fn toolhost_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_toolhost"))
+}
+
+/// Assert that `text` (a command's output, a tool's answer) holds `part`.
+#[track_caller]
+pub fn assert_has(text: impl AsRef<[u8]>, part: &str) {
+    let text = String::from_utf8_lossy(text.as_ref());
+    assert!(text.contains(part), "expected {part:?} in:\n{text}");
 }
 
 /// `cmd` started with its stdin and stdout piped, its stderr to `stderr`.
@@ -694,6 +707,17 @@ pub struct Listening {
 }
 
 impl Listening {
+    /// `toolhost mcp --http` on a free loopback port, with `more` arguments.
+    #[track_caller]
+    pub fn mcp(ws: &Workspace, more: &[&str]) -> Listening {
+        let args: Vec<&str> = ["mcp", "--http", "127.0.0.1:0"]
+            .iter()
+            .chain(more)
+            .copied()
+            .collect();
+        Listening::start(ws, &args)
+    }
+
     /// Start the CLI on `ws` with `args` (which must listen on port 0) and
     /// the testkit, and read its stderr until it says where it listens.
     #[track_caller]

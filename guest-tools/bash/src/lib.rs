@@ -23,7 +23,7 @@ mod output;
 
 use output::{Accumulator, FileStore, Snapshot};
 use std::time::{Duration, Instant};
-use toolhost_sdk::pi::{self, Profile};
+use toolhost_sdk::pi;
 use toolhost_sdk::process::{self, ChildEvent, ExitStatus, ProcessErrorCode};
 use toolhost_sdk::serde_json::{Map, Value, json};
 use toolhost_sdk::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size};
@@ -79,11 +79,9 @@ const PI_1_6: Rules = Rules {
     structured: true,
 };
 
-fn rules(profile: Profile) -> &'static Rules {
-    match profile {
-        Profile::V0_85 => &PI_0_85,
-        Profile::V1_6 => &PI_1_6,
-    }
+/// The rules of the host's profile.
+fn rules() -> &'static Rules {
+    pi::of(&PI_0_85, &PI_1_6)
 }
 
 /// One shell tool: how it presents itself and how it starts its shell.
@@ -142,7 +140,7 @@ struct PowerShell;
 
 impl Tool for Bash {
     fn definition(&self) -> Definition {
-        BASH.definition(rules(pi::profile()))
+        BASH.definition(rules())
     }
 
     fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
@@ -152,7 +150,7 @@ impl Tool for Bash {
 
 impl Tool for PowerShell {
     fn definition(&self) -> Definition {
-        POWERSHELL.definition(rules(pi::profile()))
+        POWERSHELL.definition(rules())
     }
 
     fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
@@ -197,7 +195,7 @@ impl Shell {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let timeout = args.get("timeout").and_then(Value::as_f64);
-        let rules = rules(pi::profile());
+        let rules = rules();
         ctx.update(Vec::new(), None);
         let store = OutputDir::new(ctx, self.file_prefix);
         let mut acc = Accumulator::new(DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES, store)

@@ -22,7 +22,7 @@ use toolhost_sdk::args;
 use toolhost_sdk::js;
 use toolhost_sdk::notices::{self, Notices};
 use toolhost_sdk::path::resolve_to_cwd;
-use toolhost_sdk::pi::{self, Profile};
+use toolhost_sdk::pi;
 use toolhost_sdk::search::{self, GlobRequest, GlobResult, SearchError, warning_notice};
 use toolhost_sdk::serde_json::Value;
 use toolhost_sdk::truncate::{DEFAULT_MAX_BYTES, NO_LINE_LIMIT, truncate_head};
@@ -65,23 +65,21 @@ const PI_1_6: Rules = Rules {
     lenient_limit: true,
 };
 
-fn rules(profile: Profile) -> &'static Rules {
-    match profile {
-        Profile::V0_85 => &PI_0_85,
-        Profile::V1_6 => &PI_1_6,
-    }
+/// The rules of the host's profile.
+fn rules() -> &'static Rules {
+    pi::of(&PI_0_85, &PI_1_6)
 }
 
 struct Find;
 
 impl Tool for Find {
     fn definition(&self) -> Definition {
-        definition(rules(pi::profile()))
+        definition(rules())
     }
 
     fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
         ctx.check_cancelled()?;
-        let rules = rules(pi::profile());
+        let rules = rules();
         let pattern = args::string(&args, "pattern");
         let raw = args::path_or_cwd(&args);
         // `limit ?? 1000`: Pi 0.85 passed it to fd's `--max-results`, which

@@ -19,7 +19,7 @@
 use toolhost_sdk::args;
 use toolhost_sdk::notices::{self, Notices};
 use toolhost_sdk::path::resolve_to_cwd;
-use toolhost_sdk::pi::{self, Profile};
+use toolhost_sdk::pi;
 use toolhost_sdk::search::{self, GrepRequest, GrepResult, SearchError, warning_notice};
 use toolhost_sdk::serde_json::Value;
 use toolhost_sdk::truncate::{
@@ -72,23 +72,21 @@ const PI_1_6: Rules = Rules {
     inner_cr_kept: true,
 };
 
-fn rules(profile: Profile) -> &'static Rules {
-    match profile {
-        Profile::V0_85 => &PI_0_85,
-        Profile::V1_6 => &PI_1_6,
-    }
+/// The rules of the host's profile.
+fn rules() -> &'static Rules {
+    pi::of(&PI_0_85, &PI_1_6)
 }
 
 struct Grep;
 
 impl Tool for Grep {
     fn definition(&self) -> Definition {
-        definition(rules(pi::profile()))
+        definition(rules())
     }
 
     fn execute(&self, ctx: &Context, args: Value) -> Result<ToolOutput, ToolError> {
         ctx.check_cancelled()?;
-        let rules = rules(pi::profile());
+        let rules = rules();
         let pattern = args::string(&args, "pattern");
         let raw = args::path_or_cwd(&args);
         // Pi passes `--glob` only for a non-empty glob.

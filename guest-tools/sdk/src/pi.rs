@@ -28,6 +28,14 @@ impl Profile {
     }
 }
 
+/// Of a tool's rules for each profile, the host's profile's.
+pub fn of<T: ?Sized>(v0_85: &'static T, v1_6: &'static T) -> &'static T {
+    match profile() {
+        Profile::V0_85 => v0_85,
+        Profile::V1_6 => v1_6,
+    }
+}
+
 /// The host's profile, asked once per instance (an instance serves one call).
 pub fn profile() -> Profile {
     static PROFILE: std::sync::OnceLock<Profile> = std::sync::OnceLock::new();

@@ -132,6 +132,30 @@ fn cargo_build(dir: &Path, target: &str, target_dir: &Path, packages: &[&str]) {
     );
 }
 
+/// The repository root, `up` above the building package's directory
+/// (`"../.."`), with what every guest build reads from it watched.
+pub fn repo(up: &str) -> PathBuf {
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("run by cargo"));
+    let repo = manifest_dir.join(up);
+    let repo = repo
+        .canonicalize()
+        .unwrap_or_else(|e| panic!("{}: {e}", repo.display()));
+    watch_shared(&repo);
+    repo
+}
+
+/// The `.wasm` of each `(name, package)` of `guests`, built in the
+/// workspace `dir` (see [`GuestWorkspace`]), in their order.
+pub fn build_named(dir: &Path, guests: &[(&str, &str)], target_name: &str) -> Vec<PathBuf> {
+    let packages: Vec<&str> = guests.iter().map(|(_, package)| *package).collect();
+    GuestWorkspace {
+        dir,
+        packages: &packages,
+        target_name,
+    }
+    .build()
+}
+
 /// What every guest build reads from outside its own workspace: the WIT
 /// package and the `pi-compat` crate (the SDK builds it into every guest).
 pub fn watch_shared(repo: &Path) {

@@ -138,12 +138,10 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
         direct,
         |d| format!("{:.0} µs", d.as_secs_f64() * 1e6),
     ));
-    rows.push(
-        Row::new(
-            "egress proxy: a 100 MiB download",
-            format!("{proxied_mib:.0} MiB/s"),
-        )
-        .baseline(format!("direct {direct_mib:.0} MiB/s"))
-        .ratio(proxied_mib / direct_mib),
-    );
+    rows.push(Row::compared(
+        "egress proxy: a 100 MiB download",
+        format!("{proxied_mib:.0} MiB/s"),
+        format!("direct {direct_mib:.0} MiB/s"),
+        proxied_mib / direct_mib,
+    ));
 }

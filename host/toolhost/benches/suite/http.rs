@@ -124,13 +124,17 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
 
 /// `clients` connections to `toolhost mcp --http`, each making `calls`
 /// calls in turn.
+/// `toolhost mcp` started with these standard streams (in, out, err).
+fn started(
+    command: &mut tokio::process::Command,
+    [stdin, stdout, stderr]: [Stdio; 3],
+) -> tokio::process::Child {
+    let command = command.stdin(stdin).stdout(stdout).stderr(stderr);
+    command.spawn().expect("starting toolhost mcp")
+}
+
 async fn over_http(mut command: tokio::process::Command, clients: usize, calls: usize) -> Load {
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting toolhost mcp --http");
+    let mut child = started(&mut command, [Stdio::null(), Stdio::null(), Stdio::piped()]);
     let stderr = child.stderr.take().unwrap();
     let mut lines = tokio::io::BufReader::new(stderr).lines();
     let prefix = "toolhost mcp: listening on http://";
@@ -214,12 +218,10 @@ type Waiting = Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>;
 /// `toolhost mcp` on stdio with `in_flight` callers sharing its pipe, each
 /// making `calls` calls in turn.
 async fn over_stdio(mut command: tokio::process::Command, in_flight: usize, calls: usize) -> Load {
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting toolhost mcp");
+    let mut child = started(
+        &mut command,
+        [Stdio::piped(), Stdio::piped(), Stdio::null()],
+    );
     let stdin = Arc::new(tokio::sync::Mutex::new(child.stdin.take().unwrap()));
     let waiting: Waiting = Arc::default();
     let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();

@@ -371,14 +371,14 @@ fn batch_rows(setup: Setup, rows: &mut Vec<Row>) {
         let median_of = |mode: &str| json[mode]["batch_ms"]["median_ms"].as_f64();
         let (par, seq) = (median_of("parallel"), median_of("sequential"));
         if let (Some(par), Some(seq)) = (par, seq) {
-            rows.push(
-                Row::new(
-                    "Pi: 64 × read, parallel against sequential",
-                    format!("{par:.1} ms"),
-                )
-                .baseline(format!("sequential {seq:.1} ms"))
-                .ratio(seq / par),
-            );
+            let figure = "Pi: 64 × read, parallel against sequential";
+            let baseline = format!("sequential {seq:.1} ms");
+            rows.push(Row::compared(
+                figure,
+                format!("{par:.1} ms"),
+                baseline,
+                seq / par,
+            ));
         }
     }
 }

@@ -40,9 +40,18 @@ impl Row {
         theirs: Duration,
         show: fn(Duration) -> String,
     ) -> Row {
-        Row::new(figure, show(ours))
-            .baseline(format!("{against} {}", show(theirs)))
-            .ratio(ratio(ours, theirs))
+        let baseline = format!("{against} {}", show(theirs));
+        Row::compared(figure, show(ours), baseline, ratio(ours, theirs))
+    }
+
+    /// A figure against its baseline, with their ratio.
+    pub fn compared(
+        figure: impl Into<String>,
+        value: impl Into<String>,
+        baseline: impl Into<String>,
+        ratio: f64,
+    ) -> Row {
+        Row::new(figure, value).baseline(baseline).ratio(ratio)
     }
 
     pub fn baseline(mut self, baseline: impl Into<String>) -> Row {
