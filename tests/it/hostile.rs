@@ -1001,31 +1001,6 @@ fn landlock_abi() -> Option<u32> {
     }
 }
 
-/// A TCP listener on 127.0.0.1 that says whether anyone connected.
-struct Listener(std::net::TcpListener);
-
-impl Listener {
-    fn new() -> Listener {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        Listener(listener)
-    }
-
-    fn port(&self) -> u16 {
-        self.0.local_addr().unwrap().port()
-    }
-
-    /// Whether a connection is waiting (the kernel completes the handshake
-    /// before `accept`, so a connect that succeeded is always seen).
-    fn was_reached(&self) -> bool {
-        match self.0.accept() {
-            Ok(_) => true,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => false,
-            Err(e) => panic!("accept: {e}"),
-        }
-    }
-}
-
 #[test]
 fn hostile_bash_cannot_write_outside_the_workspace_by_any_route() {
     for mode in jail_modes() {

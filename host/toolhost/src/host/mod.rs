@@ -56,6 +56,9 @@ pub struct ServedWorkspace {
     pub(crate) search: Arc<dyn crate::ops::search::Search>,
     /// The shell's policy here: its roots, jail and network rules.
     process: Arc<ProcessPolicy>,
+    /// What keeps the repositories beneath the roots from being made to
+    /// run code: read-only to each process, and settled when it ends.
+    pub(crate) guard: Arc<crate::ops::protect::GitGuard>,
     /// How processes are confined here, as `toolhost doctor` says.
     pub confinement: Vec<crate::doctor::Layer>,
     /// `$HOME` here.

@@ -248,7 +248,7 @@ impl Proc {
 }
 
 /// Settle what `writer` changed since it began.
-async fn settle(writer: Writer) -> Vec<crate::ops::protect::guard::Reverted> {
+pub(crate) async fn settle(writer: Writer) -> Vec<crate::ops::protect::guard::Reverted> {
     tokio::task::spawn_blocking(move || {
         let reverted = writer.guard().settle(writer.watch());
         drop(writer);
