@@ -281,14 +281,18 @@ pub fn run_recorded(recording: &Recording, tool: &str, count: usize) {
 }
 
 /// Where a case's workspace is served from.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Place {
+#[derive(Clone, Copy)]
+pub enum Place<'a> {
     /// This toolhost's own.
     Here,
     /// A workspace service (`toolhost workspace serve`) that toolhost
     /// reaches with `--workspace-exec`: every file, search and command
     /// Operation goes over the workspace protocol.
     Remote,
+    /// The workspace named by these arguments given its path
+    /// (`--workspace ssh://…`, the same path on the other side), with these
+    /// variables set for toolhost.
+    Named(&'a dyn Fn(&str) -> Vec<String>, &'a [(&'a str, &'a str)]),
 }
 
 /// [`run_recorded`] with the workspace served from `place`.
@@ -347,11 +351,17 @@ fn run_case(recording: &Recording, case: &Value, served: Place) {
         ws.str()
     );
     let mut command: Vec<&str> = recording.options.to_vec();
-    if served == Place::Remote {
-        command.extend(["--workspace-exec", &serve]);
+    let (named, env) = match served {
+        Place::Named(named, env) => (named(ws.str()), env),
+        _ => (Vec::new(), &[][..]),
+    };
+    match served {
+        Place::Here => {}
+        Place::Remote => command.extend(["--workspace-exec", &serve]),
+        Place::Named(..) => command.extend(named.iter().map(String::as_str)),
     }
     command.extend(["call", tool, &args, "--json"]);
-    let out = toolhost(&ws, &command, None);
+    let out = toolhost_with_env(&ws, &command, None, env);
     let result: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{id}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
     let result = normalise_full_output(&result);

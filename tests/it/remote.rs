@@ -14,6 +14,62 @@ fn serving(dir: &str) -> String {
     format!("'{}' workspace serve '{dir}'", toolhost_bin().display())
 }
 
+/// The recorded cases of each built-in: (tool, how many) in each recording.
+const CASES_0_85: &[(&str, usize)] = &[
+    ("read", 11),
+    ("write", 3),
+    ("edit", 12),
+    ("bash", 7),
+    ("grep", 8),
+    ("find", 4),
+    ("ls", 3),
+];
+const CASES_1_6: &[(&str, usize)] = &[
+    ("read", 23),
+    ("write", 7),
+    ("edit", 22),
+    ("bash", 21),
+    ("grep", 22),
+    ("find", 19),
+    ("ls", 6),
+];
+
+/// Every recorded case of both recordings with the workspace at `place`.
+fn every_case(place: Place) {
+    for (recording, tools) in [(&PI_0_85, CASES_0_85), (&PI_1_6, CASES_1_6)] {
+        for &(tool, count) in tools {
+            run_recorded_in(recording, tool, count, place);
+        }
+    }
+}
+
+/// `--workspace URL` with this very toolhost named for the other side (which
+/// sees this machine's files): the self-copy has tests of its own.
+fn at(url: String) -> Vec<String> {
+    let bin = toolhost_bin().display().to_string();
+    vec!["--workspace".into(), url, "--remote-toolhost".into(), bin]
+}
+
+#[test]
+fn the_recorded_cases_give_the_same_results_over_openssh() {
+    let sshd = Sshd::start();
+    let command = sshd.ssh_command();
+    let env = [("TOOLHOST_SSH_COMMAND", command.as_str())];
+    every_case(Place::Named(&|path| at(sshd.url(path)), &env));
+}
+
+#[test]
+fn the_recorded_cases_give_the_same_results_in_a_podman_container() {
+    // The container sees the temporary directory, where every case's
+    // workspace is made, and this toolhost, at their paths here.
+    let temp = std::env::temp_dir().canonicalize().unwrap();
+    let bin = toolhost_bin().parent().unwrap().canonicalize().unwrap();
+    let container = Container::sharing(&[&temp, &bin]);
+    let env = [("TOOLHOST_CONTAINER_COMMAND", Container::PODMAN)];
+    let url = |path: &str| at(format!("container://{}{path}", container.name));
+    every_case(Place::Named(&url, &env));
+}
+
 /// Every recorded case of each built-in, over a remote workspace: the
 /// same texts, details and files afterwards as the local runs.
 mod pi_cases {

@@ -1073,7 +1073,24 @@ impl Container {
     /// machines (cgroups v1 and v2 mixed, which crun refuses).
     pub const PODMAN: &'static str = "podman --runtime runc --cgroup-manager=cgroupfs";
 
+    /// A container whose `/work` is `dir`.
     pub fn start(dir: &Path) -> Container {
+        Container::mounting(&[format!("{}:/work", dir.display())])
+    }
+
+    /// A container that sees each of `dirs` at the same path as this
+    /// machine.
+    pub fn sharing(dirs: &[&Path]) -> Container {
+        let mounts: Vec<String> = dirs
+            .iter()
+            .map(|d| format!("{0}:{0}", d.display()))
+            .collect();
+        Container::mounting(&mounts)
+    }
+
+    /// A container of this machine's `/usr` and `/etc` (read-only), with
+    /// `mounts` (`HERE:THERE`), that sleeps until it is dropped.
+    fn mounting(mounts: &[String]) -> Container {
         let root = tempfile::tempdir().unwrap();
         for sub in ["usr", "etc", "tmp", "proc", "dev", "sys", "root", "work"] {
             std::fs::create_dir(root.path().join(sub)).unwrap();
@@ -1089,7 +1106,6 @@ impl Container {
             root.path().file_name().unwrap().to_string_lossy()
         );
         let mut podman: Vec<&str> = Self::PODMAN.split(' ').collect();
-        let work = format!("{}:/work", dir.display());
         let rootfs = root.path().to_str().unwrap().to_string();
         podman.extend([
             "run",
@@ -1108,13 +1124,11 @@ impl Container {
             "/usr:/usr:ro",
             "-v",
             "/etc:/etc:ro",
-            "-v",
-            &work,
-            "--rootfs",
-            &rootfs,
-            "sleep",
-            "3600",
         ]);
+        for mount in mounts {
+            podman.extend(["-v", mount]);
+        }
+        podman.extend(["--rootfs", &rootfs, "sleep", "3600"]);
         let out = Command::new(podman[0]).args(&podman[1..]).output().unwrap();
         assert!(
             out.status.success(),
