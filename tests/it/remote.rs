@@ -622,3 +622,72 @@ fn hostile_the_far_side_keeps_escapes_protected_paths_survivors_and_the_network_
     assert_eq!(text, "connected\n");
     assert!(listener.was_reached());
 }
+
+/// The lines of the README's "Work in a remote workspace" example, as
+/// written there.
+fn readme_remote_lines() -> Vec<String> {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let section = readme
+        .split_once("## Work in a remote workspace")
+        .expect("the README's remote section")
+        .1;
+    let block = section.split_once("```sh\n").unwrap().1;
+    let block = block.split_once("```").unwrap().0;
+    block.lines().map(str::to_string).collect()
+}
+
+/// The README's example runs as written: `build.example` is an sshd on this
+/// machine whose sessions see `/srv/app` and an installed `toolhost` (a
+/// mount namespace of its own), named in root's `~/.ssh/config` (another,
+/// for the commands); `devbox` is a podman container.
+#[test]
+fn the_readme_remote_section_runs_as_written() {
+    let app = Workspace::new();
+    app.write("Makefile", "test:\n\t@echo all tests pass\n");
+    let boxed = Workspace::new();
+    boxed.write("notes.txt", "TODO: more tests\n");
+    let bin = toolhost_bin();
+    let sshd = Sshd::start_in(Some(&format!(
+        "mount -t tmpfs none /srv && mkdir /srv/app && mount --bind {} /srv/app && \
+         mount -t tmpfs none /usr/local/bin && touch /usr/local/bin/toolhost && \
+         mount --bind {} /usr/local/bin/toolhost",
+        app.str(),
+        bin.display()
+    )));
+    let _devbox = Container::named("devbox", &boxed.path);
+    let client = tempfile::tempdir().unwrap();
+    let config = client.path().join("config");
+    std::fs::write(&config, sshd.config_for("build.example")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let run = |line: &str| {
+        let script = format!(
+            "mkdir -p /root/.ssh && mount -t tmpfs none /root/.ssh && \
+             cp {} /root/.ssh/config && {line}",
+            config.display()
+        );
+        let out = std::process::Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+            .current_dir(client.path())
+            .env("PATH", &path)
+            .env("TOOLHOST_CONTAINER_COMMAND", Container::PODMAN)
+            .env("XDG_CONFIG_HOME", client.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{line}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let lines = readme_remote_lines();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(run(&lines[0]), "all tests pass\n\n");
+    assert_eq!(run(&lines[1]), "notes.txt:1: TODO: more tests\n");
+    let listed = run(&lines[2]);
+    assert!(listed.contains("Makefile"), "{listed}");
+}

@@ -973,6 +973,12 @@ pub struct Sshd {
 
 impl Sshd {
     pub fn start() -> Sshd {
+        Sshd::start_in(None)
+    }
+
+    /// An sshd whose sessions see the machine as `setup` (shell commands run
+    /// as root in a mount namespace of its own, before sshd) leaves it.
+    pub fn start_in(setup: Option<&str>) -> Sshd {
         let sshd = ["/usr/sbin/sshd", "/usr/bin/sshd"]
             .into_iter()
             .find(|p| std::path::Path::new(p).exists())
@@ -1007,7 +1013,15 @@ impl Sshd {
         ] {
             args.extend(option(o));
         }
-        let child = std::process::Command::new(sshd)
+        let mut command = std::process::Command::new(sshd);
+        if let Some(setup) = setup {
+            command = std::process::Command::new("unshare");
+            command
+                .args(["--mount", "--propagation", "private", "sh", "-c"])
+                .arg(format!("{setup} && exec \"$0\" \"$@\""))
+                .arg(sshd);
+        }
+        let child = command
             .args(&args)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -1033,6 +1047,15 @@ impl Sshd {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         Sshd { child, dir, port }
+    }
+
+    /// An OpenSSH client configuration that reaches this server as `host`.
+    pub fn config_for(&self, host: &str) -> String {
+        let config = std::fs::read_to_string(self.dir.path().join("ssh_config")).unwrap();
+        format!(
+            "Host {host}\n  HostName 127.0.0.1\n  Port {}\n  User root\n{config}",
+            self.port
+        )
     }
 
     /// `TOOLHOST_SSH_COMMAND` reaching this server.
@@ -1075,7 +1098,12 @@ impl Container {
 
     /// A container whose `/work` is `dir`.
     pub fn start(dir: &Path) -> Container {
-        Container::mounting(&[format!("{}:/work", dir.display())])
+        Container::mounting(None, &[format!("{}:/work", dir.display())])
+    }
+
+    /// A container called `name` whose `/work` is `dir`.
+    pub fn named(name: &str, dir: &Path) -> Container {
+        Container::mounting(Some(name), &[format!("{}:/work", dir.display())])
     }
 
     /// A container that sees each of `dirs` at the same path as this
@@ -1085,12 +1113,12 @@ impl Container {
             .iter()
             .map(|d| format!("{0}:{0}", d.display()))
             .collect();
-        Container::mounting(&mounts)
+        Container::mounting(None, &mounts)
     }
 
     /// A container of this machine's `/usr` and `/etc` (read-only), with
     /// `mounts` (`HERE:THERE`), that sleeps until it is dropped.
-    fn mounting(mounts: &[String]) -> Container {
+    fn mounting(name: Option<&str>, mounts: &[String]) -> Container {
         let root = tempfile::tempdir().unwrap();
         for sub in ["usr", "etc", "tmp", "proc", "dev", "sys", "root", "work"] {
             std::fs::create_dir(root.path().join(sub)).unwrap();
@@ -1100,16 +1128,22 @@ impl Container {
                 std::os::unix::fs::symlink(format!("usr/{link}"), root.path().join(link)).unwrap();
             }
         }
-        let name = format!(
-            "toolhost-test-{}-{}",
-            std::process::id(),
-            root.path().file_name().unwrap().to_string_lossy()
+        let name = name.map_or_else(
+            || {
+                format!(
+                    "toolhost-test-{}-{}",
+                    std::process::id(),
+                    root.path().file_name().unwrap().to_string_lossy()
+                )
+            },
+            str::to_string,
         );
         let mut podman: Vec<&str> = Self::PODMAN.split(' ').collect();
         let rootfs = root.path().to_str().unwrap().to_string();
         podman.extend([
             "run",
             "-d",
+            "--replace",
             "--name",
             &name,
             "--privileged",
