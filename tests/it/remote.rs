@@ -532,13 +532,7 @@ fn hostile_the_far_side_keeps_escapes_protected_paths_survivors_and_the_network_
         (".git/hooks/pre-commit", "#!/bin/sh\n"),
     ]);
     there.symlink("link-out", &secret);
-    let name = outside
-        .path
-        .file_name()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_string();
+    let name = outside.name();
     std::fs::create_dir(there.path.join("dir")).unwrap();
     there.symlink("dir/out", "../..");
     let exec = serving(there.str());
@@ -548,8 +542,9 @@ fn hostile_the_far_side_keeps_escapes_protected_paths_survivors_and_the_network_
         command.extend(flags);
         command.extend(["call", tool, &args, "--json"]);
         let result = json_out(&toolhost(&here, &command, None));
-        let text = result["content"][0]["text"].as_str().unwrap().to_string();
-        (text, result["isError"] == true)
+        let blocks = result["content"].as_array().unwrap().iter();
+        let text: Vec<&str> = blocks.map(|b| b["text"].as_str().unwrap()).collect();
+        (text.join("\n"), result["isError"] == true)
     };
     let call = |tool: &str, args: Value| call_with(&[], tool, args);
 
@@ -598,6 +593,17 @@ fn hostile_the_far_side_keeps_escapes_protected_paths_survivors_and_the_network_
     assert_eq!(there.read("toolhost.toml"), "# trusted grants\n");
     assert_eq!(there.read(".git/config"), "[core]\n");
     assert!(!there.path.join(".git/hooks/post-checkout").exists());
+
+    // A repository the command makes is not yet read-only to it: the guard
+    // there puts back what would make git run code, and the model is told
+    // here, as for a local workspace.
+    let (text, _) = call(
+        "bash",
+        json!({"command": "git init -q fresh && git -C fresh config core.fsmonitor evil && echo made"}),
+    );
+    assert!(text.starts_with("made\n"), "{text}");
+    assert!(text.contains("core.fsmonitor"), "{text}");
+    assert!(!there.read("fresh/.git/config").contains("fsmonitor"));
 
     // Survivors: whatever a command starts to outlive its call is gone
     // when the call ends, as it is here.
@@ -677,12 +683,7 @@ fn the_readme_remote_section_runs_as_written() {
             .env("XDG_CONFIG_HOME", client.path())
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{line}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        stdout_ok(out)
     };
     let lines = readme_remote_lines();
     assert_eq!(lines.len(), 3, "{lines:?}");

@@ -125,6 +125,11 @@ impl Workspace {
         cmd
     }
 
+    /// The workspace directory's own name.
+    pub fn name(&self) -> String {
+        self.path.file_name().unwrap().to_str().unwrap().to_string()
+    }
+
     #[track_caller]
     pub fn symlink(&self, link: &str, target: impl AsRef<Path>) {
         std::os::unix::fs::symlink(target, self.path.join(link)).unwrap();

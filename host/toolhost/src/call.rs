@@ -463,6 +463,12 @@ pub(crate) async fn execute(scope: Arc<dyn Scope>, ready: ReadyCall) -> Finished
         (Some(guard), Some(watch)) => settle_git(guard, watch, &signals).await,
         _ => Vec::new(),
     };
+    // And what a remote workspace's guard put back there.
+    let mut said: Vec<String> = reverted.iter().map(Reverted::sentence).collect();
+    for undone in signals.spawned.take_undone() {
+        signals.usage.note(Use::Reverted, &undone.path);
+        said.push(undone.sentence);
+    }
     trace.used = signals.usage.used();
     let (mut result, mut is_error) = match outcome {
         // A returned error (Pi 1.x's `isError`) keeps its details; no output
@@ -486,10 +492,10 @@ pub(crate) async fn execute(scope: Arc<dyn Scope>, ready: ReadyCall) -> Finished
             (ToolResult::error(text), true)
         }
     };
-    if !reverted.is_empty() {
+    if !said.is_empty() {
         // Said to the model beside the tool's own text, so that it
         // knows its change did not stay.
-        let text = reverted.iter().map(Reverted::sentence).collect::<Vec<_>>();
+        let text = said;
         result.content.push(ContentBlock::Text {
             text: text.join("\n"),
         });

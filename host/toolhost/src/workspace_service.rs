@@ -15,7 +15,9 @@ use crate::error::Error;
 use crate::host::{HostBuilder, ServedWorkspace};
 use crate::ops::fs::FsError;
 use crate::ops::process::session::settle;
-use crate::ops::process::{Child, ChildEvent, Input, InputEnd, ProcessError, ProcessErrorCode};
+use crate::ops::process::{
+    Child, ChildEvent, Input, InputEnd, ProcessError, ProcessErrorCode, Undone,
+};
 use crate::ops::protect::guard::Writer;
 use crate::ops::remote::wire::{ChildMsg, Frame, Hello, Message, Op, PROTOCOL, Reply, WINDOW};
 use crate::ops::search::{Found, Search, SearchError, StopFlag};
@@ -309,10 +311,10 @@ impl Service {
                     Frame::with_body(message, bytes)
                 }
                 ChildEvent::Exit(status) => {
-                    settled(writer.take()).await;
+                    let undone = settled(writer.take()).await;
                     let message = Message::Child {
                         child,
-                        event: ChildMsg::Exit { status },
+                        event: ChildMsg::Exit { status, undone },
                     };
                     let _ = self.replies.send(Frame::new(message));
                     break;
@@ -338,14 +340,22 @@ impl Service {
     }
 }
 
-/// Settle what a process changed (its `writer`, unless settled already),
-/// saying on stderr what the git guard put back.
-async fn settled(writer: Option<Writer>) {
-    if let Some(writer) = writer {
-        for reverted in settle(writer).await {
-            eprintln!("toolhost workspace serve: {}", reverted.sentence());
-        }
+/// Settle what a process changed (its `writer`, unless settled already):
+/// what the git guard put back, said on stderr too.
+async fn settled(writer: Option<Writer>) -> Vec<Undone> {
+    let Some(writer) = writer else {
+        return Vec::new();
+    };
+    let reverted = settle(writer).await;
+    let undone = reverted.iter().map(|r| Undone {
+        path: r.path.display().to_string(),
+        sentence: r.sentence(),
+    });
+    let undone: Vec<Undone> = undone.collect();
+    for u in &undone {
+        eprintln!("toolhost workspace serve: {}", u.sentence);
     }
+    undone
 }
 
 /// A file Operation other than a read, on the served backends.

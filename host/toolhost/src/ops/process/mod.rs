@@ -170,12 +170,24 @@ pub const SESSION_ID_VAR: &str = "TOOLHOST_SESSION_ID";
 #[derive(Clone, Debug)]
 pub struct Spawned {
     live: Arc<tokio::sync::watch::Sender<usize>>,
+    /// What the git guard of a remote workspace put back of what they
+    /// changed there, as each ended.
+    undone: Arc<Mutex<Vec<Undone>>>,
+}
+
+/// A file the git guard put back, on the machine of a remote workspace.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Undone {
+    pub path: String,
+    /// What was put back and why, as the guard says it.
+    pub sentence: String,
 }
 
 impl Default for Spawned {
     fn default() -> Self {
         Spawned {
             live: Arc::new(tokio::sync::watch::Sender::new(0)),
+            undone: Arc::default(),
         }
     }
 }
@@ -187,6 +199,21 @@ impl Spawned {
         SpawnToken(self.live.clone())
     }
 
+    /// A hold on the call for a process started elsewhere: released when
+    /// it is gone, told what the other side's git guard put back.
+    pub(crate) fn held(&self) -> Held {
+        Held {
+            _token: self.token(),
+            undone: self.undone.clone(),
+        }
+    }
+
+    /// What the git guard of a remote workspace put back of what these
+    /// processes changed, taken.
+    pub(crate) fn take_undone(&self) -> Vec<Undone> {
+        std::mem::take(&mut *self.undone.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
     /// Wait until every process started through this tracker is gone, or
     /// `limit` passed; whether they all are.
     pub async fn all_gone(&self, limit: Duration) -> bool {
@@ -194,6 +221,20 @@ impl Spawned {
         tokio::time::timeout(limit, live.wait_for(|n| *n == 0))
             .await
             .is_ok_and(|r| r.is_ok())
+    }
+}
+
+/// A process of a [`Spawned`] that runs elsewhere ([`Spawned::held`]).
+pub struct Held {
+    _token: SpawnToken,
+    undone: Arc<Mutex<Vec<Undone>>>,
+}
+
+impl Held {
+    /// What the other side's git guard put back once the process ended.
+    pub(crate) fn undone(&self, undone: Vec<Undone>) {
+        let mut list = self.undone.lock().unwrap_or_else(|e| e.into_inner());
+        list.extend(undone);
     }
 }
 
@@ -426,5 +467,5 @@ pub struct RemoteRequest {
     pub input: Input,
     pub grant: ProcessGrant,
     pub cancel: CancellationToken,
-    pub hold: Box<dyn Send + Sync>,
+    pub hold: Held,
 }

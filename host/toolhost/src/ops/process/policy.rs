@@ -401,7 +401,7 @@ impl ProcessPolicy {
             input,
             grant: self.grant(),
             cancel,
-            hold: Box::new(spawned.token()),
+            hold: spawned.held(),
         };
         spawner.spawn(request).await
     }

@@ -7,7 +7,7 @@
 use super::Connection;
 use super::wire::{ChildMsg, Frame, Message, Op, Reply};
 use crate::ops::process::{
-    ChildEvent, ChildFeed, ExitStatus, Input, InputEnd, ProcessError, ProcessErrorCode,
+    ChildEvent, ChildFeed, ExitStatus, Held, Input, InputEnd, ProcessError, ProcessErrorCode,
     RemoteInput, RemoteRequest, RemoteSpawn, Started,
 };
 use futures::future::BoxFuture;
@@ -119,7 +119,7 @@ async fn relay(
     mut frames: tokio::sync::mpsc::UnboundedReceiver<Frame>,
     feed: ChildFeed,
     cancel: CancellationToken,
-    hold: Box<dyn Send + Sync>,
+    hold: Held,
 ) {
     let mut stopped = false;
     loop {
@@ -157,11 +157,12 @@ async fn relay(
             Some(Frame {
                 message:
                     Message::Child {
-                        event: ChildMsg::Exit { status },
+                        event: ChildMsg::Exit { status, undone },
                         ..
                     },
                 ..
             }) => {
+                hold.undone(undone);
                 feed.send(ChildEvent::Exit(status)).await;
                 break;
             }

@@ -21,7 +21,7 @@
 //! process down instead of filling memory on either side.
 
 use crate::ops::fs::{DirEntry, FsError, Metadata};
-use crate::ops::process::{Command, ExitStatus, Input, ProcessError, ProcessGrant};
+use crate::ops::process::{Command, ExitStatus, Input, ProcessError, ProcessGrant, Undone};
 use crate::ops::search::{Found, Query, SearchError};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
@@ -188,8 +188,12 @@ pub enum Reply {
 pub enum ChildMsg {
     /// The output is the body.
     Output,
+    /// It ended; the git guard there put back what `undone` names of
+    /// what it changed.
     Exit {
         status: ExitStatus,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        undone: Vec<Undone>,
     },
 }
 
