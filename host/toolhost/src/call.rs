@@ -495,9 +495,8 @@ pub(crate) async fn execute(scope: Arc<dyn Scope>, ready: ReadyCall) -> Finished
     if !said.is_empty() {
         // Said to the model beside the tool's own text, so that it
         // knows its change did not stay.
-        let text = said;
         result.content.push(ContentBlock::Text {
-            text: text.join("\n"),
+            text: said.join("\n"),
         });
     }
 

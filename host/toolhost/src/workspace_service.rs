@@ -13,14 +13,16 @@
 
 use crate::error::Error;
 use crate::host::{HostBuilder, ServedWorkspace};
-use crate::ops::fs::FsError;
+use crate::ops::fs::{ErrorCode, FsError, fs_error};
 use crate::ops::process::session::settle;
 use crate::ops::process::{
-    Child, ChildEvent, Input, InputEnd, ProcessError, ProcessErrorCode, Undone,
+    Child, ChildEvent, Input, InputEnd, ProcessErrorCode, Undone, error as process_error,
 };
 use crate::ops::protect::guard::Writer;
-use crate::ops::remote::wire::{ChildMsg, Frame, Hello, Message, Op, PROTOCOL, Reply, WINDOW};
-use crate::ops::search::{Found, Search, SearchError, StopFlag};
+use crate::ops::remote::wire::{
+    ChildMsg, Frame, Hello, Message, Op, PROTOCOL, Reply, WINDOW, release,
+};
+use crate::ops::search::{Query, StopFlag};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
@@ -78,7 +80,7 @@ pub async fn serve_workspace(
     };
     let ours = Hello {
         protocol: PROTOCOL,
-        release: format!("toolhost {}", env!("CARGO_PKG_VERSION")),
+        release: release(),
         root: Some(served.root.display().to_string()),
         confinement: served.confinement.clone(),
         temp: Some(served.temp_dir.display().to_string()),
@@ -160,10 +162,6 @@ impl Service {
 
     /// Run `op`; its reply and the reply's body.
     async fn run(self: Arc<Self>, id: u64, op: Op, body: Vec<u8>) -> (Reply, Vec<u8>) {
-        let fs_reply = |r: Result<Reply, FsError>| match r {
-            Ok(reply) => (reply, Vec::new()),
-            Err(error) => (Reply::FsError { error }, Vec::new()),
-        };
         match op {
             Op::Spawn {
                 child,
@@ -172,57 +170,35 @@ impl Service {
                 grant,
             } => (self.spawn(child, command, input, grant).await, Vec::new()),
             Op::Stdin { child } => (self.write_input(child, &body).await, Vec::new()),
-            Op::Search { query } => {
-                let reply = self.search(id, move |search, stop| query.run(search, stop));
-                (reply.await, Vec::new())
-            }
-            Op::Read {
-                path,
-                offset,
-                max,
-                unlinked,
-            } => {
-                let fs = self.served.fs_read.clone();
-                let r = blocking(move || {
-                    if unlinked {
-                        fs.read_unlinked(&path, offset, max)
-                    } else {
-                        fs.read(&path, offset, max)
-                    }
-                })
-                .await;
-                match r.unwrap_or_else(|why| Err(other(why))) {
-                    Ok(bytes) => (Reply::Bytes, bytes),
-                    Err(error) => (Reply::FsError { error }, Vec::new()),
-                }
-            }
+            Op::Search { query } => (self.search(id, query).await, Vec::new()),
             file_op => {
                 let (read, write) = (self.served.fs_read.clone(), self.served.fs_write.clone());
                 let r = blocking(move || file(read.as_ref(), write.as_ref(), file_op, &body)).await;
-                fs_reply(r.unwrap_or_else(|why| Err(other(why))))
+                match r.unwrap_or_else(|why| Err(fs_error(ErrorCode::Other, why))) {
+                    Ok(answer) => answer,
+                    Err(error) => (Reply::FsError { error }, Vec::new()),
+                }
             }
         }
     }
 
-    /// `run` on the served search, on the blocking pool, stopped when
+    /// `query` on the served search, on the blocking pool, stopped when
     /// toolhost cancels request `id`.
-    async fn search(
-        &self,
-        id: u64,
-        run: impl FnOnce(&dyn Search, &StopFlag) -> Result<Found, SearchError> + Send + 'static,
-    ) -> Reply {
+    async fn search(&self, id: u64, query: Query) -> Reply {
         let stop = StopFlag::new();
         self.searches
             .lock()
             .expect("searches")
             .insert(id, stop.clone());
         let search = self.served.search.clone();
-        let r = blocking(move || run(search.as_ref(), &stop)).await;
+        let r = blocking(move || query.run(search.as_ref(), &stop)).await;
         self.searches.lock().expect("searches").remove(&id);
         match r {
             Ok(Ok(found)) => Reply::Found { found },
             Ok(Err(error)) => Reply::SearchError { error },
-            Err(why) => Reply::FsError { error: other(why) },
+            Err(why) => Reply::FsError {
+                error: fs_error(ErrorCode::Other, why),
+            },
         }
     }
 
@@ -242,7 +218,7 @@ impl Service {
             Ok(writer) => writer,
             Err(e) => {
                 return Reply::FsError {
-                    error: other(e.to_string()),
+                    error: fs_error(ErrorCode::Other, e.to_string()),
                 };
             }
         };
@@ -273,10 +249,7 @@ impl Service {
     /// Write `bytes` to process `child`'s input.
     async fn write_input(&self, child: u64, bytes: &[u8]) -> Reply {
         let refused = |message: String| Reply::ProcessError {
-            error: ProcessError {
-                code: ProcessErrorCode::Other,
-                message,
-            },
+            error: process_error(ProcessErrorCode::Other, message),
         };
         let Some(input) = self.input_of(child) else {
             return refused(format!("process {child} is not running"));
@@ -358,14 +331,28 @@ async fn settled(writer: Option<Writer>) -> Vec<Undone> {
     undone
 }
 
-/// A file Operation other than a read, on the served backends.
+/// A file Operation on the served backends: its reply, and the bytes read
+/// as its body.
 fn file(
     read: &dyn crate::ops::fs::FsRead,
     write: &dyn crate::ops::fs::FsWrite,
     op: Op,
     body: &[u8],
-) -> Result<Reply, FsError> {
-    Ok(match op {
+) -> Result<(Reply, Vec<u8>), FsError> {
+    let reply = match op {
+        Op::Read {
+            path,
+            offset,
+            max,
+            unlinked,
+        } => {
+            let bytes = if unlinked {
+                read.read_unlinked(&path, offset, max)?
+            } else {
+                read.read(&path, offset, max)?
+            };
+            return Ok((Reply::Bytes, bytes));
+        }
         Op::Stat { path } => Reply::Metadata {
             metadata: read.stat(&path)?,
         },
@@ -395,15 +382,12 @@ fn file(
         Op::LockKey { path } => Reply::Key {
             key: write.lock_key(&path)?,
         },
-        op => return Err(other(format!("{op:?} is not a file operation"))),
-    })
-}
-
-fn other(message: String) -> FsError {
-    FsError {
-        code: crate::ops::fs::ErrorCode::Other,
-        message,
-    }
+        op => {
+            let message = format!("{op:?} is not a file operation");
+            return Err(fs_error(ErrorCode::Other, message));
+        }
+    };
+    Ok((reply, Vec::new()))
 }
 
 /// `f` on the blocking pool; why it was lost, if it was.

@@ -156,10 +156,9 @@ impl<'a> OpsCtx<'a> {
     pub(super) async fn reading<T: Send + 'static>(
         &mut self,
         path: &str,
-        op: impl Fn(&dyn FsRead, &str) -> Result<T, FsError> + Send + Sync + 'static,
+        op: impl Fn(&(dyn FsRead + 'static), &str) -> Result<T, FsError> + Send + Sync + 'static,
     ) -> Result<T, FsError> {
         let fs = self.reader().map(|fs| (fs.is_remote(), fs));
-        let op = move |fs: &(dyn FsRead + 'static), p: &str| op(fs, p);
         self.through(fs, path, Access::READ, |fs| fs, op).await
     }
 
@@ -169,10 +168,9 @@ impl<'a> OpsCtx<'a> {
         &mut self,
         path: &str,
         how: Access,
-        op: impl Fn(&dyn FsWrite, &str) -> Result<T, FsError> + Send + Sync + 'static,
+        op: impl Fn(&(dyn FsWrite + 'static), &str) -> Result<T, FsError> + Send + Sync + 'static,
     ) -> Result<T, FsError> {
         let fs = self.writer().map(|fs| (fs.is_remote(), fs));
-        let op = move |fs: &(dyn FsWrite + 'static), p: &str| op(fs, p);
         self.through(fs, path, how, |fs| fs, op).await
     }
 

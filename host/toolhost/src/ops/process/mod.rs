@@ -305,7 +305,7 @@ pub enum ChildEvent {
     Exit(ExitStatus),
 }
 
-fn error(code: ProcessErrorCode, message: impl Into<String>) -> ProcessError {
+pub(crate) fn error(code: ProcessErrorCode, message: impl Into<String>) -> ProcessError {
     ProcessError {
         code,
         message: message.into(),

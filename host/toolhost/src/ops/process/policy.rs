@@ -365,21 +365,6 @@ impl ProcessPolicy {
         }
     }
 
-    /// [`Self::spawn_recording`] here, or, for a remote workspace's policy,
-    /// by its service.
-    pub async fn spawn_anywhere(
-        &self,
-        command: Command,
-        cancel: CancellationToken,
-        spawned: &Spawned,
-        usage: &Usage,
-    ) -> Result<Child, ProcessError> {
-        let (child, _) = self
-            .spawn_with_input_anywhere(command, Input::Null, cancel, spawned, usage)
-            .await?;
-        Ok(child)
-    }
-
     /// [`Self::spawn_with_input`] here, or, for a remote workspace's
     /// policy, by its service.
     pub async fn spawn_with_input_anywhere(

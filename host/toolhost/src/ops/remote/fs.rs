@@ -4,7 +4,7 @@
 
 use super::Connection;
 use super::wire::{Op, Reply};
-use crate::ops::fs::{DirEntry, ErrorCode, FsError, FsRead, FsWrite, Metadata};
+use crate::ops::fs::{DirEntry, ErrorCode, FsError, FsRead, FsWrite, Metadata, fs_error};
 use std::sync::Arc;
 
 /// The files of a remote workspace, read and written by its service.
@@ -23,10 +23,7 @@ impl RemoteFs {
         match self.connection.ask(op, body) {
             Ok((Reply::FsError { error }, _)) => Err(error),
             Ok(answer) => Ok(answer),
-            Err(why) => Err(FsError {
-                code: ErrorCode::Other,
-                message: why,
-            }),
+            Err(why) => Err(fs_error(ErrorCode::Other, why)),
         }
     }
 
@@ -82,10 +79,7 @@ impl RemoteFs {
 }
 
 fn unexpected(reply: &Reply) -> FsError {
-    FsError {
-        code: ErrorCode::Other,
-        message: super::out_of_turn(reply),
-    }
+    fs_error(ErrorCode::Other, super::out_of_turn(reply))
 }
 
 impl FsRead for RemoteFs {

@@ -35,7 +35,7 @@ use std::process::{Child, ChildStdin, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
-use wire::{Frame, Hello, Message, Op, PROTOCOL, Reply};
+use wire::{Frame, Hello, Message, Op, PROTOCOL, Reply, release};
 
 /// How long the service has to say hello (an SSH login included).
 const HELLO_WAIT: Duration = Duration::from_secs(60);
@@ -283,27 +283,16 @@ fn out_of_turn(reply: &Reply) -> String {
     format!("the workspace service answered out of turn ({reply:?})")
 }
 
-/// toolhost's release, as each side names it.
-fn release() -> String {
-    format!("toolhost {}", env!("CARGO_PKG_VERSION"))
-}
-
 /// Mark the connection lost for `why` (the first reason stays), and fail
 /// everything waiting on it.
 fn lose(shared: &Shared, why: String) {
-    {
-        let mut lost = shared.lost.lock().expect("lost lock");
-        if lost.is_none() {
-            *lost = Some(why);
-        }
-    }
-    let pending: Vec<_> = shared.pending.lock().expect("pending").drain().collect();
     let why = shared
         .lost
         .lock()
         .expect("lost lock")
-        .clone()
-        .unwrap_or_default();
+        .get_or_insert(why)
+        .clone();
+    let pending: Vec<_> = shared.pending.lock().expect("pending").drain().collect();
     for (_, waiting) in pending {
         let _ = waiting.try_send(Err(why.clone()));
     }

@@ -7,8 +7,8 @@
 use super::Connection;
 use super::wire::{ChildMsg, Frame, Message, Op, Reply};
 use crate::ops::process::{
-    ChildEvent, ChildFeed, ExitStatus, Held, Input, InputEnd, ProcessError, ProcessErrorCode,
-    RemoteInput, RemoteRequest, RemoteSpawn, Started,
+    ChildEvent, ChildFeed, ExitStatus, Held, Input, InputEnd, ProcessError,
+    ProcessErrorCode::Other, RemoteInput, RemoteRequest, RemoteSpawn, Started, error,
 };
 use futures::future::BoxFuture;
 use std::sync::Arc;
@@ -28,13 +28,6 @@ impl RemoteProcesses {
             connection,
             next_child: AtomicU64::new(1),
         }
-    }
-}
-
-fn other(message: String) -> ProcessError {
-    ProcessError {
-        code: ProcessErrorCode::Other,
-        message,
     }
 }
 
@@ -61,8 +54,8 @@ impl RemoteSpawn for RemoteProcesses {
             match self.connection.ask_later(op, Vec::new()).await {
                 Ok((Reply::Spawned { child: started }, _)) if started == child => {}
                 Ok((Reply::ProcessError { error }, _)) => return Err(error),
-                Ok((reply, _)) => return Err(other(super::out_of_turn(&reply))),
-                Err(why) => return Err(other(why)),
+                Ok((reply, _)) => return Err(error(Other, super::out_of_turn(&reply))),
+                Err(why) => return Err(error(Other, why)),
             }
             let (feed, handle) = ChildFeed::new();
             let writes = (input != Input::Null).then(|| {

@@ -28,6 +28,11 @@ use std::io::{self, Read, Write};
 
 /// The protocol's version: a service answers only the version it speaks.
 pub const PROTOCOL: u32 = 1;
+/// toolhost's release, as each side names it in its hello.
+pub fn release() -> String {
+    format!("toolhost {}", env!("CARGO_PKG_VERSION"))
+}
+
 /// The largest frame either side sends or reads: a read of the largest
 /// chunk (4 MiB) or an output delivery (1 MiB) with room to spare.
 pub const MAX_FRAME: usize = 16 << 20;

@@ -98,7 +98,7 @@ impl fs_read::Host for OpsCtx<'_> {
 impl OpsCtx<'_> {
     /// `contents` written to `path`, or appended to it.
     async fn put(&mut self, path: String, contents: Vec<u8>, append: bool) -> Answer<()> {
-        let put = move |fs: &dyn FsWrite, p: &str| match append {
+        let put = move |fs: &(dyn FsWrite + 'static), p: &str| match append {
             true => fs.append_file(p, &contents),
             false => fs.write_file(p, &contents),
         };

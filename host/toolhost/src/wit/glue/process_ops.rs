@@ -95,15 +95,16 @@ impl process::Host for OpsCtx<'_> {
             policy = Arc::new(policy.as_ref().clone().network(true));
         }
         let spawned = policy
-            .spawn_anywhere(
+            .spawn_with_input_anywhere(
                 command.into(),
+                ops::Input::Null,
                 self.cancel.clone(),
                 self.spawned,
                 self.usage,
             )
             .await;
         match spawned {
-            Ok(child) => {
+            Ok((child, _)) => {
                 self.usage.note(Use::Program, &program);
                 Ok(Ok(self.table.push(child)?))
             }
