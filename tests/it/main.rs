@@ -32,6 +32,7 @@ mod protect;
 mod read;
 mod registry;
 mod remote;
+mod replay;
 mod sandbox;
 mod search;
 mod serve;

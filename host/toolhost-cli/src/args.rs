@@ -61,6 +61,17 @@ pub(crate) struct Cli {
     /// contacted, how it ended (default: `audit` in the user's toolhost.toml).
     #[arg(long, global = true, value_name = "FILE")]
     pub(crate) audit: Option<PathBuf>,
+    /// Record every call to this file, outside the workspace: what each
+    /// component asked of the host and was answered (files read and
+    /// written, programs with their output, searches, nested calls), the
+    /// clocks and random bytes it saw, its arguments and result. `toolhost
+    /// replay FILE` runs them again from it (docs/recording.md).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) record: Option<PathBuf>,
+    /// Stop recording once the recording reaches this many bytes (the calls
+    /// go on; default 1 GiB).
+    #[arg(long, global = true, value_name = "BYTES", requires = "record")]
+    pub(crate) record_limit: Option<u64>,
     /// The release of Pi whose texts and result shapes the model gets:
     /// 0.85 or 1.6 (default: `pi` in toolhost.toml, else 0.85).
     #[arg(long, global = true, value_name = "VERSION")]
@@ -140,6 +151,22 @@ pub(crate) enum Command {
     /// Print the audit log readably (or as JSON lines with --json), filtered
     /// by tool, outcome and time.
     Audit(audit::Query),
+    /// Run the calls of a recording (--record) again: the same components,
+    /// answered from the recording instead of the machine, printing what the
+    /// recorded command printed. The first question or result that differs
+    /// from the recording is an error naming it (exit 1).
+    Replay {
+        /// Recordings, replayed in turn.
+        #[arg(value_name = "FILE", required = true)]
+        files: Vec<PathBuf>,
+        /// Replay only the call with this id.
+        #[arg(long, value_name = "ID")]
+        call: Option<String>,
+        /// Print only whether each call replays as recorded (for CI): exit
+        /// 1 on any divergence.
+        #[arg(long)]
+        check: bool,
+    },
     /// Finish compiling what the last command loaded with the quick compiler
     /// (started by toolhost itself, detached, when a short command ends
     /// while Cranelift still works in the background).

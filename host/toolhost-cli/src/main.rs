@@ -72,6 +72,7 @@ use commands::call::call;
 use commands::doctor::doctor;
 use commands::ext::{ext, ext_list};
 use commands::list::list;
+use commands::replay::replay;
 use commands::run::run_batch;
 use commands::serve::{mcp, serve_http};
 use commands::trust::trust;
@@ -160,6 +161,8 @@ struct HostOptions {
     pi: Option<toolhost::PiProfile>,
     /// The remote workspace's service, opened once for every build.
     remote: Option<Remote>,
+    /// Where the calls are recorded (one file for every build).
+    record: Option<toolhost::tape::RecordTo>,
 }
 
 impl HostOptions {
@@ -185,6 +188,9 @@ impl HostOptions {
         }
         if let Some(pi) = self.pi {
             builder = builder.pi_profile(pi);
+        }
+        if let Some(to) = &self.record {
+            builder = builder.record(to.clone());
         }
         builder
             .commands(|p| p.network(!self.no_network))
@@ -216,6 +222,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Audit(query) => {
             return audit::run(query, cli.audit.as_deref(), cli.workspace.as_deref());
         }
+        Command::Replay { files, call, check } => {
+            return replay(&files, call.as_deref(), check, &cli.extensions).await;
+        }
         _ => {}
     }
     let remote = match remote_transport(&cli)? {
@@ -232,6 +241,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         audit: cli.audit,
         pi: cli.pi,
         remote,
+        record: cli.record.map(|file| {
+            let to = toolhost::tape::RecordTo::new(file, recorded_command(&cli.command));
+            match cli.record_limit {
+                Some(bytes) => to.limit(bytes),
+                None => to,
+            }
+        }),
     };
     let mut builder = options.builder();
     let optimiser = match cli.command {
@@ -267,6 +283,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             escape(&host.command_confinement().to_string())
         );
     }
+    let told = host.clone();
     let short = !matches!(
         cli.command,
         Command::Serve { .. } | Command::Mcp { .. } | Command::Optimise
@@ -311,14 +328,32 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         | Command::Trust { .. }
         | Command::Doctor { .. }
         | Command::Workspace { .. }
-        | Command::Audit(_) => {
+        | Command::Audit(_)
+        | Command::Replay { .. } => {
             unreachable!("handled before loading")
         }
     };
+    for said in told.tape_report() {
+        eprintln!("toolhost: warning: {}", escape(&said));
+    }
     if short {
         hand_over_compiles(options.workspace.as_deref(), &options.extensions);
     }
     code
+}
+
+/// What a recording says ran: how `replay` prints its calls again.
+fn recorded_command(command: &Command) -> String {
+    match command {
+        Command::Call { json: true, .. } => "call --json",
+        Command::Call { .. } => "call",
+        Command::Run { json: true, .. } => "run --json",
+        Command::Run { .. } => "run",
+        Command::Serve { .. } => "serve",
+        Command::Mcp { .. } => "mcp",
+        _ => "toolhost",
+    }
+    .to_string()
 }
 
 /// The end of `toolhost optimise`, which readies the first call: once what

@@ -25,6 +25,7 @@ use crate::permissions::ask::CallAsking;
 use crate::permissions::{Asker, Need};
 use crate::registry::RegisteredTool;
 use crate::session::Session;
+use crate::tape::{CallTape, Serving};
 use crate::validate;
 use serde_json::Value;
 use std::sync::Arc;
@@ -82,8 +83,12 @@ impl Finished {
         }
     }
 
-    /// Write its line to `session`'s audit log, if there is one.
+    /// Write its line to `session`'s audit log, if there is one, and its
+    /// end to its tape, if it has one.
     pub(crate) fn audit(&self, session: &Session) {
+        if let Some(tape) = &self.trace.tape {
+            tape.end(&self.result, self.is_error);
+        }
         let Some(log) = &session.audit_log else {
             return;
         };
@@ -104,6 +109,11 @@ impl Finished {
             error,
             duration_ms: trace.duration_ms(),
         });
+    }
+
+    /// Its tape, when the session records or replays.
+    pub(crate) fn tape(&self) -> Option<&Arc<CallTape>> {
+        self.trace.tape.as_ref()
     }
 
     /// How it ended, as the audit log says.
@@ -131,6 +141,8 @@ struct Trace {
     used: Used,
     /// The call that made it through the host, for a nested call.
     parent: Option<String>,
+    /// Its tape, when the session records or replays.
+    tape: Option<Arc<CallTape>>,
 }
 
 impl Trace {
@@ -142,6 +154,7 @@ impl Trace {
             ended: Outcome::Ok,
             used: Used::default(),
             parent: None,
+            tape: None,
         }
     }
 
@@ -247,6 +260,17 @@ pub(crate) async fn prepare(scope: &dyn Scope, i: usize) -> Preflight {
         usage,
         turn.filter(|_| tool.sandbox.may_lock_files()),
     );
+    if let Some(deck) = &session.deck {
+        let tape = deck.begin(Serving {
+            call,
+            digest: &tool.digest,
+            source: tool.source.to_string(),
+            beyond: tool.sandbox.beyond_tape(),
+            parent: scope.parent(),
+        });
+        let _ = signals.tape.set(tape.clone());
+        trace.tape = Some(tape);
+    }
     // One fresh instance serves the whole call: prepare-arguments, then
     // execute. A second instance for execute would double what a call
     // costs (one trivial call: 25 → 15 µs) and put an instantiation in
@@ -449,7 +473,11 @@ pub(crate) async fn execute(scope: Arc<dyn Scope>, ready: ReadyCall) -> Finished
         })
     });
     let session = scope.session();
-    let context = session.call_context(&call.id, &tool);
+    let mut context = session.call_context(&call.id, &tool);
+    if let Some(tape) = signals.tape.get() {
+        // Replayed, the call sees the machine it was recorded on.
+        context = tape.context(context, |c| c.cwd.clone());
+    }
     let active_before = session.tools.current();
     let guard = tool.sandbox.guard();
     let watch = watch_git(guard.clone()).await;

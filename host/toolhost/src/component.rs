@@ -484,6 +484,17 @@ impl Sandbox {
         self.caps.process.as_ref().is_some_and(|p| p.has_network())
     }
 
+    /// What its calls could use that a recording does not hold: the files
+    /// of WASI preopens.
+    pub(crate) fn beyond_tape(&self) -> Vec<&'static str> {
+        // HTTP requests are noted as they are sent (`CallWatch::sending`).
+        let mut beyond = Vec::new();
+        if !self.caps.wasi.preopens.is_empty() {
+            beyond.push("WASI files");
+        }
+        beyond
+    }
+
     /// Whether its calls can take a file's mutation lock (`fs-write`).
     pub(crate) fn may_lock_files(&self) -> bool {
         self.caps.fs_write.is_some()
@@ -573,6 +584,15 @@ impl Sandbox {
         wasi.envs(&grants.env);
         if let Some(cwd) = &grants.cwd {
             wasi.initial_cwd(cwd);
+        }
+        if let Some(tape) = signals.tape.get() {
+            // What the call reads of time and chance is on its tape too.
+            use crate::tape::wasi::{Generator, MonotonicClock, Random, WallClock};
+            wasi.wall_clock(WallClock(tape.clone()))
+                .monotonic_clock(MonotonicClock(tape.clone()))
+                .secure_random(Generator(tape.clone(), Random::Secure))
+                .insecure_random(Generator(tape.clone(), Random::Insecure))
+                .insecure_random_seed(tape.seed);
         }
         let wasi = wasi.build();
         let deadline = Instant::now() + self.limits.time;

@@ -112,6 +112,7 @@ mod engine_config;
 mod loader;
 mod registry;
 mod store;
+pub mod tape;
 mod wit;
 
 // wing: policy. What a component may do: the capability table (each grant,

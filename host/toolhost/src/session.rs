@@ -45,6 +45,8 @@ pub(crate) struct Session {
     /// The processes of the host's own session: of every front end that
     /// keeps none of its own (`serve`, `run`, MCP on stdio, a library host).
     pub processes: Arc<crate::ops::process::session::SessionProcesses>,
+    /// Where its calls are recorded, or replayed from ([`crate::tape`]).
+    pub deck: Option<Arc<crate::tape::Deck>>,
 }
 
 /// What every call of a session runs with.

@@ -68,6 +68,9 @@ pub(crate) struct CallSignals {
     pub(crate) processes: std::sync::OnceLock<Arc<crate::ops::process::session::SessionProcesses>>,
     /// How it calls other tools, when it may (set before the call executes).
     pub(crate) nested: std::sync::OnceLock<Arc<dyn crate::ops::nested::NestedCalls>>,
+    /// Its tape, when the session records or replays (set before the call
+    /// is first instantiated).
+    pub(crate) tape: std::sync::OnceLock<Arc<crate::tape::CallTape>>,
 }
 
 impl CallSignals {
@@ -98,6 +101,7 @@ impl CallSignals {
             client: std::sync::OnceLock::new(),
             processes: std::sync::OnceLock::new(),
             nested: std::sync::OnceLock::new(),
+            tape: std::sync::OnceLock::new(),
         })
     }
 
@@ -224,6 +228,13 @@ impl crate::ops::http_client::CallWatch for CallSignals {
         self.asking
             .get()
             .map(|a| a.as_ref() as &dyn crate::ops::http_client::AskForHost)
+    }
+
+    fn sending(&self) -> Result<(), String> {
+        match self.tape.get() {
+            Some(tape) => tape.beyond("HTTP requests"),
+            None => Ok(()),
+        }
     }
 }
 

@@ -14,11 +14,17 @@ pub(crate) async fn call(host: &Host, name: String, args: &str, json: bool) -> R
         })
         .cancel(cancel_on_ctrl_c())
         .await;
+    print_result(&result, json)
+}
+
+/// A call's result as `call` prints it: its text (or the message as JSON),
+/// and exit 1 when it is an error.
+pub(crate) fn print_result(result: &ToolResultMessage, json: bool) -> Result<ExitCode> {
     // What the tool returned, a file's text among it, reaches a person's
     // terminal only through the terminal writer; to a pipe it is kept as is.
     let mut out = Terminal::new(std::io::stdout().lock(), Terminal::stdout().is_terminal());
     if json {
-        out.line(Form::Json, &serde_json::to_string_pretty(&result)?)?;
+        out.line(Form::Json, &serde_json::to_string_pretty(result)?)?;
     } else {
         for block in &result.content {
             match block {

@@ -8,6 +8,7 @@ pub(crate) mod call;
 pub(crate) mod doctor;
 pub(crate) mod ext;
 pub(crate) mod list;
+pub(crate) mod replay;
 pub(crate) mod run;
 pub(crate) mod serve;
 pub(crate) mod trust;

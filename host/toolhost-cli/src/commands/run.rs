@@ -24,6 +24,17 @@ pub(crate) async fn run_batch(
         Ok(m) => m,
         Err(e) => bail!("{file}: {e}"),
     };
+    run_message(host, &message, json, terminal).await
+}
+
+/// Run `message`'s calls as a batch, shown on a terminal (unless `json`)
+/// or as JSON lines.
+pub(crate) async fn run_message(
+    host: &Host,
+    message: &AssistantMessage,
+    json: bool,
+    terminal: Option<&ask::Terminal>,
+) -> Result<ExitCode> {
     use std::io::IsTerminal;
     if !json && std::io::stdout().is_terminal() {
         let view = Arc::new(view::View::new());
@@ -34,7 +45,7 @@ pub(crate) async fn run_batch(
         let shown = view.clone();
         let sink = Arc::new(move |event: Event| shown.event(&event));
         let ends = ProcessEnds::tell(host, |info| println!("{}", info.ended()));
-        host.batch(&message)
+        host.batch(message)
             .cancel(cancel_on_ctrl_c())
             .events(sink)
             .await;
@@ -52,7 +63,7 @@ pub(crate) async fn run_batch(
         told.send_with(|buf| serde_json::to_writer(buf, &line).is_ok());
     });
     let outcome = host
-        .batch(&message)
+        .batch(message)
         .cancel(cancel_on_ctrl_c())
         .events(sink)
         .await;

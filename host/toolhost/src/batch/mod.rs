@@ -268,6 +268,10 @@ impl Batch {
     /// Execute a prepared call; its end goes out through the gate.
     async fn execute(self: &Arc<Self>, ready: call::ReadyCall) -> Finished {
         let finished = call::execute(self.clone(), ready).await;
+        if let Some(tape) = finished.tape() {
+            // A replayed call ends in its recorded turn.
+            tape.turn_to_end().await;
+        }
         self.emit_executing(finished.end_event());
         finished
     }

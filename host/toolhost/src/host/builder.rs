@@ -29,6 +29,7 @@ use crate::permissions::{Ask, Asker};
 use crate::profile::PiProfile;
 use crate::registry::{Diagnostic, Exposure, Exposures, Registry, ToolSource};
 use crate::session::{ActiveTools, CallSettings, Session};
+use crate::tape::Deck;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -82,6 +83,16 @@ pub struct HostBuilder {
     exposures: Vec<(String, Exposure)>,
     /// The service of a remote workspace, when the workspace is remote.
     remote: Option<Arc<Connection>>,
+    /// Record the calls, or replay them.
+    tape: Option<TapeChoice>,
+}
+
+/// What the host does with its calls' tapes ([`HostBuilder::record`],
+/// [`HostBuilder::replay`]).
+#[derive(Clone)]
+enum TapeChoice {
+    Record(crate::tape::RecordTo),
+    Replay(Arc<crate::tape::Recording>),
 }
 
 impl Default for HostBuilder {
@@ -114,6 +125,7 @@ impl Default for HostBuilder {
             client: None,
             process_idle: None,
             remote: None,
+            tape: None,
         }
     }
 }
@@ -347,6 +359,25 @@ impl HostBuilder {
     /// Without either, no log is kept.
     pub fn audit_log(mut self, path: impl Into<PathBuf>) -> Self {
         self.audit = Some(path.into());
+        self
+    }
+
+    /// Record every call (`docs/recording.md`): what each component asked
+    /// of the host and was answered, the clocks and random bytes it saw,
+    /// its arguments and result, so that `toolhost replay` (or
+    /// [`Self::replay`]) can run it again without the machine. The file
+    /// must lie outside the workspace, and no tool can read or write it.
+    pub fn record(mut self, to: crate::tape::RecordTo) -> Self {
+        self.tape = Some(TapeChoice::Record(to));
+        self
+    }
+
+    /// Replay `recording`: each call whose id it holds is answered from it
+    /// (its Operations, clocks and random bytes), never from the machine; a
+    /// call that asks anything else, or ends otherwise, has diverged
+    /// ([`crate::Host::divergence`]).
+    pub fn replay(mut self, recording: Arc<crate::tape::Recording>) -> Self {
+        self.tape = Some(TapeChoice::Replay(recording));
         self
     }
 
@@ -596,7 +627,7 @@ impl HostBuilder {
             .state_dir
             .clone()
             .unwrap_or_else(crate::extensions::policy::default_state_dir);
-        let protected = extensions::protected_paths(
+        let mut protected = extensions::protected_paths(
             workspace,
             user_config.as_deref(),
             cache_dir,
@@ -604,8 +635,28 @@ impl HostBuilder {
             state_dir.as_deref(),
             &policy,
         );
+        let pi = self.pi.or(policy.pi).unwrap_or_default();
+        let deck = match &self.tape {
+            None => None,
+            Some(TapeChoice::Replay(recording)) => Some(Arc::new(Deck::Replay(Arc::new(
+                crate::tape::Replaying::new(recording.clone()),
+            )))),
+            Some(TapeChoice::Record(to)) => {
+                let recorder = match to.opened.get() {
+                    Some(recorder) => recorder.clone(),
+                    None => {
+                        let recorder = Arc::new(self.recorder(workspace, to, pi)?);
+                        to.opened.get_or_init(|| recorder).clone()
+                    }
+                };
+                // What the tools read is in it: none of them may read it.
+                protected = protected.hide_secrets([recorder.path().to_path_buf()]);
+                Some(Arc::new(Deck::Record(recorder)))
+            }
+        };
         Ok(Configuration {
-            pi: self.pi.or(policy.pi).unwrap_or_default(),
+            pi,
+            deck,
             quarantine: state_dir.map(|d| d.join("quarantine")),
             user_config,
             trust,
@@ -613,6 +664,50 @@ impl HostBuilder {
             audit_log,
             protected,
         })
+    }
+
+    /// A new recording at `path`, refused inside `workspace` (where a tool
+    /// could read what the others read, and the recording itself).
+    fn recorder(
+        &self,
+        workspace: &Path,
+        to: &crate::tape::RecordTo,
+        pi: PiProfile,
+    ) -> Result<crate::tape::Recorder, Error> {
+        let path = to.path.as_path();
+        let shown = path.display();
+        let refused = |reason: String| Error::InvalidInput(format!("--record {shown}: {reason}"));
+        let name = path
+            .file_name()
+            .ok_or_else(|| refused("names no file".into()))?;
+        let parent = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(parent) => parent.to_path_buf(),
+            None => std::env::current_dir().map_err(|e| refused(e.to_string()))?,
+        };
+        let real_parent = parent
+            .canonicalize()
+            .map_err(|e| refused(format!("its directory {}: {e}", parent.display())))?;
+        let real = real_parent.join(name);
+        if self.remote.is_none()
+            && let Ok(workspace) = workspace.canonicalize()
+            && real.starts_with(&workspace)
+        {
+            return Err(refused(format!(
+                "it is inside the workspace {}; a recording holds what the tools read, so it \
+                 is written outside the workspace (for example --record /tmp/{})",
+                workspace.display(),
+                name.to_string_lossy()
+            )));
+        }
+        let header = crate::tape::RecordingHeader {
+            format: crate::tape::FORMAT,
+            release: format!("toolhost {}", env!("CARGO_PKG_VERSION")),
+            command: to.command.clone(),
+            workspace: workspace.to_string_lossy().into_owned(),
+            pi: pi.as_str().to_string(),
+        };
+        crate::tape::Recorder::create(&real, &header, to.limit)
+            .map_err(|e| refused(format!("cannot be written: {e}")))
     }
 
     /// What the built-ins may touch and how their commands are confined:
@@ -915,6 +1010,7 @@ impl HostBuilder {
                     }) as Arc<dyn crate::ops::process::session::ProcessRecord>
                 })),
             ),
+            deck: parts.config.deck.clone(),
         };
         let mut reports = parts.reports;
         for report in &mut reports {
@@ -945,6 +1041,8 @@ impl HostBuilder {
 struct Configuration {
     /// The Pi profile: the builder's, else the files', else the default.
     pi: PiProfile,
+    /// Where the calls are recorded, or replayed from.
+    deck: Option<Arc<Deck>>,
     user_config: Option<PathBuf>,
     trust: TrustStore,
     policy: Policy,

@@ -230,6 +230,20 @@ impl Host {
         &self.inner.session.processes
     }
 
+    /// What recording or replaying has to say (`HostBuilder::record`,
+    /// `HostBuilder::replay`): why the recording stopped before the calls
+    /// did; or, replaying, each call's divergence from the recording since
+    /// this was last asked ("call c3: the component asked to read src/b.rs;
+    /// the recording has src/a.rs next"). Empty when all is well.
+    pub fn tape_report(&self) -> Vec<String> {
+        self.inner
+            .session
+            .deck
+            .as_ref()
+            .map(|deck| deck.report())
+            .unwrap_or_default()
+    }
+
     /// The calls of one assistant message, as a batch (Pi's preflight,
     /// parallel or sequential execution, one result message per call), on
     /// the model's behalf: only active tools. Set what the front end lends
@@ -354,6 +368,10 @@ impl<'a, W> Request<'a, W> {
     /// Run the message's calls with what was set.
     async fn run(self) -> BatchOutcome {
         let session = self.host.inner.session.clone();
+        if let Some(deck) = &session.deck {
+            let any_tool = matches!(self.reach, Reach::AnyLoaded);
+            deck.message(&self.message.raw, any_tool);
+        }
         batch::run(session, self.message, self.front, self.turns, self.reach).await
     }
 }

@@ -9,6 +9,7 @@ use crate::ops::search::{self, run_search};
 use crate::ops::tools::ToolSet;
 use crate::ops::usage::{Usage, Use};
 use crate::store::CallState;
+use crate::tape::{Asked, Blobs, CallTape};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::{HasData, ResourceTable};
@@ -34,6 +35,8 @@ pub struct OpsCtx<'a> {
     pub(crate) processes: Option<&'a Arc<crate::ops::process::session::SessionProcesses>>,
     /// How it calls other tools, when it may.
     pub(crate) nested: Option<&'a Arc<dyn crate::ops::nested::NestedCalls>>,
+    /// Its tape, when the session records or replays.
+    pub(crate) tape: Option<&'a CallTape>,
     pub table: &'a mut ResourceTable,
 }
 
@@ -63,6 +66,7 @@ impl OpsView for CallState {
             client: self.signals.client.get().map(|c| c.as_ref()),
             processes: self.signals.processes.get(),
             nested: self.signals.nested.get(),
+            tape: self.signals.tape.get().map(|t| t.as_ref()),
             table: &mut self.table,
         }
     }
@@ -94,6 +98,55 @@ impl Access {
 }
 
 impl<'a> OpsCtx<'a> {
+    /// The question `asked` on the call's tape, when it has one
+    /// ([`crate::tape::taped`]). A replay checks the component's grants
+    /// again: a question they no longer allow is a divergence.
+    pub(super) fn on_tape(
+        &self,
+        asked: impl FnOnce(&dyn Blobs) -> Asked,
+    ) -> Option<(&'a CallTape, Asked)> {
+        let tape = self.tape?;
+        let asked = asked(tape.blobs());
+        if tape.is_replaying() && !self.allows(&asked) {
+            let (verb, what) = asked.said("");
+            tape.diverge(format!(
+                "the component asked to {verb} {what}, which its grants do not allow now"
+            ));
+        }
+        Some((tape, asked))
+    }
+
+    /// Whether the component's grants let it ask `asked` at all.
+    fn allows(&self, asked: &Asked) -> bool {
+        let caps = self.caps;
+        match asked {
+            Asked::Stat { .. } | Asked::Read { .. } | Asked::ListDir { .. } => {
+                caps.fs_read.is_some()
+            }
+            Asked::Write { .. }
+            | Asked::Append { .. }
+            | Asked::CreateDirAll { .. }
+            | Asked::Access { .. }
+            | Asked::Lock { .. } => caps.fs_write.is_some(),
+            Asked::Search { .. } => caps.search.is_some(),
+            Asked::Spawn { .. } => caps.process.is_some(),
+            Asked::Next { .. } | Asked::Kill { .. } | Asked::Cancelled => true,
+            Asked::ActiveTools | Asked::AllTools | Asked::SetActiveTools { .. } => {
+                caps.tools.is_some()
+            }
+            Asked::CallableTools | Asked::CallTool { .. } => caps.call_tools.is_some(),
+        }
+    }
+
+    /// The call used `what`, which a tape does not hold: noted when
+    /// recording, a divergence (a trap) when replaying.
+    pub(super) fn beyond_tape(&self, what: &str) -> wasmtime::Result<()> {
+        match self.tape {
+            Some(tape) => tape.beyond(what).map_err(wasmtime::Error::msg),
+            None => Ok(()),
+        }
+    }
+
     /// The granted backend, unless the call was cancelled.
     pub(super) fn granted<T: ?Sized>(
         &self,
@@ -247,8 +300,23 @@ impl OpsCtx<'_> {
     pub(super) async fn search<R: search::Request>(
         &mut self,
         request: R,
-    ) -> Result<R::Found, search::SearchError> {
+    ) -> wasmtime::Result<Result<R::Found, search::SearchError>> {
         let query: search::Query = request.into();
+        let tape = self.on_tape(|_| Asked::Search {
+            query: query.clone(),
+        });
+        let found = crate::tape::taped(tape, self.search_live(query)).await?;
+        Ok(found.and_then(|found| {
+            R::found(found).ok_or_else(|| {
+                search::SearchError::Other("the search answered another kind of search".into())
+            })
+        }))
+    }
+
+    async fn search_live(
+        &mut self,
+        query: search::Query,
+    ) -> Result<search::Found, search::SearchError> {
         let root = query.root().to_string();
         let found = match self.caps.search.clone() {
             Some(backend) => {
@@ -267,10 +335,7 @@ impl OpsCtx<'_> {
                 .note(Use::Denied, &format!("search {root}: outside-roots")),
             Err(_) => {}
         }
-        let found = self.search_beyond(found, query).await?;
-        R::found(found).ok_or_else(|| {
-            search::SearchError::Other("the search answered another kind of search".into())
-        })
+        self.search_beyond(found, query).await
     }
 
     async fn search_beyond(

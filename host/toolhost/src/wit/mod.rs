@@ -211,7 +211,7 @@ pub(crate) struct ToolDecl {
 
 /// Facts about the call being executed (`call-context`, one shape in every
 /// version).
-#[derive(Clone, Debug, ComponentType, Lower)]
+#[derive(Clone, Debug, ComponentType, Lower, serde::Serialize, serde::Deserialize)]
 #[component(record)]
 pub(crate) struct CallContext {
     #[component(name = "tool-call-id")]

@@ -433,6 +433,12 @@ fn metadata_of(m: &cap_std::fs::Metadata) -> Metadata {
 }
 
 impl FsRead for LocalFs {
+    fn protects(&self, path: &str) -> bool {
+        let path = std::path::Path::new(path);
+        let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        self.protected.covers(&real)
+    }
+
     fn stat(&self, path: &str) -> Result<Metadata, FsError> {
         self.with_path(path, |dir, rel| dir.metadata(rel))
             .map(|m| metadata_of(&m))

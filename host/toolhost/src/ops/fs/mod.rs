@@ -137,6 +137,13 @@ pub trait FsRead: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// Whether `path` is a protected path ([`crate::ops::protect`]): one
+    /// whose bytes a recording of the call never holds.
+    fn protects(&self, path: &str) -> bool {
+        let _ = path;
+        false
+    }
+
     /// [`FsRead::list_dir`] of a directory that is its own real path, as
     /// [`FsRead::read_unlinked`] reads a file: opened beneath the root with
     /// every link on the way refused, so a listing judged by name (an MCP

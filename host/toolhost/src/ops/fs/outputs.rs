@@ -124,6 +124,10 @@ impl FsRead for WithOutputs {
     fn is_remote(&self) -> bool {
         self.inner.is_remote()
     }
+
+    fn protects(&self, path: &str) -> bool {
+        self.for_path(path).protects(path)
+    }
 }
 
 #[cfg(test)]

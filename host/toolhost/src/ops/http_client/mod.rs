@@ -92,6 +92,12 @@ pub trait CallWatch: Send + Sync {
     fn usage(&self) -> &Usage;
     /// How the call asks for a host it was not granted.
     fn asking(&self) -> Option<&dyn AskForHost>;
+    /// A request is about to go: `Err` (its text) when the call may not
+    /// send one after all (a replayed call, whose requests are not on its
+    /// tape).
+    fn sending(&self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// How a call asks for a host it was not granted: the permission layer
@@ -171,6 +177,9 @@ impl WasiHttpHooks for Hooks {
         Box::new(async move {
             let cancel = signals.cancel().clone();
             let uri = request.uri().clone();
+            if let Err(why) = signals.sending() {
+                return Err(internal(format!("HTTP request to {uri} not sent: {why}")));
+            }
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => Err(aborted(&uri.to_string())),

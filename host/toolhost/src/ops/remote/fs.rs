@@ -83,6 +83,17 @@ fn unexpected(reply: &Reply) -> FsError {
 }
 
 impl FsRead for RemoteFs {
+    /// Judged here by the path's shape, as the service judges the real one
+    /// there: the workspace's own toolhost.toml and .toolhost/, and anything
+    /// in or named `.git`.
+    fn protects(&self, path: &str) -> bool {
+        let path = std::path::Path::new(path);
+        let rel = path.strip_prefix(self.connection.root()).unwrap_or(path);
+        rel == std::path::Path::new("toolhost.toml")
+            || rel.starts_with(".toolhost")
+            || path.components().any(|c| c.as_os_str() == ".git")
+    }
+
     fn stat(&self, path: &str) -> Result<Metadata, FsError> {
         let op = Op::Stat { path: path.into() };
         self.answered(op, Vec::new(), |reply, _| match reply {

@@ -4,12 +4,15 @@
 
 use super::{Block, call_tools};
 use crate::message::ToolResult;
+use crate::tape::{Asked, NestedAnswer, taped, taped_now};
 use crate::wit::OpsCtx;
 use crate::wit::WitBlock;
 
 impl call_tools::Host for OpsCtx<'_> {
     fn callable(&mut self) -> wasmtime::Result<Vec<String>> {
-        Ok(self.nested.map(|n| n.callable()).unwrap_or_default())
+        let tape = self.on_tape(|_| Asked::CallableTools);
+        let nested = self.nested;
+        taped_now(tape, || nested.map(|n| n.callable()).unwrap_or_default())
     }
 
     async fn execute(
@@ -23,7 +26,20 @@ impl call_tools::Host for OpsCtx<'_> {
             let text = "Nested tool calls are not available in this context";
             return Ok(result(String::new(), ToolResult::error(text), true));
         };
-        let out = nested.execute(name, arguments).await;
+        let tape = self.on_tape(|_| Asked::CallTool {
+            name: name.clone(),
+            arguments: arguments.clone(),
+        });
+        // The nested call on tape is its outcome: a replay does not run it.
+        let live = async {
+            let out = nested.execute(name, arguments).await;
+            NestedAnswer {
+                tool_call_id: out.tool_call_id,
+                result: out.result,
+                is_error: out.is_error,
+            }
+        };
+        let out = taped(tape, live).await?;
         Ok(result(out.tool_call_id, out.result, out.is_error))
     }
 }

@@ -59,6 +59,7 @@ impl client::Host for OpsCtx<'_> {
     }
 
     async fn request(&mut self, requests: Vec<(String, client::InputRequest)>) -> Reply {
+        self.beyond_tape("the person's client")?;
         let invalid = |why: String| Ok(Err(client::ClientError::InvalidInput(why)));
         if requests.is_empty() || requests.len() > MAX_REQUESTS {
             return invalid(format!(

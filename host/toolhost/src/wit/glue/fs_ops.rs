@@ -3,6 +3,7 @@
 
 use super::{fs_read, fs_types, fs_write};
 use crate::ops::fs::{self, FsError, FsWrite, MutationLock, lock_file_in_turn};
+use crate::tape::{Asked, taped, taped_read};
 use crate::wit::OpsCtx;
 use crate::wit::ctx::Access;
 use wasmtime::component::Resource;
@@ -78,17 +79,25 @@ impl fs_types::Host for OpsCtx<'_> {}
 
 impl fs_read::Host for OpsCtx<'_> {
     async fn stat(&mut self, path: String) -> Answer<fs_types::Metadata> {
-        wit(self.reading(&path, |fs, p| fs.stat(p)).await)
+        let tape = self.on_tape(|_| Asked::Stat { path: path.clone() });
+        wit(taped(tape, self.reading(&path, |fs, p| fs.stat(p))).await?)
     }
 
     async fn read_file(&mut self, path: String, offset: u64, max_bytes: u64) -> Answer<Vec<u8>> {
-        wit(self
-            .reading(&path, move |fs, p| fs.read(p, offset, max_bytes))
-            .await)
+        let tape = self.on_tape(|_| Asked::Read {
+            path: path.clone(),
+            offset,
+            max: max_bytes,
+        });
+        let fs = self.caps.fs_read.clone();
+        let protected = move |p: &str| fs.is_some_and(|fs| fs.protects(p));
+        let read = self.reading(&path, move |fs, p| fs.read(p, offset, max_bytes));
+        wit(taped_read(tape, protected, read).await?)
     }
 
     async fn list_dir(&mut self, path: String) -> Answer<Vec<fs_types::DirEntry>> {
-        let entries = self.reading(&path, |fs, p| fs.list_dir(p)).await;
+        let tape = self.on_tape(|_| Asked::ListDir { path: path.clone() });
+        let entries = taped(tape, self.reading(&path, |fs, p| fs.list_dir(p))).await?;
         Ok(entries
             .map(|entries| entries.into_iter().map(Into::into).collect())
             .map_err(Into::into))
@@ -98,11 +107,18 @@ impl fs_read::Host for OpsCtx<'_> {
 impl OpsCtx<'_> {
     /// `contents` written to `path`, or appended to it.
     async fn put(&mut self, path: String, contents: Vec<u8>, append: bool) -> Answer<()> {
+        let tape = self.on_tape(|blobs| {
+            let (path, bytes) = (path.clone(), blobs.keep(&contents));
+            match append {
+                true => Asked::Append { path, bytes },
+                false => Asked::Write { path, bytes },
+            }
+        });
         let put = move |fs: &(dyn FsWrite + 'static), p: &str| match append {
             true => fs.append_file(p, &contents),
             false => fs.write_file(p, &contents),
         };
-        wit(self.writing(&path, Access::WRITE, put).await)
+        wit(taped(tape, self.writing(&path, Access::WRITE, put)).await?)
     }
 }
 
@@ -116,22 +132,22 @@ impl fs_write::Host for OpsCtx<'_> {
     }
 
     async fn create_dir_all(&mut self, path: String) -> Answer<()> {
-        wit(self
-            .writing(&path, Access::MKDIR, |fs, p| fs.create_dir_all(p))
-            .await)
+        let tape = self.on_tape(|_| Asked::CreateDirAll { path: path.clone() });
+        let made = self.writing(&path, Access::MKDIR, |fs, p| fs.create_dir_all(p));
+        wit(taped(tape, made).await?)
     }
 
     async fn access(&mut self, path: String) -> Answer<()> {
-        wit(self
-            .writing(&path, Access::CHECK, |fs, p| fs.access(p))
-            .await)
+        let tape = self.on_tape(|_| Asked::Access { path: path.clone() });
+        let checked = self.writing(&path, Access::CHECK, |fs, p| fs.access(p));
+        wit(taped(tape, checked).await?)
     }
 
     async fn lock(&mut self, path: String) -> Answer<Resource<MutationLock>> {
-        let key = match self
-            .writing(&path, Access::CHECK, |fs, p| fs.lock_key(p))
-            .await
-        {
+        // The key is the backend's (on tape); the lock is this host's.
+        let tape = self.on_tape(|_| Asked::Lock { path: path.clone() });
+        let key = self.writing(&path, Access::CHECK, |fs, p| fs.lock_key(p));
+        let key = match taped(tape, key).await? {
             Ok(key) => key,
             Err(e) => return Ok(Err(e.into())),
         };

@@ -28,6 +28,7 @@ mod session_ops;
 mod tools_ops;
 
 use crate::store::CallState;
+use crate::tape::{Asked, taped_now};
 use crate::wit::{HasOps, OpsCtx, OpsView};
 use wasmtime::component::{HasSelf, Linker};
 
@@ -109,7 +110,13 @@ pub(super) fn link(
 
 impl cancellation::Host for CallState {
     fn is_cancelled(&mut self) -> wasmtime::Result<bool> {
-        Ok(self.signals.cancel.is_cancelled())
+        let cancel = &self.signals.cancel;
+        let tape = self
+            .signals
+            .tape
+            .get()
+            .map(|t| (t.as_ref(), Asked::Cancelled));
+        taped_now(tape, || cancel.is_cancelled())
     }
 }
 

@@ -4,6 +4,7 @@ use super::process;
 use crate::ops::process::{self as ops, Child};
 use crate::ops::usage::Use;
 use crate::permissions::Need;
+use crate::tape::{Asked, CallTape, taped, taped_now};
 use crate::wit::OpsCtx;
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,11 +66,51 @@ impl process::Host for OpsCtx<'_> {
         &mut self,
         command: process::Command,
     ) -> wasmtime::Result<Result<Resource<Child>, process::ProcessError>> {
+        let command = ops::Command::from(command);
+        let tape = self.on_tape(|_| Asked::Spawn {
+            program: command.program.clone(),
+            args: command.args.clone(),
+            cwd: command.cwd.clone(),
+            env: command.env.iter().map(|(name, _)| name.clone()).collect(),
+            timeout_ms: command.timeout_ms,
+        });
+        let started = match tape {
+            None => self.start(command).await,
+            Some((tape, asked)) => match tape.replayed::<Result<(), ops::ProcessError>>(&asked) {
+                // Replayed: a child whose events are all on the tape.
+                Some(replayed) => replayed
+                    .map_err(wasmtime::Error::msg)?
+                    .map(|()| ops::ChildFeed::new().1),
+                None => {
+                    let started = self.start(command).await;
+                    let answer = started.as_ref().map(|_| ()).map_err(Clone::clone);
+                    tape.record(asked, &answer, None);
+                    started
+                }
+            },
+        };
+        match started {
+            Ok(child) => {
+                let child = self.table.push(child)?;
+                if let Some(tape) = self.tape {
+                    tape.child_started(child.rep());
+                }
+                Ok(Ok(child))
+            }
+            Err(e) => Ok(Err(e.into())),
+        }
+    }
+}
+
+impl OpsCtx<'_> {
+    /// Start `command` under the component's process policy, or beyond it
+    /// where the rules or the person allow the program.
+    async fn start(&mut self, command: ops::Command) -> Result<Child, ops::ProcessError> {
         let Some(mut policy) = self.caps.process.clone() else {
-            return Ok(Err(process::ProcessError {
-                code: process::ProcessErrorCode::NotAllowed,
-                message: "this component may not run programs".into(),
-            }));
+            return Err(ops::error(
+                ops::ProcessErrorCode::NotAllowed,
+                "this component may not run programs",
+            ));
         };
         let program = command.program.clone();
         // A program beyond the grant: what the rules or the person say.
@@ -83,10 +124,7 @@ impl process::Host for OpsCtx<'_> {
             {
                 self.usage
                     .note(Use::Denied, &format!("process {program}: not-allowed"));
-                return Ok(Err(process::ProcessError {
-                    code: process::ProcessErrorCode::NotAllowed,
-                    message: text,
-                }));
+                return Err(ops::error(ops::ProcessErrorCode::NotAllowed, text));
             }
             policy = Arc::new(policy.as_ref().clone().program(program.clone()));
         }
@@ -96,7 +134,7 @@ impl process::Host for OpsCtx<'_> {
         }
         let spawned = policy
             .spawn_with_input_anywhere(
-                command.into(),
+                command,
                 ops::Input::Null,
                 self.cancel.clone(),
                 self.spawned,
@@ -106,22 +144,39 @@ impl process::Host for OpsCtx<'_> {
         match spawned {
             Ok((child, _)) => {
                 self.usage.note(Use::Program, &program);
-                Ok(Ok(self.table.push(child)?))
+                Ok(child)
             }
             Err(e) => {
                 if e.code == ops::ProcessErrorCode::NotAllowed {
                     self.usage
                         .note(Use::Denied, &format!("process {program}: not-allowed"));
                 }
-                Ok(Err(e.into()))
+                Err(e)
             }
         }
     }
 }
 
+impl<'a> OpsCtx<'a> {
+    /// The call's process `child` on its tape.
+    fn child_on_tape(
+        &self,
+        child: &Resource<Child>,
+        asked: impl FnOnce(usize) -> Asked,
+    ) -> Option<(&'a CallTape, Asked)> {
+        let index = self.tape?.child_of(child.rep());
+        self.on_tape(|_| asked(index))
+    }
+}
+
 impl process::HostChild for OpsCtx<'_> {
     async fn next(&mut self, child: Resource<Child>) -> wasmtime::Result<process::ChildEvent> {
-        Ok(self.table.get_mut(&child)?.next().await.into())
+        let tape = self.child_on_tape(&child, |child| Asked::Next {
+            child,
+            wait_ms: None,
+        });
+        let live = self.table.get_mut(&child)?.next();
+        Ok(taped(tape, live).await?.into())
     }
 
     async fn next_within(
@@ -129,14 +184,19 @@ impl process::HostChild for OpsCtx<'_> {
         child: Resource<Child>,
         wait_ms: u32,
     ) -> wasmtime::Result<Option<process::ChildEvent>> {
+        let tape = self.child_on_tape(&child, |child| Asked::Next {
+            child,
+            wait_ms: Some(wait_ms),
+        });
         let wait = Duration::from_millis(u64::from(wait_ms));
-        let event = self.table.get_mut(&child)?.next_within(wait).await;
-        Ok(event.map(Into::into))
+        let live = self.table.get_mut(&child)?.next_within(wait);
+        Ok(taped(tape, live).await?.map(Into::into))
     }
 
     fn kill(&mut self, child: Resource<Child>) -> wasmtime::Result<()> {
-        self.table.get(&child)?.kill();
-        Ok(())
+        let tape = self.child_on_tape(&child, |child| Asked::Kill { child });
+        let child = self.table.get(&child)?;
+        taped_now(tape, || child.kill())
     }
 
     fn drop(&mut self, child: Resource<Child>) -> wasmtime::Result<()> {

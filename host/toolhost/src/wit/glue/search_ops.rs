@@ -91,13 +91,13 @@ impl search::Host for OpsCtx<'_> {
         &mut self,
         request: search::GrepRequest,
     ) -> wasmtime::Result<Result<search::GrepResult, search::SearchError>> {
-        wit(self.search(ops::GrepRequest::from(request)).await)
+        wit(self.search(ops::GrepRequest::from(request)).await?)
     }
 
     async fn glob(
         &mut self,
         request: search::GlobRequest,
     ) -> wasmtime::Result<Result<search::GlobResult, search::SearchError>> {
-        wit(self.search(ops::GlobRequest::from(request)).await)
+        wit(self.search(ops::GlobRequest::from(request)).await?)
     }
 }

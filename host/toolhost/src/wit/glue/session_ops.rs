@@ -78,6 +78,7 @@ impl sp::Host for OpsCtx<'_> {
         input: sp::Input,
         shown: String,
     ) -> Reply<sp::ProcessInfo> {
+        self.beyond_tape("the session's processes")?;
         let session = match session(self) {
             Ok(session) => session,
             Err(e) => return Ok(Err(e)),
@@ -116,6 +117,7 @@ impl sp::Host for OpsCtx<'_> {
     }
 
     async fn read(&mut self, id: u32, wait_ms: u32) -> Reply<sp::ProcessOutput> {
+        self.beyond_tape("the session's processes")?;
         let session = match session(self) {
             Ok(session) => session,
             Err(e) => return Ok(Err(e)),
@@ -126,6 +128,7 @@ impl sp::Host for OpsCtx<'_> {
     }
 
     async fn write(&mut self, id: u32, data: Vec<u8>, wait_ms: u32) -> Reply<sp::ProcessOutput> {
+        self.beyond_tape("the session's processes")?;
         let session = match session(self) {
             Ok(session) => session,
             Err(e) => return Ok(Err(e)),
@@ -142,6 +145,7 @@ impl sp::Host for OpsCtx<'_> {
     }
 
     fn processes(&mut self) -> wasmtime::Result<Vec<sp::ProcessInfo>> {
+        self.beyond_tape("the session's processes")?;
         Ok(match session(self) {
             Ok(session) => session.list().into_iter().map(info).collect(),
             Err(_) => Vec::new(),
@@ -149,6 +153,7 @@ impl sp::Host for OpsCtx<'_> {
     }
 
     async fn stop(&mut self, id: u32) -> Reply<sp::ProcessOutput> {
+        self.beyond_tape("the session's processes")?;
         let session = match session(self) {
             Ok(session) => session,
             Err(e) => return Ok(Err(e)),

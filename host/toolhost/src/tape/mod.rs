@@ -1,0 +1,1061 @@
+//! Recording and replaying calls at the sandbox boundary: everything a
+//! component asks of the host (each Operation with what it answered, the
+//! clocks it read, the random bytes it drew) is written to a recording as
+//! it happens, and a replay serves the same component the same answers
+//! from it instead of from the machine (`docs/recording.md`).
+//!
+//! Each call has its [`CallTape`], made by the session's [`Deck`] when the
+//! call is prepared: recording, it writes every answer through the
+//! [`Recorder`]; replaying, it hands out the answers of the recorded call
+//! of the same id in order, and the first question that differs from the
+//! recorded one is a divergence that ends the call ([`CallTape::diverged`]).
+//! The WIT glue asks through [`taped`]; the call's WASI clocks and random
+//! generators are the tape's ([`wasi`]).
+
+mod file;
+pub(crate) mod wasi;
+
+pub(crate) use file::{Blobs, Recorder};
+pub use file::{
+    DEFAULT_LIMIT, FORMAT, RecordedCall, RecordedEnd, RecordedMessage, RecordedOp, Recording,
+    RecordingHeader,
+};
+
+use crate::message::{ToolCall, ToolResult};
+use crate::ops::fs::{self, FsError};
+use crate::ops::process::{ChildEvent, ExitStatus};
+use crate::ops::search::{Found, Query};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// What a component asked of the host, as a recording holds it and a
+/// replay compares it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Asked {
+    Stat {
+        path: String,
+    },
+    Read {
+        path: String,
+        offset: u64,
+        max: u64,
+    },
+    ListDir {
+        path: String,
+    },
+    /// `bytes` is the digest of what it wrote (kept in the recording).
+    Write {
+        path: String,
+        bytes: String,
+    },
+    Append {
+        path: String,
+        bytes: String,
+    },
+    CreateDirAll {
+        path: String,
+    },
+    Access {
+        path: String,
+    },
+    Lock {
+        path: String,
+    },
+    Search {
+        query: Query,
+    },
+    /// A program started; `env` holds the names of the variables it set,
+    /// never their values.
+    Spawn {
+        program: String,
+        args: Vec<String>,
+        cwd: String,
+        env: Vec<String>,
+        timeout_ms: Option<u64>,
+    },
+    /// The next event of the call's `child`th process (from 0), waiting at
+    /// most `wait_ms` when given.
+    Next {
+        child: usize,
+        wait_ms: Option<u32>,
+    },
+    Kill {
+        child: usize,
+    },
+    /// Whether the call was cancelled.
+    Cancelled,
+    ActiveTools,
+    AllTools,
+    SetActiveTools {
+        names: Vec<String>,
+    },
+    CallableTools,
+    /// A call of another tool through the host.
+    CallTool {
+        name: String,
+        arguments: String,
+    },
+}
+
+impl Asked {
+    /// What it asks, as a divergence names it: a verb and its object, the
+    /// path relative to `cwd` where it lies beneath it.
+    pub(crate) fn said(&self, cwd: &str) -> (&'static str, String) {
+        let rel = |path: &str| {
+            std::path::Path::new(path)
+                .strip_prefix(cwd)
+                .ok()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(|| path.to_string(), |p| p.to_string_lossy().into_owned())
+        };
+        match self {
+            Asked::Stat { path } => ("stat", rel(path)),
+            Asked::Read { path, offset, .. } if *offset > 0 => {
+                ("read", format!("{} from byte {offset}", rel(path)))
+            }
+            Asked::Read { path, .. } => ("read", rel(path)),
+            Asked::ListDir { path } => ("list", rel(path)),
+            Asked::Write { path, .. } => ("write", rel(path)),
+            Asked::Append { path, .. } => ("append to", rel(path)),
+            Asked::CreateDirAll { path } => ("create the directory", rel(path)),
+            Asked::Access { path } => ("check access to", rel(path)),
+            Asked::Lock { path } => ("lock", rel(path)),
+            Asked::Search { query } => ("search", rel(query.root())),
+            Asked::Spawn { program, args, .. } => {
+                let mut line = vec![program.clone()];
+                line.extend(args.iter().cloned());
+                ("run", line.join(" "))
+            }
+            Asked::Next { child, .. } => ("read the output of", format!("process {child}")),
+            Asked::Kill { child } => ("stop", format!("process {child}")),
+            Asked::Cancelled => ("check", "whether it was cancelled".into()),
+            Asked::ActiveTools => ("list", "the active tools".into()),
+            Asked::AllTools => ("list", "all tools".into()),
+            Asked::SetActiveTools { names } => ("set", format!("the active tools to {names:?}")),
+            Asked::CallableTools => ("list", "the tools it may call".into()),
+            Asked::CallTool { name, .. } => ("call", format!("the tool {name}")),
+        }
+    }
+
+    /// `self` and `recorded` as a divergence names them: "read src/b.rs;
+    /// the recording has src/a.rs next".
+    fn against(&self, recorded: &Asked, cwd: &str) -> String {
+        let ((verb, what), (was_verb, was)) = (self.said(cwd), recorded.said(cwd));
+        if verb == was_verb && what != was {
+            format!("{verb} {what}; the recording has {was} next")
+        } else if verb == was_verb {
+            // The same object, asked differently (another range, other bytes).
+            format!(
+                "{verb} {what} as {}; the recording has {} next",
+                compact(self),
+                compact(recorded)
+            )
+        } else {
+            format!("{verb} {what}; the recording has {was_verb} {was} next")
+        }
+    }
+}
+
+/// A question in its recorded form, for a divergence between two asked the
+/// same way of the same object.
+fn compact(asked: &Asked) -> String {
+    serde_json::to_string(asked).unwrap_or_default()
+}
+
+/// An answer as a recording holds it: plain JSON, with bytes kept once
+/// each in the recording's blobs and named by their digest.
+pub(crate) trait Taped: Sized {
+    fn put(&self, blobs: &dyn Blobs) -> Value;
+    fn take(value: &Value, blobs: &dyn Blobs) -> Option<Self>;
+}
+
+macro_rules! taped_as_json {
+    ($($t:ty),* $(,)?) => {$(
+        impl Taped for $t {
+            fn put(&self, _: &dyn Blobs) -> Value {
+                serde_json::to_value(self).unwrap_or(Value::Null)
+            }
+            fn take(value: &Value, _: &dyn Blobs) -> Option<Self> {
+                serde_json::from_value(value.clone()).ok()
+            }
+        }
+    )*};
+}
+
+taped_as_json!(
+    (),
+    bool,
+    String,
+    Vec<String>,
+    fs::Metadata,
+    Vec<fs::DirEntry>,
+    Found,
+    ToolResult,
+    ExitStatus,
+);
+
+impl Taped for Vec<u8> {
+    fn put(&self, blobs: &dyn Blobs) -> Value {
+        json!({ "blob": blobs.keep(self) })
+    }
+
+    fn take(value: &Value, blobs: &dyn Blobs) -> Option<Self> {
+        blobs.get(value.get("blob")?.as_str()?)
+    }
+}
+
+/// An outcome: `{"ok": …}` or `{"err": …}`.
+impl<T: Taped, E: Serialize + DeserializeOwned> Taped for Result<T, E> {
+    fn put(&self, blobs: &dyn Blobs) -> Value {
+        match self {
+            Ok(t) => json!({ "ok": t.put(blobs) }),
+            Err(e) => json!({ "err": serde_json::to_value(e).unwrap_or(Value::Null) }),
+        }
+    }
+
+    fn take(value: &Value, blobs: &dyn Blobs) -> Option<Self> {
+        match (value.get("ok"), value.get("err")) {
+            (Some(ok), None) => T::take(ok, blobs).map(Ok),
+            (None, Some(err)) => serde_json::from_value(err.clone()).ok().map(Err),
+            _ => None,
+        }
+    }
+}
+
+impl<T: Taped> Taped for Option<T> {
+    fn put(&self, blobs: &dyn Blobs) -> Value {
+        self.as_ref().map_or(Value::Null, |t| t.put(blobs))
+    }
+
+    fn take(value: &Value, blobs: &dyn Blobs) -> Option<Self> {
+        match value {
+            Value::Null => Some(None),
+            value => T::take(value, blobs).map(Some),
+        }
+    }
+}
+
+impl Taped for ChildEvent {
+    fn put(&self, blobs: &dyn Blobs) -> Value {
+        match self {
+            ChildEvent::Output(bytes) => json!({ "output": bytes.put(blobs) }),
+            ChildEvent::Exit(status) => json!({ "exit": status.put(blobs) }),
+        }
+    }
+
+    fn take(value: &Value, blobs: &dyn Blobs) -> Option<Self> {
+        if let Some(output) = value.get("output") {
+            return Vec::take(output, blobs).map(ChildEvent::Output);
+        }
+        ExitStatus::take(value.get("exit")?, blobs).map(ChildEvent::Exit)
+    }
+}
+
+/// A nested call's outcome: its id, result and whether it failed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct NestedAnswer {
+    pub tool_call_id: String,
+    pub result: ToolResult,
+    pub is_error: bool,
+}
+
+taped_as_json!(NestedAnswer);
+
+/// Where hosts record their calls ([`crate::HostBuilder::record`]): one
+/// file, opened by the first host built with it; a host built again with
+/// the same (an MCP server reloading its tools) goes on writing it.
+#[derive(Clone, Debug)]
+pub struct RecordTo {
+    pub(crate) path: std::path::PathBuf,
+    pub(crate) command: String,
+    pub(crate) limit: u64,
+    pub(crate) opened: Arc<std::sync::OnceLock<Arc<Recorder>>>,
+}
+
+impl RecordTo {
+    /// Record to `path`; `command` names what ran, for the recording's
+    /// header (`replay` prints as `call`, `call --json`, `run` and `run
+    /// --json` print; anything else as result messages).
+    pub fn new(path: impl Into<std::path::PathBuf>, command: impl Into<String>) -> RecordTo {
+        RecordTo {
+            path: path.into(),
+            command: command.into(),
+            limit: DEFAULT_LIMIT,
+            opened: Default::default(),
+        }
+    }
+
+    /// Stop recording past `bytes` (default [`DEFAULT_LIMIT`]): the
+    /// recording's last line says so; the calls go on.
+    pub fn limit(mut self, bytes: u64) -> RecordTo {
+        self.limit = bytes;
+        self
+    }
+}
+
+/// What the session records its calls to, or replays them from.
+#[derive(Debug)]
+pub(crate) enum Deck {
+    Record(Arc<Recorder>),
+    Replay(Arc<Replaying>),
+}
+
+/// A recording being replayed: the calls of each id, handed out in their
+/// recorded order.
+#[derive(Debug)]
+pub(crate) struct Replaying {
+    recording: Arc<Recording>,
+    calls: Mutex<HashMap<String, VecDeque<usize>>>,
+    /// The divergences not yet taken ([`Replaying::divergences`]).
+    diverged: Mutex<Vec<String>>,
+    /// The recorded calls begun and not yet ended, and the news of an end.
+    running: Mutex<Vec<usize>>,
+    ended: tokio::sync::Notify,
+}
+
+impl Replaying {
+    pub(crate) fn new(recording: Arc<Recording>) -> Replaying {
+        let mut calls: HashMap<String, VecDeque<usize>> = HashMap::new();
+        for (i, call) in recording.calls.iter().enumerate() {
+            calls.entry(call.id.clone()).or_default().push_back(i);
+        }
+        Replaying {
+            recording,
+            calls: Mutex::new(calls),
+            diverged: Mutex::new(Vec::new()),
+            running: Mutex::new(Vec::new()),
+            ended: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// The calls' divergences since this was last asked, in order.
+    pub(crate) fn divergences(&self) -> Vec<String> {
+        std::mem::take(&mut *self.diverged.lock().expect("replay lock"))
+    }
+}
+
+/// The component that serves a call, as the tape records it.
+pub(crate) struct Serving<'a> {
+    pub call: &'a ToolCall,
+    pub digest: &'a str,
+    pub source: String,
+    /// What its component may do beyond the Operations the tape holds:
+    /// what a replay cannot serve (HTTP, WASI files).
+    pub beyond: Vec<&'static str>,
+    pub parent: Option<&'a str>,
+}
+
+impl Deck {
+    /// A front end sends `message`'s calls (`any_tool`: whether they may
+    /// name a tool the model could not call): recorded, so that a replay
+    /// sends them the same way.
+    pub(crate) fn message(&self, message: &Value, any_tool: bool) {
+        if let Deck::Record(recorder) = self {
+            recorder.message(message, any_tool);
+        }
+    }
+
+    /// Why the recording stopped before the calls did (recording), or the
+    /// divergences since last asked (replaying).
+    pub(crate) fn report(&self) -> Vec<String> {
+        match self {
+            Deck::Record(recorder) => recorder.stopped().into_iter().collect(),
+            Deck::Replay(replaying) => replaying.divergences(),
+        }
+    }
+
+    /// The tape of a call about to be prepared.
+    pub(crate) fn begin(&self, serving: Serving<'_>) -> Arc<CallTape> {
+        let id = serving.call.id.clone();
+        match self {
+            Deck::Record(recorder) => {
+                let seed = wasi::fresh_seed();
+                let n = recorder.begin_call(&serving, seed);
+                Arc::new(CallTape::new(
+                    id,
+                    Mode::Record {
+                        recorder: recorder.clone(),
+                        n,
+                    },
+                    seed,
+                ))
+            }
+            Deck::Replay(replaying) => {
+                let found = replaying
+                    .calls
+                    .lock()
+                    .expect("replay lock")
+                    .get_mut(&id)
+                    .and_then(VecDeque::pop_front);
+                if let Some(i) = found {
+                    replaying.running.lock().expect("replay lock").push(i);
+                }
+                let recorded = found.map(|i| &replaying.recording.calls[i]);
+                let (seed, refused) = match recorded {
+                    None => (
+                        0,
+                        Some("the recording holds no call of this id".to_string()),
+                    ),
+                    Some(recorded) => (recorded.seed, refusal(recorded, &serving)),
+                };
+                let tape = CallTape::new(
+                    id,
+                    Mode::Replay {
+                        replaying: replaying.clone(),
+                        call: found,
+                    },
+                    seed,
+                );
+                if let Some(why) = refused {
+                    tape.diverge(why);
+                }
+                Arc::new(tape)
+            }
+        }
+    }
+}
+
+/// Why `recorded` cannot be replayed by what serves it now, if it cannot.
+fn refusal(recorded: &RecordedCall, now: &Serving<'_>) -> Option<String> {
+    if recorded.tool != now.call.name {
+        return Some(format!(
+            "the recording has a call of {}, and this is a call of {}",
+            recorded.tool, now.call.name
+        ));
+    }
+    if recorded.digest != now.digest {
+        return Some(format!(
+            "its component is {} and the recording's was {} ({})",
+            now.digest, recorded.digest, recorded.source
+        ));
+    }
+    if let Some(what) = recorded.beyond.first() {
+        return Some(format!(
+            "its component could use {what}, which recordings do not hold, so it is not replayed"
+        ));
+    }
+    None
+}
+
+enum Mode {
+    Record {
+        recorder: Arc<Recorder>,
+        /// The call's number in the recording.
+        n: u64,
+    },
+    Replay {
+        replaying: Arc<Replaying>,
+        /// Its index among the recording's calls (`None`: not recorded).
+        call: Option<usize>,
+    },
+}
+
+impl std::fmt::Debug for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Mode::Record { n, .. } => write!(f, "Record({n})"),
+            Mode::Replay { call, .. } => write!(f, "Replay({call:?})"),
+        }
+    }
+}
+
+/// One call's tape: what it asked and was answered, in order, with the
+/// clocks and random bytes it saw.
+#[derive(Debug)]
+pub(crate) struct CallTape {
+    id: String,
+    mode: Mode,
+    started: Instant,
+    /// `wasi:random/insecure-seed`'s value for the call.
+    pub(crate) seed: u128,
+    state: Mutex<TapeState>,
+}
+
+#[derive(Debug, Default)]
+struct TapeState {
+    /// The next question's index.
+    next: usize,
+    /// The resource of each process the call started, in order.
+    children: Vec<u32>,
+    /// What the call saw of clocks and random (recording), or how much of
+    /// what was recorded it has used (replaying).
+    seen: wasi::Seen,
+    /// The first divergence, once there is one.
+    diverged: Option<String>,
+    /// The cwd its `execute` was given (for paths in divergences).
+    cwd: String,
+    /// What it used that the tape does not hold (noted once each).
+    beyond: Vec<String>,
+    ended: bool,
+}
+
+impl CallTape {
+    fn new(id: String, mode: Mode, seed: u128) -> CallTape {
+        CallTape {
+            id,
+            mode,
+            started: Instant::now(),
+            seed,
+            state: Mutex::new(TapeState::default()),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, TapeState> {
+        self.state.lock().expect("tape lock")
+    }
+
+    fn recorded(&self) -> Option<&RecordedCall> {
+        match &self.mode {
+            Mode::Replay {
+                replaying,
+                call: Some(i),
+            } => replaying.recording.calls.get(*i),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn is_replaying(&self) -> bool {
+        matches!(self.mode, Mode::Replay { .. })
+    }
+
+    /// Where bytes are kept (recording) or found (replaying).
+    pub(crate) fn blobs(&self) -> &dyn Blobs {
+        match &self.mode {
+            Mode::Record { recorder, .. } => recorder.as_ref(),
+            Mode::Replay { replaying, .. } => replaying.recording.as_ref(),
+        }
+    }
+
+    /// The first divergence, unless the call has none.
+    pub(crate) fn diverged(&self) -> Option<String> {
+        self.state().diverged.clone()
+    }
+
+    /// Note a divergence (only the first counts) and say it.
+    pub(crate) fn diverge(&self, why: String) -> String {
+        let said = format!("call {}: {why}", self.id);
+        let mut state = self.state();
+        if let Some(first) = &state.diverged {
+            return first.clone();
+        }
+        state.diverged = Some(said.clone());
+        drop(state);
+        if let Mode::Replay { replaying, .. } = &self.mode {
+            replaying
+                .diverged
+                .lock()
+                .expect("replay lock")
+                .push(said.clone());
+        }
+        said
+    }
+
+    /// The context `execute` gets: `live` recorded (recording), or the
+    /// recorded one (replaying). `cwd` says where relative paths in
+    /// divergences start.
+    pub(crate) fn context<C: Serialize + DeserializeOwned>(
+        &self,
+        live: C,
+        cwd: impl Fn(&C) -> String,
+    ) -> C {
+        let context = match (&self.mode, self.recorded()) {
+            (Mode::Record { recorder, n }, _) => {
+                recorder.line(json!({ "call": n, "context": &live }));
+                live
+            }
+            (Mode::Replay { .. }, Some(recorded)) => recorded
+                .context
+                .clone()
+                .and_then(|c| serde_json::from_value(c).ok())
+                .unwrap_or(live),
+            (Mode::Replay { .. }, None) => live,
+        };
+        self.state().cwd = cwd(&context);
+        context
+    }
+
+    /// The recorded answer to `asked` (replaying): `Err` with the
+    /// divergence when the recording has something else next. `None` when
+    /// recording: the caller asks the machine and [`Self::record`]s it.
+    pub(crate) fn replayed<T: Taped>(&self, asked: &Asked) -> Option<Result<T, String>> {
+        let Mode::Replay { replaying, .. } = &self.mode else {
+            return None;
+        };
+        let recording = &replaying.recording;
+        let mut state = self.state();
+        if let Some(diverged) = &state.diverged {
+            return Some(Err(diverged.clone()));
+        }
+        let i = state.next;
+        state.next += 1;
+        let cwd = state.cwd.clone();
+        drop(state);
+        let Some(recorded) = self.recorded() else {
+            return Some(Err(
+                self.diverge("the recording holds no call of this id".into())
+            ));
+        };
+        let (verb, what) = asked.said(&cwd);
+        let Some(op) = recorded.ops.get(i) else {
+            return Some(Err(self.diverge(format!(
+                "the component asked to {verb} {what}; the recording has nothing more for this call"
+            ))));
+        };
+        if &op.asked != asked {
+            let why = format!("the component asked to {}", asked.against(&op.asked, &cwd));
+            return Some(Err(self.diverge(why)));
+        }
+        if let Some(why) = &op.withheld {
+            return Some(Err(self.diverge(format!(
+                "the recording withholds what {verb} {what} answered: {why}"
+            ))));
+        }
+        Some(T::take(&op.answer, recording.as_ref()).ok_or_else(|| {
+            self.diverge(format!(
+                "the recording's answer to {verb} {what} is not one this question has"
+            ))
+        }))
+    }
+
+    /// Record `answer` to `asked` (recording; nothing when replaying).
+    /// `withheld`: why its bytes are not kept (a protected path's).
+    pub(crate) fn record<T: Taped>(&self, asked: Asked, answer: &T, withheld: Option<&str>) {
+        let Mode::Record { recorder, n } = &self.mode else {
+            return;
+        };
+        let i = {
+            let mut state = self.state();
+            state.next += 1;
+            state.next - 1
+        };
+        let ms = self.started.elapsed().as_secs_f64() * 1000.0;
+        let ms = (ms * 1000.0).round() / 1000.0;
+        let answer = match withheld {
+            Some(_) => Value::Null,
+            None => answer.put(recorder.as_ref()),
+        };
+        let mut line = json!({ "call": n, "op": i, "ms": ms, "asked": asked, "answer": answer });
+        if let Some(why) = withheld {
+            line["withheld"] = why.into();
+        }
+        recorder.line(line);
+    }
+
+    /// The call started its `k`th process as resource `rep`.
+    pub(crate) fn child_started(&self, rep: u32) {
+        self.state().children.push(rep);
+    }
+
+    /// The index of the process held as resource `rep`.
+    pub(crate) fn child_of(&self, rep: u32) -> usize {
+        let state = self.state();
+        state
+            .children
+            .iter()
+            .position(|&r| r == rep)
+            .unwrap_or(state.children.len())
+    }
+
+    /// The call used what the tape cannot hold (`what`): noted in the
+    /// recording; a divergence when replaying.
+    pub(crate) fn beyond(&self, what: &str) -> Result<(), String> {
+        match &self.mode {
+            Mode::Record { recorder, n } => {
+                let mut state = self.state();
+                if !state.beyond.iter().any(|b| b == what) {
+                    state.beyond.push(what.to_string());
+                    drop(state);
+                    recorder.line(json!({ "call": n, "beyond": what }));
+                }
+                Ok(())
+            }
+            Mode::Replay { .. } => Err(self.diverge(format!(
+                "the component used {what}, which recordings do not hold"
+            ))),
+        }
+    }
+
+    /// The call ended with `result`: its end recorded with what it saw of
+    /// the clocks and random (recording); when replaying, a divergence if
+    /// the recording had more for it, or another result.
+    pub(crate) fn end(&self, result: &ToolResult, is_error: bool) {
+        let mut state = self.state();
+        if std::mem::replace(&mut state.ended, true) {
+            return;
+        }
+        match &self.mode {
+            Mode::Record { recorder, n } => {
+                let seen = state.seen.put(recorder.as_ref());
+                drop(state);
+                recorder.line(json!({
+                    "call": n,
+                    "end": { "result": result, "is_error": is_error },
+                    "seen": seen,
+                }));
+                recorder.flush();
+            }
+            Mode::Replay { replaying, call } => {
+                if let Some(i) = call {
+                    replaying
+                        .running
+                        .lock()
+                        .expect("replay lock")
+                        .retain(|j| j != i);
+                    replaying.ended.notify_waiters();
+                }
+                let (next, cwd) = (state.next, state.cwd.clone());
+                let leftover = state.diverged.is_none().then(|| {
+                    let recorded = self.recorded()?;
+                    recorded.ops.get(next).map(|op| op.asked.said(&cwd))
+                });
+                drop(state);
+                if let Some(Some((verb, what))) = leftover {
+                    self.diverge(format!(
+                        "the component finished; the recording has {verb} {what} next"
+                    ));
+                } else if let Some(recorded) = self.recorded()
+                    && let Some(end) = &recorded.end
+                    && (end.result != *result || end.is_error != is_error)
+                    && self.diverged().is_none()
+                {
+                    self.diverge(difference(&end.result, end.is_error, result, is_error));
+                }
+            }
+        }
+    }
+}
+
+impl CallTape {
+    /// Replaying, wait until every call whose end the recording has before
+    /// this one's, and which this replay runs too, has ended: the calls of
+    /// a parallel batch end in their recorded order, so their events come
+    /// as the recorded command printed them.
+    pub(crate) async fn turn_to_end(&self) {
+        let Mode::Replay {
+            replaying,
+            call: Some(me),
+        } = &self.mode
+        else {
+            return;
+        };
+        let calls = &replaying.recording.calls;
+        let Some(mine) = calls[*me].end_rank else {
+            return;
+        };
+        loop {
+            let ended = replaying.ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            let before = replaying
+                .running
+                .lock()
+                .expect("replay lock")
+                .iter()
+                .any(|&j| j != *me && calls[j].end_rank.is_some_and(|r| r < mine));
+            if !before {
+                return;
+            }
+            ended.await;
+        }
+    }
+}
+
+/// How a replayed result differs from the recorded one, in a sentence.
+fn difference(was: &ToolResult, was_error: bool, now: &ToolResult, is_error: bool) -> String {
+    if was_error != is_error {
+        return format!(
+            "the result {} an error and the recording's {}",
+            if is_error { "is" } else { "is not" },
+            if was_error { "was" } else { "was not" }
+        );
+    }
+    let (was_text, now_text) = (was.text(), now.text());
+    if was_text != now_text {
+        let at = was_text
+            .bytes()
+            .zip(now_text.bytes())
+            .position(|(a, b)| a != b)
+            .unwrap_or(was_text.len().min(now_text.len()));
+        return format!(
+            "the result's text differs from the recording's at byte {at} (the recording's is {} bytes, this one {})",
+            was_text.len(),
+            now_text.len()
+        );
+    }
+    "the result's details differ from the recording's".into()
+}
+
+/// Ask through `tape`: the recorded answer when replaying (a divergence
+/// is a trap that ends the call), else `live`'s, recorded when recording.
+pub(crate) async fn taped<T: Taped>(
+    tape: Option<(&CallTape, Asked)>,
+    live: impl std::future::Future<Output = T>,
+) -> wasmtime::Result<T> {
+    let Some((tape, asked)) = tape else {
+        return Ok(live.await);
+    };
+    if let Some(replayed) = tape.replayed(&asked) {
+        return replayed.map_err(wasmtime::Error::msg);
+    }
+    let answer = live.await;
+    tape.record(asked, &answer, None);
+    Ok(answer)
+}
+
+/// [`taped`] for a question the host answers at once.
+pub(crate) fn taped_now<T: Taped>(
+    tape: Option<(&CallTape, Asked)>,
+    live: impl FnOnce() -> T,
+) -> wasmtime::Result<T> {
+    let Some((tape, asked)) = tape else {
+        return Ok(live());
+    };
+    if let Some(replayed) = tape.replayed(&asked) {
+        return replayed.map_err(wasmtime::Error::msg);
+    }
+    let answer = live();
+    tape.record(asked, &answer, None);
+    Ok(answer)
+}
+
+/// A file read's answer, recorded unless `protected` says the path is one
+/// whose bytes a recording never holds.
+pub(crate) async fn taped_read(
+    tape: Option<(&CallTape, Asked)>,
+    protected: impl FnOnce(&str) -> bool,
+    live: impl std::future::Future<Output = Result<Vec<u8>, FsError>>,
+) -> wasmtime::Result<Result<Vec<u8>, FsError>> {
+    let Some((tape, asked)) = tape else {
+        return Ok(live.await);
+    };
+    if let Some(replayed) = tape.replayed(&asked) {
+        return replayed.map_err(wasmtime::Error::msg);
+    }
+    let answer = live.await;
+    let path = match &asked {
+        Asked::Read { path, .. } => path.clone(),
+        _ => String::new(),
+    };
+    let withheld = (answer.is_ok() && protected(&path)).then_some("a protected path");
+    tape.record(asked, &answer, withheld);
+    Ok(answer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "read".into(),
+            arguments: json!({"path": "src/a.rs"}),
+        }
+    }
+
+    fn context() -> Value {
+        json!({ "cwd": "/w", "roots": ["/w"] })
+    }
+
+    fn cwd(context: &Value) -> String {
+        context["cwd"].as_str().unwrap_or_default().to_string()
+    }
+
+    fn serving(call: &ToolCall) -> Serving<'_> {
+        Serving {
+            call,
+            digest: "blake3:00",
+            source: "built-in".into(),
+            beyond: Vec::new(),
+            parent: None,
+        }
+    }
+
+    fn said(text: &str) -> ToolResult {
+        ToolResult {
+            content: vec![crate::message::ContentBlock::text(text)],
+            ..Default::default()
+        }
+    }
+
+    fn read(path: &str) -> Asked {
+        Asked::Read {
+            path: path.into(),
+            offset: 0,
+            max: 100,
+        }
+    }
+
+    /// A recording of call c3 reading /w/src/a.rs, and a replay of it.
+    fn recorded_read() -> (tempfile::TempDir, Deck) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.rec");
+        let header = RecordingHeader {
+            format: FORMAT,
+            release: "toolhost test".into(),
+            command: "call".into(),
+            workspace: "/w".into(),
+            pi: "0.85".into(),
+        };
+        let recorder = Arc::new(Recorder::create(&path, &header, DEFAULT_LIMIT).unwrap());
+        let deck = Deck::Record(recorder);
+        let c3 = call("c3");
+        let tape = deck.begin(serving(&c3));
+        tape.context(context(), cwd);
+        let answer: Result<Vec<u8>, FsError> = Ok(b"fn a() {}\n".to_vec());
+        assert!(
+            tape.replayed::<Result<Vec<u8>, FsError>>(&read("/w/src/a.rs"))
+                .is_none()
+        );
+        tape.record(read("/w/src/a.rs"), &answer, None);
+        tape.end(&said("fn a() {}\n"), false);
+        drop((tape, deck));
+        let recording = Arc::new(Recording::open(&path).unwrap());
+        (dir, Deck::Replay(Arc::new(Replaying::new(recording))))
+    }
+
+    #[test]
+    fn a_replay_answers_from_the_recording_and_names_the_first_question_that_differs() {
+        let (_dir, deck) = recorded_read();
+        let c3 = call("c3");
+        let tape = deck.begin(serving(&c3));
+        let elsewhere = json!({ "cwd": "/elsewhere", "roots": ["/elsewhere"] });
+        assert_eq!(tape.context(elsewhere, cwd), context());
+        let same = tape.replayed::<Result<Vec<u8>, FsError>>(&read("/w/src/a.rs"));
+        assert_eq!(same, Some(Ok(Ok(b"fn a() {}\n".to_vec()))));
+        tape.end(&said("fn a() {}\n"), false);
+        assert_eq!(deck.report(), Vec::<String>::new());
+
+        let (_dir, deck) = recorded_read();
+        let tape = deck.begin(serving(&c3));
+        tape.context(context(), cwd);
+        let other = tape.replayed::<Result<Vec<u8>, FsError>>(&read("/w/src/b.rs"));
+        let said = "call c3: the component asked to read src/b.rs; the recording has src/a.rs next";
+        assert_eq!(other, Some(Err(said.to_string())));
+        // Only the first divergence counts.
+        let later = tape.replayed::<Result<Vec<u8>, FsError>>(&read("/w/src/a.rs"));
+        assert_eq!(later, Some(Err(said.to_string())));
+        assert_eq!(deck.report(), vec![said.to_string()]);
+    }
+
+    #[test]
+    fn a_replay_that_asks_less_or_answers_otherwise_diverges() {
+        let c3 = call("c3");
+        let (_dir, deck) = recorded_read();
+        let tape = deck.begin(serving(&c3));
+        tape.context(context(), cwd);
+        tape.end(&said("fn a() {}\n"), false);
+        assert_eq!(
+            deck.report(),
+            vec!["call c3: the component finished; the recording has read src/a.rs next"]
+        );
+
+        let (_dir, deck) = recorded_read();
+        let tape = deck.begin(serving(&c3));
+        tape.context(context(), cwd);
+        let _ = tape.replayed::<Result<Vec<u8>, FsError>>(&read("/w/src/a.rs"));
+        tape.end(&said("fn b() {}\n"), false);
+        assert_eq!(
+            deck.report(),
+            vec![
+                "call c3: the result's text differs from the recording's at byte 3 (the \
+                 recording's is 10 bytes, this one 10)"
+            ]
+        );
+
+        let (_dir, deck) = recorded_read();
+        let other = Serving {
+            digest: "blake3:11",
+            ..serving(&c3)
+        };
+        let tape = deck.begin(other);
+        assert_eq!(
+            tape.diverged().unwrap(),
+            "call c3: its component is blake3:11 and the recording's was blake3:00 (built-in)"
+        );
+        let none = deck.begin(serving(&call("c9")));
+        assert_eq!(
+            none.diverged().unwrap(),
+            "call c9: the recording holds no call of this id"
+        );
+    }
+
+    #[test]
+    fn clocks_and_random_bytes_come_back_in_order_and_run_out_as_a_divergence() {
+        // Recorded: what the machine gave, kept.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.rec");
+        let header = RecordingHeader {
+            format: FORMAT,
+            release: "t".into(),
+            command: "call".into(),
+            workspace: "/w".into(),
+            pi: "0.85".into(),
+        };
+        let recording = Deck::Record(Arc::new(
+            Recorder::create(&path, &header, DEFAULT_LIMIT).unwrap(),
+        ));
+        let c1 = call("c1");
+        let tape = recording.begin(serving(&c1));
+        let first = tape.clock(wasi::Clock::Monotonic, || 5);
+        let second = tape.clock(wasi::Clock::Monotonic, || 9);
+        let mut drawn = [0u8; 4];
+        tape.random(wasi::Random::Secure, &mut drawn, |b| {
+            b.copy_from_slice(&[1, 2, 3, 4])
+        });
+        tape.end(&said("x"), false);
+        drop((tape, recording));
+        assert_eq!((first, second, drawn), (5, 9, [1, 2, 3, 4]));
+
+        let replay = Deck::Replay(Arc::new(Replaying::new(Arc::new(
+            Recording::open(&path).unwrap(),
+        ))));
+        let tape = replay.begin(serving(&c1));
+        let machine = || panic!("a replay never reads the machine's clock");
+        assert_eq!(tape.clock(wasi::Clock::Monotonic, machine), 5);
+        assert_eq!(tape.clock(wasi::Clock::Monotonic, machine), 9);
+        let mut got = [0u8; 4];
+        tape.random(wasi::Random::Secure, &mut got, |_| {
+            panic!("nor its generator")
+        });
+        assert_eq!(got, [1, 2, 3, 4]);
+        assert_eq!(tape.clock(wasi::Clock::Monotonic, machine), 9);
+        assert_eq!(
+            tape.diverged().unwrap(),
+            "call c1: the component read the monotonic clock more often than the recording \
+             holds (2 readings)"
+        );
+    }
+
+    #[test]
+    fn a_blob_that_does_not_hash_to_its_name_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.rec");
+        let header = RecordingHeader {
+            format: FORMAT,
+            release: "t".into(),
+            command: "call".into(),
+            workspace: "/w".into(),
+            pi: "0.85".into(),
+        };
+        let recorder = Recorder::create(&path, &header, DEFAULT_LIMIT).unwrap();
+        // Written under another digest, its chain intact: the digest
+        // itself gives it away.
+        recorder.line(json!({ "blob": "blake3:0000", "base64": "aGk=" }));
+        drop(recorder);
+        let refused = Recording::open(&path).unwrap_err();
+        assert!(
+            refused.ends_with(
+                "is refused: line 2 has bytes that do not hash to their name blake3:0000: the \
+                 recording was changed"
+            ),
+            "{refused}"
+        );
+    }
+}

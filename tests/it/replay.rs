@@ -1,0 +1,295 @@
+//! Record and replay (`--record`, `toolhost replay`): a run's calls run
+//! again from the recording alone, elsewhere, without the files or the
+//! programs they used; a recording changed afterwards is refused.
+
+use crate::support::*;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use tempfile::TempDir;
+
+/// A directory outside every workspace for recordings.
+fn recordings() -> (TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().canonicalize().unwrap();
+    (dir, path)
+}
+
+/// `toolhost replay ARGS` run in `cwd`, as another machine would: a fresh
+/// configuration home, no workspace named.
+fn replay(cwd: &Path, args: &[&str]) -> Output {
+    let home = tempfile::tempdir().unwrap();
+    std::process::Command::new(toolhost_bin())
+        .arg("replay")
+        .args(args)
+        .current_dir(cwd)
+        .env("XDG_CONFIG_HOME", home.path())
+        .env("XDG_STATE_HOME", home.path().join("state"))
+        .output()
+        .unwrap()
+}
+
+/// JSON lines with the host's own message timestamps blanked (the
+/// recording's header names them as the host's).
+fn without_host_stamps(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|line| {
+            let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+            blank_timestamps(&mut value);
+            value.to_string()
+        })
+        .collect()
+}
+
+fn blank_timestamps(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                if key == "timestamp" {
+                    *v = serde_json::Value::Null;
+                } else {
+                    blank_timestamps(v);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(blank_timestamps),
+        _ => {}
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_recorded_run_of_the_demo_batch_replays_identically_on_another_machine() {
+    // A copy of the repository's files the demo batch reads.
+    let copy = Workspace::new();
+    copy_tree(&repo_root().join("wit"), &copy.path.join("wit"));
+    copy_tree(&repo_root().join("examples"), &copy.path.join("examples"));
+    let (_keep, dir) = recordings();
+    let recording = dir.join("demo.rec");
+    let rec = recording.to_str().unwrap();
+    let batch = copy.path.join("examples/demo-batch.json");
+    let out = toolhost(
+        &copy,
+        &[
+            "--all-tools",
+            "--record",
+            rec,
+            "run",
+            "--json",
+            batch.to_str().unwrap(),
+        ],
+        None,
+    );
+    let recorded = stdout_ok(out);
+    assert_has(&recorded, "package toolhost:tool@");
+    // The copy is gone: nothing of it is left to read.
+    let gone = copy.path.clone();
+    drop(copy);
+    assert!(!gone.exists());
+
+    let elsewhere = tempfile::tempdir().unwrap();
+    let replayed = stdout_ok(replay(elsewhere.path(), &[rec]));
+    assert_eq!(
+        without_host_stamps(&replayed),
+        without_host_stamps(&recorded),
+        "the replay prints what the run printed"
+    );
+    let checked = stdout_ok(replay(elsewhere.path(), &["--check", rec]));
+    assert_eq!(
+        checked,
+        format!("{}: 5 calls replayed as recorded\n", recording.display())
+    );
+}
+
+#[test]
+fn a_recording_of_a_bash_call_replays_without_running_bash() {
+    let ws = Workspace::new();
+    let (_keep, dir) = recordings();
+    let rec = dir.join("bash.rec");
+    let rec = rec.to_str().unwrap();
+    let command = r#"{"command":"echo ran >> marker; cat marker; echo $RANDOM $$; date +%s%N"}"#;
+    let recorded = stdout_ok(toolhost(
+        &ws,
+        &["--record", rec, "call", "bash", command],
+        None,
+    ));
+    assert_has(&recorded, "ran\n");
+    // What ran is in the recording: the program, its arguments, its output.
+    let text = std::fs::read_to_string(rec).unwrap();
+    assert_has(&text, r#""spawn":{"program":"#);
+    assert_has(&text, "echo ran >> marker");
+    assert_has(&text, r#""exit":{"Code":0}"#);
+
+    std::fs::remove_file(ws.path.join("marker")).unwrap();
+    let replayed = stdout_ok(replay(&ws.path, &[rec]));
+    assert_eq!(
+        replayed, recorded,
+        "the same output, the same random number"
+    );
+    assert!(
+        !ws.path.join("marker").exists(),
+        "bash did not run: the marker was not made again"
+    );
+}
+
+#[test]
+fn a_tampered_recording_is_refused_by_its_hash() {
+    let ws = Workspace::new();
+    ws.write("notes.txt", "the original contents\n");
+    let (_keep, dir) = recordings();
+    let rec = dir.join("read.rec");
+    let out = toolhost(
+        &ws,
+        &[
+            "--record",
+            rec.to_str().unwrap(),
+            "call",
+            "read",
+            r#"{"path":"notes.txt"}"#,
+        ],
+        None,
+    );
+    stdout_ok(out);
+    let text = std::fs::read_to_string(&rec).unwrap();
+    use base64::Engine as _;
+    let original = base64::engine::general_purpose::STANDARD.encode("the original contents\n");
+    let forged = base64::engine::general_purpose::STANDARD.encode("the forged contents!!\n");
+    assert_has(&text, &original);
+
+    // Other bytes where the file's were.
+    let tampered = dir.join("tampered.rec");
+    std::fs::write(&tampered, text.replace(&original, &forged)).unwrap();
+    let out = replay(&ws.path, &[tampered.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "nothing is replayed");
+    let line = text.lines().position(|l| l.contains(&original)).unwrap() + 1;
+    assert_has(
+        &out.stderr,
+        &format!(
+            "the recording {} is refused: line {line} does not match its chained hash: the \
+             recording was changed after it was written",
+            tampered.display()
+        ),
+    );
+
+    // Another answer: the file's size as stat said it.
+    let tampered = dir.join("resized.rec");
+    std::fs::write(&tampered, text.replace("\"size\":22", "\"size\":23")).unwrap();
+    let out = replay(&ws.path, &[tampered.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_has(&out.stderr, "does not match its chained hash");
+}
+
+#[test]
+fn a_recording_stays_outside_the_workspace_and_holds_no_protected_bytes() {
+    let ws = Workspace::new();
+    let inside = ws.path.join("run.rec");
+    let out = toolhost(
+        &ws,
+        &["--record", inside.to_str().unwrap(), "call", "ls", "{}"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_has(
+        &out.stderr,
+        &format!(
+            "--record {}: it is inside the workspace {}; a recording holds what the tools read",
+            inside.display(),
+            ws.path.display()
+        ),
+    );
+    assert!(!inside.exists());
+
+    // The workspace's toolhost.toml is protected: its bytes stay out.
+    ws.write("toolhost.toml", "# a secret-looking comment 5f3c\n");
+    let (_keep, dir) = recordings();
+    let rec = dir.join("protected.rec");
+    let rec = rec.to_str().unwrap();
+    let read = stdout_ok(toolhost(
+        &ws,
+        &[
+            "--record",
+            rec,
+            "call",
+            "read",
+            r#"{"path":"toolhost.toml"}"#,
+        ],
+        None,
+    ));
+    assert_has(&read, "5f3c");
+    let text = std::fs::read_to_string(rec).unwrap();
+    assert_has(&text, r#""withheld":"a protected path""#);
+    use base64::Engine as _;
+    let bytes =
+        base64::engine::general_purpose::STANDARD.encode("# a secret-looking comment 5f3c\n");
+    assert!(!text.contains(&bytes), "{text}");
+    // The result the model got is kept, as the audit log keeps it; the
+    // read itself cannot be replayed.
+    let out = replay(&ws.path, &[rec]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_has(
+        &out.stderr,
+        "call call_1: the recording withholds what read toolhost.toml answered: a protected path",
+    );
+}
+
+#[test]
+fn a_recording_past_its_bound_says_so_and_the_calls_go_on() {
+    let ws = Workspace::new();
+    let big = "x".repeat(3000);
+    ws.write_files(&[("a.txt", &big), ("b.txt", &big), ("c.txt", &big)]);
+    let (_keep, dir) = recordings();
+    let rec = dir.join("bounded.rec");
+    let rec = rec.to_str().unwrap();
+    let batch = batch_json(&[
+        ("c1", "read", serde_json::json!({"path": "a.txt"})),
+        ("c2", "read", serde_json::json!({"path": "b.txt"})),
+        ("c3", "read", serde_json::json!({"path": "c.txt"})),
+    ]);
+    let out = toolhost(
+        &ws,
+        &[
+            "--record",
+            rec,
+            "--record-limit",
+            "6000",
+            "run",
+            "--json",
+            "-",
+        ],
+        Some(&batch.to_string()),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let lines = stdout_ok(out);
+    // Each result in its end event, its message's two events and the turn's end.
+    assert_eq!(lines.matches(&big).count(), 12, "{lines}");
+    assert!(!lines.contains("\"isError\":true"), "{lines}");
+    assert_has(
+        &stderr,
+        "the recording reached its bound of 6000 bytes; what came after is not recorded",
+    );
+    let text = std::fs::read_to_string(rec).unwrap();
+    assert!(text.len() < 7000, "{} bytes", text.len());
+    assert_has(
+        text.lines().last().unwrap(),
+        r#"{"stopped":"the recording reached its bound"#,
+    );
+
+    let out = replay(&ws.path, &["--check", rec]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_has(
+        &out.stderr,
+        "the recording is incomplete: the recording reached its bound",
+    );
+}
