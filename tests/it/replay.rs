@@ -293,3 +293,133 @@ fn a_recording_past_its_bound_says_so_and_the_calls_go_on() {
         "the recording is incomplete: the recording reached its bound",
     );
 }
+
+/// The C example cksum built from its source with `change` made to it,
+/// as its build script builds it (clang, wasi-libc, wasm-component-ld).
+fn changed_cksum(dir: &Path, change: (&str, &str)) -> PathBuf {
+    let example = repo_root().join("guest-tools/examples/cksum");
+    let source = std::fs::read_to_string(example.join("src/cksum.c")).unwrap();
+    assert_has(&source, change.0);
+    let changed = dir.join("cksum.c");
+    std::fs::write(&changed, source.replace(change.0, change.1)).unwrap();
+    let rustc = |arg: &[&str]| {
+        let out = std::process::Command::new("rustc")
+            .args(arg)
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    let host = rustc(&["-vV"])
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .unwrap()
+        .to_string();
+    let linker = format!(
+        "{}/lib/rustlib/{host}/bin/wasm-component-ld",
+        rustc(&["--print", "sysroot"])
+    );
+    let build = example.join("build");
+    let wasm = dir.join("cksum.wasm");
+    let out = std::process::Command::new("clang")
+        .args(["--target=wasm32-wasi", "-O2", "-mexec-model=reactor"])
+        .arg(format!("-I{}", build.display()))
+        .arg(format!("-fuse-ld={linker}"))
+        .arg("-Wl,--wasi-adapter=reactor")
+        .arg("-o")
+        .arg(&wasm)
+        .arg(&changed)
+        .arg(build.join("tool_component.c"))
+        .arg(build.join("tool_component_component_type.o"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wasm
+}
+
+#[test]
+fn a_changed_example_extension_shows_its_difference_with_component() {
+    let ws = Workspace::new();
+    ws.write_files(&[("data/hello.txt", "hello\n"), ("data/more.txt", "more\n")]);
+    std::fs::create_dir_all(ws.user_extensions()).unwrap();
+    let original = crate::examples::example("cksum");
+    std::fs::copy(&original, ws.user_extensions().join("cksum.wasm")).unwrap();
+    user_policy(&ws, "[extensions.cksum]\nfs-read = [\"data\"]\n");
+    let (_keep, dir) = recordings();
+    let rec = dir.join("cksum.rec");
+    let rec = rec.to_str().unwrap();
+    let args = r#"{"paths":["data/hello.txt","data/more.txt"]}"#;
+    let recorded = stdout_ok(toolhost(
+        &ws,
+        &["--record", rec, "call", "cksum", args],
+        None,
+    ));
+    assert_has(&recorded, "363a3020           6  data/hello.txt\n");
+    // The grant is in the recording: the replay needs no configuration.
+    assert_has(
+        std::fs::read_to_string(rec).unwrap(),
+        r#""component":{"name":"cksum","digest":"blake3:"#,
+    );
+
+    let elsewhere = tempfile::tempdir().unwrap();
+    let same = replay(
+        elsewhere.path(),
+        &["--component", &format!("cksum={}", original.display()), rec],
+    );
+    assert_eq!(
+        stdout_ok(same),
+        "call call_1 (cksum): the same questions, the same result\n"
+    );
+
+    // A new version that prints the checksum in capitals.
+    let build = tempfile::tempdir().unwrap();
+    let upper = changed_cksum(
+        build.path(),
+        ("\"%08x  %10llu  %s\\n\"", "\"%08X  %10llu  %s\\n\""),
+    );
+    let out = replay(
+        elsewhere.path(),
+        &["--component", &format!("cksum={}", upper.display()), rec],
+    );
+    assert_eq!(out.status.code(), Some(1), "a difference fails the replay");
+    let crc = recorded
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!(
+            "call call_1 (cksum): the same questions, another result:\n\
+             \x20 - 363a3020           6  data/hello.txt\n\
+             \x20 - {crc}           5  data/more.txt\n\
+             \x20 + 363A3020           6  data/hello.txt\n\
+             \x20 + {}           5  data/more.txt\n",
+            crc.to_uppercase()
+        )
+    );
+
+    // One that reads the files the other way round.
+    let reversed = changed_cksum(
+        build.path(),
+        (
+            "for (int i = 0; ok && i < count; i++) {",
+            "for (int i = count - 1; ok && i >= 0; i--) {",
+        ),
+    );
+    let out = replay(
+        elsewhere.path(),
+        &["--component", &format!("cksum={}", reversed.display()), rec],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_has(
+        &out.stdout,
+        "call call_1 (cksum): the component asked to read data/more.txt; the recording has \
+         data/hello.txt next",
+    );
+}

@@ -166,6 +166,11 @@ pub(crate) enum Command {
         /// 1 on any divergence.
         #[arg(long)]
         check: bool,
+        /// Serve the recorded extension NAME with this component instead
+        /// (a new version of it), under its recorded grant, and show call by
+        /// call how its questions and results differ (repeatable).
+        #[arg(long = "component", value_name = "NAME=FILE", value_parser = parse_component)]
+        components: Vec<(String, PathBuf)>,
     },
     /// Finish compiling what the last command loaded with the quick compiler
     /// (started by toolhost itself, detached, when a short command ends
@@ -460,4 +465,16 @@ impl GrantArgs {
 
 pub(crate) fn parse_format(s: &str) -> Result<ToolFormat, String> {
     s.parse()
+}
+
+/// `NAME=FILE` of `replay --component`.
+fn parse_component(text: &str) -> Result<(String, PathBuf), String> {
+    match text.split_once('=') {
+        Some((name, file)) if !name.is_empty() && !file.is_empty() => {
+            Ok((name.to_string(), PathBuf::from(file)))
+        }
+        _ => Err(format!(
+            "{text:?} is not NAME=FILE (an extension's name, a .wasm file)"
+        )),
+    }
 }

@@ -222,8 +222,19 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Audit(query) => {
             return audit::run(query, cli.audit.as_deref(), cli.workspace.as_deref());
         }
-        Command::Replay { files, call, check } => {
-            return replay(&files, call.as_deref(), check, &cli.extensions).await;
+        Command::Replay {
+            files,
+            call,
+            check,
+            components,
+        } => {
+            let how = commands::replay::How {
+                only: call,
+                check,
+                components,
+                extensions: cli.extensions,
+            };
+            return replay(&files, &how).await;
         }
         _ => {}
     }

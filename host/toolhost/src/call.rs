@@ -265,7 +265,6 @@ pub(crate) async fn prepare(scope: &dyn Scope, i: usize) -> Preflight {
             call,
             digest: &tool.digest,
             source: tool.source.to_string(),
-            beyond: tool.sandbox.beyond_tape(),
             parent: scope.parent(),
         });
         let _ = signals.tape.set(tape.clone());

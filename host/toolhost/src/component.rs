@@ -484,17 +484,6 @@ impl Sandbox {
         self.caps.process.as_ref().is_some_and(|p| p.has_network())
     }
 
-    /// What its calls could use that a recording does not hold: the files
-    /// of WASI preopens.
-    pub(crate) fn beyond_tape(&self) -> Vec<&'static str> {
-        // HTTP requests are noted as they are sent (`CallWatch::sending`).
-        let mut beyond = Vec::new();
-        if !self.caps.wasi.preopens.is_empty() {
-            beyond.push("WASI files");
-        }
-        beyond
-    }
-
     /// Whether its calls can take a file's mutation lock (`fs-write`).
     pub(crate) fn may_lock_files(&self) -> bool {
         self.caps.fs_write.is_some()
@@ -567,7 +556,11 @@ impl Sandbox {
             .allow_tcp(false)
             .allow_udp(false);
         let grants = &self.caps.wasi;
-        for (dir, writable) in &grants.preopens {
+        // A replayed call is given no directory: what it would read through
+        // WASI is not on its tape, and the machine's files are not its.
+        let replaying = signals.tape.get().is_some_and(|t| t.is_replaying());
+        let preopens = grants.preopens.iter().filter(|_| !replaying);
+        for (dir, writable) in preopens {
             let perms = if *writable {
                 FsPerms::ReadWrite
             } else {

@@ -1,21 +1,29 @@
 //! `toolhost replay`: the calls of a recording run again by the same
-//! components, answered from the recording, and printed as the recorded
-//! command printed them.
+//! components (or a new version of one), answered from the recording, and
+//! printed as the recorded command printed them; or, with a new component,
+//! what it does differently, call by call.
 
 use crate::commands::call::print_result;
 use crate::commands::run::run_message;
 use crate::*;
-use toolhost::tape::Recording;
+use toolhost::tape::{RecordedComponent, Recording};
 
-pub(crate) async fn replay(
-    files: &[PathBuf],
-    only: Option<&str>,
-    check: bool,
-    extensions: &[PathBuf],
-) -> Result<ExitCode> {
+/// What `replay` was asked to do.
+pub(crate) struct How {
+    /// Only the call with this id.
+    pub only: Option<String>,
+    /// Print only whether each call replays as recorded.
+    pub check: bool,
+    /// Extensions served by other components (`--component NAME=FILE`).
+    pub components: Vec<(String, PathBuf)>,
+    /// Components given with `--extension`.
+    pub extensions: Vec<PathBuf>,
+}
+
+pub(crate) async fn replay(files: &[PathBuf], how: &How) -> Result<ExitCode> {
     let mut failed = false;
     for file in files {
-        failed |= !replay_one(file, only, check, extensions).await?;
+        failed |= !replay_one(file, how).await?;
     }
     Ok(if failed {
         ExitCode::from(1)
@@ -25,16 +33,29 @@ pub(crate) async fn replay(
 }
 
 /// Replay one recording: `true` when every call replayed as recorded.
-async fn replay_one(
-    file: &std::path::Path,
-    only: Option<&str>,
-    check: bool,
-    extensions: &[PathBuf],
-) -> Result<bool> {
+async fn replay_one(file: &std::path::Path, how: &How) -> Result<bool> {
     let shown = escape_path(file);
     let recording = Arc::new(Recording::open(file).map_err(anyhow::Error::msg)?);
     if let Some(why) = &recording.stopped {
         eprintln!("toolhost: replay: {shown}: the recording is incomplete: {why}");
+    }
+    for (name, _) in &how.components {
+        if !recording.components.iter().any(|c| &c.name == name) {
+            let recorded: Vec<&str> = recording
+                .components
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect();
+            bail!(
+                "{shown}: --component {name}: the recording has no extension of that name \
+                 (it has: {})",
+                if recorded.is_empty() {
+                    "none".to_string()
+                } else {
+                    recorded.join(", ")
+                }
+            );
+        }
     }
     let pi: toolhost::PiProfile = recording.header.pi.parse().map_err(|e| {
         anyhow::anyhow!(
@@ -48,29 +69,45 @@ async fn replay_one(
         .prefix("toolhost-replay-")
         .tempdir()
         .context("making the replay's empty workspace")?;
+    let replaced: Vec<String> = how.components.iter().map(|(n, _)| n.clone()).collect();
     let mut builder = Host::builder()
-        .workspace(scratch.path())
+        .workspace(scratch.path().join("workspace"))
         .user_config_dir(None)
         .state_dir(None)
         .pi_profile(pi)
         .all_tools_active()
-        .replay(recording.clone());
-    for ext in extensions {
+        .replay(recording.clone(), replaced.clone());
+    std::fs::create_dir(scratch.path().join("workspace"))?;
+    for component in &recording.components {
+        if let Some(file) = component_file(component, how, scratch.path())? {
+            let name = component.name.clone();
+            // Under the grant it was recorded with, whatever it says of
+            // its own digest (the new version's is another), its
+            // directories standing in empty here.
+            let granted = standing_in(&component.granted, scratch.path())?;
+            builder = builder.extensions(|e| e.load(file).grant(name, granted));
+        }
+    }
+    for ext in &how.extensions {
         builder = builder.extensions(|e| e.load(ext));
     }
     let host = builder.build().await.context("loading the tools")?;
+    for d in host.diagnostics() {
+        eprintln!("toolhost: replay: warning: {}", escape(&d.to_string()));
+    }
     let loaded: Vec<String> = host
         .tools()
         .into_iter()
         .map(|t| t.definition.name)
         .collect();
     let command = recording.header.command.as_str();
+    let comparing = !how.components.is_empty();
     let (mut replayed, mut diverged) = (0usize, Vec::new());
     for message in &recording.messages {
         let mut parsed = AssistantMessage::from_json(message.assistant.clone())
             .map_err(|e| anyhow::anyhow!("{shown}: a recorded message: {e}"))?;
-        if let Some(id) = only {
-            parsed.tool_calls.retain(|c| c.id == id);
+        if let Some(id) = &how.only {
+            parsed.tool_calls.retain(|c| &c.id == id);
             if parsed.tool_calls.is_empty() {
                 continue;
             }
@@ -80,40 +117,153 @@ async fn replay_one(
             if let Some(recorded) = recorded.filter(|_| !loaded.contains(&call.name)) {
                 diverged.push(format!(
                     "call {}: its tool {} is not loaded here (the recording's component is {}, \
-                     from {}): give it with --extension FILE",
+                     from {}): give it with --component NAME=FILE or --extension FILE",
                     call.id, call.name, recorded.digest, recorded.source
                 ));
             }
         }
         replayed += parsed.tool_calls.len();
-        let one_call = (message.any_tool || only.is_some()) && parsed.tool_calls.len() == 1;
-        match (check, command) {
+        let one_call = (message.any_tool || how.only.is_some()) && parsed.tool_calls.len() == 1;
+        let results = match (how.check || comparing, command) {
             (false, "call" | "call --json") if one_call => {
                 let result = host.call(parsed.tool_calls[0].clone()).await;
                 print_result(&result, command.ends_with("--json"))?;
+                Vec::new()
             }
             (false, "run" | "run --json") => {
                 run_message(&host, &parsed, command.ends_with("--json"), None).await?;
+                Vec::new()
             }
-            _ => {
+            (quiet, _) => {
                 let results = match one_call {
                     true => vec![host.call(parsed.tool_calls[0].clone()).await],
                     false => host.batch(&parsed).await.results,
                 };
-                if !check {
-                    for result in results {
-                        println!("{}", serde_json::to_string(&result)?);
+                if !quiet {
+                    for result in &results {
+                        println!("{}", serde_json::to_string(result)?);
                     }
                 }
+                results
             }
+        };
+        let said = host.tape_report();
+        if comparing {
+            compare(&recording, &parsed, &results, &said);
         }
-        diverged.extend(host.tape_report());
+        diverged.extend(said);
     }
-    for said in &diverged {
-        eprintln!("toolhost: replay: {shown}: {said}");
+    if !comparing {
+        for said in &diverged {
+            eprintln!("toolhost: replay: {shown}: {said}");
+        }
     }
-    if check && diverged.is_empty() {
+    if how.check && diverged.is_empty() {
         println!("{shown}: {replayed} calls replayed as recorded");
     }
     Ok(diverged.is_empty())
+}
+
+/// The file that serves the recorded extension `component`: the one given
+/// with `--component` (copied under the extension's name, which its grant
+/// is keyed by), else the recorded file when it is still there unchanged.
+fn component_file(
+    component: &RecordedComponent,
+    how: &How,
+    scratch: &std::path::Path,
+) -> Result<Option<PathBuf>> {
+    if let Some((_, file)) = how.components.iter().find(|(n, _)| n == &component.name) {
+        let dir = scratch.join("components");
+        std::fs::create_dir_all(&dir)?;
+        let named = dir.join(format!("{}.wasm", component.name));
+        std::fs::copy(file, &named)
+            .with_context(|| format!("--component {}={}", component.name, file.display()))?;
+        return Ok(Some(named));
+    }
+    Ok(component.unchanged_file())
+}
+
+/// `granted` as the replay grants it: no digest, and each directory it
+/// names made empty under `scratch` (the files are the recording's; a grant
+/// of a directory that does not exist would not link the component).
+fn standing_in(
+    granted: &toolhost::GrantSpec,
+    scratch: &std::path::Path,
+) -> Result<toolhost::GrantSpec> {
+    let stand_in = |dirs: &[String]| -> Result<Vec<String>> {
+        dirs.iter()
+            .map(|dir| {
+                if dir.starts_with('<') {
+                    return Ok(dir.clone());
+                }
+                let rel = dir.trim_start_matches(['/', '~']);
+                let here = match dir.starts_with(['/', '~']) {
+                    true => scratch.join("elsewhere").join(rel),
+                    false => scratch.join("workspace").join(rel),
+                };
+                std::fs::create_dir_all(&here)
+                    .with_context(|| format!("making {} for the grant {dir}", here.display()))?;
+                Ok(here.display().to_string())
+            })
+            .collect()
+    };
+    Ok(toolhost::GrantSpec {
+        digest: None,
+        fs_read: stand_in(&granted.fs_read)?,
+        fs_write: stand_in(&granted.fs_write)?,
+        ..granted.clone()
+    })
+}
+
+/// Say, call by call, how a new version's questions and results differ
+/// from the recorded ones.
+fn compare(
+    recording: &Recording,
+    message: &AssistantMessage,
+    results: &[ToolResultMessage],
+    diverged: &[String],
+) {
+    for (call, result) in message.tool_calls.iter().zip(results) {
+        let head = format!("call {} ({})", call.id, call.name);
+        let prefix = format!("call {}: ", call.id);
+        let first = diverged.iter().find_map(|d| d.strip_prefix(&prefix));
+        let recorded = recording
+            .calls
+            .iter()
+            .find(|c| c.id == call.id)
+            .and_then(|c| c.end.as_ref());
+        let now = result_text(&result.content);
+        let was = recorded.map(|end| result_text(&end.result.content));
+        match (first, was) {
+            (None, Some(was)) if was == now => {
+                println!("{}: the same questions, the same result", escape(&head));
+            }
+            (first, was) => {
+                if let Some(first) = first.filter(|f| !f.starts_with("the result")) {
+                    println!("{}: {}", escape(&head), escape(first));
+                } else {
+                    println!("{}: the same questions, another result:", escape(&head));
+                }
+                let was = was.unwrap_or_default();
+                for line in was.lines().filter(|l| !now.lines().any(|n| n == *l)) {
+                    println!("  - {}", escape(line));
+                }
+                for line in now.lines().filter(|l| !was.lines().any(|w| w == *l)) {
+                    println!("  + {}", escape(line));
+                }
+            }
+        }
+    }
+}
+
+/// The text of a result's blocks, as a person reads them.
+fn result_text(content: &[ContentBlock]) -> String {
+    content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text } => Some(text.clone()),
+            other => other.described(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }

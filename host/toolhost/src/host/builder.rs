@@ -92,7 +92,7 @@ pub struct HostBuilder {
 #[derive(Clone)]
 enum TapeChoice {
     Record(crate::tape::RecordTo),
-    Replay(Arc<crate::tape::Recording>),
+    Replay(Arc<crate::tape::Recording>, Vec<String>),
 }
 
 impl Default for HostBuilder {
@@ -376,8 +376,11 @@ impl HostBuilder {
     /// (its Operations, clocks and random bytes), never from the machine; a
     /// call that asks anything else, or ends otherwise, has diverged
     /// ([`crate::Host::divergence`]).
-    pub fn replay(mut self, recording: Arc<crate::tape::Recording>) -> Self {
-        self.tape = Some(TapeChoice::Replay(recording));
+    /// `replaced` names extensions given other components than the
+    /// recorded ones (`toolhost replay --component NAME=FILE`): their calls
+    /// are replayed to show what the new version does differently.
+    pub fn replay(mut self, recording: Arc<crate::tape::Recording>, replaced: Vec<String>) -> Self {
+        self.tape = Some(TapeChoice::Replay(recording, replaced));
         self
     }
 
@@ -638,9 +641,11 @@ impl HostBuilder {
         let pi = self.pi.or(policy.pi).unwrap_or_default();
         let deck = match &self.tape {
             None => None,
-            Some(TapeChoice::Replay(recording)) => Some(Arc::new(Deck::Replay(Arc::new(
-                crate::tape::Replaying::new(recording.clone()),
-            )))),
+            Some(TapeChoice::Replay(recording, replaced)) => {
+                Some(Arc::new(Deck::Replay(Arc::new(
+                    crate::tape::Replaying::new(recording.clone(), replaced.clone()),
+                ))))
+            }
             Some(TapeChoice::Record(to)) => {
                 let recorder = match to.opened.get() {
                     Some(recorder) => recorder.clone(),
@@ -1013,6 +1018,23 @@ impl HostBuilder {
             deck: parts.config.deck.clone(),
         };
         let mut reports = parts.reports;
+        if let Some(deck) = &parts.config.deck {
+            let loaded = reports.iter().filter(|r| r.refused.is_none());
+            deck.components(
+                &loaded
+                    .map(|r| crate::tape::RecordedComponent {
+                        name: r.name.clone(),
+                        digest: r
+                            .digest
+                            .as_ref()
+                            .map(|d| d.as_str().to_string())
+                            .unwrap_or_default(),
+                        path: r.component.display().to_string(),
+                        granted: r.granted.clone(),
+                    })
+                    .collect::<Vec<_>>(),
+            );
+        }
         for report in &mut reports {
             if let Some(digest) = &report.digest {
                 report.always = session.permissions.pinned_to(&digest.to_string());

@@ -152,6 +152,16 @@ impl Recorder {
         w.write(&line, self.limit, &self.path);
     }
 
+    /// Record the extensions a host loaded: each one's name, digest, file
+    /// and grant (written again when a host is built again).
+    pub(crate) fn components(&self, components: &[RecordedComponent]) {
+        let mut w = self.writer.lock().expect("recorder lock");
+        for component in components {
+            let line = json!({ "component": component });
+            w.write(&line, self.limit, &self.path);
+        }
+    }
+
     /// Number the call `serving` begins, and record its start.
     pub(crate) fn begin_call(&self, serving: &Serving<'_>, seed: u128) -> u64 {
         let mut w = self.writer.lock().expect("recorder lock");
@@ -167,7 +177,6 @@ impl Recorder {
                 "source": serving.source,
                 "parent": serving.parent,
                 "seed": format!("{seed:032x}"),
-                "beyond": serving.beyond,
             }
         });
         w.write(&start, self.limit, &self.path);
@@ -245,11 +254,34 @@ pub struct Recording {
     pub header: RecordingHeader,
     /// The messages front ends sent, in order.
     pub messages: Vec<RecordedMessage>,
+    /// The extensions its hosts loaded (the last word on each name).
+    pub components: Vec<RecordedComponent>,
     /// Its calls in the order they began.
     pub calls: Vec<RecordedCall>,
     blobs: HashMap<String, Vec<u8>>,
     /// Why the recording stopped before its calls ended, if it did.
     pub stopped: Option<String>,
+}
+
+/// An extension a recording's host loaded.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecordedComponent {
+    /// Its name (its grants' key).
+    pub name: String,
+    pub digest: String,
+    /// Its file, on the machine that recorded.
+    pub path: String,
+    /// What it was granted.
+    pub granted: crate::capability::GrantSpec,
+}
+
+impl RecordedComponent {
+    /// Its recorded file, when it is there still with the recorded digest.
+    pub fn unchanged_file(&self) -> Option<PathBuf> {
+        let path = PathBuf::from(&self.path);
+        let bytes = std::fs::read(&path).ok()?;
+        (Digest::of(&bytes).as_str() == self.digest).then_some(path)
+    }
 }
 
 /// A message whose calls a front end sent.
@@ -368,6 +400,7 @@ struct Reader {
     chain: String,
     header: Option<RecordingHeader>,
     messages: Vec<RecordedMessage>,
+    components: Vec<RecordedComponent>,
     calls: Vec<RecordedCall>,
     blobs: HashMap<String, Vec<u8>>,
     stopped: Option<String>,
@@ -446,6 +479,13 @@ impl Reader {
             });
             return Ok(());
         }
+        if let Some(component) = value.get("component") {
+            let component: RecordedComponent = serde_json::from_value(component.clone())
+                .map_err(|e| format!("names a component in a shape that is not one: {e}"))?;
+            self.components.retain(|c| c.name != component.name);
+            self.components.push(component);
+            return Ok(());
+        }
         if let Some(said) = value.get("stopped").and_then(Value::as_str) {
             self.stopped = Some(said.to_string());
             return Ok(());
@@ -522,6 +562,7 @@ impl Reader {
         Ok(Recording {
             header,
             messages: self.messages,
+            components: self.components,
             calls: self.calls,
             blobs: self.blobs,
             stopped: self.stopped,
@@ -540,10 +581,7 @@ fn start_of(start: &Value) -> Option<RecordedCall> {
         source: text("source").unwrap_or_default(),
         parent: text("parent"),
         seed: u128::from_str_radix(&text("seed")?, 16).ok()?,
-        beyond: start
-            .get("beyond")
-            .and_then(|b| serde_json::from_value(b.clone()).ok())
-            .unwrap_or_default(),
+        beyond: Vec::new(),
         context: None,
         ops: Vec::new(),
         seen: Seen::default(),

@@ -17,8 +17,8 @@ pub(crate) mod wasi;
 
 pub(crate) use file::{Blobs, Recorder};
 pub use file::{
-    DEFAULT_LIMIT, FORMAT, RecordedCall, RecordedEnd, RecordedMessage, RecordedOp, Recording,
-    RecordingHeader,
+    DEFAULT_LIMIT, FORMAT, RecordedCall, RecordedComponent, RecordedEnd, RecordedMessage,
+    RecordedOp, Recording, RecordingHeader,
 };
 
 use crate::message::{ToolCall, ToolResult};
@@ -316,10 +316,15 @@ pub(crate) struct Replaying {
     /// The recorded calls begun and not yet ended, and the news of an end.
     running: Mutex<Vec<usize>>,
     ended: tokio::sync::Notify,
+    /// The extensions served by other components than the recorded ones.
+    replaced: Vec<String>,
 }
 
 impl Replaying {
-    pub(crate) fn new(recording: Arc<Recording>) -> Replaying {
+    /// A replay of `recording`, with the extensions named in `replaced`
+    /// served by other components than the recorded ones (what a new
+    /// version does differently is the point).
+    pub(crate) fn new(recording: Arc<Recording>, replaced: Vec<String>) -> Replaying {
         let mut calls: HashMap<String, VecDeque<usize>> = HashMap::new();
         for (i, call) in recording.calls.iter().enumerate() {
             calls.entry(call.id.clone()).or_default().push_back(i);
@@ -330,6 +335,7 @@ impl Replaying {
             diverged: Mutex::new(Vec::new()),
             running: Mutex::new(Vec::new()),
             ended: tokio::sync::Notify::new(),
+            replaced,
         }
     }
 
@@ -344,9 +350,6 @@ pub(crate) struct Serving<'a> {
     pub call: &'a ToolCall,
     pub digest: &'a str,
     pub source: String,
-    /// What its component may do beyond the Operations the tape holds:
-    /// what a replay cannot serve (HTTP, WASI files).
-    pub beyond: Vec<&'static str>,
     pub parent: Option<&'a str>,
 }
 
@@ -357,6 +360,13 @@ impl Deck {
     pub(crate) fn message(&self, message: &Value, any_tool: bool) {
         if let Deck::Record(recorder) = self {
             recorder.message(message, any_tool);
+        }
+    }
+
+    /// The extensions a host loaded, recorded with their grants.
+    pub(crate) fn components(&self, components: &[RecordedComponent]) {
+        if let Deck::Record(recorder) = self {
+            recorder.components(components);
         }
     }
 
@@ -401,7 +411,10 @@ impl Deck {
                         0,
                         Some("the recording holds no call of this id".to_string()),
                     ),
-                    Some(recorded) => (recorded.seed, refusal(recorded, &serving)),
+                    Some(recorded) => (
+                        recorded.seed,
+                        refusal(recorded, &serving, &replaying.replaced),
+                    ),
                 };
                 let tape = CallTape::new(
                     id,
@@ -421,14 +434,18 @@ impl Deck {
 }
 
 /// Why `recorded` cannot be replayed by what serves it now, if it cannot.
-fn refusal(recorded: &RecordedCall, now: &Serving<'_>) -> Option<String> {
+fn refusal(recorded: &RecordedCall, now: &Serving<'_>, replaced: &[String]) -> Option<String> {
     if recorded.tool != now.call.name {
         return Some(format!(
             "the recording has a call of {}, and this is a call of {}",
             recorded.tool, now.call.name
         ));
     }
-    if recorded.digest != now.digest {
+    let stem = std::path::Path::new(&recorded.source)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned());
+    let replacing = stem.is_some_and(|name| replaced.contains(&name));
+    if recorded.digest != now.digest && !replacing {
         return Some(format!(
             "its component is {} and the recording's was {} ({})",
             now.digest, recorded.digest, recorded.source
@@ -436,7 +453,7 @@ fn refusal(recorded: &RecordedCall, now: &Serving<'_>) -> Option<String> {
     }
     if let Some(what) = recorded.beyond.first() {
         return Some(format!(
-            "its component could use {what}, which recordings do not hold, so it is not replayed"
+            "its component used {what}, which recordings do not hold, so it is not replayed"
         ));
     }
     None
@@ -872,7 +889,6 @@ mod tests {
             call,
             digest: "blake3:00",
             source: "built-in".into(),
-            beyond: Vec::new(),
             parent: None,
         }
     }
@@ -917,7 +933,10 @@ mod tests {
         tape.end(&said("fn a() {}\n"), false);
         drop((tape, deck));
         let recording = Arc::new(Recording::open(&path).unwrap());
-        (dir, Deck::Replay(Arc::new(Replaying::new(recording))))
+        (
+            dir,
+            Deck::Replay(Arc::new(Replaying::new(recording, Vec::new()))),
+        )
     }
 
     #[test]
@@ -1013,9 +1032,8 @@ mod tests {
         drop((tape, recording));
         assert_eq!((first, second, drawn), (5, 9, [1, 2, 3, 4]));
 
-        let replay = Deck::Replay(Arc::new(Replaying::new(Arc::new(
-            Recording::open(&path).unwrap(),
-        ))));
+        let recording = Arc::new(Recording::open(&path).unwrap());
+        let replay = Deck::Replay(Arc::new(Replaying::new(recording, Vec::new())));
         let tape = replay.begin(serving(&c1));
         let machine = || panic!("a replay never reads the machine's clock");
         assert_eq!(tape.clock(wasi::Clock::Monotonic, machine), 5);
