@@ -11,22 +11,27 @@ use toolhost::{AssistantMessage, Host, ToolCall};
 
 const CALLS: usize = 64;
 
-pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
-    let rt = runtime();
-    let ws = tempfile::tempdir().unwrap();
+/// 64 files of 16 KB in `ws`, and a batch that reads each one whole.
+pub fn read_batch(ws: &std::path::Path) -> AssistantMessage {
     let mut calls = Vec::new();
     for i in 0..CALLS {
         let text: String = (0..400)
             .map(|line| format!("line {line:4} of file {i:2}: some text to read back\n"))
             .collect();
-        std::fs::write(ws.path().join(format!("file{i}.txt")), text).unwrap();
+        std::fs::write(ws.join(format!("file{i}.txt")), text).unwrap();
         calls.push(ToolCall {
             id: format!("call_{i}"),
             name: "read".into(),
             arguments: serde_json::json!({ "path": format!("file{i}.txt") }),
         });
     }
-    let message = AssistantMessage::from_calls(calls);
+    AssistantMessage::from_calls(calls)
+}
+
+pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
+    let rt = runtime();
+    let ws = tempfile::tempdir().unwrap();
+    let message = read_batch(ws.path());
     let build = |sequential: bool| {
         rt.block_on(
             Host::builder()

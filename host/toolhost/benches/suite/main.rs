@@ -16,7 +16,8 @@
 //! against an empty workspace), `http` (MCP over HTTP with 1, 8 and 32 clients
 //! against the same calls over stdio), `remote` (a 64-read batch and one
 //! read on a workspace served through `--workspace-exec` against the same
-//! locally, in round trips), `paths` (the paths a model uses most
+//! locally, in round trips), `record` (a 64-read batch recorded, and
+//! replayed, against the same batch unrecorded), `paths` (the paths a model uses most
 //! beside Pi 0.85: command output, a 2,001-call batch, first start, first
 //! load of the JavaScript and Python examples). `TOOLHOST_BENCH_SCALE` multiplies the iteration
 //! counts (default 1; 0.2 for a quick look).
@@ -39,6 +40,7 @@ mod overhead;
 mod paths;
 mod plain;
 mod processes;
+mod record;
 mod remote;
 mod search;
 mod startup;
@@ -61,6 +63,7 @@ const SECTIONS: &[&str] = &[
     "egress",
     "processes",
     "remote",
+    "record",
     "paths",
 ];
 
@@ -171,6 +174,7 @@ fn main() {
             "jail" => jail::run(&cfg, &mut rows),
             "processes" => processes::run(&cfg, &mut rows),
             "remote" => remote::run(&cfg, &mut rows),
+            "record" => record::run(&cfg, &mut rows),
             "http" => http::run(&cfg, &mut rows),
             "egress" => egress::run(&cfg, &mut rows),
             "paths" => paths::run(&cfg, &mut rows),
