@@ -71,6 +71,9 @@ impl Batch {
 
     /// A call's end, now (past the gate).
     pub(super) fn end(&self, finished: &Finished) {
+        if let Some(tape) = finished.tape() {
+            tape.ending();
+        }
         self.sink.emit(finished.end_event());
     }
 

@@ -271,6 +271,7 @@ impl Batch {
         if let Some(tape) = finished.tape() {
             // A replayed call ends in its recorded turn.
             tape.turn_to_end().await;
+            tape.ending();
         }
         self.emit_executing(finished.end_event());
         finished

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Condvar, Mutex};
 
 /// The version of the format this release writes and reads.
 pub const FORMAT: u32 = 1;
@@ -48,7 +48,7 @@ pub struct RecordingHeader {
 const CHAIN_KEY: &str = ",\"chain\":\"";
 
 /// The chain of the line `body` (without its chain) after `previous`.
-fn chain(previous: &str, body: &str) -> String {
+fn chain_of(previous: &str, body: &str) -> String {
     let mut hasher = blake3::Hasher::new();
     hasher.update(previous.as_bytes());
     hasher.update(b"\n");
@@ -56,26 +56,48 @@ fn chain(previous: &str, body: &str) -> String {
     format!("blake3:{}", hasher.finalize().to_hex())
 }
 
-/// Writes a recording as the calls run. Bounded: past `limit` bytes it
-/// writes one last line saying so and stops; the calls go on unrecorded.
+/// Writes a recording as the calls run: a call only makes its line and
+/// queues it; one thread of the recording's own chains the lines in order,
+/// writes them, and flushes whenever the queue runs dry, so no call waits
+/// on the disk or on another call's line. Bounded: past `limit` bytes one
+/// last line says so and nothing more is queued; the calls go on.
 #[derive(Debug)]
 pub(crate) struct Recorder {
     path: PathBuf,
     limit: u64,
-    writer: Mutex<Writer>,
+    shared: Arc<Shared>,
+    writer: Option<std::thread::JoinHandle<()>>,
+    ends: std::sync::atomic::AtomicU64,
+    recent: Mutex<Recent>,
 }
 
-#[derive(Debug)]
-struct Writer {
-    /// `None` once the bound was reached or a write failed.
-    file: Option<BufWriter<std::fs::File>>,
-    chain: String,
-    written: u64,
+/// What the calls and the writer thread share.
+#[derive(Debug, Default)]
+struct Shared {
+    queue: Mutex<Queue>,
+    /// Something was queued, the queue was emptied, or it is closing.
+    changed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    lines: Vec<String>,
+    /// Bytes queued so far (the chains come on top).
+    queued: u64,
     kept: HashSet<String>,
     calls: u64,
     messages: u64,
+    /// Lines handed to the writer and not yet written and flushed.
+    pending: usize,
+    closing: bool,
     stopped: Option<String>,
 }
+
+/// How long the writer lets lines gather after the first wakes it.
+const COALESCE: std::time::Duration = std::time::Duration::from_micros(500);
+
+/// What each line's chain adds to it, at most.
+const CHAIN_BYTES: u64 = 90;
 
 /// The bound of a recording unless told otherwise.
 pub const DEFAULT_LIMIT: u64 = 1 << 30;
@@ -95,18 +117,19 @@ impl Recorder {
             .truncate(true)
             .mode(0o600)
             .open(path)?;
+        let shared = Arc::new(Shared::default());
+        let writing = shared.clone();
+        let shown = path.display().to_string();
+        let writer = std::thread::Builder::new()
+            .name("toolhost-recorder".into())
+            .spawn(move || write_lines(&writing, BufWriter::new(file), &shown))?;
         let recorder = Recorder {
             path: path.to_path_buf(),
             limit,
-            writer: Mutex::new(Writer {
-                file: Some(BufWriter::new(file)),
-                chain: String::new(),
-                written: 0,
-                kept: HashSet::new(),
-                calls: 0,
-                messages: 0,
-                stopped: None,
-            }),
+            shared,
+            writer: Some(writer),
+            ends: Default::default(),
+            recent: Default::default(),
         };
         let mut first = json!({ "recording": "toolhost" });
         if let (Value::Object(line), Ok(Value::Object(h))) =
@@ -115,7 +138,6 @@ impl Recorder {
             line.extend(h);
         }
         recorder.line(first);
-        recorder.flush();
         Ok(recorder)
     }
 
@@ -123,50 +145,84 @@ impl Recorder {
         &self.path
     }
 
+    /// The place of an end event about to go out among the recording's.
+    pub(crate) fn next_end(&self) -> u64 {
+        self.ends.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Why it stopped recording before the end, if it did.
     pub(crate) fn stopped(&self) -> Option<String> {
-        self.writer.lock().expect("recorder lock").stopped.clone()
+        self.queue().stopped.clone()
+    }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.shared.queue.lock().expect("recorder lock")
     }
 
     /// Append `line` (a JSON object) with its chain.
     pub(crate) fn line(&self, line: Value) {
-        let mut w = self.writer.lock().expect("recorder lock");
-        w.write(&line, self.limit, &self.path);
+        self.put(line.to_string());
     }
 
-    pub(crate) fn flush(&self) {
-        let mut w = self.writer.lock().expect("recorder lock");
-        if let Some(file) = &mut w.file
-            && let Err(e) = file.flush()
-        {
-            w.stop(format!("writing it failed: {e}"));
+    /// Queue `body` (a JSON object's text), unless the bound is reached.
+    pub(crate) fn put(&self, body: String) {
+        let mut queue = self.queue();
+        self.queued(&mut queue, body);
+    }
+
+    fn queued(&self, queue: &mut Queue, body: String) {
+        if queue.stopped.is_some() {
+            return;
+        }
+        let size = body.len() as u64 + CHAIN_BYTES;
+        if queue.queued + size > self.limit {
+            let said = format!(
+                "the recording reached its bound of {} bytes; what came after is not recorded",
+                self.limit
+            );
+            queue.lines.push(json!({ "stopped": said }).to_string());
+            queue.stopped = Some(format!("{}: {said}", self.path.display()));
+        } else {
+            queue.queued += size;
+            queue.lines.push(body);
+        }
+        queue.pending += 1;
+        // The writer sleeps only on an empty queue: wake it for the first.
+        if queue.lines.len() == 1 {
+            self.shared.changed.notify_all();
         }
     }
 
-    /// Record a message whose calls a front end sends.
+    /// Wait until every line queued so far is written and flushed.
+    pub(crate) fn flush(&self) {
+        let mut queue = self.queue();
+        while queue.pending > 0 && !queue.closing {
+            queue = self.shared.changed.wait(queue).expect("recorder lock");
+        }
+    }
+
+    /// Record a message whose calls a front end sent.
     pub(crate) fn message(&self, message: &Value, any_tool: bool) {
-        let mut w = self.writer.lock().expect("recorder lock");
-        let n = w.messages;
-        w.messages += 1;
+        let mut queue = self.queue();
+        let n = queue.messages;
+        queue.messages += 1;
         let line = json!({ "message": n, "assistant": message, "any_tool": any_tool });
-        w.write(&line, self.limit, &self.path);
+        self.queued(&mut queue, line.to_string());
     }
 
     /// Record the extensions a host loaded: each one's name, digest, file
     /// and grant (written again when a host is built again).
     pub(crate) fn components(&self, components: &[RecordedComponent]) {
-        let mut w = self.writer.lock().expect("recorder lock");
         for component in components {
-            let line = json!({ "component": component });
-            w.write(&line, self.limit, &self.path);
+            self.line(json!({ "component": component }));
         }
     }
 
     /// Number the call `serving` begins, and record its start.
     pub(crate) fn begin_call(&self, serving: &Serving<'_>, seed: u128) -> u64 {
-        let mut w = self.writer.lock().expect("recorder lock");
-        let n = w.calls;
-        w.calls += 1;
+        let mut queue = self.queue();
+        let n = queue.calls;
+        queue.calls += 1;
         let start = json!({
             "call": n,
             "start": {
@@ -179,59 +235,117 @@ impl Recorder {
                 "seed": format!("{seed:032x}"),
             }
         });
-        w.write(&start, self.limit, &self.path);
+        self.queued(&mut queue, start.to_string());
         n
     }
 }
 
-impl Writer {
-    fn write(&mut self, line: &Value, limit: u64, path: &Path) {
-        let Some(file) = &mut self.file else {
-            return;
+/// The writer thread: chain each queued line after the one before, write
+/// it, and flush when nothing more is queued; a failed write stops the
+/// recording (said once), never a call.
+fn write_lines(shared: &Shared, mut file: BufWriter<std::fs::File>, shown: &str) {
+    let mut chain = String::new();
+    let mut failed = false;
+    loop {
+        {
+            let mut queue = shared.queue.lock().expect("recorder lock");
+            while queue.lines.is_empty() && !queue.closing {
+                queue = shared.changed.wait(queue).expect("recorder lock");
+            }
+        }
+        // Let what comes with it come too: one wake-up, one write, for the
+        // lines of a burst of calls rather than one each.
+        std::thread::sleep(COALESCE);
+        let (lines, closing) = {
+            let mut queue = shared.queue.lock().expect("recorder lock");
+            (std::mem::take(&mut queue.lines), queue.closing)
         };
-        let body = line.to_string();
-        if self.written + body.len() as u64 + 90 > limit {
-            let said = format!(
-                "the recording reached its bound of {limit} bytes; what came after is not recorded"
-            );
-            let stop = json!({ "stopped": said }).to_string();
-            let _ = Self::put(file, &mut self.chain, &stop);
-            let _ = file.flush();
-            self.stop(format!("{}: {said}", path.display()));
+        let n = lines.len();
+        let mut result = Ok(());
+        for body in lines {
+            if failed {
+                break;
+            }
+            let chained = chain_of(&chain, &body);
+            let open = body.strip_suffix('}').unwrap_or(&body);
+            result = file
+                .write_all(open.as_bytes())
+                .and_then(|()| file.write_all(CHAIN_KEY.as_bytes()))
+                .and_then(|()| file.write_all(chained.as_bytes()))
+                .and_then(|()| file.write_all(b"\"}\n"));
+            chain = chained;
+            failed = result.is_err();
+        }
+        let mut queue = shared.queue.lock().expect("recorder lock");
+        if queue.lines.is_empty() && !failed {
+            result = result.and_then(|()| file.flush());
+        }
+        if let Err(e) = result {
+            failed = true;
+            queue
+                .stopped
+                .get_or_insert(format!("writing {shown} failed: {e}"));
+        }
+        queue.pending -= n;
+        shared.changed.notify_all();
+        if closing && queue.lines.is_empty() {
             return;
         }
-        match Self::put(file, &mut self.chain, &body) {
-            Ok(n) => self.written += n,
-            Err(e) => self.stop(format!("writing {} failed: {e}", path.display())),
+    }
+}
+
+/// The most bytes of recent blobs a recorder remembers, to name bytes it
+/// has just kept again without hashing them (a file read twice; a `read`
+/// whose result is the file's text).
+const RECENT_BYTES: usize = 8 << 20;
+
+/// Blobs kept lately, newest last, and their bytes in all.
+#[derive(Debug, Default)]
+struct Recent {
+    blobs: std::collections::VecDeque<(String, Arc<[u8]>)>,
+    bytes: usize,
+}
+
+impl Recent {
+    /// The digest of `bytes`, when they were kept lately (compared, not
+    /// hashed: a comparison costs a fraction of a hash).
+    fn digest_of(&self, bytes: &[u8]) -> Option<String> {
+        self.blobs
+            .iter()
+            .rev()
+            .find(|(_, kept)| kept.len() == bytes.len() && **kept == *bytes)
+            .map(|(digest, _)| digest.clone())
+    }
+
+    fn remember(&mut self, digest: String, bytes: &[u8]) {
+        if bytes.len() > RECENT_BYTES / 4 {
+            return;
         }
-    }
-
-    fn put(
-        file: &mut BufWriter<std::fs::File>,
-        previous: &mut String,
-        body: &str,
-    ) -> std::io::Result<u64> {
-        let chained = chain(previous, body);
-        let open = body.strip_suffix('}').unwrap_or(body);
-        let line = format!("{open}{CHAIN_KEY}{chained}\"}}\n");
-        file.write_all(line.as_bytes())?;
-        *previous = chained;
-        Ok(line.len() as u64)
-    }
-
-    fn stop(&mut self, why: String) {
-        self.file = None;
-        self.stopped.get_or_insert(why);
+        self.bytes += bytes.len();
+        self.blobs.push_back((digest, Arc::from(bytes)));
+        while self.bytes > RECENT_BYTES {
+            let Some((_, old)) = self.blobs.pop_front() else {
+                break;
+            };
+            self.bytes -= old.len();
+        }
     }
 }
 
 impl Blobs for Recorder {
     fn keep(&self, bytes: &[u8]) -> String {
+        if let Some(digest) = self.recent.lock().expect("recorder lock").digest_of(bytes) {
+            return digest;
+        }
         let digest = Digest::of(bytes).as_str().to_string();
-        let mut w = self.writer.lock().expect("recorder lock");
-        if w.kept.insert(digest.clone()) {
+        self.recent
+            .lock()
+            .expect("recorder lock")
+            .remember(digest.clone(), bytes);
+        let mut queue = self.queue();
+        if queue.kept.insert(digest.clone()) {
             let line = json!({ "blob": digest, "base64": BASE64.encode(bytes) });
-            w.write(&line, self.limit, &self.path);
+            self.queued(&mut queue, line.to_string());
         }
         digest
     }
@@ -243,7 +357,11 @@ impl Blobs for Recorder {
 
 impl Drop for Recorder {
     fn drop(&mut self) {
-        self.flush();
+        self.queue().closing = true;
+        self.shared.changed.notify_all();
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
     }
 }
 
@@ -425,7 +543,7 @@ impl Reader {
             .ok_or("has no chain")?;
         let said = &line[cut + CHAIN_KEY.len()..line.len() - 2];
         let body = format!("{}}}", &line[..cut]);
-        let expected = chain(&self.chain, &body);
+        let expected = chain_of(&self.chain, &body);
         if said != expected {
             return Err(
                 "does not match its chained hash: the recording was changed after it was written"
@@ -504,13 +622,18 @@ impl Reader {
         }
         let blobs: &dyn Blobs = &*self;
         let mut end = None;
+        let mut order = None;
         let mut seen = None;
         let mut op = None;
         let mut context = None;
         let mut beyond = None;
         if let Some(e) = value.get("end") {
+            order = e.get("order").and_then(Value::as_u64).map(|o| o as usize);
+            let result = e.get("result").cloned().unwrap_or_default();
+            let result =
+                super::texts_back(result, blobs).ok_or("has a result whose text is not in it")?;
             end = Some(RecordedEnd {
-                result: serde_json::from_value(e.get("result").cloned().unwrap_or_default())
+                result: serde_json::from_value(result)
                     .map_err(|e| format!("has a result that is not one: {e}"))?,
                 is_error: e.get("is_error").and_then(Value::as_bool).unwrap_or(false),
             });
@@ -551,7 +674,7 @@ impl Reader {
         }
         if end.is_some() {
             (call.end, call.seen) = (end, seen.unwrap_or_default());
-            call.end_rank = Some(self.ends);
+            call.end_rank = Some(order.unwrap_or(self.ends));
             self.ends += 1;
         }
         Ok(())

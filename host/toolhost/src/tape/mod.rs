@@ -339,6 +339,28 @@ impl Replaying {
         }
     }
 
+    /// `message`'s calls are about to run: each one the recording holds is
+    /// running from now on, for the ends of the others to wait on
+    /// ([`CallTape::turn_to_end`]), whichever is prepared first.
+    fn expect(&self, message: &Value) {
+        let ids = message
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|block| block.get("type").and_then(Value::as_str) == Some("toolCall"))
+            .filter_map(|block| block.get("id").and_then(Value::as_str));
+        let calls = self.calls.lock().expect("replay lock");
+        let mut running = self.running.lock().expect("replay lock");
+        for id in ids {
+            if let Some(&i) = calls.get(id).and_then(VecDeque::front)
+                && !running.contains(&i)
+            {
+                running.push(i);
+            }
+        }
+    }
+
     /// The calls' divergences since this was last asked, in order.
     pub(crate) fn divergences(&self) -> Vec<String> {
         std::mem::take(&mut *self.diverged.lock().expect("replay lock"))
@@ -358,8 +380,9 @@ impl Deck {
     /// name a tool the model could not call): recorded, so that a replay
     /// sends them the same way.
     pub(crate) fn message(&self, message: &Value, any_tool: bool) {
-        if let Deck::Record(recorder) = self {
-            recorder.message(message, any_tool);
+        match self {
+            Deck::Record(recorder) => recorder.message(message, any_tool),
+            Deck::Replay(replaying) => replaying.expect(message),
         }
     }
 
@@ -370,11 +393,15 @@ impl Deck {
         }
     }
 
-    /// Why the recording stopped before the calls did (recording), or the
-    /// divergences since last asked (replaying).
+    /// Why the recording stopped before the calls did (recording: once
+    /// every line queued so far is written), or the divergences since last
+    /// asked (replaying).
     pub(crate) fn report(&self) -> Vec<String> {
         match self {
-            Deck::Record(recorder) => recorder.stopped().into_iter().collect(),
+            Deck::Record(recorder) => {
+                recorder.flush();
+                recorder.stopped().into_iter().collect()
+            }
             Deck::Replay(replaying) => replaying.divergences(),
         }
     }
@@ -403,7 +430,10 @@ impl Deck {
                     .get_mut(&id)
                     .and_then(VecDeque::pop_front);
                 if let Some(i) = found {
-                    replaying.running.lock().expect("replay lock").push(i);
+                    let mut running = replaying.running.lock().expect("replay lock");
+                    if !running.contains(&i) {
+                        running.push(i);
+                    }
                 }
                 let recorded = found.map(|i| &replaying.recording.calls[i]);
                 let (seed, refused) = match recorded {
@@ -508,6 +538,8 @@ struct TapeState {
     cwd: String,
     /// What it used that the tape does not hold (noted once each).
     beyond: Vec<String>,
+    /// Its end event's place among the recording's (recording).
+    order: Option<u64>,
     ended: bool,
 }
 
@@ -707,14 +739,14 @@ impl CallTape {
         }
         match &self.mode {
             Mode::Record { recorder, n } => {
-                let seen = state.seen.put(recorder.as_ref());
+                let (seen, order) = (state.seen.put(recorder.as_ref()), state.order);
                 drop(state);
+                let result = texts_kept(result, recorder.as_ref());
                 recorder.line(json!({
                     "call": n,
-                    "end": { "result": result, "is_error": is_error },
+                    "end": { "result": result, "is_error": is_error, "order": order },
                     "seen": seen,
                 }));
-                recorder.flush();
             }
             Mode::Replay { replaying, call } => {
                 if let Some(i) = call {
@@ -748,6 +780,15 @@ impl CallTape {
 }
 
 impl CallTape {
+    /// Its end event goes out now: recording, its place among the ends is
+    /// noted (what a replay keeps to).
+    pub(crate) fn ending(&self) {
+        if let Mode::Record { recorder, .. } = &self.mode {
+            let order = recorder.next_end();
+            self.state().order.get_or_insert(order);
+        }
+    }
+
     /// Replaying, wait until every call whose end the recording has before
     /// this one's, and which this replay runs too, has ended: the calls of
     /// a parallel batch end in their recorded order, so their events come
@@ -764,6 +805,9 @@ impl CallTape {
         let Some(mine) = calls[*me].end_rank else {
             return;
         };
+        // Bounded: a call that never runs here (its tool is missing, which
+        // the replay reports) holds the others up no longer than this.
+        let given_up = tokio::time::Instant::now() + END_WAIT;
         loop {
             let ended = replaying.ended.notified();
             tokio::pin!(ended);
@@ -774,12 +818,55 @@ impl CallTape {
                 .expect("replay lock")
                 .iter()
                 .any(|&j| j != *me && calls[j].end_rank.is_some_and(|r| r < mine));
-            if !before {
+            if !before || tokio::time::timeout_at(given_up, ended).await.is_err() {
                 return;
             }
-            ended.await;
         }
     }
+}
+
+/// The longest a replayed call waits for those the recording ended first.
+const END_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Texts at least this long are kept as blobs in a recorded result.
+const KEPT_TEXT: usize = 256;
+
+/// `result` as a recording holds it: each long text block's text kept
+/// once by its digest (`"blob"` in place of `"text"`), as the bytes a tool
+/// read are; a `read` of a whole file then costs its result nothing more.
+fn texts_kept(result: &ToolResult, blobs: &dyn Blobs) -> Value {
+    let mut value = serde_json::to_value(result).unwrap_or(Value::Null);
+    if let Some(blocks) = value.get_mut("content").and_then(Value::as_array_mut) {
+        for block in blocks {
+            let Some(Value::String(text)) = block.get("text") else {
+                continue;
+            };
+            if text.len() >= KEPT_TEXT {
+                let digest = blobs.keep(text.as_bytes());
+                if let Some(block) = block.as_object_mut() {
+                    block.remove("text");
+                    block.insert("blob".into(), digest.into());
+                }
+            }
+        }
+    }
+    value
+}
+
+/// A recorded result, its kept texts put back (`None`: one is missing).
+pub(crate) fn texts_back(mut value: Value, blobs: &dyn Blobs) -> Option<Value> {
+    if let Some(blocks) = value.get_mut("content").and_then(Value::as_array_mut) {
+        for block in blocks {
+            let Some(digest) = block.get("blob").and_then(Value::as_str) else {
+                continue;
+            };
+            let text = String::from_utf8(blobs.get(digest)?).ok()?;
+            let block = block.as_object_mut()?;
+            block.remove("blob");
+            block.insert("text".into(), text.into());
+        }
+    }
+    Some(value)
 }
 
 /// How a replayed result differs from the recorded one, in a sentence.

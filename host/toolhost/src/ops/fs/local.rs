@@ -436,7 +436,7 @@ impl FsRead for LocalFs {
     fn protects(&self, path: &str) -> bool {
         let path = std::path::Path::new(path);
         let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        self.protected.covers(&real)
+        self.protected.holds(&real)
     }
 
     fn stat(&self, path: &str) -> Result<Metadata, FsError> {

@@ -147,6 +147,18 @@ impl ProtectedPaths {
         self.paths.iter().any(|p| path.starts_with(p)) || git_reads(path, self.home.as_deref())
     }
 
+    /// Whether the real absolute path `path` is a protected path or a
+    /// secret, lies beneath one, or is in or named `.git`: judged on the
+    /// path alone, reading no file (what a recording never keeps the bytes
+    /// of; [`Self::covers`] also follows git's configuration).
+    pub fn holds(&self, path: &Path) -> bool {
+        self.paths
+            .iter()
+            .chain(&self.secrets)
+            .any(|p| path.starts_with(p))
+            || path.components().any(|c| c.as_os_str() == ".git")
+    }
+
     /// Whether the directory `dir` holds, or lies inside, a protected path:
     /// a writable view of it (a WASI preopen) could change one. Beyond the
     /// list, a repository at the top of `dir` counts; repositories deeper
