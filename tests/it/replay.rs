@@ -332,11 +332,7 @@ fn changed_cksum(dir: &Path, change: (&str, &str)) -> PathBuf {
         .arg(build.join("tool_component_component_type.o"))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    stdout_ok(out);
     wasm
 }
 
@@ -422,4 +418,27 @@ fn a_changed_example_extension_shows_its_difference_with_component() {
         "call call_1 (cksum): the component asked to read data/more.txt; the recording has \
          data/hello.txt next",
     );
+}
+
+#[test]
+fn the_examples_recordings_replay_with_the_examples_built_here() {
+    let recordings = repo_root().join("guest-tools/examples/recordings");
+    let elsewhere = tempfile::tempdir().unwrap();
+    for name in ["wordcount", "jsonquery", "cksum"] {
+        let file = recordings.join(format!("{name}.rec"));
+        let component = format!("{name}={}", crate::examples::example(name).display());
+        let out = replay(
+            elsewhere.path(),
+            &["--check", "--component", &component, file.to_str().unwrap()],
+        );
+        let said = stdout_ok(out);
+        assert!(
+            said.ends_with(&format!(
+                "{}: 1 calls replayed as recorded\n",
+                file.display()
+            )),
+            "{name}: {said}"
+        );
+        assert_has(&said, "the same questions, the same result");
+    }
 }

@@ -710,6 +710,7 @@ impl HostBuilder {
             command: to.command.clone(),
             workspace: workspace.to_string_lossy().into_owned(),
             pi: pi.as_str().to_string(),
+            host_clock: vec!["timestamp".into()],
         };
         crate::tape::Recorder::create(&real, &header, to.limit)
             .map_err(|e| refused(format!("cannot be written: {e}")))

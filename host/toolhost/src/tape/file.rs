@@ -42,6 +42,10 @@ pub struct RecordingHeader {
     pub workspace: String,
     /// The Pi profile of the texts (`0.85`, `1.6`).
     pub pi: String,
+    /// The fields of what the command printed that are the host's clock,
+    /// not a component's (a replay prints its own): `timestamp`.
+    #[serde(default)]
+    pub host_clock: Vec<String>,
 }
 
 /// The end of a line: its chain.

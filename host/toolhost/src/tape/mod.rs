@@ -980,6 +980,17 @@ mod tests {
         }
     }
 
+    fn header() -> RecordingHeader {
+        RecordingHeader {
+            format: FORMAT,
+            release: "toolhost test".into(),
+            command: "call".into(),
+            workspace: "/w".into(),
+            pi: "0.85".into(),
+            host_clock: Vec::new(),
+        }
+    }
+
     fn said(text: &str) -> ToolResult {
         ToolResult {
             content: vec![crate::message::ContentBlock::text(text)],
@@ -999,13 +1010,7 @@ mod tests {
     fn recorded_read() -> (tempfile::TempDir, Deck) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.rec");
-        let header = RecordingHeader {
-            format: FORMAT,
-            release: "toolhost test".into(),
-            command: "call".into(),
-            workspace: "/w".into(),
-            pi: "0.85".into(),
-        };
+        let header = header();
         let recorder = Arc::new(Recorder::create(&path, &header, DEFAULT_LIMIT).unwrap());
         let deck = Deck::Record(recorder);
         let c3 = call("c3");
@@ -1097,13 +1102,7 @@ mod tests {
         // Recorded: what the machine gave, kept.
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.rec");
-        let header = RecordingHeader {
-            format: FORMAT,
-            release: "t".into(),
-            command: "call".into(),
-            workspace: "/w".into(),
-            pi: "0.85".into(),
-        };
+        let header = header();
         let recording = Deck::Record(Arc::new(
             Recorder::create(&path, &header, DEFAULT_LIMIT).unwrap(),
         ));
@@ -1142,13 +1141,7 @@ mod tests {
     fn a_blob_that_does_not_hash_to_its_name_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("b.rec");
-        let header = RecordingHeader {
-            format: FORMAT,
-            release: "t".into(),
-            command: "call".into(),
-            workspace: "/w".into(),
-            pi: "0.85".into(),
-        };
+        let header = header();
         let recorder = Recorder::create(&path, &header, DEFAULT_LIMIT).unwrap();
         // Written under another digest, its chain intact: the digest
         // itself gives it away.

@@ -97,12 +97,17 @@ static NOTHING: Seen = Seen {
 };
 
 impl CallTape {
+    /// What the recorded call saw (replaying; nothing for a call the
+    /// recording does not hold), or `None` when recording.
+    fn replayed_seen(&self) -> Option<&Seen> {
+        self.is_replaying()
+            .then(|| self.recorded().map_or(&NOTHING, |r| &r.seen))
+    }
+
     /// A reading of `which`: `live`'s, kept (recording), or the next
     /// recorded one (replaying; past the last, the last, and a divergence).
     pub(crate) fn clock(&self, which: Clock, live: impl FnOnce() -> u64) -> u64 {
-        let recorded = self
-            .is_replaying()
-            .then(|| self.recorded().map_or(&NOTHING, |r| &r.seen));
+        let recorded = self.replayed_seen();
         let mut state = self.state();
         let seen = state.seen.readings(which);
         let Some(recorded) = recorded else {
@@ -139,9 +144,7 @@ impl CallTape {
     /// the next recorded ones (replaying; past the end, zeros and a
     /// divergence).
     pub(crate) fn random(&self, which: Random, dst: &mut [u8], live: impl FnOnce(&mut [u8])) {
-        let recorded = self
-            .is_replaying()
-            .then(|| self.recorded().map_or(&NOTHING, |r| &r.seen));
+        let recorded = self.replayed_seen();
         let mut state = self.state();
         let seen = state.seen.bytes(which);
         let Some(recorded) = recorded else {
