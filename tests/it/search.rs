@@ -155,12 +155,20 @@ fn an_unreadable_directory_is_a_warning_not_a_failure() {
             // nobody cannot read root's home: no user configuration either.
             cmd.env("XDG_CONFIG_HOME", scratch.path().join("config"));
         }
-        let out = cmd
-            .arg("--workspace")
+        cmd.arg("--workspace")
             .arg(&ws.path)
-            .args(["call", tool, &args.to_string(), "--json"])
-            .output()
-            .unwrap();
+            .args(["call", tool, &args.to_string(), "--json"]);
+        // The copy was just written: a child another test forked meanwhile
+        // may hold it open until it execs ("Text file busy"); try again.
+        let out = (0..100)
+            .find_map(|_| match cmd.output() {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                    None
+                }
+                other => Some(other.unwrap()),
+            })
+            .expect("the copy of toolhost stays busy");
         serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
     };
