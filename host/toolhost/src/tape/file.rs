@@ -73,6 +73,9 @@ pub(crate) struct Recorder {
     writer: Option<std::thread::JoinHandle<()>>,
     ends: std::sync::atomic::AtomicU64,
     recent: Mutex<Recent>,
+    /// What the calls' seeds are drawn from ([`Recorder::seed`]).
+    key: [u8; 32],
+    seeds: std::sync::atomic::AtomicU64,
 }
 
 /// What the calls and the writer thread share.
@@ -134,6 +137,12 @@ impl Recorder {
             writer: Some(writer),
             ends: Default::default(),
             recent: Default::default(),
+            key: {
+                let mut key = [0u8; 32];
+                crate::files::getrandom(&mut key)?;
+                key
+            },
+            seeds: Default::default(),
         };
         let mut first = json!({ "recording": "toolhost" });
         if let (Value::Object(line), Ok(Value::Object(h))) =
@@ -147,6 +156,21 @@ impl Recorder {
 
     pub(crate) fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// A new call's `wasi:random/insecure-seed`: the recording's own seed
+    /// (one draw from the machine) hashed with a count, not a system call
+    /// per call.
+    pub(crate) fn seed(&self) -> u128 {
+        let n = self
+            .seeds
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut hasher = blake3::Hasher::new_keyed(&self.key);
+        hasher.update(&n.to_le_bytes());
+        let bytes = hasher.finalize();
+        let mut seed = [0u8; 16];
+        seed.copy_from_slice(&bytes.as_bytes()[..16]);
+        u128::from_le_bytes(seed)
     }
 
     /// The place of an end event about to go out among the recording's.

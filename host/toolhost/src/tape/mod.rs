@@ -411,7 +411,7 @@ impl Deck {
         let id = serving.call.id.clone();
         match self {
             Deck::Record(recorder) => {
-                let seed = wasi::fresh_seed();
+                let seed = recorder.seed();
                 let n = recorder.begin_call(&serving, seed);
                 Arc::new(CallTape::new(
                     id,
@@ -688,11 +688,26 @@ impl CallTape {
             Some(_) => Value::Null,
             None => answer.put(recorder.as_ref()),
         };
-        let mut line = json!({ "call": n, "op": i, "ms": ms, "asked": asked, "answer": answer });
-        if let Some(why) = withheld {
-            line["withheld"] = why.into();
+        /// A question's line, written as it is (no intermediate JSON tree).
+        #[derive(Serialize)]
+        struct Line<'a> {
+            call: u64,
+            op: usize,
+            ms: f64,
+            asked: &'a Asked,
+            answer: Value,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            withheld: Option<&'a str>,
         }
-        recorder.line(line);
+        let line = Line {
+            call: *n,
+            op: i,
+            ms,
+            asked: &asked,
+            answer,
+            withheld,
+        };
+        recorder.put(serde_json::to_string(&line).unwrap_or_default());
     }
 
     /// The call started its `k`th process as resource `rep`.

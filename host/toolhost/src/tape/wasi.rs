@@ -174,13 +174,6 @@ impl CallTape {
     }
 }
 
-/// A seed for `wasi:random/insecure-seed`, from the machine.
-pub(crate) fn fresh_seed() -> u128 {
-    let mut seed = [0u8; 16];
-    let _ = crate::files::getrandom(&mut seed);
-    u128::from_le_bytes(seed)
-}
-
 /// The wall clock of a call on tape.
 pub(crate) struct WallClock(pub Arc<CallTape>);
 
