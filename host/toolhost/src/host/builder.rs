@@ -375,7 +375,7 @@ impl HostBuilder {
     /// Replay `recording`: each call whose id it holds is answered from it
     /// (its Operations, clocks and random bytes), never from the machine; a
     /// call that asks anything else, or ends otherwise, has diverged
-    /// ([`crate::Host::divergence`]).
+    /// ([`crate::Host::tape_report`]).
     /// `replaced` names extensions given other components than the
     /// recorded ones (`toolhost replay --component NAME=FILE`): their calls
     /// are replayed to show what the new version does differently.
@@ -706,7 +706,7 @@ impl HostBuilder {
         }
         let header = crate::tape::RecordingHeader {
             format: crate::tape::FORMAT,
-            release: format!("toolhost {}", env!("CARGO_PKG_VERSION")),
+            release: crate::ops::remote::wire::release(),
             command: to.command.clone(),
             workspace: workspace.to_string_lossy().into_owned(),
             pi: pi.as_str().to_string(),

@@ -232,9 +232,10 @@ impl Host {
 
     /// What recording or replaying has to say (`HostBuilder::record`,
     /// `HostBuilder::replay`): why the recording stopped before the calls
-    /// did (once what was recorded so far is written); or, replaying, each call's divergence from the recording since
-    /// this was last asked ("call c3: the component asked to read src/b.rs;
-    /// the recording has src/a.rs next"). Empty when all is well.
+    /// did (once what was recorded so far is written); or, replaying, each
+    /// call's divergence from the recording since this was last asked
+    /// ("call c3: the component asked to read src/b.rs; the recording has
+    /// src/a.rs next"). Empty when all is well.
     pub fn tape_report(&self) -> Vec<String> {
         self.inner
             .session

@@ -9,7 +9,7 @@ use std::pin::Pin;
 
 /// A nested call's outcome, whatever it was: an unknown, ungranted,
 /// invalid or blocked call is an error result like any other.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct NestedResult {
     /// `{parent id}/{n}`.
     pub tool_call_id: String,

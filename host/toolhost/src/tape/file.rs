@@ -523,11 +523,6 @@ impl Recording {
             .finish()
             .map_err(|why| format!("the recording {shown} is refused: {why}"))
     }
-
-    /// The top-level calls (those a front end made, not a tool), in order.
-    pub fn top_calls(&self) -> impl Iterator<Item = &RecordedCall> {
-        self.calls.iter().filter(|c| c.parent.is_none())
-    }
 }
 
 impl Blobs for Recording {

@@ -22,7 +22,7 @@ pub use file::{
 };
 
 use crate::message::{ToolCall, ToolResult};
-use crate::ops::fs::{self, FsError};
+use crate::ops::fs;
 use crate::ops::process::{ChildEvent, ExitStatus};
 use crate::ops::search::{Found, Query};
 use serde::de::DeserializeOwned;
@@ -197,6 +197,7 @@ taped_as_json!(
     Found,
     ToolResult,
     ExitStatus,
+    crate::ops::nested::NestedResult,
 );
 
 impl Taped for Vec<u8> {
@@ -255,16 +256,6 @@ impl Taped for ChildEvent {
         ExitStatus::take(value.get("exit")?, blobs).map(ChildEvent::Exit)
     }
 }
-
-/// A nested call's outcome: its id, result and whether it failed.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct NestedAnswer {
-    pub tool_call_id: String,
-    pub result: ToolResult,
-    pub is_error: bool,
-}
-
-taped_as_json!(NestedAnswer);
 
 /// Where hosts record their calls ([`crate::HostBuilder::record`]): one
 /// file, opened by the first host built with it; a host built again with
@@ -909,20 +900,46 @@ fn difference(was: &ToolResult, was_error: bool, now: &ToolResult, is_error: boo
     "the result's details differ from the recording's".into()
 }
 
-/// Ask through `tape`: the recorded answer when replaying (a divergence
-/// is a trap that ends the call), else `live`'s, recorded when recording.
+/// A question on `tape` before the machine is asked: `Err` with the
+/// recorded answer when replaying (a divergence is a trap that ends the
+/// call); else where to record the machine's answer, if anywhere.
+#[allow(clippy::type_complexity)]
+fn replayed_or<T: Taped>(
+    tape: Option<(&CallTape, Asked)>,
+) -> Result<Option<(&CallTape, Asked)>, wasmtime::Result<T>> {
+    match &tape {
+        Some((on, asked)) => match on.replayed(asked) {
+            Some(replayed) => Err(replayed.map_err(wasmtime::Error::msg)),
+            None => Ok(tape),
+        },
+        None => Ok(None),
+    }
+}
+
+/// Ask through `tape`: the recorded answer when replaying, else `live`'s,
+/// recorded when recording.
 pub(crate) async fn taped<T: Taped>(
     tape: Option<(&CallTape, Asked)>,
     live: impl std::future::Future<Output = T>,
 ) -> wasmtime::Result<T> {
-    let Some((tape, asked)) = tape else {
-        return Ok(live.await);
+    taped_withholding(tape, |_| None, live).await
+}
+
+/// [`taped`], its answer's bytes left out of the recording where
+/// `withheld` says why (a protected path's).
+pub(crate) async fn taped_withholding<T: Taped>(
+    tape: Option<(&CallTape, Asked)>,
+    withheld: impl FnOnce(&T) -> Option<&'static str>,
+    live: impl std::future::Future<Output = T>,
+) -> wasmtime::Result<T> {
+    let recording = match replayed_or(tape) {
+        Err(replayed) => return replayed,
+        Ok(recording) => recording,
     };
-    if let Some(replayed) = tape.replayed(&asked) {
-        return replayed.map_err(wasmtime::Error::msg);
-    }
     let answer = live.await;
-    tape.record(asked, &answer, None);
+    if let Some((tape, asked)) = recording {
+        tape.record(asked, &answer, withheld(&answer));
+    }
     Ok(answer)
 }
 
@@ -931,43 +948,21 @@ pub(crate) fn taped_now<T: Taped>(
     tape: Option<(&CallTape, Asked)>,
     live: impl FnOnce() -> T,
 ) -> wasmtime::Result<T> {
-    let Some((tape, asked)) = tape else {
-        return Ok(live());
+    let recording = match replayed_or(tape) {
+        Err(replayed) => return replayed,
+        Ok(recording) => recording,
     };
-    if let Some(replayed) = tape.replayed(&asked) {
-        return replayed.map_err(wasmtime::Error::msg);
-    }
     let answer = live();
-    tape.record(asked, &answer, None);
-    Ok(answer)
-}
-
-/// A file read's answer, recorded unless `protected` says the path is one
-/// whose bytes a recording never holds.
-pub(crate) async fn taped_read(
-    tape: Option<(&CallTape, Asked)>,
-    protected: impl FnOnce(&str) -> bool,
-    live: impl std::future::Future<Output = Result<Vec<u8>, FsError>>,
-) -> wasmtime::Result<Result<Vec<u8>, FsError>> {
-    let Some((tape, asked)) = tape else {
-        return Ok(live.await);
-    };
-    if let Some(replayed) = tape.replayed(&asked) {
-        return replayed.map_err(wasmtime::Error::msg);
+    if let Some((tape, asked)) = recording {
+        tape.record(asked, &answer, None);
     }
-    let answer = live.await;
-    let path = match &asked {
-        Asked::Read { path, .. } => path.clone(),
-        _ => String::new(),
-    };
-    let withheld = (answer.is_ok() && protected(&path)).then_some("a protected path");
-    tape.record(asked, &answer, withheld);
     Ok(answer)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::fs::FsError;
     use serde_json::json;
 
     fn call(id: &str) -> ToolCall {

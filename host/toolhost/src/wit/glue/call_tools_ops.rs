@@ -4,7 +4,7 @@
 
 use super::{Block, call_tools};
 use crate::message::ToolResult;
-use crate::tape::{Asked, NestedAnswer, taped, taped_now};
+use crate::tape::{Asked, taped, taped_now};
 use crate::wit::OpsCtx;
 use crate::wit::WitBlock;
 
@@ -31,15 +31,7 @@ impl call_tools::Host for OpsCtx<'_> {
             arguments: arguments.clone(),
         });
         // The nested call on tape is its outcome: a replay does not run it.
-        let live = async {
-            let out = nested.execute(name, arguments).await;
-            NestedAnswer {
-                tool_call_id: out.tool_call_id,
-                result: out.result,
-                is_error: out.is_error,
-            }
-        };
-        let out = taped(tape, live).await?;
+        let out = taped(tape, nested.execute(name, arguments)).await?;
         Ok(result(out.tool_call_id, out.result, out.is_error))
     }
 }

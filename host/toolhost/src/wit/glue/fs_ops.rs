@@ -3,7 +3,7 @@
 
 use super::{fs_read, fs_types, fs_write};
 use crate::ops::fs::{self, FsError, FsWrite, MutationLock, lock_file_in_turn};
-use crate::tape::{Asked, taped, taped_read};
+use crate::tape::{Asked, taped, taped_withholding};
 use crate::wit::OpsCtx;
 use crate::wit::ctx::Access;
 use wasmtime::component::Resource;
@@ -89,10 +89,14 @@ impl fs_read::Host for OpsCtx<'_> {
             offset,
             max: max_bytes,
         });
-        let fs = self.caps.fs_read.clone();
-        let protected = move |p: &str| fs.is_some_and(|fs| fs.protects(p));
+        // Judged only when the answer is recorded: no cost untaped.
+        let (caps, shown) = (self.caps, path.clone());
+        let withheld = move |read: &Result<Vec<u8>, FsError>| {
+            let fs = caps.fs_read.as_ref().filter(|_| read.is_ok())?;
+            fs.protects(&shown).then_some("a protected path")
+        };
         let read = self.reading(&path, move |fs, p| fs.read(p, offset, max_bytes));
-        wit(taped_read(tape, protected, read).await?)
+        wit(taped_withholding(tape, withheld, read).await?)
     }
 
     async fn list_dir(&mut self, path: String) -> Answer<Vec<fs_types::DirEntry>> {
