@@ -210,6 +210,23 @@ fn a_recording_stays_outside_the_workspace_and_holds_no_protected_bytes() {
         ),
     );
     assert!(!inside.exists());
+    // Nor through a link outside that leads inside: the file it names is
+    // left as it was.
+    ws.write("notes.txt", "keep me\n");
+    let (_links, elsewhere) = recordings();
+    let link = elsewhere.join("run.rec");
+    std::os::unix::fs::symlink(ws.path.join("notes.txt"), &link).unwrap();
+    let out = toolhost(
+        &ws,
+        &["--record", link.to_str().unwrap(), "call", "ls", "{}"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_has(
+        &out.stderr,
+        &format!("--record {}: cannot be written: ", link.display()),
+    );
+    assert_eq!(ws.read("notes.txt"), "keep me\n");
 
     // The workspace's toolhost.toml is protected: its bytes stay out.
     ws.write("toolhost.toml", "# a secret-looking comment 5f3c\n");

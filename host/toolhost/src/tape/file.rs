@@ -118,11 +118,14 @@ impl Recorder {
         limit: u64,
     ) -> std::io::Result<Recorder> {
         use std::os::unix::fs::OpenOptionsExt as _;
+        // Never through a link: one placed where the recording goes could
+        // lead it into the workspace the caller checked it is outside of.
         let file = std::fs::OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
             .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(path)?;
         let shared = Arc::new(Shared::default());
         let writing = shared.clone();
