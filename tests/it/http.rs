@@ -535,7 +535,7 @@ fn cancelling_the_call_aborts_a_request_in_flight() {
 }
 
 /// The secret the tests declare, and where it comes from.
-const SECRET: &str = "tok-5ecret-0123456789abcdef";
+pub(crate) const SECRET: &str = "tok-5ecret-0123456789abcdef";
 
 /// `call http_get` of `url` in `ws`, the secret's variable set to
 /// [`SECRET`], its result as JSON when `json`.
@@ -549,7 +549,7 @@ fn get_with_the_token(ws: &Workspace, url: &Value, json: bool) -> Output {
 }
 
 /// Two servers on loopback: `a`, which points on to `b`, and `b`.
-fn two_servers() -> (Server, Server) {
+pub(crate) fn two_servers() -> (Server, Server) {
     let b = Server::start("127.0.0.1:0", 1);
     (Server::start("127.0.0.1:0", b.port), b)
 }
@@ -557,7 +557,7 @@ fn two_servers() -> (Server, Server) {
 /// httpget granted the servers `a` and `b`, with the secret API_TOKEN
 /// declared for `a` only (and its variable granted as `env`, which must be
 /// withheld).
-fn with_a_secret(a: &Server, b: &Server, from: &str) -> Workspace {
+pub(crate) fn with_a_secret(a: &Server, b: &Server, from: &str) -> Workspace {
     installed(&format!(
         "[extensions.httpget]\nhttp = [\"http://localhost:{a}\", \"http://localhost:{b}\"]\n\
          env = [\"TEST_API_TOKEN\"]\n\

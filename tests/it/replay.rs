@@ -441,7 +441,7 @@ fn a_changed_example_extension_shows_its_difference_with_component() {
 fn the_examples_recordings_replay_with_the_examples_built_here() {
     let recordings = repo_root().join("guest-tools/examples/recordings");
     let elsewhere = tempfile::tempdir().unwrap();
-    for name in ["wordcount", "jsonquery", "cksum"] {
+    for name in ["wordcount", "jsonquery", "cksum", "httpget"] {
         let file = recordings.join(format!("{name}.rec"));
         let component = format!("{name}={}", crate::examples::example(name).display());
         let out = replay(
@@ -451,11 +451,69 @@ fn the_examples_recordings_replay_with_the_examples_built_here() {
         let said = stdout_ok(out);
         assert!(
             said.ends_with(&format!(
-                "{}: 1 calls replayed as recorded\n",
+                "{}: 1 call replayed as recorded\n",
                 file.display()
             )),
             "{name}: {said}"
         );
         assert_has(&said, "the same questions, the same result");
     }
+}
+
+#[test]
+fn a_recorded_http_call_replays_without_a_request_and_holds_no_secret() {
+    use crate::http::{SECRET, two_servers, with_a_secret};
+    let (a, b) = two_servers();
+    let ws = with_a_secret(&a, &b, "env:TEST_API_TOKEN");
+    let url = |path: &str, port: u16| serde_json::json!({"url": format!("http://localhost:{port}{path}")});
+    let batch = batch_file(
+        &ws,
+        &[
+            // The secret goes to a, which echoes it back (redacted).
+            ("echoed", "http_get", url("/echo", a.port)),
+            // Two requests: a's redirect, which the component follows to b.
+            ("redirected", "http_get", url("/redirect", a.port)),
+            // Refused by the host: a port not granted.
+            ("refused", "http_get", url("/hello", 1)),
+        ],
+    );
+    let (_keep, dir) = recordings();
+    let rec = dir.join("http.rec");
+    let rec = rec.to_str().unwrap();
+    let args = ["--record", rec, "run", "--json", batch.to_str().unwrap()];
+    let out = toolhost_with_env(&ws, &args, None, &[("TEST_API_TOKEN", SECRET)]);
+    let recorded = stdout_ok(out);
+    assert_has(&recorded, "hello from the test server");
+    assert_has(&recorded, "Bearer [secret API_TOKEN]");
+    assert_has(&recorded, "is not granted");
+    let sent = a.seen().len() + b.seen().len();
+    assert_eq!(sent, 3, "a's echo and redirect, b's hello");
+
+    // The exchanges are in it, as the component saw them: no line and no
+    // kept byte holds the secret.
+    let text = std::fs::read_to_string(rec).unwrap();
+    assert_has(&text, r#""http":{"method":"GET","url":"http://localhost:"#);
+    for line in text.lines() {
+        assert!(!line.contains(SECRET), "{line}");
+        let value: serde_json::Value = serde_json::from_str(line).unwrap();
+        if let Some(kept) = value["base64"].as_str() {
+            use base64::Engine;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(kept)
+                .unwrap();
+            let bytes = String::from_utf8_lossy(&bytes);
+            assert!(!bytes.contains(SECRET), "a kept blob holds it: {bytes}");
+        }
+    }
+
+    // Replayed without the secret's variable: the same lines, and no
+    // server saw another request.
+    let replayed = stdout_ok(replay(&ws.path, &[rec]));
+    assert_eq!(
+        without_host_stamps(&replayed),
+        without_host_stamps(&recorded)
+    );
+    assert_eq!(a.seen().len() + b.seen().len(), sent, "nothing was sent");
+    let checked = stdout_ok(replay(&ws.path, &["--check", rec]));
+    assert_has(&checked, "3 calls replayed as recorded");
 }

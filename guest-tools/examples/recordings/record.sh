@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes the examples' recordings again (docs/recording.md, "Recordings as
 # tests"): each example is called once in a fresh workspace under the grant
-# its README gives, with --record. tests/it/replay.rs replays each one with
+# its README gives, with --record (httpget's request goes to a server this
+# script starts on loopback; its replay sends nothing). tests/it/replay.rs replays each one with
 # the example just built (`toolhost replay --check --component NAME=FILE`).
 # Run it after a change to an example that is meant to change what it asks
 # or answers.
@@ -13,13 +14,13 @@ toolhost=${1:-$here/../../../target/debug/toolhost}
 examples=${2:-$here/../../../target/examples}
 
 record() {
-    local name=$1 tool=$2 args=$3
-    shift 3
+    local name=$1 tool=$2 args=$3 grant=$4
+    shift 4
     local ws home
     ws=$(mktemp -d) home=$(mktemp -d)
     mkdir -p "$home/toolhost/extensions"
     cp "$examples/$name.wasm" "$home/toolhost/extensions/"
-    printf '[extensions.%s]\nfs-read = ["data"]\n' "$name" >"$home/toolhost/toml.tmp"
+    printf '[extensions.%s]\n%s\n' "$name" "$grant" >"$home/toolhost/toml.tmp"
     mv "$home/toolhost/toml.tmp" "$home/toolhost/toolhost.toml"
     while [ $# -gt 0 ]; do
         mkdir -p "$(dirname "$ws/$1")"
@@ -31,9 +32,24 @@ record() {
     rm -rf "$ws" "$home"
 }
 
-record wordcount wc '{"path":"data"}' \
+record wordcount wc '{"path":"data"}' 'fs-read = ["data"]' \
     data/a.txt $'one two\nthree\n' data/sub/b.md $'h\xc3\xa9llo w\xc3\xb6rld\n'
 record jsonquery json_query '{"path":"data/pkg.json","query":".dependencies.serde"}' \
+    'fs-read = ["data"]' \
     data/pkg.json '{"name":"demo","dependencies":{"serde":"1.0","tokio":"1"}}'
-record cksum cksum '{"paths":["data/hello.txt","data/more.txt"]}' \
+record cksum cksum '{"paths":["data/hello.txt","data/more.txt"]}' 'fs-read = ["data"]' \
     data/hello.txt $'hello\n' data/more.txt $'more\n'
+
+# httpget: a page served by Python's http.server on a free loopback port.
+site=$(mktemp -d)
+printf 'hello from the recorded server\n' >"$site/hello.txt"
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 -m http.server --bind 127.0.0.1 --directory "$site" "$port" >/dev/null 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; rm -rf "$site"' EXIT
+for _ in $(seq 50); do
+    python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.1)" 2>/dev/null && break
+    sleep 0.1
+done
+record httpget http_get "{\"url\":\"http://localhost:$port/hello.txt\"}" \
+    "http = [\"http://localhost:$port\"]"

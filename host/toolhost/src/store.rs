@@ -230,11 +230,9 @@ impl crate::ops::http_client::CallWatch for CallSignals {
             .map(|a| a.as_ref() as &dyn crate::ops::http_client::AskForHost)
     }
 
-    fn sending(&self) -> Result<(), String> {
-        match self.tape.get() {
-            Some(tape) => tape.beyond("HTTP requests"),
-            None => Ok(()),
-        }
+    fn tape(&self) -> Option<Arc<dyn crate::ops::http_client::HttpTape>> {
+        let tape = self.tape.get()?.clone();
+        Some(tape)
     }
 }
 

@@ -159,7 +159,8 @@ async fn replay_one(file: &std::path::Path, how: &How) -> Result<bool> {
         }
     }
     if how.check && diverged.is_empty() {
-        println!("{shown}: {replayed} calls replayed as recorded");
+        let calls = if replayed == 1 { "call" } else { "calls" };
+        println!("{shown}: {replayed} {calls} replayed as recorded");
     }
     Ok(diverged.is_empty())
 }

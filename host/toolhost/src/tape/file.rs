@@ -476,6 +476,9 @@ pub struct RecordedOp {
     pub withheld: Option<String>,
     /// When it was answered, in milliseconds since the call began.
     pub ms: f64,
+    /// Its place among the call's questions (a request's answer may be
+    /// written after questions asked later, once its response is read).
+    pub index: usize,
 }
 
 /// How a recorded call ended.
@@ -677,6 +680,11 @@ impl Reader {
                     .and_then(Value::as_str)
                     .map(str::to_string),
                 ms: value.get("ms").and_then(Value::as_f64).unwrap_or(0.0),
+                index: value
+                    .get("op")
+                    .and_then(Value::as_u64)
+                    .and_then(|i| usize::try_from(i).ok())
+                    .ok_or("has a question without its place")?,
             });
         } else if let Some(c) = value.get("context") {
             context = Some(c.clone());
@@ -690,7 +698,9 @@ impl Reader {
             .get_mut(n)
             .ok_or_else(|| format!("speaks of call {n} before its start"))?;
         if let Some(op) = op {
-            call.ops.push(op);
+            // In place: after every question asked before it.
+            let at = call.ops.iter().rposition(|o| o.index < op.index);
+            call.ops.insert(at.map_or(0, |i| i + 1), op);
         }
         if context.is_some() {
             call.context = context;

@@ -23,6 +23,7 @@ pub use file::{
 
 use crate::message::{ToolCall, ToolResult};
 use crate::ops::fs;
+use crate::ops::http_client::{Answered, Field, HttpTape, OnTape, Received, Sent};
 use crate::ops::process::{ChildEvent, ExitStatus};
 use crate::ops::search::{Found, Query};
 use serde::de::DeserializeOwned;
@@ -100,6 +101,15 @@ pub enum Asked {
         name: String,
         arguments: String,
     },
+    /// An HTTP request as the component made it; `body` is the digest of
+    /// its body (kept in the recording), unless it had none.
+    Http {
+        method: String,
+        url: String,
+        headers: Vec<Field>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        body: Option<String>,
+    },
 }
 
 impl Asked {
@@ -139,6 +149,7 @@ impl Asked {
             Asked::SetActiveTools { names } => ("set", format!("the active tools to {names:?}")),
             Asked::CallableTools => ("list", "the tools it may call".into()),
             Asked::CallTool { name, .. } => ("call", format!("the tool {name}")),
+            Asked::Http { method, url, .. } => ("send", format!("{method} {url}")),
         }
     }
 
@@ -254,6 +265,64 @@ impl Taped for ChildEvent {
             return Vec::take(output, blobs).map(ChildEvent::Output);
         }
         ExitStatus::take(value.get("exit")?, blobs).map(ChildEvent::Exit)
+    }
+}
+
+/// A response as the component read it, its body kept as a blob.
+impl Taped for Received {
+    fn put(&self, blobs: &dyn Blobs) -> Value {
+        let mut value = json!({
+            "status": self.status,
+            "headers": self.headers,
+            "body": self.body.put(blobs),
+        });
+        if let Some(trailers) = &self.trailers {
+            value["trailers"] = json!(trailers);
+        }
+        if let Some(failed) = &self.failed {
+            value["failed"] = json!(failed);
+        }
+        value
+    }
+
+    fn take(value: &Value, blobs: &dyn Blobs) -> Option<Self> {
+        fn field<T: DeserializeOwned>(value: &Value, key: &str) -> Option<T> {
+            serde_json::from_value(value.get(key)?.clone()).ok()
+        }
+        Some(Received {
+            status: u16::try_from(value.get("status")?.as_u64()?).ok()?,
+            headers: field(value, "headers")?,
+            body: Vec::take(value.get("body")?, blobs)?,
+            trailers: field(value, "trailers"),
+            failed: field(value, "failed"),
+        })
+    }
+}
+
+/// A call's HTTP requests, on its tape (`ops::http_client`'s taped
+/// requests ask through this).
+impl HttpTape for CallTape {
+    fn ask(self: Arc<Self>, sent: &Sent) -> OnTape {
+        let asked = Asked::Http {
+            method: sent.method.clone(),
+            url: sent.url.clone(),
+            headers: sent.headers.clone(),
+            body: (!sent.body.is_empty()).then(|| self.blobs().keep(&sent.body)),
+        };
+        if let Some(replayed) = self.replayed::<Answered>(&asked) {
+            return OnTape::Replayed(replayed);
+        }
+        let at = self.reserve();
+        OnTape::Recording(Box::new(move |answered: &Answered| {
+            self.record_at(at, asked, answered, None);
+        }))
+    }
+
+    fn not_allowed(&self, sent: &Sent) -> String {
+        self.diverge(format!(
+            "the component asked to send {} {}, which its grant does not allow now",
+            sent.method, sent.url
+        ))
     }
 }
 
@@ -665,13 +734,22 @@ impl CallTape {
     /// Record `answer` to `asked` (recording; nothing when replaying).
     /// `withheld`: why its bytes are not kept (a protected path's).
     pub(crate) fn record<T: Taped>(&self, asked: Asked, answer: &T, withheld: Option<&str>) {
+        self.record_at(self.reserve(), asked, answer, withheld);
+    }
+
+    /// The place of the next question among the call's (its answer
+    /// recorded there later with [`Self::record_at`], when other questions
+    /// may be answered before it: a request whose response is still being
+    /// read).
+    fn reserve(&self) -> usize {
+        let mut state = self.state();
+        state.next += 1;
+        state.next - 1
+    }
+
+    fn record_at<T: Taped>(&self, i: usize, asked: Asked, answer: &T, withheld: Option<&str>) {
         let Mode::Record { recorder, n } = &self.mode else {
             return;
-        };
-        let i = {
-            let mut state = self.state();
-            state.next += 1;
-            state.next - 1
         };
         let ms = self.started.elapsed().as_secs_f64() * 1000.0;
         let ms = (ms * 1000.0).round() / 1000.0;
@@ -1145,6 +1223,60 @@ mod tests {
             "call c1: the component read the monotonic clock more often than the recording \
              holds (2 readings)"
         );
+    }
+
+    #[test]
+    fn an_answer_written_late_keeps_the_place_its_question_took() {
+        // A request asked first and answered last (its response still being
+        // read while the call read a file): read back in the order asked.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.rec");
+        let recorder = Arc::new(Recorder::create(&path, &header(), DEFAULT_LIMIT).unwrap());
+        let deck = Deck::Record(recorder);
+        let c1 = call("c1");
+        let tape = deck.begin(serving(&c1));
+        tape.context(context(), cwd);
+        let sent = Sent {
+            method: "GET".into(),
+            url: "http://example.test/".into(),
+            headers: Vec::new(),
+            body: b"q".to_vec(),
+        };
+        let OnTape::Recording(answer) = tape.clone().ask(&sent) else {
+            panic!("a recording call asks the machine");
+        };
+        let file: Result<Vec<u8>, FsError> = Ok(b"x".to_vec());
+        tape.record(read("/w/a"), &file, None);
+        let received: Answered = Ok(Received {
+            status: 200,
+            headers: vec![Field(
+                "x-a".into(),
+                crate::ops::http_client::FieldValue::Text("1".into()),
+            )],
+            body: b"hello".to_vec(),
+            trailers: None,
+            failed: Some(crate::ops::http_client::Failure::Code(
+                crate::ops::http_client::Code::ConnectionReadTimeout,
+            )),
+        });
+        answer(&received);
+        tape.end(&said("x"), false);
+        drop((tape, deck));
+
+        let recording = Arc::new(Recording::open(&path).unwrap());
+        let asked: Vec<&'static str> = recording.calls[0]
+            .ops
+            .iter()
+            .map(|op| op.asked.said("/w").0)
+            .collect();
+        assert_eq!(asked, ["send", "read"]);
+        let replay = Deck::Replay(Arc::new(Replaying::new(recording, Vec::new())));
+        let tape = replay.begin(serving(&c1));
+        tape.context(context(), cwd);
+        let OnTape::Replayed(Ok(again)) = tape.clone().ask(&sent) else {
+            panic!("a replayed call is answered from the recording");
+        };
+        assert_eq!(again, received);
     }
 
     #[test]

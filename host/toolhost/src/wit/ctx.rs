@@ -135,6 +135,7 @@ impl<'a> OpsCtx<'a> {
                 caps.tools.is_some()
             }
             Asked::CallableTools | Asked::CallTool { .. } => caps.call_tools.is_some(),
+            Asked::Http { .. } => caps.http.is_some(),
         }
     }
 

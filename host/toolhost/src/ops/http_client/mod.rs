@@ -56,6 +56,7 @@ mod body;
 mod grant;
 pub mod proxy;
 mod secrets;
+mod taped;
 #[cfg(test)]
 mod tests;
 
@@ -64,6 +65,9 @@ use body::{Incoming, Limited};
 use grant::*;
 pub use grant::{HttpGrant, HttpPolicy, Scheme};
 pub use secrets::{HttpSecret, SecretSpec};
+pub use taped::{Answered, Field, HttpTape, OnTape, Received, Sent};
+#[cfg(test)]
+pub(crate) use taped::{Code, Failure, FieldValue};
 
 /// Largest response body passed to the guest, unless the grant sets
 /// `http-response-kb`.
@@ -92,11 +96,9 @@ pub trait CallWatch: Send + Sync {
     fn usage(&self) -> &Usage;
     /// How the call asks for a host it was not granted.
     fn asking(&self) -> Option<&dyn AskForHost>;
-    /// A request is about to go: `Err` (its text) when the call may not
-    /// send one after all (a replayed call, whose requests are not on its
-    /// tape).
-    fn sending(&self) -> Result<(), String> {
-        Ok(())
+    /// The call's tape, when it records or replays ([`taped`]).
+    fn tape(&self) -> Option<Arc<dyn HttpTape>> {
+        None
     }
 }
 
@@ -177,13 +179,19 @@ impl WasiHttpHooks for Hooks {
         Box::new(async move {
             let cancel = signals.cancel().clone();
             let uri = request.uri().clone();
-            if let Err(why) = signals.sending() {
-                return Err(internal(format!("HTTP request to {uri} not sent: {why}")));
-            }
+            let sent = async {
+                match signals.tape() {
+                    Some(tape) => {
+                        let live = |request| send(policy.clone(), &signals, request, options);
+                        taped::send(tape, policy.clone(), &signals, request, live).await
+                    }
+                    None => send(policy.clone(), &signals, request, options).await,
+                }
+            };
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => Err(aborted(&uri.to_string())),
-                sent = send(policy, &signals, request, options) => sent,
+                sent = sent => sent,
             }
         })
     }
