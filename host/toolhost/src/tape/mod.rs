@@ -674,7 +674,8 @@ impl CallTape {
     ) -> C {
         let context = match (&self.mode, self.recorded()) {
             (Mode::Record { recorder, n }, _) => {
-                recorder.line(json!({ "call": n, "context": &live }));
+                let context = serde_json::to_string(&live).unwrap_or_default();
+                recorder.put(format!(r#"{{"call":{n},"context":{context}}}"#));
                 live
             }
             (Mode::Replay { .. }, Some(recorded)) => recorded
@@ -823,14 +824,33 @@ impl CallTape {
         }
         match &self.mode {
             Mode::Record { recorder, n } => {
-                let (seen, order) = (state.seen.put(recorder.as_ref()), state.order);
+                let (seen, order) = (std::mem::take(&mut state.seen), state.order);
                 drop(state);
-                let result = texts_kept(result, recorder.as_ref());
-                recorder.line(json!({
-                    "call": n,
-                    "end": { "result": result, "is_error": is_error, "order": order },
-                    "seen": seen,
-                }));
+                let seen = seen.put(recorder.as_ref());
+                /// The end's line, written as it is (no JSON tree of the
+                /// result first: its texts may be long).
+                #[derive(Serialize)]
+                struct Line<'a> {
+                    call: u64,
+                    end: End<'a>,
+                    seen: wasi::SeenKept<'a>,
+                }
+                #[derive(Serialize)]
+                struct End<'a> {
+                    result: Kept<'a>,
+                    is_error: bool,
+                    order: Option<u64>,
+                }
+                let line = Line {
+                    call: *n,
+                    end: End {
+                        result: Kept::of(result, recorder.as_ref()),
+                        is_error,
+                        order,
+                    },
+                    seen,
+                };
+                recorder.put(serde_json::to_string(&line).unwrap_or_default());
             }
             Mode::Replay { replaying, call } => {
                 if let Some(i) = call {
@@ -918,23 +938,62 @@ const KEPT_TEXT: usize = 256;
 /// `result` as a recording holds it: each long text block's text kept
 /// once by its digest (`"blob"` in place of `"text"`), as the bytes a tool
 /// read are; a `read` of a whole file then costs its result nothing more.
-fn texts_kept(result: &ToolResult, blobs: &dyn Blobs) -> Value {
-    let mut value = serde_json::to_value(result).unwrap_or(Value::Null);
-    if let Some(blocks) = value.get_mut("content").and_then(Value::as_array_mut) {
-        for block in blocks {
-            let Some(Value::String(text)) = block.get("text") else {
-                continue;
-            };
-            if text.len() >= KEPT_TEXT {
-                let digest = blobs.keep(text.as_bytes());
-                if let Some(block) = block.as_object_mut() {
-                    block.remove("text");
-                    block.insert("blob".into(), digest.into());
+/// Its fields are [`ToolResult`]'s, borrowed (serialized as they are).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Kept<'a> {
+    content: Vec<KeptBlock<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<&'a Value>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    added_tool_names: &'a [String],
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    terminate: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    structured_content: Option<&'a Value>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum KeptBlock<'a> {
+    Blob {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        blob: String,
+    },
+    As(&'a crate::message::ContentBlock),
+}
+
+impl<'a> Kept<'a> {
+    fn of(result: &'a ToolResult, blobs: &dyn Blobs) -> Kept<'a> {
+        let ToolResult {
+            content,
+            details,
+            usage,
+            added_tool_names,
+            terminate,
+            structured_content,
+        } = result;
+        let block = |block: &'a crate::message::ContentBlock| match block {
+            crate::message::ContentBlock::Text { text } if text.len() >= KEPT_TEXT => {
+                KeptBlock::Blob {
+                    kind: "text",
+                    blob: blobs.keep(text.as_bytes()),
                 }
             }
+            block => KeptBlock::As(block),
+        };
+        Kept {
+            content: content.iter().map(block).collect(),
+            details: details.as_ref(),
+            usage: usage.as_ref(),
+            added_tool_names,
+            terminate: *terminate,
+            structured_content: structured_content.as_ref(),
         }
     }
-    value
 }
 
 /// A recorded result, its kept texts put back (`None`: one is missing).
@@ -1277,6 +1336,41 @@ mod tests {
             panic!("a replayed call is answered from the recording");
         };
         assert_eq!(again, received);
+    }
+
+    #[test]
+    fn a_kept_result_comes_back_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let recorder =
+            Recorder::create(&dir.path().join("k.rec"), &header(), DEFAULT_LIMIT).unwrap();
+        let long = "x".repeat(KEPT_TEXT);
+        let result = ToolResult {
+            content: vec![
+                crate::message::ContentBlock::text(&long),
+                crate::message::ContentBlock::text("short"),
+            ],
+            details: Some(json!({"a": 1})),
+            usage: Some(json!({"b": 2})),
+            added_tool_names: vec!["t".into()],
+            terminate: true,
+            structured_content: Some(json!({"c": 3})),
+        };
+        let kept = serde_json::to_value(Kept::of(&result, &recorder)).unwrap();
+        assert!(kept["content"][0]["text"].is_null(), "{kept}");
+        assert_eq!(kept["content"][1]["text"], "short");
+        struct Held(HashMap<String, Vec<u8>>);
+        impl Blobs for Held {
+            fn keep(&self, bytes: &[u8]) -> String {
+                crate::files::Digest::of(bytes).as_str().to_string()
+            }
+            fn get(&self, digest: &str) -> Option<Vec<u8>> {
+                self.0.get(digest).cloned()
+            }
+        }
+        let digest = recorder.keep(long.as_bytes());
+        let held = Held([(digest, long.into_bytes())].into());
+        let back = texts_back(kept, &held).unwrap();
+        assert_eq!(serde_json::from_value::<ToolResult>(back).unwrap(), result);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! (1 ns), so that no machine's shows through.
 
 use super::{Blobs, CallTape, Taped};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock};
@@ -22,18 +22,28 @@ pub struct Seen {
     pub insecure: Vec<u8>,
 }
 
+/// [`Seen`] as a recording holds it: the readings as they are, the bytes
+/// as blobs (`null` when none were drawn).
+#[derive(serde::Serialize)]
+pub(crate) struct SeenKept<'a> {
+    wall: &'a [u64],
+    monotonic: &'a [u64],
+    random: Value,
+    insecure: Value,
+}
+
 impl Seen {
-    pub(crate) fn put(&self, blobs: &dyn Blobs) -> Value {
+    pub(crate) fn put<'a>(&'a self, blobs: &dyn Blobs) -> SeenKept<'a> {
         let bytes = |b: &Vec<u8>| match b.is_empty() {
             true => Value::Null,
             false => b.put(blobs),
         };
-        json!({
-            "wall": self.wall,
-            "monotonic": self.monotonic,
-            "random": bytes(&self.random),
-            "insecure": bytes(&self.insecure),
-        })
+        SeenKept {
+            wall: &self.wall,
+            monotonic: &self.monotonic,
+            random: bytes(&self.random),
+            insecure: bytes(&self.insecure),
+        }
     }
 
     pub(crate) fn take(value: &Value, blobs: &dyn Blobs) -> Option<Seen> {

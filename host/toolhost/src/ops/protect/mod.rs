@@ -33,6 +33,7 @@ pub use guard::GitGuard;
 
 use crate::files::real_or_planned;
 use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// Paths no tool may change, as real (symlink-free) absolute paths, and the
@@ -144,7 +145,7 @@ impl ProtectedPaths {
     /// change a protected path: it is one or lies beneath one, or git reads
     /// it to decide what to run ([`git_reads`]).
     pub fn covers(&self, path: &Path) -> bool {
-        self.paths.iter().any(|p| path.starts_with(p)) || git_reads(path, self.home.as_deref())
+        self.paths.iter().any(|p| beneath(path, p)) || git_reads(path, self.home.as_deref())
     }
 
     /// Whether the real absolute path `path` is a protected path or a
@@ -155,8 +156,12 @@ impl ProtectedPaths {
         self.paths
             .iter()
             .chain(&self.secrets)
-            .any(|p| path.starts_with(p))
-            || path.components().any(|c| c.as_os_str() == ".git")
+            .any(|p| beneath(path, p))
+            || path
+                .as_os_str()
+                .as_bytes()
+                .split(|&b| b == b'/')
+                .any(|c| c == b".git")
     }
 
     /// Whether the directory `dir` holds, or lies inside, a protected path:
@@ -170,6 +175,23 @@ impl ProtectedPaths {
             || self.covers(dir)
             || dir.join(".git").exists()
     }
+}
+
+/// Whether the absolute path `path` is `dir` or lies beneath it: what
+/// `Path::starts_with` says of two real paths (no `.`, `..` or doubled
+/// separator in either), compared as bytes, which a check made on every
+/// read can afford.
+fn beneath(path: &Path, dir: &Path) -> bool {
+    fn trimmed(p: &Path) -> &[u8] {
+        let bytes = p.as_os_str().as_bytes();
+        let end = bytes
+            .iter()
+            .rposition(|&b| b != b'/')
+            .map_or(1.min(bytes.len()), |i| i + 1);
+        &bytes[..end]
+    }
+    let (path, dir) = (trimmed(path), trimmed(dir));
+    path.starts_with(dir) && (path.len() == dir.len() || dir == b"/" || path[dir.len()] == b'/')
 }
 
 /// Add the real form of each of `paths` to `list` (a path not made yet
@@ -267,6 +289,23 @@ fn names(config: &Path, base: &Path, path: &Path, home: Option<&Path>, depth: us
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn beneath_says_what_starts_with_says_of_real_paths() {
+        let paths = [
+            "/", "/a", "/a/", "/ab", "/a/b", "/a/b/", "/a/bc", "/a/b/c", "/b", "/a/.git",
+        ];
+        for path in paths {
+            for dir in paths {
+                let (path, dir) = (Path::new(path), Path::new(dir));
+                assert_eq!(
+                    beneath(path, dir),
+                    path.starts_with(dir),
+                    "{path:?} in {dir:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn covers_the_list_beneath_and_git_hooks_and_config_at_any_depth() {
