@@ -517,3 +517,36 @@ fn a_recorded_http_call_replays_without_a_request_and_holds_no_secret() {
     let checked = stdout_ok(replay(&ws.path, &["--check", rec]));
     assert_has(&checked, "3 calls replayed as recorded");
 }
+
+#[test]
+fn a_session_process_driven_over_several_calls_replays_without_a_process() {
+    use serde_json::json;
+    let ws = Workspace::new();
+    let (_keep, dir) = recordings();
+    let rec = dir.join("session.rec");
+    let mut s = crate::session_processes::server_with(&ws, &["--record", rec.to_str().unwrap()]);
+    s.ok(
+        "process_start",
+        json!({"command": "echo started >> marker; cat", "wait": 0}),
+    );
+    s.write(1, "hello from stdin\n");
+    s.read_until(1, "hello from stdin");
+    let listed = s.ok("process_list", json!({}));
+    assert_has(&listed.text, "echo started >> marker; cat");
+    s.ok("process_stop", json!({"id": 1}));
+    s.server.finish();
+    assert_eq!(ws.read("marker"), "started\n");
+
+    // What was written to its stdin is in the recording, kept once.
+    let text = std::fs::read_to_string(&rec).unwrap();
+    assert_has(&text, r#""session-start":{"program":"#);
+    assert_has(&text, r#""session-write":{"id":1,"bytes":"blake3:"#);
+
+    std::fs::remove_file(ws.path.join("marker")).unwrap();
+    let checked = stdout_ok(replay(&ws.path, &["--check", rec.to_str().unwrap()]));
+    assert_has(&checked, "calls replayed as recorded");
+    assert!(
+        !ws.path.join("marker").exists(),
+        "no process ran: the marker was not made again"
+    );
+}

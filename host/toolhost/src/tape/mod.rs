@@ -101,6 +101,33 @@ pub enum Asked {
         name: String,
         arguments: String,
     },
+    /// A session process started (`input`: `none`, `pipe`, or
+    /// `terminal ROWSxCOLS`); `env` holds the variables' names only.
+    SessionStart {
+        program: String,
+        args: Vec<String>,
+        cwd: String,
+        env: Vec<String>,
+        input: String,
+        shown: String,
+    },
+    /// Session process `id`'s output, waiting at most `wait_ms`.
+    SessionRead {
+        id: u32,
+        wait_ms: u32,
+    },
+    /// Bytes written to session process `id` (their digest; none when it
+    /// only reads), then its output.
+    SessionWrite {
+        id: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bytes: Option<String>,
+        wait_ms: u32,
+    },
+    SessionList,
+    SessionStop {
+        id: u32,
+    },
     /// An HTTP request as the component made it; `body` is the digest of
     /// its body (kept in the recording), unless it had none.
     Http {
@@ -150,6 +177,11 @@ impl Asked {
             Asked::CallableTools => ("list", "the tools it may call".into()),
             Asked::CallTool { name, .. } => ("call", format!("the tool {name}")),
             Asked::Http { method, url, .. } => ("send", format!("{method} {url}")),
+            Asked::SessionStart { shown, .. } => ("start", format!("the session process {shown}")),
+            Asked::SessionRead { id, .. } => ("read", format!("session process {id}")),
+            Asked::SessionWrite { id, .. } => ("write to", format!("session process {id}")),
+            Asked::SessionList => ("list", "the session's processes".into()),
+            Asked::SessionStop { id } => ("stop", format!("session process {id}")),
         }
     }
 
@@ -209,7 +241,24 @@ taped_as_json!(
     ToolResult,
     ExitStatus,
     crate::ops::nested::NestedResult,
+    crate::ops::process::session::ProcessInfo,
+    Vec<crate::ops::process::session::ProcessInfo>,
 );
+
+/// A session process's output, its bytes kept as a blob.
+impl Taped for crate::ops::process::session::Read {
+    fn put(&self, blobs: &dyn Blobs) -> Value {
+        json!({ "info": self.info, "output": self.output.put(blobs), "dropped": self.dropped })
+    }
+
+    fn take(value: &Value, blobs: &dyn Blobs) -> Option<Self> {
+        Some(crate::ops::process::session::Read {
+            info: serde_json::from_value(value.get("info")?.clone()).ok()?,
+            output: Vec::take(value.get("output")?, blobs)?,
+            dropped: value.get("dropped")?.as_u64()?,
+        })
+    }
+}
 
 impl Taped for Vec<u8> {
     fn put(&self, blobs: &dyn Blobs) -> Value {

@@ -136,6 +136,11 @@ impl<'a> OpsCtx<'a> {
             }
             Asked::CallableTools | Asked::CallTool { .. } => caps.call_tools.is_some(),
             Asked::Http { .. } => caps.http.is_some(),
+            Asked::SessionStart { .. }
+            | Asked::SessionRead { .. }
+            | Asked::SessionWrite { .. }
+            | Asked::SessionList
+            | Asked::SessionStop { .. } => caps.session_processes,
         }
     }
 

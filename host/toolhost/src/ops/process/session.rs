@@ -101,14 +101,14 @@ impl Output {
 }
 
 /// What a process is doing.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum State {
     Running,
     Exited(ExitStatus),
 }
 
 /// A session process, as listed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProcessInfo {
     pub id: u32,
     /// The command line it was started with.
