@@ -259,6 +259,24 @@ fn a_recording_stays_outside_the_workspace_and_holds_no_protected_bytes() {
         &out.stderr,
         "call call_1: the recording withholds what read toolhost.toml answered: a protected path",
     );
+
+    // Nor when a component opens it through WASI (Python's open).
+    std::fs::create_dir_all(ws.user_extensions()).unwrap();
+    std::fs::copy(
+        crate::examples::example("csvstats"),
+        ws.user_extensions().join("csvstats.wasm"),
+    )
+    .unwrap();
+    user_policy(&ws, "[extensions.csvstats]\nfs-read = [\".\"]\n");
+    let rec = dir.join("wasi.rec");
+    let rec = rec.to_str().unwrap();
+    let args = r#"{"path":"toolhost.toml"}"#;
+    let out = toolhost(&ws, &["--record", rec, "call", "csv_stats", args], None);
+    stdout_ok(out);
+    let text = std::fs::read_to_string(rec).unwrap();
+    assert_has(&text, r#""asked":{"wasi-open":{"path":""#);
+    assert_has(&text, r#""withheld":"it is a protected path"#);
+    assert!(!text.contains(&bytes), "{text}");
 }
 
 #[test]
@@ -441,7 +459,7 @@ fn a_changed_example_extension_shows_its_difference_with_component() {
 fn the_examples_recordings_replay_with_the_examples_built_here() {
     let recordings = repo_root().join("guest-tools/examples/recordings");
     let elsewhere = tempfile::tempdir().unwrap();
-    for name in ["wordcount", "jsonquery", "cksum", "httpget"] {
+    for name in ["wordcount", "jsonquery", "cksum", "csvstats", "httpget"] {
         let file = recordings.join(format!("{name}.rec"));
         let component = format!("{name}={}", crate::examples::example(name).display());
         let out = replay(

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes the examples' recordings again (docs/recording.md, "Recordings as
 # tests"): each example is called once in a fresh workspace under the grant
-# its README gives, with --record (httpget's request goes to a server this
+# its README gives, with --record (csvstats reads its file with Python's
+# open, through WASI; httpget's request goes to a server this
 # script starts on loopback; its replay sends nothing). tests/it/replay.rs replays each one with
 # the example just built (`toolhost replay --check --component NAME=FILE`).
 # Run it after a change to an example that is meant to change what it asks
@@ -39,6 +40,8 @@ record jsonquery json_query '{"path":"data/pkg.json","query":".dependencies.serd
     data/pkg.json '{"name":"demo","dependencies":{"serde":"1.0","tokio":"1"}}'
 record cksum cksum '{"paths":["data/hello.txt","data/more.txt"]}' 'fs-read = ["data"]' \
     data/hello.txt $'hello\n' data/more.txt $'more\n'
+record csvstats csv_stats '{"path":"data/sales.csv"}' 'fs-read = ["data"]' \
+    data/sales.csv $'region,units,price\nnorth,3,2.5\nsouth,5,4\neast,,1.25\n'
 
 # httpget: a page served by Python's http.server on a free loopback port.
 site=$(mktemp -d)

@@ -556,23 +556,48 @@ impl Sandbox {
             .allow_tcp(false)
             .allow_udp(false);
         let grants = &self.caps.wasi;
-        // A replayed call is given no directory: what it would read through
-        // WASI is not on its tape, and the machine's files are not its.
-        let replaying = signals.tape.get().is_some_and(|t| t.is_replaying());
-        let preopens = grants.preopens.iter().filter(|_| !replaying);
-        for (dir, writable) in preopens {
-            let perms = if *writable {
+        // Each granted directory is preopened where it is. Opened through
+        // the held descriptor: a directory swapped for a symbolic link after
+        // the grant was resolved is not followed.
+        let mut preopens: Vec<(std::path::PathBuf, String, bool)> = grants
+            .preopens
+            .iter()
+            .map(|(dir, writable)| {
+                let seen = dir.path().to_string_lossy().into_owned();
+                (dir.reopen_path(), seen, *writable)
+            })
+            .collect();
+        if let Some(tape) = signals.tape.get() {
+            // Recorded where they are; a replayed call is given the recorded
+            // ones, made of what the recording holds (`tape::files`), never
+            // the machine's files.
+            use crate::tape::files::WasiDir;
+            let live = preopens
+                .iter()
+                .map(|(_, path, writable)| WasiDir {
+                    path: path.clone(),
+                    writable: *writable,
+                })
+                .collect();
+            let dirs = tape.wasi_dirs(live).map_err(|e| {
+                CallFailure::Start(format!("laying out the recorded WASI directories: {e}"))
+            })?;
+            if tape.is_replaying() {
+                preopens = dirs
+                    .into_iter()
+                    .map(|(host, dir)| (host, dir.path, dir.writable))
+                    .collect();
+            }
+        }
+        for (open, guest_path, writable) in preopens {
+            let perms = if writable {
                 FsPerms::ReadWrite
             } else {
                 FsPerms::ReadOnly
             };
-            // Opened through the held descriptor: a directory swapped for a
-            // symbolic link after the grant was resolved is not followed.
-            let guest_path = dir.path().to_string_lossy();
-            wasi.preopened_dir(dir.reopen_path(), &guest_path, perms)
-                .map_err(|e| {
-                    CallFailure::Start(format!("opening granted directory {guest_path}: {e}"))
-                })?;
+            wasi.preopened_dir(open, &guest_path, perms).map_err(|e| {
+                CallFailure::Start(format!("opening granted directory {guest_path}: {e}"))
+            })?;
         }
         wasi.envs(&grants.env);
         if let Some(cwd) = &grants.cwd {
@@ -655,6 +680,7 @@ fn link(
     let linker = || -> wasmtime::Result<Linker<CallState>> {
         let mut linker = Linker::<CallState>::new(engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        crate::tape::files::add_to_linker(&mut linker)?;
         crate::ops::http_client::add_to_linker(&mut linker, http)?;
         (contract.link)(&mut linker, caps)?;
         Ok(linker)

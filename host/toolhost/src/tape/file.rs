@@ -487,6 +487,8 @@ pub struct RecordedCall {
     pub beyond: Vec<String>,
     /// The context its `execute` was given.
     pub context: Option<Value>,
+    /// Its preopened directories, where its component saw them.
+    pub wasi_dirs: Vec<super::files::WasiDir>,
     pub ops: Vec<RecordedOp>,
     pub seen: Seen,
     pub end: Option<RecordedEnd>,
@@ -684,6 +686,7 @@ impl Reader {
         let mut op = None;
         let mut context = None;
         let mut beyond = None;
+        let mut wasi_dirs = None;
         if let Some(e) = value.get("end") {
             order = e.get("order").and_then(Value::as_u64).map(|o| o as usize);
             let result = e.get("result").cloned().unwrap_or_default();
@@ -716,6 +719,11 @@ impl Reader {
             });
         } else if let Some(c) = value.get("context") {
             context = Some(c.clone());
+        } else if let Some(dirs) = value.get("wasi_dirs") {
+            wasi_dirs = Some(
+                serde_json::from_value(dirs.clone())
+                    .map_err(|e| format!("has WASI directories that are not: {e}"))?,
+            );
         } else if let Some(what) = value.get("beyond").and_then(Value::as_str) {
             beyond = Some(what.to_string());
         } else {
@@ -732,6 +740,9 @@ impl Reader {
         }
         if context.is_some() {
             call.context = context;
+        }
+        if let Some(dirs) = wasi_dirs {
+            call.wasi_dirs = dirs;
         }
         if let Some(what) = beyond {
             call.beyond.push(what);
@@ -770,6 +781,7 @@ fn start_of(start: &Value) -> Option<RecordedCall> {
         seed: u128::from_str_radix(&text("seed")?, 16).ok()?,
         beyond: Vec::new(),
         context: None,
+        wasi_dirs: Vec::new(),
         ops: Vec::new(),
         seen: Seen::default(),
         end: None,

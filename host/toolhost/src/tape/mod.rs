@@ -13,6 +13,7 @@
 //! generators are the tape's ([`wasi`]).
 
 mod file;
+pub(crate) mod files;
 pub(crate) mod wasi;
 
 pub(crate) use file::{Blobs, Recorder};
@@ -128,6 +129,12 @@ pub enum Asked {
     SessionStop {
         id: u32,
     },
+    /// A file or directory opened through WASI files, where the component
+    /// sees it (`files`).
+    WasiOpen {
+        path: String,
+        write: bool,
+    },
     /// An HTTP request as the component made it; `body` is the digest of
     /// its body (kept in the recording), unless it had none.
     Http {
@@ -182,6 +189,8 @@ impl Asked {
             Asked::SessionWrite { id, .. } => ("write to", format!("session process {id}")),
             Asked::SessionList => ("list", "the session's processes".into()),
             Asked::SessionStop { id } => ("stop", format!("session process {id}")),
+            Asked::WasiOpen { path, write: false } => ("open", rel(path)),
+            Asked::WasiOpen { path, write: true } => ("open for writing", rel(path)),
         }
     }
 
@@ -630,6 +639,9 @@ pub(crate) struct CallTape {
     /// `wasi:random/insecure-seed`'s value for the call.
     pub(crate) seed: u128,
     state: Mutex<TapeState>,
+    /// Replaying: the tree its WASI directories are served from
+    /// ([`files`]).
+    scratch: std::sync::OnceLock<tempfile::TempDir>,
 }
 
 #[derive(Debug, Default)]
@@ -650,6 +662,8 @@ struct TapeState {
     /// Its end event's place among the recording's (recording).
     order: Option<u64>,
     ended: bool,
+    /// Its WASI directories are recorded (once per call).
+    wasi_dirs_kept: bool,
 }
 
 impl CallTape {
@@ -660,6 +674,7 @@ impl CallTape {
             started: Instant::now(),
             seed,
             state: Mutex::new(TapeState::default()),
+            scratch: std::sync::OnceLock::new(),
         }
     }
 

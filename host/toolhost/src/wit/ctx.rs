@@ -141,6 +141,7 @@ impl<'a> OpsCtx<'a> {
             | Asked::SessionWrite { .. }
             | Asked::SessionList
             | Asked::SessionStop { .. } => caps.session_processes,
+            Asked::WasiOpen { .. } => true,
         }
     }
 
