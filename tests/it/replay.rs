@@ -568,3 +568,55 @@ fn a_session_process_driven_over_several_calls_replays_without_a_process() {
         "no process ran: the marker was not made again"
     );
 }
+
+#[test]
+fn a_recorded_serve_and_mcp_session_replay_the_lines_they_printed() {
+    use serde_json::json;
+    let ws = Workspace::new();
+    ws.write("notes.txt", "read by the recorded session\n");
+    let (_keep, dir) = recordings();
+    let bash = json!({"command": "echo ran >> marker; cat notes.txt; echo $RANDOM"});
+    let call = |id: &str, name: &str, arguments: serde_json::Value| {
+        json!({"role": "assistant", "stopReason": "toolUse", "content": [
+            {"type": "toolCall", "id": id, "name": name, "arguments": arguments}
+        ]})
+    };
+    let serve_input = [json!({"jsonrpc": "2.0", "id": 1, "method": "batch/run",
+               "params": {"message": call("c1", "bash", bash.clone())}})];
+    let mcp_input = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "replay-test", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "read", "arguments": {"path": "notes.txt"}}}),
+    ];
+    for (front, input) in [("serve", &serve_input[..]), ("mcp", &mcp_input[..])] {
+        let rec = dir.join(format!("{front}.rec"));
+        let rec = rec.to_str().unwrap();
+        let lines: String = input.iter().map(|l| format!("{l}\n")).collect();
+        let recorded = stdout_ok(toolhost(
+            &ws,
+            &["--tools", "read,bash", "--record", rec, front],
+            Some(&lines),
+        ));
+        assert!(
+            recorded.lines().count() >= input.len() - 1,
+            "{front}: {recorded}"
+        );
+        std::fs::remove_file(ws.path.join("marker")).ok();
+        // Elsewhere, the files gone: the same lines but for the host's
+        // timestamps, and no program ran.
+        let elsewhere = tempfile::tempdir().unwrap();
+        let replayed = stdout_ok(replay(elsewhere.path(), &[rec]));
+        assert_eq!(
+            without_host_stamps(&replayed),
+            without_host_stamps(&recorded),
+            "{front}"
+        );
+        assert!(!ws.path.join("marker").exists(), "{front}: bash ran again");
+        let checked = stdout_ok(replay(elsewhere.path(), &["--check", rec]));
+        assert_has(&checked, "1 call replayed as recorded");
+    }
+}

@@ -325,10 +325,20 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             .await
         }
         Command::Serve { .. } => {
-            let stdin = tokio::io::BufReader::new(tokio::io::stdin());
-            toolhost::serve::serve(host, stdin, tokio::io::stdout())
-                .await
-                .context("serving JSON-RPC on stdio")?;
+            let served = match &options.record {
+                // Recorded: the lines it reads too, for a replay to feed.
+                Some(to) => {
+                    let offered = host.active_tools();
+                    let (input, output) =
+                        to.stdio(offered, tokio::io::stdin(), tokio::io::stdout());
+                    toolhost::serve::serve(host, tokio::io::BufReader::new(input), output).await
+                }
+                None => {
+                    let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+                    toolhost::serve::serve(host, stdin, tokio::io::stdout()).await
+                }
+            };
+            served.context("serving JSON-RPC on stdio")?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Mcp { http, sessions } => mcp(host, options.clone(), http, sessions).await,

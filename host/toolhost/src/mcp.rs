@@ -297,7 +297,7 @@ impl McpServer {
         format!(
             "toolhost runs these tools in {}, each in a sandbox that reaches only what it was \
              granted.\n\n{}",
-            host.workspace().display(),
+            host.workspace_shown().display(),
             formats::system_prompt_section_as(&host.definitions(), host.pi_profile())
         )
     }

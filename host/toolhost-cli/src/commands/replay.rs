@@ -75,8 +75,19 @@ async fn replay_one(file: &std::path::Path, how: &How) -> Result<bool> {
         .user_config_dir(None)
         .state_dir(None)
         .pi_profile(pi)
-        .all_tools_active()
         .replay(recording.clone(), replaced.clone());
+    // A front end on stdio replays the lines it read (`protocol`), offering
+    // the tools it offered; anything else calls tools by name.
+    let command = recording.header.command.as_str();
+    let comparing = !how.components.is_empty();
+    let protocol = !comparing
+        && how.only.is_none()
+        && matches!(command, "serve" | "mcp")
+        && !recording.inputs.is_empty();
+    builder = match (&recording.offered, protocol) {
+        (Some(offered), true) => builder.active_tools(offered.clone()),
+        _ => builder.all_tools_active(),
+    };
     std::fs::create_dir(scratch.path().join("workspace"))?;
     for component in &recording.components {
         if let Some(file) = component_file(component, how, scratch.path())? {
@@ -100,10 +111,31 @@ async fn replay_one(file: &std::path::Path, how: &How) -> Result<bool> {
         .into_iter()
         .map(|t| t.definition.name)
         .collect();
-    let command = recording.header.command.as_str();
-    let comparing = !how.components.is_empty();
     let (mut replayed, mut diverged) = (0usize, Vec::new());
-    for message in &recording.messages {
+    if protocol {
+        replayed = recording.messages.iter().map(|m| calls_of(m).len()).sum();
+        for message in &recording.messages {
+            diverged.extend(missing(&recording, &calls_of(message), &loaded));
+        }
+        let output: Box<dyn tokio::io::AsyncWrite + Send + Unpin> = match how.check {
+            true => Box::new(tokio::io::sink()),
+            false => Box::new(tokio::io::stdout()),
+        };
+        let (input, output) = toolhost::tape::replayed_stdio(&recording, output)
+            .expect("a recording with input lines");
+        let served = match command {
+            "mcp" => toolhost::mcp::McpServer::new(host.clone())
+                .serve(input, output)
+                .await
+                .map_err(anyhow::Error::from),
+            _ => toolhost::serve::serve(host.clone(), tokio::io::BufReader::new(input), output)
+                .await
+                .map_err(anyhow::Error::from),
+        };
+        served.with_context(|| format!("{shown}: serving the recorded input again"))?;
+        diverged.extend(host.tape_report());
+    }
+    for message in recording.messages.iter().filter(|_| !protocol) {
         let mut parsed = AssistantMessage::from_json(message.assistant.clone())
             .map_err(|e| anyhow::anyhow!("{shown}: a recorded message: {e}"))?;
         if let Some(id) = &how.only {
@@ -112,16 +144,7 @@ async fn replay_one(file: &std::path::Path, how: &How) -> Result<bool> {
                 continue;
             }
         }
-        for call in &parsed.tool_calls {
-            let recorded = recording.calls.iter().find(|c| c.id == call.id);
-            if let Some(recorded) = recorded.filter(|_| !loaded.contains(&call.name)) {
-                diverged.push(format!(
-                    "call {}: its tool {} is not loaded here (the recording's component is {}, \
-                     from {}): give it with --component NAME=FILE or --extension FILE",
-                    call.id, call.name, recorded.digest, recorded.source
-                ));
-            }
-        }
+        diverged.extend(missing(&recording, &parsed.tool_calls, &loaded));
         replayed += parsed.tool_calls.len();
         let one_call = (message.any_tool || how.only.is_some()) && parsed.tool_calls.len() == 1;
         let results = match (how.check || comparing, command) {
@@ -163,6 +186,29 @@ async fn replay_one(file: &std::path::Path, how: &How) -> Result<bool> {
         println!("{shown}: {replayed} {calls} replayed as recorded");
     }
     Ok(diverged.is_empty())
+}
+
+/// The calls `message` sent, as recorded (none when it does not parse).
+fn calls_of(message: &toolhost::tape::RecordedMessage) -> Vec<toolhost::ToolCall> {
+    AssistantMessage::from_json(message.assistant.clone())
+        .map(|m| m.tool_calls)
+        .unwrap_or_default()
+}
+
+/// Each of `calls` whose tool is not among `loaded`, said.
+fn missing(recording: &Recording, calls: &[toolhost::ToolCall], loaded: &[String]) -> Vec<String> {
+    calls
+        .iter()
+        .filter(|call| !loaded.contains(&call.name))
+        .filter_map(|call| {
+            let recorded = recording.calls.iter().find(|c| c.id == call.id)?;
+            Some(format!(
+                "call {}: its tool {} is not loaded here (the recording's component is {}, from \
+                 {}): give it with --component NAME=FILE or --extension FILE",
+                call.id, call.name, recorded.digest, recorded.source
+            ))
+        })
+        .collect()
 }
 
 /// The file that serves the recorded extension `component`: the one given

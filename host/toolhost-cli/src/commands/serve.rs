@@ -58,6 +58,7 @@ pub(crate) async fn mcp(
     http: HttpArgs,
     sessions: SessionArgs,
 ) -> Result<ExitCode> {
+    let (record, offered) = (options.record.clone(), host.active_tools());
     // Everything that decides what loads: a reload applies the same trust
     // rules as the first load.
     let mut watch = vec![
@@ -88,6 +89,14 @@ pub(crate) async fn mcp(
         })
         .await;
     }
-    server.serve_stdio().await.context("serving MCP on stdio")?;
+    let served = match &record {
+        // Recorded: the lines it reads too, for a replay to feed.
+        Some(to) => {
+            let (input, output) = to.stdio(offered, tokio::io::stdin(), tokio::io::stdout());
+            server.serve(input, output).await
+        }
+        None => server.serve_stdio().await,
+    };
+    served.context("serving MCP on stdio")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -111,6 +111,16 @@ impl Host {
         &self.inner.session.settings.workspace
     }
 
+    /// The workspace as a client is told of it: [`Self::workspace`], or,
+    /// replaying, the recorded one (a replay's own is an empty directory
+    /// standing in for it).
+    pub fn workspace_shown(&self) -> PathBuf {
+        match self.inner.session.deck.as_deref() {
+            Some(crate::tape::Deck::Replay(replaying)) => replaying.workspace().into(),
+            _ => self.workspace().to_path_buf(),
+        }
+    }
+
     /// What the built-in `read` reads the workspace through, and what it
     /// may never read.
     #[cfg_attr(not(feature = "mcp"), allow(dead_code))]

@@ -128,7 +128,7 @@ impl McpServer {
                 "name": "Workspace file",
                 "description": format!(
                     "A file of the workspace ({}) by its absolute path; complete {{path}} to \
-                     find one", host.workspace().display()
+                     find one", host.workspace_shown().display()
                 ),
             }));
         }

@@ -438,6 +438,11 @@ pub struct Recording {
     blobs: HashMap<String, Vec<u8>>,
     /// Why the recording stopped before its calls ended, if it did.
     pub stopped: Option<String>,
+    /// A front end on stdio: the tools it offered, each line it read, and
+    /// how many lines it had written when its input ended (`stdio`).
+    pub offered: Option<Vec<String>>,
+    pub inputs: Vec<super::stdio::RecordedInput>,
+    pub input_end: Option<u64>,
 }
 
 /// An extension a recording's host loaded.
@@ -582,6 +587,9 @@ struct Reader {
     blobs: HashMap<String, Vec<u8>>,
     stopped: Option<String>,
     ends: usize,
+    offered: Option<Vec<String>>,
+    inputs: Vec<super::stdio::RecordedInput>,
+    input_end: Option<u64>,
 }
 
 impl Blobs for Reader {
@@ -654,6 +662,25 @@ impl Reader {
                     .and_then(Value::as_bool)
                     .unwrap_or(false),
             });
+            return Ok(());
+        }
+        if let Some(line) = value.get("input").and_then(Value::as_str) {
+            let after = value.get("after").and_then(Value::as_u64).unwrap_or(0);
+            self.inputs.push(super::stdio::RecordedInput {
+                line: line.to_string(),
+                after,
+            });
+            return Ok(());
+        }
+        if let Some(end) = value.get("input_end").and_then(Value::as_u64) {
+            self.input_end = Some(end);
+            return Ok(());
+        }
+        if let Some(offered) = value.get("offered") {
+            self.offered = Some(
+                serde_json::from_value(offered.clone())
+                    .map_err(|e| format!("offers tools in a shape that is not a list: {e}"))?,
+            );
             return Ok(());
         }
         if let Some(component) = value.get("component") {
@@ -764,6 +791,9 @@ impl Reader {
             calls: self.calls,
             blobs: self.blobs,
             stopped: self.stopped,
+            offered: self.offered,
+            inputs: self.inputs,
+            input_end: self.input_end,
         })
     }
 }

@@ -14,6 +14,7 @@
 
 mod file;
 pub(crate) mod files;
+mod stdio;
 pub(crate) mod wasi;
 
 pub(crate) use file::{Blobs, Recorder};
@@ -21,6 +22,7 @@ pub use file::{
     DEFAULT_LIMIT, FORMAT, RecordedCall, RecordedComponent, RecordedEnd, RecordedMessage,
     RecordedOp, Recording, RecordingHeader,
 };
+pub use stdio::{Counted, RecordedInput, replayed_stdio};
 
 use crate::message::{ToolCall, ToolResult};
 use crate::ops::fs;
@@ -477,6 +479,11 @@ impl Replaying {
                 running.push(i);
             }
         }
+    }
+
+    /// The recorded workspace.
+    pub(crate) fn workspace(&self) -> &str {
+        &self.recording.header.workspace
     }
 
     /// The calls' divergences since this was last asked, in order.
