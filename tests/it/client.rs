@@ -310,3 +310,38 @@ fn a_person_at_the_terminal_fills_in_a_tools_form() {
         "{out}"
     );
 }
+
+#[test]
+fn a_recorded_call_that_asked_the_client_replays_without_one() {
+    let ws = Workspace::new();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("client.rec");
+    let all = r#"["elicitation", "sampling", "roots"]"#;
+    let recording = toolhost::tape::RecordTo::new(&path, "test");
+    let host = built(mcptools(&ws, all).record(recording));
+    let client = Arc::new(Recording::default());
+    let tool = "test_input_required_result_multiple_inputs";
+    let asked = ask(&host, &client, tool, json!({}));
+    assert_eq!(
+        asked,
+        (
+            r#"action=accept, content={"name":"Ada"}; Hello, Ada.; file:///srv/a"#.to_string(),
+            false
+        )
+    );
+    assert!(host.tape_report().is_empty());
+    drop(host);
+
+    // Elsewhere, no client at all: the recorded answers, checked again.
+    let tape = Arc::new(toolhost::tape::Recording::open(&path).unwrap());
+    let elsewhere = Workspace::new();
+    let replayer = built(mcptools(&elsewhere, all).replay(tape, Vec::new()));
+    let (text, is_error, _) = call_with(&replayer, None, tool, json!({}));
+    assert_eq!((text, is_error), asked);
+    assert_eq!(replayer.tape_report(), Vec::<String>::new());
+    assert_eq!(
+        client.asked.lock().unwrap().len(),
+        3,
+        "asked once, when recorded"
+    );
+}

@@ -17,7 +17,8 @@ use serde_json::Value;
 use std::fmt;
 
 /// A kind of request to the client.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ClientMethod {
     /// `elicitation/create`: a form for the person.
     Elicitation,
@@ -126,7 +127,8 @@ impl ClientRequest {
 }
 
 /// Why a request got no answer.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ClientError {
     /// The client cannot answer this kind (it did not declare it, or the
     /// front end has none).

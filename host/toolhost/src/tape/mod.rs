@@ -131,6 +131,11 @@ pub enum Asked {
     SessionStop {
         id: u32,
     },
+    /// Requests to the person's client, each its key, kind and parameters
+    /// as sent.
+    Client {
+        requests: Vec<(String, crate::ops::client::ClientMethod, Value)>,
+    },
     /// A file or directory opened through WASI files, where the component
     /// sees it (`files`).
     WasiOpen {
@@ -191,6 +196,10 @@ impl Asked {
             Asked::SessionWrite { id, .. } => ("write to", format!("session process {id}")),
             Asked::SessionList => ("list", "the session's processes".into()),
             Asked::SessionStop { id } => ("stop", format!("session process {id}")),
+            Asked::Client { requests } => {
+                let keys: Vec<&str> = requests.iter().map(|(key, ..)| key.as_str()).collect();
+                ("ask", format!("the client for {}", keys.join(", ")))
+            }
             Asked::WasiOpen { path, write: false } => ("open", rel(path)),
             Asked::WasiOpen { path, write: true } => ("open for writing", rel(path)),
         }
@@ -254,6 +263,7 @@ taped_as_json!(
     crate::ops::nested::NestedResult,
     crate::ops::process::session::ProcessInfo,
     Vec<crate::ops::process::session::ProcessInfo>,
+    Vec<Value>,
 );
 
 /// A session process's output, its bytes kept as a blob.
@@ -664,8 +674,6 @@ struct TapeState {
     diverged: Option<String>,
     /// The cwd its `execute` was given (for paths in divergences).
     cwd: String,
-    /// What it used that the tape does not hold (noted once each).
-    beyond: Vec<String>,
     /// Its end event's place among the recording's (recording).
     order: Option<u64>,
     ended: bool,
@@ -864,25 +872,6 @@ impl CallTape {
             .iter()
             .position(|&r| r == rep)
             .unwrap_or(state.children.len())
-    }
-
-    /// The call used what the tape cannot hold (`what`): noted in the
-    /// recording; a divergence when replaying.
-    pub(crate) fn beyond(&self, what: &str) -> Result<(), String> {
-        match &self.mode {
-            Mode::Record { recorder, n } => {
-                let mut state = self.state();
-                if !state.beyond.iter().any(|b| b == what) {
-                    state.beyond.push(what.to_string());
-                    drop(state);
-                    recorder.line(json!({ "call": n, "beyond": what }));
-                }
-                Ok(())
-            }
-            Mode::Replay { .. } => Err(self.diverge(format!(
-                "the component used {what}, which recordings do not hold"
-            ))),
-        }
     }
 
     /// The call ended with `result`: its end recorded with what it saw of

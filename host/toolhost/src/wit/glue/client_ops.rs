@@ -14,6 +14,7 @@ use crate::ops::client::{
 use crate::ops::usage::Use;
 use crate::permissions::DEFAULT_WAIT;
 use crate::store::CallState;
+use crate::tape::{Asked, taped};
 use crate::wit::OpsCtx;
 use crate::wit::WitBlock;
 use serde_json::{Value, json};
@@ -59,7 +60,6 @@ impl client::Host for OpsCtx<'_> {
     }
 
     async fn request(&mut self, requests: Vec<(String, client::InputRequest)>) -> Reply {
-        self.beyond_tape("the person's client")?;
         let invalid = |why: String| Ok(Err(client::ClientError::InvalidInput(why)));
         if requests.is_empty() || requests.len() > MAX_REQUESTS {
             return invalid(format!(
@@ -99,30 +99,41 @@ impl client::Host for OpsCtx<'_> {
                 params,
             });
         }
-        if self.cancel.is_cancelled() {
-            return Ok(Err(client::ClientError::Cancelled));
-        }
-        let Some(call_client) = self.client else {
-            return Ok(Err(not_supported(built[0].method)));
+        // Asked on the call's tape: a replay is answered as the client
+        // answered, and checks the answers as they were checked.
+        let tape = self.on_tape(|_| Asked::Client {
+            requests: built
+                .iter()
+                .map(|r| (r.key.clone(), r.method, r.params.clone()))
+                .collect(),
+        });
+        let (cancel, call_client) = (self.cancel, self.client);
+        let live = async {
+            if cancel.is_cancelled() {
+                return Err(ClientError::Cancelled);
+            }
+            let Some(call_client) = call_client else {
+                return Err(ClientError::NotSupported(built[0].method));
+            };
+            if call_client.asked.fetch_add(1, Ordering::Relaxed) >= MAX_CLIENT_ASKS {
+                return Err(ClientError::Failed(format!(
+                    "this call asked the client {MAX_CLIENT_ASKS} times, the most one call may"
+                )));
+            }
+            let started = std::time::Instant::now();
+            let answers = tokio::select! {
+                answers = call_client.client.request(&call_client.tool, &built) => answers,
+                () = cancel.cancelled() => Err(ClientError::Cancelled),
+                () = tokio::time::sleep(DEFAULT_WAIT) => Err(ClientError::Failed(format!(
+                    "the client did not answer within {} s",
+                    DEFAULT_WAIT.as_secs()
+                ))),
+            };
+            let waited = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+            call_client.waited_us.fetch_add(waited, Ordering::Relaxed);
+            answers
         };
-        if call_client.asked.fetch_add(1, Ordering::Relaxed) >= MAX_CLIENT_ASKS {
-            let why = format!(
-                "this call asked the client {MAX_CLIENT_ASKS} times, the most one call may"
-            );
-            return Ok(Err(client::ClientError::Failed(why)));
-        }
-        let started = std::time::Instant::now();
-        let answers = tokio::select! {
-            answers = call_client.client.request(&call_client.tool, &built) => answers,
-            () = self.cancel.cancelled() => Err(ClientError::Cancelled),
-            () = tokio::time::sleep(DEFAULT_WAIT) => Err(ClientError::Failed(format!(
-                "the client did not answer within {} s",
-                DEFAULT_WAIT.as_secs()
-            ))),
-        };
-        let waited = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        call_client.waited_us.fetch_add(waited, Ordering::Relaxed);
-        let answers = match answers {
+        let answers = match taped(tape, live).await? {
             Ok(answers) if answers.len() == built.len() => answers,
             Ok(_) => {
                 let why = "the client answered another number of requests".to_string();
