@@ -572,17 +572,17 @@ impl Sandbox {
             // ones, made of what the recording holds (`tape::files`), never
             // the machine's files.
             use crate::tape::files::WasiDir;
-            let live = preopens
+            let live: Vec<WasiDir> = preopens
                 .iter()
                 .map(|(_, path, writable)| WasiDir {
                     path: path.clone(),
                     writable: *writable,
                 })
                 .collect();
-            let dirs = tape.wasi_dirs(live).map_err(|e| {
+            let replayed = tape.wasi_dirs(&live).map_err(|e| {
                 CallFailure::Start(format!("laying out the recorded WASI directories: {e}"))
             })?;
-            if tape.is_replaying() {
+            if let Some(dirs) = replayed {
                 preopens = dirs
                     .into_iter()
                     .map(|(host, dir)| (host, dir.path, dir.writable))

@@ -236,18 +236,13 @@ impl crate::ops::http_client::CallWatch for CallSignals {
     }
 }
 
-impl crate::tape::files::OnTape for CallState {
+impl crate::tape::files::StoreTape for CallState {
     fn tape(&self) -> Option<Arc<crate::tape::CallTape>> {
         self.signals.tape.get().cloned()
     }
 
-    /// The call's file reader judges (a component without one has no
-    /// judge, and every byte it opens through WASI is withheld).
-    fn judge(&self) -> Box<dyn Fn(&std::path::Path) -> bool + Send> {
-        match self.caps.fs_read.clone() {
-            Some(reader) => Box::new(move |path| reader.protects(&path.to_string_lossy())),
-            None => Box::new(|_| true),
-        }
+    fn reader(&self) -> Option<Arc<dyn crate::ops::fs::FsRead>> {
+        self.caps.fs_read.clone()
     }
 }
 

@@ -58,7 +58,8 @@ pub(crate) async fn mcp(
     http: HttpArgs,
     sessions: SessionArgs,
 ) -> Result<ExitCode> {
-    let (record, offered) = (options.record.clone(), host.active_tools());
+    // Recorded: the tools it offers too, for a replay to offer.
+    let recorded = options.record.clone().map(|to| (to, host.active_tools()));
     // Everything that decides what loads: a reload applies the same trust
     // rules as the first load.
     let mut watch = vec![
@@ -89,9 +90,9 @@ pub(crate) async fn mcp(
         })
         .await;
     }
-    let served = match &record {
+    let served = match recorded {
         // Recorded: the lines it reads too, for a replay to feed.
-        Some(to) => {
+        Some((to, offered)) => {
             let (input, output) = to.stdio(offered, tokio::io::stdin(), tokio::io::stdout());
             server.serve(input, output).await
         }

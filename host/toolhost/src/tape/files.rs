@@ -13,6 +13,7 @@
 //! files is not kept: a replay writes it to the scratch tree.
 
 use super::{Asked, CallTape, Taped};
+use crate::ops::fs::FsRead;
 use crate::tape::Blobs;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -33,11 +34,12 @@ pub(crate) const MAX_KEPT: u64 = 64 << 20;
 const MAX_ENTRIES: usize = 10_000;
 
 /// A store whose calls may be on tape.
-pub(crate) trait OnTape {
+pub(crate) trait StoreTape {
     fn tape(&self) -> Option<Arc<CallTape>>;
-    /// What judges whether the bytes at a real path are a protected
-    /// path's, which a recording never keeps.
-    fn judge(&self) -> Box<dyn Fn(&Path) -> bool + Send>;
+    /// The call's file reader, which judges whether the bytes at a real
+    /// path are a protected path's (a recording never keeps those); none:
+    /// every byte opened through WASI is withheld.
+    fn reader(&self) -> Option<Arc<dyn FsRead>>;
 }
 
 /// What an `open-at` found.
@@ -85,7 +87,7 @@ pub struct WasiDir {
 
 /// Shadow `wasi:filesystem`'s `open-at` (linked by `wasmtime-wasi` just
 /// before) with one that asks on the call's tape, when it has one.
-pub(crate) fn add_to_linker<T: WasiView + OnTape + 'static>(
+pub(crate) fn add_to_linker<T: WasiView + StoreTape + 'static>(
     linker: &mut Linker<T>,
 ) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
@@ -101,14 +103,9 @@ pub(crate) fn add_to_linker<T: WasiView + OnTape + 'static>(
             DescriptorFlags,
         )| {
             Box::new(async move {
+                // Taken before the store is lent to the filesystem.
                 let tape = store.data().tape();
-                // The judge of protected paths, asked once the path is known
-                // (the store is lent to the filesystem meanwhile).
-                let judge = tape.as_ref().map(|_| {
-                    let data: &T = store.data();
-                    let judge: Box<dyn Fn(&Path) -> bool + Send> = data.judge();
-                    judge
-                });
+                let reader = tape.as_ref().and_then(|_| store.data().reader());
                 let mut view = store.data_mut().filesystem();
                 let opened = view.open_at(fd, path_flags, path, open_flags, flags).await;
                 let opened: Result<Resource<Descriptor>, ErrorCode> = match opened {
@@ -123,7 +120,11 @@ pub(crate) fn add_to_linker<T: WasiView + OnTape + 'static>(
                         Ok(fd) => Some(view.table.get(fd)?.clone()),
                         Err(_) => None,
                     };
-                    let protects = |path: &Path| judge.as_ref().is_none_or(|j| j(path));
+                    let protects = |path: &Path| {
+                        reader
+                            .as_ref()
+                            .is_none_or(|r| r.protects(&path.to_string_lossy()))
+                    };
                     tape.wasi_open(descriptor.as_ref(), &opened, write, &protects)
                         .map_err(wasmtime::Error::msg)?;
                 }
@@ -229,25 +230,22 @@ impl CallTape {
         }
     }
 
-    /// The call's preopened directories: `live` (recorded), or the
-    /// recorded ones placed in a scratch tree holding what the recording
-    /// has of them (replaying): each as the host directory to open and
+    /// The call's preopened directories, `live`: recorded (`None`), or,
+    /// replaying, the recorded ones placed in a scratch tree holding what
+    /// the recording has of them: each as the host directory to open and
     /// where the component sees it.
-    pub(crate) fn wasi_dirs(&self, live: Vec<WasiDir>) -> std::io::Result<Vec<(PathBuf, WasiDir)>> {
-        if !self.is_replaying() {
-            if let super::Mode::Record { recorder, n } = &self.mode
-                && !live.is_empty()
-                && !std::mem::replace(&mut self.state().wasi_dirs_kept, true)
-            {
+    pub(crate) fn wasi_dirs(
+        &self,
+        live: &[WasiDir],
+    ) -> std::io::Result<Option<Vec<(PathBuf, WasiDir)>>> {
+        if let super::Mode::Record { recorder, n } = &self.mode {
+            if !live.is_empty() && !std::mem::replace(&mut self.state().wasi_dirs_kept, true) {
                 recorder.line(json!({ "call": n, "wasi_dirs": live }));
             }
-            return Ok(live
-                .into_iter()
-                .map(|dir| (PathBuf::from(&dir.path), dir))
-                .collect());
+            return Ok(None);
         }
         let Some(recorded) = self.recorded() else {
-            return Ok(Vec::new());
+            return Ok(Some(Vec::new()));
         };
         let scratch = match self.scratch.get() {
             Some(scratch) => scratch,
@@ -259,7 +257,7 @@ impl CallTape {
                 self.scratch.get_or_init(|| made)
             }
         };
-        recorded
+        let dirs = recorded
             .wasi_dirs
             .iter()
             .map(|dir| {
@@ -267,7 +265,8 @@ impl CallTape {
                 std::fs::create_dir_all(&host)?;
                 Ok((host, dir.clone()))
             })
-            .collect()
+            .collect::<std::io::Result<_>>()?;
+        Ok(Some(dirs))
     }
 
     /// Lay out what `recorded` opened through WASI beneath `scratch`.
