@@ -10,7 +10,8 @@
 # The JavaScript and Python toolchains are installed on first use, and again
 # whenever their pins change: npm into jsonquery/node_modules, pip into a
 # virtual environment at csvstats/.venv, wit-bindgen's CLI with cargo into
-# target/tools. Needs Rust with the wasm32-wasip2 target, Node.js 18+ with
+# target/tools (unless `toolhost ext toolchain --install` put it in
+# toolhost's toolchains directory). Needs Rust with the wasm32-wasip2 target, Node.js 18+ with
 # npm, Python 3.10+, and clang with wasi-libc (Debian: clang lld wasi-libc
 # libclang-rt-dev-wasm32; scripts/setup installs them).
 #
@@ -74,10 +75,16 @@ cp "$here/csvstats/dist/csvstats.wasm" "$out/csvstats.wasm"
 step "cksum (C)"
 (
     cd "$here/cksum"
-    tools=$here/../../target/tools
-    wit_bindgen=$tools/bin/wit-bindgen
+    # The one `toolhost ext toolchain --install` put in toolhost's
+    # toolchains directory, else one of our own in target/tools.
+    toolchains=${TOOLHOST_TOOLCHAINS:-${XDG_DATA_HOME:-$HOME/.local/share}/toolhost/toolchains}
+    wit_bindgen=$toolchains/c/bin/wit-bindgen
     if ! "$wit_bindgen" --version 2>/dev/null | grep -qx "wit-bindgen-cli 0.63.0"; then
-        cargo install --quiet --locked wit-bindgen-cli --version 0.63.0 --root "$tools"
+        tools=$here/../../target/tools
+        wit_bindgen=$tools/bin/wit-bindgen
+        if ! "$wit_bindgen" --version 2>/dev/null | grep -qx "wit-bindgen-cli 0.63.0"; then
+            cargo install --quiet --locked wit-bindgen-cli --version 0.63.0 --root "$tools"
+        fi
     fi
     # The linker rustup ships for wasm32-wasip2: wasm-ld, then the core
     # module made a component (with the WASI adapter for a library).

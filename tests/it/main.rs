@@ -3,6 +3,7 @@
 //! cache are shared by the whole process.
 
 mod audit;
+mod author;
 mod bash;
 mod cases;
 mod cli;

@@ -10,6 +10,11 @@ pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures");
 /// Where `guest-tools/examples/build.sh` puts the example extensions.
 pub const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/examples");
 
+/// The cargo target directory the Rust projects of the author's-loop
+/// tests share (tests/it/author.rs), so their dependencies build once.
+pub const EXT_PROJECTS_TARGET: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../target/ext-projects");
+
 /// A `sleep` duration no other process uses: the processes a command starts
 /// with it can be found by their command line ([`live_with`]), in any PID
 /// namespace.

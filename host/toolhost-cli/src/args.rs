@@ -320,13 +320,62 @@ pub(crate) enum ExtCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Make an extension's project from a template: its source, manifest,
+    /// grant, WIT, a test and a README.
+    New {
+        /// Its name: lowercase words joined by '-' (its tool is the name
+        /// with '_').
+        #[arg(value_name = "NAME")]
+        name: String,
+        #[arg(long = "lang", value_name = "rust|js|python|c")]
+        language: crate::commands::author::toolchain::Language,
+        /// The folder to make (default: NAME).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Build the project here with its language's tools, then show what
+    /// the component asks for against what extension.toml grants.
+    Build {
+        #[arg(value_name = "DIR", default_value = ".")]
+        project: PathBuf,
+    },
+    /// Build the project here, run its tests/cases.toml and replay its
+    /// tests/recordings/ against the new build.
+    Test {
+        #[arg(value_name = "DIR", default_value = ".")]
+        project: PathBuf,
+        /// Record the cases' calls again, with every question the component
+        /// asked, into tests/recordings/cases.rec (kept when every case
+        /// passes), instead of replaying the recordings.
+        #[arg(long)]
+        rerecord: bool,
+        /// Test what is built, without building.
+        #[arg(long)]
+        no_build: bool,
+    },
+    /// Build and load the project here, call it from stdin (one call a
+    /// line), and rebuild it whenever a source changes.
+    Dev {
+        #[arg(value_name = "DIR", default_value = ".")]
+        project: PathBuf,
+    },
+    /// What builds each language here; with --install, install what toolhost
+    /// installs itself (pinned, into its toolchains directory).
+    Toolchain {
+        #[arg(value_name = "LANG")]
+        languages: Vec<crate::commands::author::toolchain::Language>,
+        #[arg(long)]
+        install: bool,
+    },
     /// Install a component for every workspace (into the user's extensions
     /// directory) and write its grant, pinned to its digest, into the user's
     /// toolhost.toml. From a registry, `oci://REGISTRY/REPOSITORY[:TAG][@sha256:…]`:
     /// pulled, checked, and its signature checked before anything is written.
+    /// Without FILE, in an extension's project: what it built, granted its
+    /// extension.toml's [capabilities].
     Add {
         #[arg(value_name = "FILE.wasm|oci://…")]
-        file: String,
+        file: Option<String>,
         /// The name it is installed and granted under (default: the file's
         /// stem, or the repository's last part).
         #[arg(long)]

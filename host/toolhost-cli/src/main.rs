@@ -206,7 +206,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     // Commands that do not need the tools loaded.
     match cli.command {
         Command::Ext { command } if !matches!(command, ExtCommand::List { .. }) => {
-            return ext(command).await;
+            return ext(command, cli.workspace.as_deref()).await;
         }
         Command::Trust { yes, revoke, json } => {
             return trust(cli.workspace.as_deref(), yes, revoke, json).await;

@@ -7,6 +7,13 @@ use crate::*;
 /// A component's tools, whether it has hooks, and what it requests (hooks
 /// being a request too), as `trust` and `ext add` show them.
 pub(crate) fn print_component(i: &toolhost::Inspection) {
+    for line in component_lines(i) {
+        println!("{line}");
+    }
+}
+
+/// [`print_component`]'s lines, escaped.
+pub(crate) fn component_lines(i: &toolhost::Inspection) -> Vec<String> {
     let list = |items: Vec<&str>, none: &str| {
         if items.is_empty() {
             none.to_string()
@@ -14,23 +21,43 @@ pub(crate) fn print_component(i: &toolhost::Inspection) {
             escape(&items.join(", ")).into_owned()
         }
     };
-    println!(
+    let mut lines = vec![format!(
         "  tools: {}",
         list(i.tools.iter().map(|t| t.name.as_str()).collect(), "none")
-    );
+    )];
     if i.hooks {
-        println!("  hooks: yes (sees and may rewrite every call)");
+        lines.push("  hooks: yes (sees and may rewrite every call)".into());
     }
     let mut requests: Vec<&str> = i.capabilities.iter().map(String::as_str).collect();
     if i.hooks {
         requests.push("hooks");
     }
-    println!("  requests: {}", list(requests, "nothing"));
+    lines.push(format!("  requests: {}", list(requests, "nothing")));
+    lines
 }
 
 /// `toolhost ext …`, but `list`, which loads the tools first.
-pub(crate) async fn ext(command: ExtCommand) -> Result<ExitCode> {
+pub(crate) async fn ext(
+    command: ExtCommand,
+    workspace: Option<&std::path::Path>,
+) -> Result<ExitCode> {
+    use super::author;
     match command {
+        ExtCommand::New {
+            name,
+            language,
+            dir,
+        } => author::new(&name, language, dir.as_deref()),
+        ExtCommand::Build { project } => author::build::ext_build(&project).await,
+        ExtCommand::Test {
+            project,
+            rerecord,
+            no_build,
+        } => author::test::ext_test(&project, rerecord, !no_build).await,
+        ExtCommand::Dev { project } => author::dev::ext_dev(&project, workspace).await,
+        ExtCommand::Toolchain { languages, install } => {
+            author::toolchain::toolchain(&languages, install)
+        }
         ExtCommand::Inspect { file, json } => inspect(&file, json).await,
         ExtCommand::Add {
             file,
@@ -40,6 +67,24 @@ pub(crate) async fn ext(command: ExtCommand) -> Result<ExitCode> {
             grant,
         } => {
             let mut grant = grant.grant()?;
+            // In a project: what it built, under its manifest's name and,
+            // unless flags grant otherwise, its manifest's [capabilities].
+            let (file, name) = match file {
+                Some(file) => (file, name),
+                None => {
+                    let project = author::Project::open(std::path::Path::new("."))?;
+                    let file = project.built()?.display().to_string();
+                    if grant == toolhost::GrantSpec::default() {
+                        grant = project.grant();
+                        println!(
+                            "granting {} what its extension.toml asks: {}",
+                            escape(&project.name),
+                            summary(&serde_json::to_value(&grant)?)
+                        );
+                    }
+                    (file, name.or(Some(project.name)))
+                }
+            };
             grant.key = key
                 .map(|k| {
                     std::fs::canonicalize(&k)

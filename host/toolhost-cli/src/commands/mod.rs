@@ -4,6 +4,7 @@
 //! here. Every line they print goes through the terminal writer
 //! (`toolhost::display::Terminal`, by the `println!` of `main.rs`).
 
+pub(crate) mod author;
 pub(crate) mod call;
 pub(crate) mod doctor;
 pub(crate) mod ext;

@@ -33,7 +33,7 @@ pub(crate) async fn replay(files: &[PathBuf], how: &How) -> Result<ExitCode> {
 }
 
 /// Replay one recording: `true` when every call replayed as recorded.
-async fn replay_one(file: &std::path::Path, how: &How) -> Result<bool> {
+pub(crate) async fn replay_one(file: &std::path::Path, how: &How) -> Result<bool> {
     let shown = escape_path(file);
     let recording = Arc::new(Recording::open(file).map_err(anyhow::Error::msg)?);
     if let Some(why) = &recording.stopped {

@@ -30,6 +30,9 @@ pub struct Manifest {
     /// The component file, relative to the manifest's directory.
     pub component: String,
     pub description: Option<String>,
+    /// The language of the project it is built from (`rust`, `js`,
+    /// `python`, `c`): how `toolhost ext build` builds it. Loading ignores it.
+    pub language: Option<String>,
     /// What the extension asks for; only policy files grant it.
     #[serde(default)]
     pub capabilities: crate::extensions::policy::GrantSpec,

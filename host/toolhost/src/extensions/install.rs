@@ -232,10 +232,18 @@ async fn install(
 /// What `inspection` requests that `grant` does not give, each as the line
 /// that would grant it.
 fn ungranted(name: &str, inspection: &Inspection, grant: &GrantSpec) -> Vec<String> {
-    requested(inspection)
+    ungranted_capabilities(inspection, grant)
         .iter()
-        .filter(|c| !grant.grants(c))
         .map(|c| grant_line(name, c))
+        .collect()
+}
+
+/// The capabilities (and `hooks`) `inspection` requests that `grant` does
+/// not give: a component that imports one is refused at load.
+pub fn ungranted_capabilities(inspection: &Inspection, grant: &GrantSpec) -> Vec<String> {
+    requested(inspection)
+        .into_iter()
+        .filter(|c| !grant.grants(c))
         .collect()
 }
 

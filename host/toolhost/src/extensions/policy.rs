@@ -675,7 +675,7 @@ pub fn resolve_path(p: &str, base: &Path) -> PathBuf {
     base.join(p)
 }
 
-pub use crate::wit::interfaces::grant_line;
+pub use crate::wit::interfaces::{capability_line, grant_line};
 
 #[cfg(test)]
 mod tests {

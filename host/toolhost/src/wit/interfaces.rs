@@ -130,10 +130,17 @@ pub fn classify(import: &str) -> Import<'_> {
 /// The `toolhost.toml` line that grants the extension `ext` the capability
 /// `capability` (an Operations interface, `http`, or `hooks`).
 pub fn grant_line(ext: &str, capability: &str) -> String {
+    format!("[extensions.{ext}] {}", capability_line(capability))
+}
+
+/// The `key = value` line of a grant table (`[extensions.NAME]` in
+/// `toolhost.toml`, `[capabilities]` in `extension.toml`) that grants
+/// `capability`.
+pub fn capability_line(capability: &str) -> String {
     let value = self::capability(capability)
         .and_then(|i| i.grant_value())
         .unwrap_or("true");
-    format!("[extensions.{ext}] {capability} = {value}")
+    format!("{capability} = {value}")
 }
 
 #[cfg(test)]
