@@ -5,6 +5,7 @@
 mod audit;
 mod author;
 mod bash;
+mod book;
 mod cases;
 mod cli;
 mod client;

@@ -333,7 +333,7 @@ fn a_registry_serving_other_bytes_than_the_digest_names_is_refused() {
     }
 }
 
-/// The three commands of the README: the publisher's `keygen` and
+/// The three commands of the book (docs/extensions.md): the publisher's `keygen` and
 /// `publish --sign`, and the user's `add` with the publisher's key; by tag
 /// and by digest. The first call does not compile (the install did).
 #[test]

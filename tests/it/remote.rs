@@ -629,25 +629,21 @@ fn hostile_the_far_side_keeps_escapes_protected_paths_survivors_and_the_network_
     assert!(listener.was_reached());
 }
 
-/// The lines of the README's "Work in a remote workspace" example, as
-/// written there.
-fn readme_remote_lines() -> Vec<String> {
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
-    let section = readme
-        .split_once("## Work in a remote workspace")
-        .expect("the README's remote section")
-        .1;
-    let block = section.split_once("```sh\n").unwrap().1;
+/// The lines of the book's "Work in a remote workspace" example
+/// (docs/remote.md), as written there.
+fn book_remote_lines() -> Vec<String> {
+    let page = std::fs::read_to_string(repo_root().join("docs/remote.md")).unwrap();
+    let block = page.split_once("```sh\n").expect("the page's example").1;
     let block = block.split_once("```").unwrap().0;
     block.lines().map(str::to_string).collect()
 }
 
-/// The README's example runs as written: `build.example` is an sshd on this
+/// The book's example runs as written: `build.example` is an sshd on this
 /// machine whose sessions see `/srv/app` and an installed `toolhost` (a
 /// mount namespace of its own), named in root's `~/.ssh/config` (another,
 /// for the commands); `devbox` is a podman container.
 #[test]
-fn the_readme_remote_section_runs_as_written() {
+fn the_book_remote_example_runs_as_written() {
     let app = Workspace::new();
     app.write("Makefile", "test:\n\t@echo all tests pass\n");
     let boxed = Workspace::new();
@@ -685,7 +681,7 @@ fn the_readme_remote_section_runs_as_written() {
             .unwrap();
         stdout_ok(out)
     };
-    let lines = readme_remote_lines();
+    let lines = book_remote_lines();
     assert_eq!(lines.len(), 3, "{lines:?}");
     assert_eq!(run(&lines[0]), "all tests pass\n\n");
     assert_eq!(run(&lines[1]), "notes.txt:1: TODO: more tests\n");

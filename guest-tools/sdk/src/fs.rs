@@ -110,7 +110,7 @@ pub fn outside_message(raw: &str, ctx: &Context) -> String {
 }
 
 /// The refusal of a protected path (`toolhost.toml`, `.toolhost/`, …; see
-/// the README's differences from Pi), naming the path as the model wrote it.
+/// docs/pi.md, the differences from Pi), naming the path as the model wrote it.
 pub fn protected_message(raw: &str) -> String {
     format!("Path is protected: {raw}")
 }

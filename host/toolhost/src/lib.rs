@@ -222,7 +222,8 @@ pub use profile::PiProfile;
 pub use registry::{Diagnostic, ExecutionMode, Exposure, ToolDefinition, ToolInfo, ToolSource};
 pub use tokio_util::sync::CancellationToken;
 
-/// The README's Rust example, compiled (not run) with the tests.
+/// The book's Rust example (docs/guide.md, "Use it"), compiled (not run)
+/// with the tests.
 #[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-mod readme {}
+#[doc = include_str!("../../../docs/guide.md")]
+mod guide {}
