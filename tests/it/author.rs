@@ -367,3 +367,110 @@ fn dev_calls_the_project_and_rebuilds_it_when_a_source_changes() {
     drop(stdin);
     assert!(dev.wait().unwrap().success());
 }
+
+/// The reason a host built with only `file` gives for refusing it.
+fn refused(ws: &Workspace, file: &Path) -> String {
+    let host = built(
+        toolhost::Host::builder()
+            .workspace(&ws.path)
+            .user_config_dir(None)
+            .extensions(|e| e.load(file).grant("broken", toolhost::GrantSpec::default())),
+    );
+    let d = host.diagnostics();
+    assert_eq!(d.len(), 1, "{d:?}");
+    d[0].message.clone()
+}
+
+#[test]
+fn what_cannot_load_says_what_was_expected_what_was_found_and_what_fixes_it() {
+    let ws = Workspace::new();
+    // Not WebAssembly at all.
+    let text = ws.write("broken.wasm", "#!/bin/sh\n");
+    assert_eq!(
+        refused(&ws, &text),
+        "not WebAssembly: it begins with 23 21 2f 62 where a component begins with 00 61 73 6d \
+         (\\0asm); an extension is a .wasm component (`toolhost ext build` makes one)"
+    );
+    // A core module: what a build for wasm32-wasip1 makes.
+    let core = ws.write("broken.wasm", wat::parse_str("(module)").unwrap());
+    assert_eq!(
+        refused(&ws, &core),
+        "a core WebAssembly module, not a component: build it for wasm32-wasip2 (`cargo build \
+         --target wasm32-wasip2`: a cdylib built for it is already a component), or make it one \
+         with `wasm-tools component new`"
+    );
+    // A component that exports something else.
+    let other = ws.write(
+        "broken.wasm",
+        wat::parse_str(
+            r#"(component
+                 (core module $m (func (export "f") (result i32) i32.const 0))
+                 (core instance $i (instantiate $m))
+                 (func $f (result u32) (canon lift (core func $i "f")))
+                 (export "run" (func $f)))"#,
+        )
+        .unwrap(),
+    );
+    assert_eq!(
+        refused(&ws, &other),
+        "exports neither toolhost:tool/tool@0.4.0 nor toolhost:tool/hook@0.4.0; it exports run. \
+         A tool exports the `tool` interface of one of toolhost:tool@0.1.0, @0.2.0, @0.3.0 and \
+         @0.4.0 (`toolhost ext new NAME --lang rust|js|python|c` makes a project that does)"
+    );
+    // The right export, the wrong functions: a changed copy of the WIT.
+    let shape = ws.write(
+        "broken.wasm",
+        wat::parse_str(
+            r#"(component
+                 (core module $m (func (export "f") (result i32) i32.const 0))
+                 (core instance $i (instantiate $m))
+                 (func $f (result u32) (canon lift (core func $i "f")))
+                 (instance $tool (export "definitions" (func $f)))
+                 (export "toolhost:tool/tool@0.4.0" (instance $tool)))"#,
+        )
+        .unwrap(),
+    );
+    let why = refused(&ws, &shape);
+    assert!(
+        why.starts_with(
+            "exports toolhost:tool/tool@0.4.0, but not with the functions and types \
+             toolhost:tool@0.4.0 gives it (built from a changed copy of its WIT? `toolhost ext \
+             new` writes it unchanged into wit/deps/toolhost/)"
+        ),
+        "{why}"
+    );
+}
+
+#[test]
+fn imports_the_host_does_not_provide_are_named_with_what_it_has() {
+    let author = Author::new();
+    let project = author.new_project("asks-much", "js");
+    edit(
+        &project,
+        "wit/world.wit",
+        "    export toolhost:tool/tool@0.4.0;",
+        "    import toolhost:tool/secrets@0.4.0;\n    export toolhost:tool/tool@0.4.0;",
+    );
+    std::fs::write(
+        project.join("wit/deps/toolhost/tool.wit"),
+        std::fs::read_to_string(project.join("wit/deps/toolhost/tool.wit")).unwrap()
+            + "\ninterface secrets {\n    reveal: func() -> string;\n}\n",
+    )
+    .unwrap();
+    let out = author.run(&project, &["ext", "build"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_has(
+        &out.stderr,
+        "imports toolhost:tool/secrets@0.4.0, which this host does not provide: \
+         toolhost:tool@0.4.0 has no interface secrets (it has types, fs-types, progress,",
+    );
+    assert_has(
+        &out.stderr,
+        "remove it from the world it is built for (wit/world.wit)",
+    );
+}

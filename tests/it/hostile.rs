@@ -925,21 +925,29 @@ fn hostile_ungranted_imports_are_refused_at_load_naming_the_grant() {
                 wants_process.display()
             ),
             format!(
-                "{}: imports toolhost:tool/secrets@0.1.0, which this host does not provide",
+                "{}: imports toolhost:tool/secrets@0.1.0, which this host does not provide: \
+                 toolhost:tool@0.1.0 has no interface secrets (it has types, fs-types, progress, \
+                 cancellation, fs-read, fs-write, process, search, tools); remove it from the \
+                 world it is built for (wit/world.wit)",
                 wants_unknown.display()
             ),
             format!(
-                "{}: imports acme:keys/vault, which toolhost does not provide",
+                "{}: imports acme:keys/vault, which toolhost does not provide: a tool imports \
+                 toolhost:tool's interfaces and WASI's, nothing else; remove it from the world \
+                 it is built for (wit/world.wit)",
                 wants_foreign.display()
             ),
             format!(
                 "{}: imports toolhost:tool/fs-read@0.2.0 but exports toolhost:tool@0.1.0: a \
-                 component is built for one version of the package",
+                 component is built for one version of the package; build its imports and its \
+                 export from the same WIT (wit/deps/toolhost/tool.wit)",
                 mixed.display()
             ),
             format!(
                 "{}: imports toolhost:tool/fs-read@0.9.0: built for toolhost:tool@0.9.0, but \
-                 this host loads toolhost:tool@0.1.0, @0.2.0, @0.3.0 and @0.4.0",
+                 this host loads toolhost:tool@0.1.0, @0.2.0, @0.3.0 and @0.4.0; build it \
+                 against toolhost:tool@0.4.0 (the WIT `toolhost ext new` writes into \
+                 wit/deps/toolhost/), or run a toolhost that loads 0.9.0",
                 future.display()
             ),
             format!(

@@ -177,7 +177,7 @@ fn a_broken_extension_file_is_reported_and_the_rest_loads() {
     assert_eq!(d[0].path, junk.display().to_string());
     assert!(
         d[0].message
-            .starts_with("not a valid WebAssembly component"),
+            .starts_with("not WebAssembly: it begins with 6e 6f 74 20 where a component"),
         "{}",
         d[0].message
     );

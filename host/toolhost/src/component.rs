@@ -155,35 +155,8 @@ pub(crate) fn check_import_names(
     let refuse = |reason: String| Error::load(origin, reason);
     let contract = wit::contract_of_exports(exports).map_err(refuse)?;
     for name in imports.iter().map(String::as_str) {
-        let interface = match interfaces::classify(name) {
-            // `wasi:http` reaches the network: a capability like an Operation.
-            Import::Wasi(interface) => interface,
-            // WASI is linked deny-by-default: nothing is reachable unless granted.
-            Import::Foreign if name.starts_with("wasi:") => continue,
-            Import::Foreign => {
-                return Err(refuse(format!(
-                    "imports {name}, which toolhost does not provide"
-                )));
-            }
-            Import::OtherVersion { version } => {
-                return Err(refuse(format!(
-                    "imports {name}: built for toolhost:tool@{version}, but this host loads {}",
-                    wit::versions_text()
-                )));
-            }
-            Import::Known { version, .. } if version != contract.version => {
-                return Err(refuse(format!(
-                    "imports {name} but exports toolhost:tool@{}: a component is built for one \
-                     version of the package",
-                    contract.version
-                )));
-            }
-            Import::Unknown => {
-                return Err(refuse(format!(
-                    "imports {name}, which this host does not provide"
-                )));
-            }
-            Import::Known { interface, .. } => interface,
+        let Some(interface) = imported(name, contract, origin)? else {
+            continue;
         };
         if !interface.granted(caps) {
             let hint = grant_name
@@ -201,6 +174,79 @@ pub(crate) fn check_import_names(
         }
     }
     Ok(contract)
+}
+
+/// [`check_import_names`] but the grants: what no grant could make load
+/// (an import the host does not provide, of another version).
+pub(crate) fn check_import_kinds(
+    imports: &[String],
+    exports: &[String],
+    origin: &str,
+) -> Result<&'static Contract, Error> {
+    let contract = wit::contract_of_exports(exports).map_err(|r| Error::load(origin, r))?;
+    for name in imports {
+        imported(name, contract, origin)?;
+    }
+    Ok(contract)
+}
+
+/// The interface the import `name` of a component of `contract` asks for,
+/// `None` for WASI linked deny-by-default; refused when the host does not
+/// provide it.
+fn imported(
+    name: &str,
+    contract: &Contract,
+    origin: &str,
+) -> Result<Option<&'static interfaces::Interface>, Error> {
+    let refuse = |reason: String| Error::load(origin, reason);
+    let interface = match interfaces::classify(name) {
+        // `wasi:http` reaches the network: a capability like an Operation.
+        Import::Wasi(interface) => interface,
+        // WASI is linked deny-by-default: nothing is reachable unless granted.
+        Import::Foreign if name.starts_with("wasi:") => return Ok(None),
+        Import::Foreign => {
+            return Err(refuse(format!(
+                "imports {name}, which toolhost does not provide: a tool imports \
+                 toolhost:tool's interfaces and WASI's, nothing else; remove it from the \
+                 world it is built for (wit/world.wit)"
+            )));
+        }
+        Import::OtherVersion { version } => {
+            return Err(refuse(format!(
+                "imports {name}: built for toolhost:tool@{version}, but this host loads {}; \
+                 build it against toolhost:tool@{} (the WIT `toolhost ext new` writes into \
+                 wit/deps/toolhost/), or run a toolhost that loads {version}",
+                wit::versions_text(),
+                wit::newest().version
+            )));
+        }
+        Import::Known { version, .. } if version != contract.version => {
+            return Err(refuse(format!(
+                "imports {name} but exports toolhost:tool@{}: a component is built for one \
+                 version of the package; build its imports and its export from the same \
+                 WIT (wit/deps/toolhost/tool.wit)",
+                contract.version
+            )));
+        }
+        Import::Unknown => {
+            let (interface, version) = name
+                .trim_start_matches("toolhost:tool/")
+                .split_once('@')
+                .unwrap_or((name, ""));
+            let has: Vec<&str> = interfaces::interfaces()
+                .filter(|i| interfaces::in_version(i.name, version))
+                .map(|i| i.name)
+                .collect();
+            return Err(refuse(format!(
+                "imports {name}, which this host does not provide: toolhost:tool@{version} \
+                 has no interface {interface} (it has {}); remove it from the world it is \
+                 built for (wit/world.wit)",
+                has.join(", ")
+            )));
+        }
+        Import::Known { interface, .. } => interface,
+    };
+    Ok(Some(interface))
 }
 
 /// Link each `toolhost:tool` Operation that `component` imports but `caps`
@@ -699,9 +745,16 @@ fn link(
         })
     };
     let linker = linker.map_err(|e| Error::load_because(origin, "linking host interfaces", e))?;
-    let pre = linker
-        .instantiate_pre(component)
-        .map_err(|e| Error::load_because(origin, "cannot be linked", e))?;
+    let pre = linker.instantiate_pre(component).map_err(|e| {
+        let why = format!(
+            "cannot be linked: its imports do not have the types this host gives them (a \
+                 component built from a changed copy of toolhost:tool@{}'s WIT, or for a newer \
+                 WASI, does this; `toolhost ext new` writes the WIT unchanged into \
+                 wit/deps/toolhost/)",
+            contract.version
+        );
+        Error::load_because(origin, why, e)
+    })?;
     let ty = component.component_type();
     let exported = |name: &str| ty.exports(component.engine()).any(|(e, _)| e == name);
     let (tool, hook) = (
@@ -709,7 +762,13 @@ fn link(
         exported(&contract.hook_export()),
     );
     let exports = (contract.exports)(&pre, tool, hook).map_err(|(export, e)| {
-        Error::load_because(origin, format!("exports {export} with the wrong shape"), e)
+        let why = format!(
+            "exports {export}, but not with the functions and types toolhost:tool@{} gives it \
+             (built from a changed copy of its WIT? `toolhost ext new` writes it unchanged into \
+             wit/deps/toolhost/)",
+            contract.version
+        );
+        Error::load_because(origin, why, e)
     })?;
     Ok(Linked {
         pre,

@@ -832,9 +832,36 @@ fn compile(engine: &Engine, bytes: &[u8], origin: &str) -> Result<Component, Err
                  one component ({cause})"
             )
         } else {
-            format!("not a valid WebAssembly component: {cause}")
+            not_a_component(bytes)
+                .unwrap_or_else(|| format!("not a valid WebAssembly component: {cause}"))
         };
         Error::load(origin, reason)
+    })
+}
+
+/// What `bytes` are when they are no component at all: not WebAssembly, or
+/// a core module (what a build for wasm32-wasip1 or wasm32-unknown-unknown
+/// makes), each with what makes a component.
+fn not_a_component(bytes: &[u8]) -> Option<String> {
+    const MAGIC: &[u8] = b"\0asm";
+    if !bytes.starts_with(MAGIC) {
+        let shown: Vec<String> = bytes.iter().take(4).map(|b| format!("{b:02x}")).collect();
+        return Some(format!(
+            "not WebAssembly: it begins with {} where a component begins with 00 61 73 6d \
+             (\\0asm); an extension is a .wasm component (`toolhost ext build` makes one)",
+            if shown.is_empty() {
+                "nothing".to_string()
+            } else {
+                shown.join(" ")
+            }
+        ));
+    }
+    // A core module's version is 1, a component's layer 1 (bytes 6 and 7).
+    (bytes.get(4..8) == Some(&[1, 0, 0, 0])).then(|| {
+        "a core WebAssembly module, not a component: build it for wasm32-wasip2 (`cargo build \
+         --target wasm32-wasip2`: a cdylib built for it is already a component), or make it \
+         one with `wasm-tools component new`"
+            .to_string()
     })
 }
 

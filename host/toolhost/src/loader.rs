@@ -420,6 +420,13 @@ pub async fn inspect_bytes(
             Import::Foreign => other_imports.push(name.to_string()),
         }
     }
+    // What no grant could make load is refused here, naming it, rather
+    // than failing the link below.
+    crate::component::check_import_kinds(
+        &crate::wit::import_names(&component),
+        &crate::wit::export_names(&component),
+        &origin,
+    )?;
     let sandbox = Sandbox::for_inspection(runtime.clone(), &component, &origin)?;
     if !sandbox.provides_tools() {
         return Ok(Inspection {

@@ -131,14 +131,25 @@ pub(crate) fn contract_of_exports(exports: &[String]) -> Result<&'static Contrac
         .find(|e| e.starts_with("toolhost:tool/"))
         .map(|e| format!(" (it exports {e}: built for another version of the package?)"))
         .unwrap_or_default();
-    // The newest version: what the SDK builds.
-    let newest = CONTRACTS[CONTRACTS.len() - 1];
+    let found = match exports {
+        [] => "nothing".to_string(),
+        some if some.len() > 5 => format!("{}, …", some[..5].join(", ")),
+        some => some.join(", "),
+    };
+    let newest = newest();
     Err(format!(
-        "exports neither {} nor {}{other}; this host loads {}",
+        "exports neither {} nor {}{other}; it exports {found}. A tool exports the `tool` \
+         interface of one of {} (`toolhost ext new NAME --lang rust|js|python|c` makes a project \
+         that does)",
         newest.tool_export(),
         newest.hook_export(),
         versions_text()
     ))
+}
+
+/// The newest version: what the SDK and `toolhost ext new` build.
+pub(crate) fn newest() -> &'static Contract {
+    CONTRACTS[CONTRACTS.len() - 1]
 }
 
 /// A linked component's exports, ready to be found in each instance.
