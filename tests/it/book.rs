@@ -1,16 +1,27 @@
 //! The shell examples of the README and the book (`docs/`) that are marked
 //! `<!-- runs as a test: tests/it/book.rs -->` run as written: each block
-//! with bash (`-euo pipefail`) in a folder of its own, this build's
-//! `toolhost` first on `PATH`, a configuration home of its own, offline.
-//! A new user following the README's tour reaches what it says they reach.
+//! with bash (`-euo pipefail`) in a folder of its own (or, marked `runs as
+//! a test in the repository`, at the repository's root, as its reader
+//! would run it there), this build's `toolhost` first on `PATH`, a
+//! configuration home of its own, offline. A new user following the
+//! README's tour reaches what it says they reach.
 
 use crate::support::*;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 const MARK: &str = "<!-- runs as a test: tests/it/book.rs -->";
+const MARK_IN_REPOSITORY: &str = "<!-- runs as a test in the repository: tests/it/book.rs -->";
 
-/// Every marked block: the page it is on and its text.
-fn marked_blocks() -> Vec<(PathBuf, String)> {
+/// An example to run: its page, its text, and whether it runs at the
+/// repository's root.
+struct Example {
+    page: PathBuf,
+    block: String,
+    in_repository: bool,
+}
+
+/// Every marked block.
+fn marked_blocks() -> Vec<Example> {
     let root = repo_root();
     let mut pages = vec![root.join("README.md")];
     let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
@@ -24,25 +35,38 @@ fn marked_blocks() -> Vec<(PathBuf, String)> {
     let mut blocks = Vec::new();
     for page in pages {
         let text = std::fs::read_to_string(&page).unwrap();
-        for (at, _) in text.match_indices(MARK) {
-            let block = text[at + MARK.len()..]
-                .strip_prefix("\n```sh\n")
-                .unwrap_or_else(|| {
-                    panic!(
-                        "{}: the mark is not right above a ```sh block",
-                        page.display()
-                    )
-                });
+        let marks = text
+            .match_indices(MARK)
+            .map(|(at, m)| (at + m.len(), false));
+        let in_repository = text
+            .match_indices(MARK_IN_REPOSITORY)
+            .map(|(at, m)| (at + m.len(), true));
+        for (after, in_repository) in marks.chain(in_repository) {
+            let block = text[after..].strip_prefix("\n```sh\n").unwrap_or_else(|| {
+                panic!(
+                    "{}: the mark is not right above a ```sh block",
+                    page.display()
+                )
+            });
             let end = block.find("\n```").expect("the block ends");
-            blocks.push((page.clone(), block[..end + 1].to_string()));
+            blocks.push(Example {
+                page: page.clone(),
+                block: block[..end + 1].to_string(),
+                in_repository,
+            });
         }
     }
     blocks
 }
 
-/// Run `block` as written; its stdout.
+/// Run the example as written; its stdout.
 #[track_caller]
-fn run_block(page: &Path, block: &str) -> String {
+fn run_block(example: &Example) -> String {
+    let Example {
+        page,
+        block,
+        in_repository,
+    } = example;
     let home = tempfile::tempdir().unwrap();
     let folder = tempfile::tempdir().unwrap();
     let bin = toolhost_bin();
@@ -53,7 +77,11 @@ fn run_block(page: &Path, block: &str) -> String {
     );
     let out = std::process::Command::new("bash")
         .args(["-euo", "pipefail", "-c", block])
-        .current_dir(folder.path())
+        .current_dir(if *in_repository {
+            repo_root()
+        } else {
+            folder.path().to_path_buf()
+        })
         .env("PATH", path)
         .env("XDG_CONFIG_HOME", home.path().join("config"))
         .env("XDG_STATE_HOME", home.path().join("state"))
@@ -76,11 +104,11 @@ fn run_block(page: &Path, block: &str) -> String {
 #[test]
 fn the_readme_tour_runs_as_written_to_a_call_of_your_own_extension() {
     let blocks = marked_blocks();
-    let (page, tour) = blocks
+    let tour = blocks
         .iter()
-        .find(|(page, _)| page.ends_with("README.md"))
+        .find(|e| e.page.ends_with("README.md"))
         .expect("the README's tour is marked");
-    let out = run_block(page, tour);
+    let out = run_block(tour);
     // What the README says each step shows.
     assert_has(&out, "one\ntwo\nthree\n");
     assert_has(&out, "refused: outside the workspace");
@@ -95,10 +123,15 @@ fn every_other_marked_example_of_the_book_runs_as_written() {
     let blocks = marked_blocks();
     let others: Vec<_> = blocks
         .iter()
-        .filter(|(page, _)| !page.ends_with("README.md"))
+        .filter(|e| !e.page.ends_with("README.md"))
         .collect();
-    assert!(!others.is_empty(), "the book marks no example");
-    for (page, block) in others {
-        run_block(page, block);
+    // The author's loop, serving, and recording and replaying at least.
+    assert!(
+        others.len() >= 3,
+        "the book marks {} examples",
+        others.len()
+    );
+    for example in others {
+        run_block(example);
     }
 }
