@@ -791,3 +791,45 @@ fn hostile_a_registry_answering_without_end_is_read_within_bounds() {
         nothing_installed(&ws, "x");
     }
 }
+
+/// The end of the author's loop: in a project `ext new` made and `ext
+/// build` built, `ext publish REFERENCE --sign KEY` pushes what it built;
+/// another user adds it with the public key and calls it.
+#[test]
+fn a_project_publishes_what_it_built_signed_and_it_installs_by_its_key() {
+    let (registry, ws, (private, public)) = set_up();
+    let projects = tempfile::tempdir().unwrap();
+    let in_dir = |dir: &Path, args: &[&str]| {
+        let out = ws
+            .cli()
+            .current_dir(dir)
+            .env("COSIGN_PASSWORD", PASSWORD)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        stdout(&out)
+    };
+    in_dir(projects.path(), &["ext", "new", "tally", "--lang", "c"]);
+    let project = projects.path().join("tally");
+    in_dir(&project, &["ext", "build"]);
+    let reference = format!("{}:0.1.0", registry.oci("authors/tally"));
+    let published = in_dir(
+        &project,
+        &["ext", "publish", &reference, "--sign", &private],
+    );
+    assert!(published.contains("signed"), "{published}");
+
+    let user = Workspace::new();
+    user.write("notes.txt", "a\nb\n");
+    let out = add(&user, &reference, &["--key", &public, "--fs-read", "."]);
+    succeeded_saying(
+        &out,
+        &format!("from {reference} (signature by {public} checked)"),
+    );
+    let (text, is_error) = call_text(&user, "tally", json!({"path": "notes.txt"}));
+    assert_eq!(
+        (text.as_str(), is_error),
+        ("notes.txt: 2 lines, 4 bytes", false)
+    );
+}

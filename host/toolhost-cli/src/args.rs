@@ -388,8 +388,9 @@ pub(crate) enum ExtCommand {
         /// (written into its grant as `signed-by`).
         #[arg(long = "signed-by", value_name = "IDENTITY@ISSUER")]
         signed_by: Option<String>,
+        // Boxed: the grant's flags are most of the command's size.
         #[command(flatten)]
-        grant: GrantArgs,
+        grant: Box<GrantArgs>,
     },
     /// Pull a newer component of extensions installed from a registry,
     /// check it (signatures included) and show what it requests; install it
@@ -403,12 +404,12 @@ pub(crate) enum ExtCommand {
         yes: bool,
     },
     /// Push a built component to a registry (builds nothing); with --sign,
-    /// sign its digest as cosign does.
+    /// sign its digest as cosign does. Without FILE, in an extension's
+    /// project: what it built.
     Publish {
-        #[arg(value_name = "FILE.wasm")]
-        file: PathBuf,
-        #[arg(value_name = "oci://REGISTRY/REPOSITORY:TAG")]
-        reference: String,
+        /// The component (default, in a project: what it built), then where it goes.
+        #[arg(value_name = "[FILE.wasm] oci://REGISTRY/REPOSITORY:TAG", required = true, num_args = 1..=2)]
+        targets: Vec<String>,
         /// A cosign private key (its password in COSIGN_PASSWORD when it is
         /// encrypted).
         #[arg(long, value_name = "FILE.key")]

@@ -96,11 +96,17 @@ pub(crate) async fn ext(
             ext_add(&file, name.as_deref(), grant).await
         }
         ExtCommand::Update { names, yes } => ext_update(&names, yes).await,
-        ExtCommand::Publish {
-            file,
-            reference,
-            sign,
-        } => ext_publish(&file, &reference, sign.as_deref()).await,
+        ExtCommand::Publish { targets, sign } => {
+            let (file, reference) = match targets.as_slice() {
+                [file, reference] => (PathBuf::from(file), reference),
+                [reference] => {
+                    let project = author::Project::open(std::path::Path::new("."))?;
+                    (project.built()?, reference)
+                }
+                _ => bail!("ext publish takes [FILE.wasm] oci://REGISTRY/REPOSITORY:TAG"),
+            };
+            ext_publish(&file, reference, sign.as_deref()).await
+        }
         ExtCommand::Attach { reference, bundle } => ext_attach(&reference, &bundle).await,
         ExtCommand::Keygen { prefix } => ext_keygen(&prefix),
         ExtCommand::Remove { name } => ext_remove(&name),
