@@ -203,17 +203,24 @@ fn a_change_that_breaks_a_case_fails_the_test_and_the_replay_names_it() {
     assert!(!project.join("tests/recordings/cases.rec").exists());
 }
 
-#[test]
-fn an_import_the_grant_does_not_cover_is_named_with_the_line_that_grants_it() {
-    let author = Author::new();
-    let project = author.new_project("runner", "js");
-    // componentize-qjs imports every interface of the world it is given.
+/// A JavaScript project `name` whose world imports `interface` too
+/// (componentize-qjs imports every interface of the world it is given).
+fn importing(author: &Author, name: &str, interface: &str) -> PathBuf {
+    let project = author.new_project(name, "js");
+    let export = "    export toolhost:tool/tool@0.4.0;";
     edit(
         &project,
         "wit/world.wit",
-        "    import toolhost:tool/fs-read@0.4.0;\n",
-        "    import toolhost:tool/fs-read@0.4.0;\n    import toolhost:tool/process@0.4.0;\n",
+        export,
+        &format!("    import {interface};\n{export}"),
     );
+    project
+}
+
+#[test]
+fn an_import_the_grant_does_not_cover_is_named_with_the_line_that_grants_it() {
+    let author = Author::new();
+    let project = importing(&author, "runner", "toolhost:tool/process@0.4.0");
     let out = author.run(&project, &["ext", "build"]);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -267,41 +274,32 @@ fn a_missing_toolchain_is_named_with_its_install_step() {
 #[test]
 fn new_refuses_what_it_cannot_make_and_build_says_how_to_make_a_project() {
     let author = Author::new();
-    let out = author.run(
-        author.projects.path(),
-        &["ext", "new", "Bad_Name", "--lang", "rust"],
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert_has(
-        &out.stderr,
+    // `toolhost ARGS…` among the projects: it fails (exit 2) saying `says`.
+    let refused = |args: &[&str], says: &str| {
+        let out = author.run(author.projects.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_has(&out.stderr, says);
+    };
+    let new = |name, language| ["ext", "new", name, "--lang", language];
+    refused(
+        &new("Bad_Name", "rust"),
         "\"Bad_Name\" cannot name an extension: use lowercase words",
     );
-    let out = author.run(
-        author.projects.path(),
-        &["ext", "new", "x", "--lang", "cobol"],
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert_has(
-        &out.stderr,
+    refused(
+        &new("x", "cobol"),
         "\"cobol\" is not a language toolhost builds: rust, js, python or c",
     );
     std::fs::create_dir(author.project("taken")).unwrap();
     std::fs::write(author.project("taken/keep.txt"), "mine").unwrap();
-    let out = author.run(
-        author.projects.path(),
-        &["ext", "new", "taken", "--lang", "c"],
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert_has(&out.stderr, "exists and is not empty");
+    refused(&new("taken", "c"), "exists and is not empty");
     assert_eq!(
         std::fs::read_to_string(author.project("taken/keep.txt")).unwrap(),
         "mine"
     );
-    let out = author.run(author.projects.path(), &["ext", "build"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert_has(
-        &out.stderr,
-        "has no extension.toml, so it is not an extension's project: make one with `toolhost ext new NAME --lang rust|js|python|c`",
+    refused(
+        &["ext", "build"],
+        "has no extension.toml, so it is not an extension's project: make one with `toolhost ext \
+         new NAME --lang rust|js|python|c`",
     );
 }
 
@@ -444,13 +442,7 @@ fn what_cannot_load_says_what_was_expected_what_was_found_and_what_fixes_it() {
 #[test]
 fn imports_the_host_does_not_provide_are_named_with_what_it_has() {
     let author = Author::new();
-    let project = author.new_project("asks-much", "js");
-    edit(
-        &project,
-        "wit/world.wit",
-        "    export toolhost:tool/tool@0.4.0;",
-        "    import toolhost:tool/secrets@0.4.0;\n    export toolhost:tool/tool@0.4.0;",
-    );
+    let project = importing(&author, "asks-much", "toolhost:tool/secrets@0.4.0");
     std::fs::write(
         project.join("wit/deps/toolhost/tool.wit"),
         std::fs::read_to_string(project.join("wit/deps/toolhost/tool.wit")).unwrap()
