@@ -397,18 +397,19 @@ fn what_cannot_load_says_what_was_expected_what_was_found_and_what_fixes_it() {
          --target wasm32-wasip2`: a cdylib built for it is already a component), or make it one \
          with `wasm-tools component new`"
     );
-    // A component that exports something else.
-    let other = ws.write(
-        "broken.wasm",
-        wat::parse_str(
+    // A component with one function `f`, and `exports`.
+    let component = |exports: &str| {
+        let text = format!(
             r#"(component
                  (core module $m (func (export "f") (result i32) i32.const 0))
                  (core instance $i (instantiate $m))
                  (func $f (result u32) (canon lift (core func $i "f")))
-                 (export "run" (func $f)))"#,
-        )
-        .unwrap(),
-    );
+                 {exports})"#
+        );
+        ws.write("broken.wasm", wat::parse_str(text).unwrap())
+    };
+    // A component that exports something else.
+    let other = component(r#"(export "run" (func $f))"#);
     assert_eq!(
         refused(&ws, &other),
         "exports neither toolhost:tool/tool@0.4.0 nor toolhost:tool/hook@0.4.0; it exports run. \
@@ -416,17 +417,9 @@ fn what_cannot_load_says_what_was_expected_what_was_found_and_what_fixes_it() {
          @0.4.0 (`toolhost ext new NAME --lang rust|js|python|c` makes a project that does)"
     );
     // The right export, the wrong functions: a changed copy of the WIT.
-    let shape = ws.write(
-        "broken.wasm",
-        wat::parse_str(
-            r#"(component
-                 (core module $m (func (export "f") (result i32) i32.const 0))
-                 (core instance $i (instantiate $m))
-                 (func $f (result u32) (canon lift (core func $i "f")))
-                 (instance $tool (export "definitions" (func $f)))
-                 (export "toolhost:tool/tool@0.4.0" (instance $tool)))"#,
-        )
-        .unwrap(),
+    let shape = component(
+        r#"(instance $tool (export "definitions" (func $f)))
+           (export "toolhost:tool/tool@0.4.0" (instance $tool))"#,
     );
     let why = refused(&ws, &shape);
     assert!(
