@@ -35,6 +35,7 @@ mod egress;
 mod http;
 mod jail;
 mod kill;
+mod mcp;
 mod memory;
 mod overhead;
 mod paths;
@@ -60,6 +61,7 @@ const SECTIONS: &[&str] = &[
     "search",
     "jail",
     "http",
+    "mcp",
     "egress",
     "processes",
     "remote",
@@ -137,7 +139,7 @@ pub fn timed_output(command: &mut Command, what: &str) -> (Output, Duration) {
 }
 
 fn main() {
-    if memory::child_main() {
+    if memory::child_main() || mcp::child_main() {
         return;
     }
     // `cargo bench` passes `--bench`; other arguments name sections.
@@ -176,6 +178,7 @@ fn main() {
             "remote" => remote::run(&cfg, &mut rows),
             "record" => record::run(&cfg, &mut rows),
             "http" => http::run(&cfg, &mut rows),
+            "mcp" => mcp::run(&cfg, &mut rows),
             "egress" => egress::run(&cfg, &mut rows),
             "paths" => paths::run(&cfg, &mut rows),
             _ => unreachable!(),
