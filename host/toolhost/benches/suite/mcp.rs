@@ -20,12 +20,20 @@ use std::time::{Duration, Instant};
 /// instead of running the suite.
 pub const RMCP_READ: &str = "TOOLHOST_BENCH_RMCP_READ";
 
+/// Set to a directory, this binary serves it with [`serve_raw_read`]: the
+/// floor of a JSON-RPC round trip over two pipes.
+pub const RAW_READ: &str = "TOOLHOST_BENCH_RAW_READ";
+
 /// The file read: 64 lines of 100 characters, as the figures.
 const LINES: usize = 64;
 
 /// Serve the rmcp baseline when this process was started for it; `true`
 /// when it was (and has served its client to the end).
 pub fn child_main() -> bool {
+    if let Some(root) = std::env::var_os(RAW_READ) {
+        serve_raw_read(Path::new(&root));
+        return true;
+    }
     let Some(root) = std::env::var_os(RMCP_READ) else {
         return false;
     };
@@ -44,6 +52,44 @@ async fn serve_rmcp_read(root: PathBuf) {
         .await
         .expect("serving rmcp on stdio");
     let _ = running.waiting().await;
+}
+
+/// The floor: no MCP library and no runtime, one thread reading a line,
+/// parsing it with serde_json, and for `tools/call` writing the file's text
+/// back in a result (`initialize` gets a minimal one, notifications none).
+fn serve_raw_read(root: &Path) {
+    let stdin = std::io::stdin().lock();
+    let mut stdout = std::io::stdout().lock();
+    for line in stdin.lines() {
+        let Ok(line) = line else { break };
+        let request: Value = serde_json::from_str(&line).unwrap();
+        let Some(id) = request.get("id") else {
+            continue;
+        };
+        let result = match request["method"].as_str() {
+            Some("tools/call") => {
+                let path = request["params"]["arguments"]["path"]
+                    .as_str()
+                    .unwrap_or("");
+                let text = std::fs::read_to_string(root.join(path)).unwrap_or_default();
+                json!({"content": [{"type": "text", "text": text}], "isError": false})
+            }
+            _ => json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "raw-read", "version": "0"},
+            }),
+        };
+        let mut out = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+        out.push('\n');
+        if stdout
+            .write_all(out.as_bytes())
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
+            break;
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -211,6 +257,8 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
         .env("XDG_STATE_HOME", config.path());
     let mut rmcp = Command::new(std::env::current_exe().unwrap());
     rmcp.env(RMCP_READ, &ws_path);
+    let mut raw = Command::new(std::env::current_exe().unwrap());
+    raw.env(RAW_READ, &ws_path);
     let relative = json!({"path": "notes.txt"});
 
     // Warm each up, then measure them one after another.
@@ -221,6 +269,7 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
     };
     let ours = measure(toolhost, "read", &relative);
     let unsandboxed = measure(rmcp, "read", &relative);
+    let floor = measure(raw, "read", &relative);
     let [ours_p50, ours_p99] = [0.5, 0.99].map(|q| quantile(&ours, q));
     let [rmcp_p50, rmcp_p99] = [0.5, 0.99].map(|q| quantile(&unsandboxed, q));
     rows.push(
@@ -246,6 +295,22 @@ pub fn run(cfg: &Config, rows: &mut Vec<Row>) {
         )
         .target("≤ 200 µs", ours_p99 <= Duration::from_micros(200)),
     );
+    let [raw_p50, raw_p99] = [0.5, 0.99].map(|q| quantile(&floor, q));
+    let floor_name = "a JSON-RPC loop (std I/O, serde_json, no MCP library)";
+    rows.push(Row::timed(
+        "MCP stdio `read`, p50",
+        ours_p50,
+        floor_name,
+        raw_p50,
+        us,
+    ));
+    rows.push(Row::timed(
+        "MCP stdio `read`, p99",
+        ours_p99,
+        floor_name,
+        raw_p99,
+        us,
+    ));
     match reference_server() {
         Some((node, server)) => {
             let mut reference = Command::new(node);
