@@ -276,10 +276,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     if let Some(terminal) = &terminal {
         builder = builder.ask(terminal.clone()).client(terminal.clone());
     }
-    let host = builder.build().await.context("loading the tools")?;
-    for d in host.diagnostics() {
-        eprintln!("toolhost: warning: {}", escape(&d.to_string()));
-    }
+    let host = loaded(builder, "toolhost").await?;
     // Said once per run, naming what is not contained.
     let runs_programs = matches!(
         cli.command,
@@ -434,6 +431,16 @@ fn hand_over_compiles(workspace: Option<&std::path::Path>, extensions: &[PathBuf
     // Its own process group: a Ctrl-C meant for this command does not stop it.
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
     let _ = command.spawn();
+}
+
+/// The host `builder` builds, each diagnostic (an extension refused, a
+/// name collision) told on stderr as `WHO: warning: …`.
+pub(crate) async fn loaded(builder: HostBuilder, who: &str) -> Result<Host> {
+    let host = builder.build().await.context("loading the tools")?;
+    for d in host.diagnostics() {
+        eprintln!("{who}: warning: {}", escape(&d.to_string()));
+    }
+    Ok(host)
 }
 
 /// The user's configuration directory, or why there is none.

@@ -399,11 +399,16 @@ pub async fn inspect_bytes(
     let fail = |reason: String| Error::load(&origin, reason);
     let hash = blake3::hash(bytes).to_hex().to_string();
     let component = runtime.load_component(bytes, &hash, &origin)?;
+    // What no grant could make load (an import of another version, or
+    // that the host does not provide) is refused here, naming it, rather
+    // than failing the link below.
+    let imports = crate::wit::import_names(&component);
+    crate::component::check_import_kinds(&imports, &crate::wit::export_names(&component), &origin)?;
     let mut capabilities = Vec::new();
     let mut other_imports = Vec::new();
-    for (name, _) in component.component_type().imports(component.engine()) {
+    for name in imports {
         use crate::wit::interfaces::{Import, classify};
-        match classify(name) {
+        match classify(&name) {
             Import::Known { interface, .. } if !interface.is_capability() => {}
             // `wasi:http` is one capability however many of its interfaces
             // a component imports.
@@ -412,21 +417,11 @@ pub async fn inspect_bytes(
                     capabilities.push(interface.name.to_string());
                 }
             }
-            // Listed as asked for: loading it names what is wrong with it.
-            Import::OtherVersion { .. } | Import::Unknown => {
-                let rest = &name["toolhost:tool/".len()..];
-                capabilities.push(rest.split('@').next().unwrap_or(rest).to_string())
-            }
-            Import::Foreign => other_imports.push(name.to_string()),
+            // Refused above.
+            Import::OtherVersion { .. } | Import::Unknown => {}
+            Import::Foreign => other_imports.push(name),
         }
     }
-    // What no grant could make load is refused here, naming it, rather
-    // than failing the link below.
-    crate::component::check_import_kinds(
-        &crate::wit::import_names(&component),
-        &crate::wit::export_names(&component),
-        &origin,
-    )?;
     let sandbox = Sandbox::for_inspection(runtime.clone(), &component, &origin)?;
     if !sandbox.provides_tools() {
         return Ok(Inspection {

@@ -102,10 +102,7 @@ pub(crate) async fn replay_one(file: &std::path::Path, how: &How) -> Result<bool
     for ext in &how.extensions {
         builder = builder.extensions(|e| e.load(ext));
     }
-    let host = builder.build().await.context("loading the tools")?;
-    for d in host.diagnostics() {
-        eprintln!("toolhost: replay: warning: {}", escape(&d.to_string()));
-    }
+    let host = loaded(builder, "toolhost: replay").await?;
     let loaded: Vec<String> = host
         .tools()
         .into_iter()

@@ -90,6 +90,15 @@ pub fn default_state_dir() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/state/toolhost"))
 }
 
+/// toolhost's own data directory: `$XDG_DATA_HOME/toolhost`, else
+/// `~/.local/share/toolhost` (where `toolhost ext toolchain` installs).
+pub fn default_data_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir).join("toolhost"));
+    }
+    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/share/toolhost"))
+}
+
 /// Where an extension was found: what decides which policy file's grants
 /// apply to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -11,12 +11,17 @@ use std::process::Command;
 /// than its manifest grants (it would be refused at load).
 pub(crate) async fn ext_build(dir: &std::path::Path) -> Result<ExitCode> {
     let project = Project::open(dir)?;
-    let component = build(&project, Say::Out)?;
-    Ok(if report(&project, &component, Say::Out).await? {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
+    Ok(match build_reported(&project, Say::Out).await? {
+        Some(_) => ExitCode::SUCCESS,
+        None => ExitCode::from(1),
     })
+}
+
+/// [`build`], then [`report`]: the component, or `None` when it asks for
+/// more than its manifest grants (said, with the lines that grant it).
+pub(crate) async fn build_reported(project: &Project, say: Say) -> Result<Option<PathBuf>> {
+    let component = build(project, say)?;
+    Ok(report(project, &component, say).await?.then_some(component))
 }
 
 /// Where the build's report goes: stdout, or stderr when stdout carries
@@ -155,10 +160,18 @@ fn python(project: &Project, tools: &Tools, out: &std::path::Path) -> Result<()>
                 "-o",
             ])
             .arg(out)
-            .env("VIRTUAL_ENV", tools.get("venv"))
+            .env("VIRTUAL_ENV", venv_of(tools.get("componentize-py")))
             .current_dir(&project.dir),
         "componentize-py",
     )
+}
+
+/// The environment a program in its `bin/` belongs to.
+fn venv_of(program: &std::path::Path) -> &std::path::Path {
+    program
+        .parent()
+        .and_then(|bin| bin.parent())
+        .unwrap_or(program)
 }
 
 fn c(project: &Project, tools: &Tools, out: &std::path::Path) -> Result<()> {
@@ -203,11 +216,7 @@ fn c(project: &Project, tools: &Tools, out: &std::path::Path) -> Result<()> {
 
 /// Print what the component offers and asks for, against what the
 /// manifest grants; `false` when it asks for more (it would be refused).
-pub(crate) async fn report(
-    project: &Project,
-    component: &std::path::Path,
-    say: Say,
-) -> Result<bool> {
+async fn report(project: &Project, component: &std::path::Path, say: Say) -> Result<bool> {
     let runtime = toolhost::Runtime::shared()?;
     let inspection = toolhost::inspect(&runtime, component).await?;
     for line in super::super::ext::component_lines(&inspection) {

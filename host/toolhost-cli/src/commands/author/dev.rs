@@ -65,22 +65,10 @@ pub(crate) async fn ext_dev(dir: &Path, workspace: Option<&Path>) -> Result<Exit
 /// failure reported, when either fails.
 async fn load(project: &Project, workspace: &Path) -> Option<Host> {
     let built = async {
-        let component = super::build::build(project, Say::Err)?;
-        if !super::build::report(project, &component, Say::Err).await? {
+        let Some(component) = super::build::build_reported(project, Say::Err).await? else {
             bail!("not loaded: its grant does not cover its imports");
-        }
-        let (name, grant) = (project.name.clone(), project.grant());
-        let host = Host::builder()
-            .workspace(workspace)
-            .user_config_dir(None)
-            .all_tools_active()
-            .extensions(|e| e.load(component).grant(name, grant))
-            .build()
-            .await
-            .context("loading it")?;
-        for d in host.diagnostics() {
-            eprintln!("toolhost: warning: {}", escape(&d.to_string()));
-        }
+        };
+        let host = loaded(project.host(&component, workspace), "toolhost").await?;
         eprintln!(
             "toolhost: loaded {}: {}",
             escape(&project.name),

@@ -79,6 +79,18 @@ impl Project {
         self.manifest.capabilities.clone()
     }
 
+    /// A host on `workspace` (none of the user's configuration, every tool
+    /// active) with `component` as this project's extension, under its
+    /// manifest's grant.
+    pub(crate) fn host(&self, component: &Path, workspace: &Path) -> HostBuilder {
+        let (name, grant) = (self.name.clone(), self.grant());
+        Host::builder()
+            .workspace(workspace)
+            .user_config_dir(None)
+            .all_tools_active()
+            .extensions(|e| e.load(component).grant(name, grant))
+    }
+
     /// The built component, or an error saying to build it.
     pub(crate) fn built(&self) -> Result<PathBuf> {
         let component = self.component();

@@ -44,11 +44,10 @@ const RECORDED: &str = "tests/recordings/cases.rec";
 pub(crate) async fn ext_test(dir: &Path, record: bool, build: bool) -> Result<ExitCode> {
     let project = Project::open(dir)?;
     let component = if build {
-        let component = super::build::build(&project, Say::Out)?;
-        if !super::build::report(&project, &component, Say::Out).await? {
-            return Ok(ExitCode::from(1));
+        match super::build::build_reported(&project, Say::Out).await? {
+            Some(component) => component,
+            None => return Ok(ExitCode::from(1)),
         }
-        component
     } else {
         project.built()?
     };
@@ -95,20 +94,11 @@ async fn cases(project: &Project, component: &Path, record: bool) -> Result<bool
         if seed.is_dir() {
             copy_tree(&seed, workspace.path())?;
         }
-        let mut builder = Host::builder()
-            .workspace(workspace.path())
-            .user_config_dir(None)
-            .state_dir(None)
-            .all_tools_active();
-        let (name, grant) = (project.name.clone(), project.grant());
-        builder = builder.extensions(|e| e.load(component).grant(name, grant));
+        let mut builder = project.host(component, workspace.path()).state_dir(None);
         if let Some(tape) = &tape {
             builder = builder.record(tape.clone());
         }
-        let host = builder.build().await.context("loading the tools")?;
-        for d in host.diagnostics() {
-            eprintln!("toolhost: warning: {}", escape(&d.to_string()));
-        }
+        let host = loaded(builder, "toolhost").await?;
         let arguments = serde_json::to_value(&case.arguments)?;
         let result = host
             .call(ToolCall {

@@ -73,19 +73,11 @@ impl std::str::FromStr for Language {
 /// else `$XDG_DATA_HOME/toolhost/toolchains`, else
 /// `~/.local/share/toolhost/toolchains`.
 pub(crate) fn dir() -> Result<PathBuf> {
-    let set = |name: &str| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    if let Some(dir) = set("TOOLHOST_TOOLCHAINS") {
-        return Ok(dir);
+    if let Some(dir) = std::env::var_os("TOOLHOST_TOOLCHAINS").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(dir));
     }
-    if let Some(data) = set("XDG_DATA_HOME") {
-        return Ok(data.join("toolhost/toolchains"));
-    }
-    match set("HOME") {
-        Some(home) => Ok(home.join(".local/share/toolhost/toolchains")),
+    match toolhost::extensions::policy::default_data_dir() {
+        Some(data) => Ok(data.join("toolchains")),
         None => bail!(
             "neither TOOLHOST_TOOLCHAINS, XDG_DATA_HOME nor HOME is set: nowhere to keep toolchains"
         ),
@@ -95,9 +87,9 @@ pub(crate) fn dir() -> Result<PathBuf> {
 /// The programs a project of one language is built with.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Tools {
-    /// By role: `cargo`, `componentize-qjs`, `componentize-py`, `clang`,
-    /// `wit-bindgen`, `wasm-component-ld`; and `venv`, the Python
-    /// environment componentize-py runs in.
+    /// By role: `cargo`, `componentize-qjs`, `componentize-py` (in the
+    /// Python environment whose packages are bundled), `clang`,
+    /// `wit-bindgen`, `wasm-component-ld`.
     found: BTreeMap<&'static str, PathBuf>,
 }
 
@@ -113,15 +105,16 @@ impl Tools {
 pub(crate) struct Missing {
     pub what: String,
     pub install: Install,
-    /// The language whose toolchain lacks it.
-    pub language: Language,
 }
 
 /// How a missing piece is installed.
 #[derive(Clone, Debug)]
 pub(crate) enum Install {
-    /// Commands `toolhost ext toolchain --install` runs, in order.
-    Toolhost(Vec<Vec<String>>),
+    /// Commands `toolhost ext toolchain LANGUAGE --install` runs, in order.
+    Toolhost {
+        language: Language,
+        commands: Vec<Vec<String>>,
+    },
     /// What the person installs themselves (a system package, rustup).
     Person(String),
 }
@@ -129,13 +122,13 @@ pub(crate) enum Install {
 impl std::fmt::Display for Missing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.install {
-            Install::Toolhost(commands) => {
+            Install::Toolhost { language, commands } => {
                 let shown: Vec<String> = commands.iter().map(|c| c.join(" ")).collect();
                 write!(
                     f,
                     "{} is missing: run `toolhost ext toolchain {} --install` (it runs {})",
                     self.what,
-                    self.language.key(),
+                    language.key(),
                     shown.join(" && ")
                 )
             }
@@ -157,7 +150,10 @@ pub(crate) fn check(language: Language, project: Option<&Path>) -> Result<Tools,
         }
         None => missing.push(what),
     };
-    let mut venv = None;
+    let by_toolhost = |what: String, commands: Vec<Vec<String>>| Missing {
+        what,
+        install: Install::Toolhost { language, commands },
+    };
     match language {
         Language::Rust => {
             need(
@@ -212,19 +208,20 @@ pub(crate) fn check(language: Language, project: Option<&Path>) -> Result<Tools,
                     "Debian: apt install python3 python3-venv",
                 ),
             );
-            let mut venvs = project
+            // The project's own environment first (its packages are bundled).
+            let found = project
                 .map(|p| p.join(".venv"))
                 .into_iter()
-                .chain([home.join("python")]);
-            let found = venvs.find(|venv| {
-                version_line(&venv.join("bin/componentize-py"), "--version")
-                    .is_some_and(|v| v == format!("componentize-py {COMPONENTIZE_PY}"))
-            });
-            venv.clone_from(&found);
+                .chain([home.join("python")])
+                .map(|venv| venv.join("bin/componentize-py"))
+                .find(|bin| {
+                    version_line(bin, "--version")
+                        .is_some_and(|v| v == format!("componentize-py {COMPONENTIZE_PY}"))
+                });
             let ours = home.join("python");
             need(
                 "componentize-py",
-                found.map(|v| v.join("bin/componentize-py")),
+                found,
                 by_toolhost(
                     format!("componentize-py {COMPONENTIZE_PY}"),
                     vec![
@@ -285,31 +282,17 @@ pub(crate) fn check(language: Language, project: Option<&Path>) -> Result<Tools,
             );
         }
     }
-    if let Some(venv) = venv {
-        tools.found.insert("venv", venv);
-    }
     if missing.is_empty() {
-        return Ok(tools);
+        Ok(tools)
+    } else {
+        Err(missing)
     }
-    for m in &mut missing {
-        m.language = language;
-    }
-    Err(missing)
 }
 
 fn person(what: &str, how: &str) -> Missing {
     Missing {
         what: what.into(),
         install: Install::Person(how.into()),
-        language: Language::Rust,
-    }
-}
-
-fn by_toolhost(what: String, commands: Vec<Vec<String>>) -> Missing {
-    Missing {
-        what,
-        install: Install::Toolhost(commands),
-        language: Language::Rust,
     }
 }
 
@@ -386,19 +369,11 @@ fn rust_target() -> Option<PathBuf> {
 fn component_linker() -> Option<PathBuf> {
     let out = Command::new("rustc").arg("-vV").output().ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
-    let host = text
-        .lines()
-        .find_map(|l| l.strip_prefix("host: "))?
-        .trim()
-        .to_string();
-    rust_target()?;
-    Some(
-        sysroot()?
-            .join("lib/rustlib")
-            .join(host)
-            .join("bin/wasm-component-ld"),
-    )
-    .filter(|p| p.is_file())
+    let host = text.lines().find_map(|l| l.strip_prefix("host: "))?.trim();
+    let rustlib = sysroot()?.join("lib/rustlib");
+    // It ships with the target: without it, it is not there to use.
+    let linker = rustlib.join(host).join("bin/wasm-component-ld");
+    (rustlib.join("wasm32-wasip2").is_dir() && linker.is_file()).then_some(linker)
 }
 
 /// Whether `clang` finds wasi-libc and its wasm32 builtins.
@@ -428,7 +403,7 @@ pub(crate) fn toolchain(languages: &[Language], install: bool) -> Result<ExitCod
         let mut state = check(language, None);
         if install && let Err(missing) = &state {
             for m in missing {
-                if let Install::Toolhost(commands) = &m.install {
+                if let Install::Toolhost { commands, .. } = &m.install {
                     eprintln!(
                         "toolhost: installing {} into {}",
                         m.what,
