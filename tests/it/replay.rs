@@ -620,3 +620,51 @@ fn a_recorded_serve_and_mcp_session_replay_the_lines_they_printed() {
         assert_has(&checked, "1 call replayed as recorded");
     }
 }
+
+/// Requests sent together are answered in whatever order they end: the
+/// recording keeps the order its answers were written in, and the replay,
+/// where the slow call is answered from the tape at once, writes them in
+/// that order still.
+#[test]
+fn answers_to_requests_sent_together_are_replayed_in_their_recorded_order() {
+    use serde_json::json;
+    let ws = Workspace::new();
+    ws.write("notes.txt", "quick\n");
+    let (_keep, dir) = recordings();
+    let rec = dir.join("order.rec");
+    let rec = rec.to_str().unwrap();
+    let call = |id: u64, name: &str, arguments: serde_json::Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": name, "arguments": arguments}})
+    };
+    let input = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "replay-test", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        call(2, "bash", json!({"command": "sleep 1; echo slow"})),
+        call(3, "read", json!({"path": "notes.txt"})),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
+    ];
+    let lines: String = input.iter().map(|l| format!("{l}\n")).collect();
+    let recorded = stdout_ok(toolhost(
+        &ws,
+        &["--tools", "read,bash", "--record", rec, "mcp"],
+        Some(&lines),
+    ));
+    let ids = |out: &str| -> Vec<serde_json::Value> {
+        out.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .map(|v| v["id"].clone())
+            .collect()
+    };
+    // The slow call was answered last.
+    assert_eq!(ids(&recorded).last(), Some(&json!(2)), "{recorded}");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let replayed = stdout_ok(replay(elsewhere.path(), &[rec]));
+    assert_eq!(ids(&replayed), ids(&recorded), "{replayed}");
+    assert_eq!(
+        without_host_stamps(&replayed),
+        without_host_stamps(&recorded)
+    );
+}

@@ -119,7 +119,7 @@ pub(crate) async fn replay_one(file: &std::path::Path, how: &How) -> Result<bool
             true => Box::new(tokio::io::sink()),
             false => Box::new(tokio::io::stdout()),
         };
-        let (input, output) = toolhost::tape::replayed_stdio(&recording, output)
+        let (input, output, held) = toolhost::tape::replayed_stdio(&recording, output)
             .expect("a recording with input lines");
         let served = match command {
             "mcp" => toolhost::mcp::McpServer::new(host.clone())
@@ -131,6 +131,14 @@ pub(crate) async fn replay_one(file: &std::path::Path, how: &How) -> Result<bool
                 .map_err(anyhow::Error::from),
         };
         served.with_context(|| format!("{shown}: serving the recorded input again"))?;
+        // What waited for an answer that never came is printed all the same.
+        let rest = held.rest();
+        if !how.check && !rest.is_empty() {
+            use std::io::Write;
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(&rest)?;
+            stdout.flush()?;
+        }
         diverged.extend(host.tape_report());
     }
     for message in recording.messages.iter().filter(|_| !protocol) {

@@ -18,8 +18,11 @@ use std::io::{BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 
-/// The version of the format this release writes and reads.
-pub const FORMAT: u32 = 1;
+/// The version of the format this release writes. It reads it and every
+/// earlier one: format 2 added the `answered` lines of a front end on stdio,
+/// which a recording of format 1 lacks (its answers are replayed in the
+/// order they end).
+pub const FORMAT: u32 = 2;
 
 /// Where bytes are kept by their digest.
 pub(crate) trait Blobs {
@@ -443,6 +446,8 @@ pub struct Recording {
     pub offered: Option<Vec<String>>,
     pub inputs: Vec<super::stdio::RecordedInput>,
     pub input_end: Option<u64>,
+    /// The id of each answer it wrote, in order (`answered`).
+    pub answered: Vec<Value>,
 }
 
 /// An extension a recording's host loaded.
@@ -590,6 +595,7 @@ struct Reader {
     offered: Option<Vec<String>>,
     inputs: Vec<super::stdio::RecordedInput>,
     input_end: Option<u64>,
+    answered: Vec<Value>,
 }
 
 impl Blobs for Reader {
@@ -625,9 +631,9 @@ impl Reader {
             }
             let header: RecordingHeader = serde_json::from_value(value)
                 .map_err(|e| format!("is not a recording's header: {e}"))?;
-            if header.format != FORMAT {
+            if !(1..=FORMAT).contains(&header.format) {
                 return Err(format!(
-                    "says format {} ({}); this toolhost reads format {FORMAT}",
+                    "says format {} ({}); this toolhost reads formats 1 to {FORMAT}",
                     header.format, header.release
                 ));
             }
@@ -674,6 +680,10 @@ impl Reader {
         }
         if let Some(end) = value.get("input_end").and_then(Value::as_u64) {
             self.input_end = Some(end);
+            return Ok(());
+        }
+        if let Some(id) = value.get("answered") {
+            self.answered.push(id.clone());
             return Ok(());
         }
         if let Some(offered) = value.get("offered") {
@@ -794,6 +804,7 @@ impl Reader {
             offered: self.offered,
             inputs: self.inputs,
             input_end: self.input_end,
+            answered: self.answered,
         })
     }
 }

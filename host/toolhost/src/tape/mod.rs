@@ -22,7 +22,7 @@ pub use file::{
     DEFAULT_LIMIT, FORMAT, RecordedCall, RecordedComponent, RecordedEnd, RecordedMessage,
     RecordedOp, Recording, RecordingHeader,
 };
-pub use stdio::{Counted, RecordedInput, replayed_stdio};
+pub use stdio::{Counted, HeldAnswers, RecordedInput, replayed_stdio};
 
 use crate::message::{ToolCall, ToolResult};
 use crate::ops::fs;
