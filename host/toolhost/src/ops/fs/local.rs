@@ -365,11 +365,15 @@ fn real_path_of(fd: &impl std::os::fd::AsRawFd) -> Option<PathBuf> {
     std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()
 }
 
-/// Up to `want` bytes from `offset` of a file just opened (`is_dir`: it is
-/// a directory, which reads refuse as `EISDIR`).
+/// Up to `want` bytes from `offset` of a file just opened, of `len` bytes
+/// when it was looked at (`is_dir`: it is a directory, which reads refuse
+/// as `EISDIR`). The buffer is made for
+/// the bytes the file holds there, so that a small file is read in one
+/// `read(2)` and the one that finds its end, not in reads that double from
+/// 32 bytes.
 fn read_opened(
     mut file: impl Read + Seek,
-    is_dir: bool,
+    (is_dir, len): (bool, u64),
     offset: u64,
     want: u64,
 ) -> io::Result<Vec<u8>> {
@@ -378,8 +382,13 @@ fn read_opened(
             rustix::io::Errno::ISDIR.raw_os_error(),
         ));
     }
-    file.seek(SeekFrom::Start(offset))?;
-    let mut buf = Vec::new();
+    if offset > 0 {
+        file.seek(SeekFrom::Start(offset))?;
+    }
+    // What the file held when it was looked at; it may grow or shrink
+    // since, which the read follows.
+    let expected = len.saturating_sub(offset).min(want);
+    let mut buf = Vec::with_capacity(usize::try_from(expected).unwrap_or(0));
     file.take(want).read_to_end(&mut buf)?;
     Ok(buf)
 }
@@ -455,8 +464,9 @@ impl FsRead for LocalFs {
             if self.hidden(&file) {
                 return Ok(None);
             }
-            let is_dir = file.metadata()?.is_dir();
-            read_opened(file, is_dir, offset, want).map(Some)
+            let metadata = file.metadata()?;
+            let shape = (metadata.is_dir(), metadata.len());
+            read_opened(file, shape, offset, want).map(Some)
         })?
         .ok_or_else(|| protected(path))
     }
@@ -469,8 +479,9 @@ impl FsRead for LocalFs {
             return Err(protected(path));
         }
         let read = || -> io::Result<Vec<u8>> {
-            let is_dir = file.metadata()?.is_dir();
-            read_opened(&file, is_dir, offset, max_bytes.min(MAX_READ_CHUNK))
+            let metadata = file.metadata()?;
+            let shape = (metadata.is_dir(), metadata.len());
+            read_opened(&file, shape, offset, max_bytes.min(MAX_READ_CHUNK))
         };
         read().map_err(|e| io_error(&e, path))
     }
