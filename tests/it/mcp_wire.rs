@@ -825,3 +825,55 @@ fn over_a_remote_workspace_a_client_calls_tools_and_reads_resources_there() {
     let line = server.answer();
     assert!(line.contains("remote resource"), "{line}");
 }
+
+/// A call the client cancels gets no answer, the calls around it do, and a
+/// call still running when the client closes its input is answered before
+/// the server exits (as rmcp drains its own requests).
+#[test]
+fn over_stdio_a_cancelled_call_gets_no_answer_and_one_running_at_the_end_does() {
+    let ws = Workspace::new();
+    ws.write("a.txt", "alpha\n");
+    let mut server = Stdio_::start(&ws, &[]);
+    server.handshake();
+    let bash = |id: &str, command: &str| {
+        request(
+            id,
+            "tools/call",
+            &json!({"name": "bash", "arguments": {"command": command}}).to_string(),
+        )
+    };
+    server.send(bash("\"slow\"", "sleep 30").as_bytes());
+    server.send(
+        br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow"}}"#,
+    );
+    server.send(
+        request(
+            "\"read\"",
+            "tools/call",
+            r#"{"name":"read","arguments":{"path":"a.txt"}}"#,
+        )
+        .as_bytes(),
+    );
+    let line = server.answer();
+    assert!(
+        line.contains("\"id\":\"read\"") && line.contains("alpha"),
+        "{line}"
+    );
+    server.send(bash("\"last\"", "sleep 1; echo done").as_bytes());
+    drop(server.input.take());
+    let mut rest = Vec::new();
+    while let Some(line) = server.next_line(ANSWER_TIME) {
+        rest.push(line);
+    }
+    assert!(
+        !rest.iter().any(|line| line.contains("\"id\":\"slow\"")),
+        "{rest:?}"
+    );
+    assert!(
+        rest.iter()
+            .any(|line| line.contains("\"id\":\"last\"") && line.contains("done")),
+        "{rest:?}"
+    );
+    let status = server.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+}

@@ -419,6 +419,11 @@ impl<R: tokio::io::AsyncBufRead + Unpin> LineReader<R> {
         }
     }
 
+    /// The input, to look at what it holds already read.
+    pub fn input(&self) -> &R {
+        &self.input
+    }
+
     /// The next whole line (without its end), or the answer to one over
     /// [`MAX_MESSAGE_BYTES`]; `None` at the end of the input. Safe to
     /// cancel: what was read stays in `line`.

@@ -28,7 +28,10 @@
 //!   stdio and over HTTP, and no message ends the server.
 //!
 //! rmcp runs each request in its own task, so parallel requests from one
-//! client run concurrently. Their file mutations keep the order in which
+//! client run concurrently. On stdio, once the handshake is done, a
+//! `tools/call` is answered beside rmcp's loop by the same dispatch
+//! ([`wire`]'s `Direct`): run by the reader until it ends or first waits,
+//! concurrently when the client has sent more. Their file mutations keep the order in which
 //! the requests were read (a `write` then an `edit` of one file, sent
 //! together, never run the other way round): each `tools/call` takes its
 //! turn as it is read ([`Arrival`]), on stdio by the transport, over HTTP by
@@ -326,9 +329,10 @@ impl McpServer {
         loop {
             match ServiceExt::serve(self.clone(), wire.transport()).await {
                 Ok(running) => {
-                    return running
-                        .waiting()
-                        .await
+                    wire.answer_calls(running.peer().clone());
+                    let served = running.waiting().await;
+                    wire.end_calls().await;
+                    return served
                         .map(|_| ())
                         .map_err(|e| Error::runtime_because("the MCP service failed", e));
                 }

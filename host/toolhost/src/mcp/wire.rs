@@ -16,16 +16,31 @@
 //! A session that never starts (a notification, a response or a refused
 //! `initialize` before the handshake) ends rmcp's serving, not the
 //! server's: [`McpServer::serve`] serves the same wire again.
+//!
+//! Once a session's handshake is done, its `tools/call`s are answered
+//! beside rmcp's loop ([`Direct`]): the reader runs rmcp's own dispatch of
+//! the request (the same checks, the same handler, the same answer) and
+//! queues the answer, where rmcp's loop would take it through four tasks.
+//! Everything else still goes through rmcp.
 
 use super::McpServer;
 use crate::jsonrpc::{self, LineReader, Rejection, Verdict};
-use rmcp::model::{ClientRequest, JsonRpcMessage};
-use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
+use futures::FutureExt;
+use rmcp::Service;
+use rmcp::model::{
+    ClientNotification, ClientRequest, GetExtensions, GetMeta, JsonRpcMessage, JsonRpcRequest,
+    RequestId,
+};
+use rmcp::service::{Peer, RequestContext, RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use serde_json::Value;
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// A message from the client, as rmcp types it.
 pub(crate) type Incoming = RxJsonRpcMessage<RoleServer>;
@@ -154,6 +169,8 @@ pub(crate) struct Wire {
     out: mpsc::UnboundedSender<Outgoing>,
     ended: Arc<AtomicBool>,
     server: McpServer,
+    /// The session whose handshake is done, once it is.
+    direct: Arc<OnceLock<Direct>>,
 }
 
 impl Clone for Wire {
@@ -163,6 +180,7 @@ impl Clone for Wire {
             out: self.out.clone(),
             ended: self.ended.clone(),
             server: self.server.clone(),
+            direct: self.direct.clone(),
         }
     }
 }
@@ -176,6 +194,8 @@ enum Outgoing {
         Box<TxJsonRpcMessage<RoleServer>>,
         oneshot::Sender<std::io::Result<()>>,
     ),
+    /// Tells when everything queued before it is written.
+    Written(oneshot::Sender<()>),
 }
 
 impl Wire {
@@ -192,6 +212,10 @@ impl Wire {
             while let Some(next) = queue.recv().await {
                 let (bytes, done) = match next {
                     Outgoing::Line(bytes) => (bytes, None),
+                    Outgoing::Written(told) => {
+                        let _ = told.send(());
+                        continue;
+                    }
                     Outgoing::Message(message, done) => {
                         let mut bytes = serde_json::to_vec(&message).unwrap_or_default();
                         bytes.push(b'\n');
@@ -220,6 +244,35 @@ impl Wire {
             out,
             ended: Arc::new(AtomicBool::new(false)),
             server,
+            direct: Arc::default(),
+        }
+    }
+
+    /// From now on, answer the `tools/call`s of the session rmcp opened
+    /// with `peer` here, beside its loop ([`Direct`]).
+    pub(crate) fn answer_calls(&self, peer: Peer<RoleServer>) {
+        let _ = self.direct.set(Direct {
+            peer,
+            running: Running::default(),
+            tasks: TaskTracker::new(),
+            session: CancellationToken::new(),
+        });
+    }
+
+    /// The session's end, as rmcp ends its own requests' (its input closed):
+    /// the calls still running have [`DRAIN`] to end and be answered, then
+    /// the rest are cancelled; returns once every answer is written.
+    pub(crate) async fn end_calls(&self) {
+        let Some(direct) = self.direct.get() else {
+            return;
+        };
+        direct.tasks.close();
+        let _ = tokio::time::timeout(DRAIN, direct.tasks.wait()).await;
+        direct.session.cancel();
+        direct.tasks.wait().await;
+        let (told, written) = oneshot::channel();
+        if self.out.send(Outgoing::Written(told)).is_ok() {
+            let _ = written.await;
         }
     }
 
@@ -254,7 +307,18 @@ impl Wire {
                     {
                         call.extensions.insert(self.server.arrival());
                     }
-                    return Some(*message);
+                    // A client that sent more already is answered
+                    // concurrently (see `Direct::start`).
+                    let more = !lines.input().buffer().is_empty();
+                    match self.direct.get() {
+                        Some(direct) => {
+                            match direct.take(*message, more, &self.server, &self.out) {
+                                Some(message) => return Some(message),
+                                None => continue,
+                            }
+                        }
+                        None => return Some(*message),
+                    }
                 }
                 Read::Answer(rejection) => {
                     let _ = self.out.send(Outgoing::Line(rejection.to_line()));
@@ -265,7 +329,137 @@ impl Wire {
     }
 }
 
-/// One serving's handle on a [`Wire`].
+/// How long the calls running when the input ends have to be answered
+/// (rmcp gives its own requests as long).
+const DRAIN: Duration = Duration::from_secs(5);
+
+/// A handshake session's `tools/call`s, answered beside rmcp's loop.
+///
+/// rmcp's loop reads a request, spawns its handler, takes the handler's
+/// answer back through a channel, spawns a task to send it, and the wire's
+/// writer writes it: each hand-over a wake-up, on the other core as often
+/// as not. Here the reader runs the same dispatch rmcp would
+/// ([`Service::handle_request`]: its checks of the request's `_meta`, the
+/// handler, the result's shape) until the call ends or first waits, then
+/// hands what is left to a task of its own; the answer's line is queued
+/// for the writer. What rmcp does around a request is kept: the request's
+/// token is cancelled by a `notifications/cancelled` naming it (and then
+/// no answer is sent) and when the handler ends; the session's end drains
+/// the running calls as rmcp does. rmcp would also scope the handler with
+/// the version a request names in its `_meta`, which only its check of
+/// requests sent to the client reads: a call of 2026-07-28 asks through
+/// input-required rounds and sends none (see `McpServer::run_call_ended`).
+struct Direct {
+    peer: Peer<RoleServer>,
+    /// The token of each call running, by request id.
+    running: Running,
+    tasks: TaskTracker,
+    /// Cancelled when the session's calls have drained.
+    session: CancellationToken,
+}
+
+impl Direct {
+    /// Takes `message` when it is a call to answer here, or a cancellation
+    /// of one; hands anything else back for rmcp.
+    fn take(
+        &self,
+        message: Incoming,
+        more: bool,
+        server: &McpServer,
+        out: &mpsc::UnboundedSender<Outgoing>,
+    ) -> Option<Incoming> {
+        match message {
+            JsonRpcMessage::Request(request)
+                if matches!(request.request, ClientRequest::CallToolRequest(_)) =>
+            {
+                self.start(request, more, server.clone(), out.clone());
+                None
+            }
+            JsonRpcMessage::Notification(notification) => {
+                if let ClientNotification::CancelledNotification(cancelled) =
+                    &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                    && let Some(token) = self.running().remove(id)
+                {
+                    token.cancel();
+                    return None;
+                }
+                Some(JsonRpcMessage::Notification(notification))
+            }
+            other => Some(other),
+        }
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
+        running_calls(&self.running)
+    }
+
+    /// Run `request` and queue its answer: here while it runs without
+    /// waiting, unless `more` input waits to be read.
+    fn start(
+        &self,
+        request: JsonRpcRequest<ClientRequest>,
+        more: bool,
+        server: McpServer,
+        out: mpsc::UnboundedSender<Outgoing>,
+    ) {
+        let JsonRpcRequest {
+            id, mut request, ..
+        } = request;
+        let token = self.session.child_token();
+        self.running().insert(id.clone(), token.clone());
+        let meta = std::mem::take(request.get_meta_mut());
+        let extensions = std::mem::take(request.extensions_mut());
+        let mut context = RequestContext::new(id.clone(), self.peer.clone());
+        context.ct = token.child_token();
+        context.meta = meta;
+        context.extensions = extensions;
+        let running = self.running.clone();
+        let handled = async move {
+            let answer = std::panic::AssertUnwindSafe(server.handle_request(request, context))
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|_| Err(super::internal("running the call", "it panicked")));
+            let answer: TxJsonRpcMessage<RoleServer> = match answer {
+                Ok(result) => JsonRpcMessage::response(result, id.clone()),
+                Err(error) => JsonRpcMessage::error(error, Some(id.clone())),
+            };
+            // A call the client cancelled is not answered.
+            let wanted = running_calls(&running).remove(&id).is_some();
+            token.cancel();
+            if wanted {
+                let mut line = serde_json::to_vec(&answer).unwrap_or_default();
+                line.push(b'\n');
+                let _ = out.send(Outgoing::Line(line));
+            }
+        };
+        // Most calls end without waiting on anything (a read, a listing):
+        // they run here to their end, sparing the hand-over to a task. One
+        // that waits (on a process, the person, or a guest yielding at the
+        // epoch's tick) goes on in a task of its own, so the reader reads
+        // on; so does each call of a client that sent more already, whose
+        // calls then run side by side on every core.
+        let mut handled = Box::pin(handled);
+        let waker = std::task::Waker::noop();
+        if more
+            || handled
+                .as_mut()
+                .poll(&mut std::task::Context::from_waker(waker))
+                .is_pending()
+        {
+            self.tasks.spawn(handled);
+        }
+    }
+}
+
+type Running = Arc<std::sync::Mutex<HashMap<RequestId, CancellationToken>>>;
+
+fn running_calls(
+    running: &Running,
+) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
+    running.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 pub(crate) struct WireTransport {
     wire: Wire,
 }
