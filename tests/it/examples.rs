@@ -514,12 +514,7 @@ fn a_large_extension_runs_at_once_on_quick_code_then_on_cranelifts() {
     let ws = Workspace::new();
     ws.write("data/pkg.json", r#"{"name":"demo"}"#);
     let cache = tempfile::tempdir().unwrap();
-    let runtime = toolhost::Runtime::new(toolhost::RuntimeOptions {
-        max_concurrent_calls: 16,
-        cache_dir: Some(cache.path().to_path_buf()),
-        ..Default::default()
-    })
-    .unwrap();
+    let runtime = caching_runtime(cache.path());
     let host = built(
         reading_data(&ws, &["jsonquery"])
             .runtime(runtime.clone())
@@ -538,7 +533,24 @@ fn a_large_extension_runs_at_once_on_quick_code_then_on_cranelifts() {
     assert_eq!(query().text(), "\"demo\"");
     // Two engines' directories (Winch's, Cranelift's), one entry left:
     // Cranelift's.
-    let dirs: Vec<PathBuf> = std::fs::read_dir(cache.path())
+    assert_eq!(cache_entries(cache.path()), [0, 1]);
+}
+
+/// A runtime of its own (a fresh engine, no component loaded) whose
+/// compile cache is `cache`.
+fn caching_runtime(cache: &Path) -> std::sync::Arc<toolhost::Runtime> {
+    toolhost::Runtime::new(toolhost::RuntimeOptions {
+        max_concurrent_calls: 16,
+        cache_dir: Some(cache.to_path_buf()),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+/// The compile cache's entries of each engine (Winch's directory and
+/// Cranelift's), by the number of entries in each.
+fn cache_entries(cache: &Path) -> Vec<usize> {
+    let mut counts: Vec<usize> = std::fs::read_dir(cache)
         .unwrap()
         .flatten()
         .map(|e| e.path())
@@ -549,14 +561,56 @@ fn a_large_extension_runs_at_once_on_quick_code_then_on_cranelifts() {
                     .to_string_lossy()
                     .starts_with("wasmtime-")
         })
+        .map(|dir| {
+            std::fs::read_dir(dir)
+                .unwrap()
+                .flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+                .count()
+        })
         .collect();
-    assert_eq!(dirs.len(), 2, "{dirs:?}");
-    let entries: Vec<PathBuf> = dirs
-        .iter()
-        .flat_map(|d| std::fs::read_dir(d).unwrap().flatten().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "cwasm"))
-        .collect();
-    assert_eq!(entries.len(), 1, "{entries:?}");
+    counts.sort();
+    counts
+}
+
+#[test]
+fn many_small_extensions_at_a_cold_start_run_at_once_on_quick_code_past_the_first() {
+    // One small extension is compiled by Cranelift at once; of six loaded
+    // together with nothing cached, those past what a start may spend on
+    // Cranelift start on the quick compiler's code, Cranelift's replacing
+    // it in the background. Each answers either way.
+    let ws = Workspace::new();
+    let original = std::fs::read(toolhost_tests::BENCHTOOL).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cold_start = |count: usize| {
+        let cache = tempfile::tempdir().unwrap();
+        let runtime = caching_runtime(cache.path());
+        let mut builder = toolhost::Host::builder()
+            .workspace(&ws.path)
+            .user_config_dir(None)
+            .runtime(runtime.clone())
+            .all_tools_active();
+        let mut names = Vec::new();
+        for n in 0..count {
+            let name = format!("benchtool_{}{n}", count);
+            let path = dir.path().join(format!("{name}.wasm"));
+            std::fs::write(&path, benchtool_renamed(&original, &name)).unwrap();
+            builder = builder.extensions(move |e| e.load(&path));
+            names.push(name);
+        }
+        let host = built(builder);
+        for name in &names {
+            let answer = call(&host, name, json!({"text": "ok"}));
+            assert_eq!(answer.text(), "ok", "{name}");
+        }
+        runtime.wait_optimised();
+        (cache_entries(cache.path()), cache)
+    };
+    // One: Cranelift's entry only, no quick compiler's directory.
+    assert_eq!(cold_start(1).0, [1]);
+    // Six: the quick compiler's directory made, and emptied as Cranelift's
+    // code replaced each of its entries.
+    assert_eq!(cold_start(6).0, [0, 6]);
 }
 
 #[test]

@@ -425,11 +425,17 @@ fn hostile_protected_paths_refuse_write_edit_and_every_fs_write_at_a_fake_home()
 
 /// The single compile-cache entry in `cache`, once something was compiled.
 fn cache_entries(cache: &Path) -> Vec<PathBuf> {
+    cache_files(cache, "cwasm")
+}
+
+/// The files of the compile cache `cache` ending in `.{extension}`, in
+/// every engine's directory.
+fn cache_files(cache: &Path, extension: &str) -> Vec<PathBuf> {
     let mut entries = Vec::new();
     for dir in std::fs::read_dir(cache).unwrap().flatten() {
         if dir.path().is_dir() {
             for entry in std::fs::read_dir(dir.path()).unwrap().flatten() {
-                if entry.path().extension().is_some_and(|e| e == "cwasm") {
+                if entry.path().extension().is_some_and(|e| e == extension) {
                     entries.push(entry.path());
                 }
             }
@@ -570,19 +576,6 @@ fn hostile_a_cache_entry_changed_after_it_verified_is_verified_again_whatever_it
     );
 }
 
-/// `bytes` (the benchtool component) with its one tool renamed from
-/// `benchtool_00` to `name` (as long): another valid component of the same
-/// size.
-fn benchtool_renamed(bytes: &[u8], name: &str) -> Vec<u8> {
-    let marker = b"benchtool_00";
-    assert_eq!(name.len(), marker.len());
-    let at = bytes.windows(marker.len()).position(|w| w == marker);
-    let at = at.expect("the benchtool marker");
-    let mut copy = bytes.to_vec();
-    copy[at..at + marker.len()].copy_from_slice(name.as_bytes());
-    copy
-}
-
 /// A trusted extension whose digest an earlier start noted (so that later
 /// starts neither read nor hash it) is changed in place with its size and
 /// modification time put back, or replaced by a rename of a file made to
@@ -665,11 +658,12 @@ fn hostile_an_extension_changed_after_its_digest_was_noted_is_read_again_and_ref
 /// The summaries beside the compile cache's entries (one per component
 /// whose load was noted) that name `tool`.
 fn summaries(cache: &Path, tool: &str) -> Vec<PathBuf> {
+    // Beside Cranelift's entry, which a component started on the quick
+    // compiler's code has only once its background compile ends.
     let names = |s: &PathBuf| String::from_utf8_lossy(&std::fs::read(s).unwrap()).contains(tool);
-    cache_entries(cache)
+    cache_files(cache, "summary")
         .into_iter()
-        .map(|e| e.with_extension("summary"))
-        .filter(|s| s.is_file() && names(s))
+        .filter(|s| names(s))
         .collect()
 }
 

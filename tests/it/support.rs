@@ -1194,3 +1194,16 @@ impl Drop for Container {
             .status();
     }
 }
+
+/// `bytes` (the benchtool component) with its one tool renamed from
+/// `benchtool_00` to `name` (as long): another valid component of the same
+/// size.
+pub fn benchtool_renamed(bytes: &[u8], name: &str) -> Vec<u8> {
+    let marker = b"benchtool_00";
+    assert_eq!(name.len(), marker.len());
+    let at = bytes.windows(marker.len()).position(|w| w == marker);
+    let at = at.expect("the benchtool marker");
+    let mut copy = bytes.to_vec();
+    copy[at..at + marker.len()].copy_from_slice(name.as_bytes());
+    copy
+}

@@ -28,7 +28,7 @@ use std::hash::{Hash, Hasher};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use wasmtime::component::Component;
 use wasmtime::{Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
@@ -48,8 +48,18 @@ const LOADED_COMPONENTS: usize = 64;
 /// Components at least this large are compiled by the quick compiler first
 /// when no compiled code is cached: Cranelift takes about 0.2 s per MB on
 /// two cores (a 19 MB Python component: 4 s), Winch a tenth of it; smaller
-/// ones compile with Cranelift at once, as fast as a person can tell.
+/// ones compile with Cranelift at once, as fast as a person can tell, up to
+/// [`FOREGROUND_BYTES`] in one spell of loading.
 const QUICK_FROM_BYTES: usize = 1 << 20;
+
+/// What Cranelift may compile at once in one spell of loading (a start, a
+/// reload) before the quick compiler takes over: many small components
+/// cost as much as one large one (twenty extensions of 180 KB, 2 s here).
+/// Past it, each is compiled by the quick compiler first, as a large one.
+const FOREGROUND_BYTES: usize = 256 << 10;
+
+/// Loads this close after a spell's first compile belong to that spell.
+const SPELL: Duration = Duration::from_secs(10);
 
 /// A compiled component, and, while it runs the quick compiler's code, the
 /// place where Cranelift's appears once compiled in the background.
@@ -194,7 +204,8 @@ pub struct Runtime {
     /// compatibility part of its cache keys.
     main: Tier,
     /// The quick compiler's engine (Winch), for the first load of a large
-    /// component; `None` where it cannot run.
+    /// component, or of a small one past what a spell of loading may spend
+    /// on Cranelift; `None` where it cannot run.
     quick: Option<Tier>,
     options: RuntimeOptions,
     /// Bounds in-flight instances to the pool's size.
@@ -209,6 +220,9 @@ pub struct Runtime {
     reports: Mutex<Vec<Diagnostic>>,
     /// Cranelift compiling components that run the quick compiler's code.
     background: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// When the current spell of loading began, and the bytes Cranelift
+    /// compiled at once in it ([`FOREGROUND_BYTES`]).
+    spell: Mutex<Option<(Instant, usize)>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -301,6 +315,7 @@ impl Runtime {
             cache_key: OnceLock::new(),
             reports: Mutex::new(Vec::new()),
             background: Mutex::new(Vec::new()),
+            spell: Mutex::new(None),
         }))
     }
 
@@ -572,8 +587,8 @@ impl Runtime {
         if let Some(component) = self.cached(main, hash, origin) {
             return Ok(Compiled::optimised(component));
         }
-        if bytes.len() >= QUICK_FROM_BYTES
-            && let Some(quick) = &self.quick
+        if let Some(quick) = &self.quick
+            && !self.at_once(bytes.len())
             && let Some(compiled) = self.load_quick(quick, bytes, hash)
         {
             return Ok(compiled);
@@ -584,6 +599,24 @@ impl Runtime {
             let _ = self.store_in_cache(main, &component, &path, hash);
         }
         Ok(Compiled::optimised(component))
+    }
+
+    /// Whether Cranelift compiles `len` bytes at once (and counts them in
+    /// the spell's [`FOREGROUND_BYTES`]), or the quick compiler first: a
+    /// large component, or one past what this spell of loading may spend.
+    fn at_once(&self, len: usize) -> bool {
+        if len >= QUICK_FROM_BYTES {
+            return false;
+        }
+        let mut spell = self.spell.lock().expect("spell lock");
+        let now = Instant::now();
+        let (began, spent) = match *spell {
+            Some((began, spent)) if now.duration_since(began) < SPELL => (began, spent),
+            _ => (now, 0),
+        };
+        let at_once = spent + len <= FOREGROUND_BYTES;
+        *spell = Some((began, spent + if at_once { len } else { 0 }));
+        at_once
     }
 
     /// The quick compiler's code for `bytes` (cached, or compiled and
