@@ -970,6 +970,12 @@ struct Upgrade {
 
 impl Upgrade {
     fn run(self) {
+        // One background compile at a time in this process: each uses every
+        // core already (its own pool), and twenty components started on the
+        // quick compiler's code together must not become twenty pools and
+        // twenty compiles in memory at once.
+        static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+        let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         // One compile of a component at a time on this machine: a host that
         // finds another one's lock leaves the work to it (the next start
         // uses its code).
