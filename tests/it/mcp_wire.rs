@@ -162,6 +162,15 @@ fn error_of(line: &str) -> (String, i64) {
     (rest[..end].to_string(), code)
 }
 
+/// A `tools/call` of `read` of `a.txt`, with `id` (JSON text).
+fn read_a_txt(id: &str) -> String {
+    request(
+        id,
+        "tools/call",
+        r#"{"name":"read","arguments":{"path":"a.txt"}}"#,
+    )
+}
+
 /// A request of `method` with `id` (JSON text) and `params` (JSON text).
 fn request(id: &str, method: &str, params: &str) -> String {
     format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#)
@@ -296,14 +305,7 @@ fn over_stdio_every_bad_message_gets_its_answer_and_the_server_goes_on() {
     assert_eq!(server.no_answer(Duration::from_millis(300)), None);
 
     // And the server serves the next call.
-    server.send(
-        request(
-            "99",
-            "tools/call",
-            r#"{"name":"read","arguments":{"path":"a.txt"}}"#,
-        )
-        .as_bytes(),
-    );
+    server.send(read_a_txt("99").as_bytes());
     let line = server.answer();
     assert!(line.contains("alpha"), "{line}");
     assert!(server.alive());
@@ -768,14 +770,7 @@ fn over_stdio_requests_before_initialized_and_during_an_elicitation_are_answered
     // While it waits: a ping, a bad request, a call, a parse error.
     server.send(request("\"p\"", "ping", "{}").as_bytes());
     server.send(request("\"bad\"", "tools/call", r#"{"name":5}"#).as_bytes());
-    server.send(
-        request(
-            "\"other\"",
-            "tools/call",
-            r#"{"name":"read","arguments":{"path":"a.txt"}}"#,
-        )
-        .as_bytes(),
-    );
+    server.send(read_a_txt("\"other\"").as_bytes());
     server.send(b"{oops");
     let mut answers: Vec<String> = (0..4).map(|_| server.answer()).collect();
     answers.sort();
@@ -846,14 +841,7 @@ fn over_stdio_a_cancelled_call_gets_no_answer_and_one_running_at_the_end_does() 
     server.send(
         br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow"}}"#,
     );
-    server.send(
-        request(
-            "\"read\"",
-            "tools/call",
-            r#"{"name":"read","arguments":{"path":"a.txt"}}"#,
-        )
-        .as_bytes(),
-    );
+    server.send(read_a_txt("\"read\"").as_bytes());
     let line = server.answer();
     assert!(
         line.contains("\"id\":\"read\"") && line.contains("alpha"),

@@ -569,6 +569,17 @@ fn a_session_process_driven_over_several_calls_replays_without_a_process() {
     );
 }
 
+/// An MCP client's handshake (revision 2025-06-18), as its two lines.
+fn mcp_handshake() -> [serde_json::Value; 2] {
+    use serde_json::json;
+    [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "replay-test", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ]
+}
+
 #[test]
 fn a_recorded_serve_and_mcp_session_replay_the_lines_they_printed() {
     use serde_json::json;
@@ -583,11 +594,10 @@ fn a_recorded_serve_and_mcp_session_replay_the_lines_they_printed() {
     };
     let serve_input = [json!({"jsonrpc": "2.0", "id": 1, "method": "batch/run",
                "params": {"message": call("c1", "bash", bash.clone())}})];
+    let [initialize, initialized] = mcp_handshake();
     let mcp_input = [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "replay-test", "version": "1"}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        initialize,
+        initialized,
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                "params": {"name": "read", "arguments": {"path": "notes.txt"}}}),
@@ -637,11 +647,10 @@ fn answers_to_requests_sent_together_are_replayed_in_their_recorded_order() {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                "params": {"name": name, "arguments": arguments}})
     };
+    let [initialize, initialized] = mcp_handshake();
     let input = [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "replay-test", "version": "1"}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        initialize,
+        initialized,
         call(2, "bash", json!({"command": "sleep 1; echo slow"})),
         call(3, "read", json!({"path": "notes.txt"})),
         json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),

@@ -31,8 +31,8 @@
 //! client run concurrently. On stdio, once the handshake is done, a
 //! `tools/call` is answered beside rmcp's loop by the same dispatch
 //! ([`wire`]'s `Direct`): run by the reader until it ends or first waits,
-//! concurrently when the client has sent more. Their file mutations keep the order in which
-//! the requests were read (a `write` then an `edit` of one file, sent
+//! concurrently when the client has sent more. Their file mutations keep
+//! the order in which the requests were read (a `write` then an `edit` of one file, sent
 //! together, never run the other way round): each `tools/call` takes its
 //! turn as it is read ([`Arrival`]), on stdio by the transport, over HTTP by
 //! the route.

@@ -216,11 +216,7 @@ impl Wire {
                         let _ = told.send(());
                         continue;
                     }
-                    Outgoing::Message(message, done) => {
-                        let mut bytes = serde_json::to_vec(&message).unwrap_or_default();
-                        bytes.push(b'\n');
-                        (bytes, Some(done))
-                    }
+                    Outgoing::Message(message, done) => (line_of(&message), Some(done)),
                 };
                 let written = async {
                     output.write_all(&bytes).await?;
@@ -351,7 +347,6 @@ const DRAIN: Duration = Duration::from_secs(5);
 /// input-required rounds and sends none (see `McpServer::run_call_ended`).
 struct Direct {
     peer: Peer<RoleServer>,
-    /// The token of each call running, by request id.
     running: Running,
     tasks: TaskTracker,
     /// Cancelled when the session's calls have drained.
@@ -379,7 +374,7 @@ impl Direct {
                 if let ClientNotification::CancelledNotification(cancelled) =
                     &notification.notification
                     && let Some(id) = &cancelled.params.request_id
-                    && let Some(token) = self.running().remove(id)
+                    && let Some(token) = self.running.calls().remove(id)
                 {
                     token.cancel();
                     return None;
@@ -388,10 +383,6 @@ impl Direct {
             }
             other => Some(other),
         }
-    }
-
-    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
-        running_calls(&self.running)
     }
 
     /// Run `request` and queue its answer: here while it runs without
@@ -407,7 +398,7 @@ impl Direct {
             id, mut request, ..
         } = request;
         let token = self.session.child_token();
-        self.running().insert(id.clone(), token.clone());
+        self.running.calls().insert(id.clone(), token.clone());
         let meta = std::mem::take(request.get_meta_mut());
         let extensions = std::mem::take(request.extensions_mut());
         let mut context = RequestContext::new(id.clone(), self.peer.clone());
@@ -425,12 +416,10 @@ impl Direct {
                 Err(error) => JsonRpcMessage::error(error, Some(id.clone())),
             };
             // A call the client cancelled is not answered.
-            let wanted = running_calls(&running).remove(&id).is_some();
+            let wanted = running.calls().remove(&id).is_some();
             token.cancel();
             if wanted {
-                let mut line = serde_json::to_vec(&answer).unwrap_or_default();
-                line.push(b'\n');
-                let _ = out.send(Outgoing::Line(line));
+                let _ = out.send(Outgoing::Line(line_of(&answer)));
             }
         };
         // Most calls end without waiting on anything (a read, a listing):
@@ -452,14 +441,24 @@ impl Direct {
     }
 }
 
-type Running = Arc<std::sync::Mutex<HashMap<RequestId, CancellationToken>>>;
+/// The token of each call running, by request id.
+#[derive(Clone, Default)]
+struct Running(Arc<std::sync::Mutex<HashMap<RequestId, CancellationToken>>>);
 
-fn running_calls(
-    running: &Running,
-) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
-    running.lock().unwrap_or_else(|e| e.into_inner())
+impl Running {
+    fn calls(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
+/// `message` as the line the writer writes.
+fn line_of(message: &TxJsonRpcMessage<RoleServer>) -> Vec<u8> {
+    let mut line = serde_json::to_vec(message).unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+/// One serving's handle on a [`Wire`].
 pub(crate) struct WireTransport {
     wire: Wire,
 }

@@ -46,9 +46,8 @@ impl Written {
             }
         }
     }
-}
 
-impl Written {
+    /// Count `lines` more written.
     fn add(&self, lines: u64) {
         if lines > 0 {
             self.lines.fetch_add(lines, Ordering::AcqRel);
@@ -96,6 +95,13 @@ struct Order {
 pub struct HeldAnswers(Arc<std::sync::Mutex<Order>>);
 
 impl HeldAnswers {
+    /// Waiting for the answers of `ids`, in this order.
+    fn expecting(ids: impl IntoIterator<Item = Value>) -> HeldAnswers {
+        let held = HeldAnswers::default();
+        held.lock().expected = ids.into_iter().collect();
+        held
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Order> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -336,8 +342,7 @@ where
             waiting.at_least(end).await;
         }
     });
-    let held = HeldAnswers::default();
-    held.lock().expected = recording.answered.iter().cloned().collect();
+    let held = HeldAnswers::expecting(recording.answered.iter().cloned());
     let output = Counted {
         inner: output,
         written,
@@ -359,8 +364,7 @@ mod tests {
     use serde_json::json;
 
     fn ordered(expected: &[Value]) -> (Counted<Vec<u8>>, HeldAnswers) {
-        let held = HeldAnswers::default();
-        held.lock().expected = expected.iter().cloned().collect();
+        let held = HeldAnswers::expecting(expected.iter().cloned());
         let counted = Counted {
             inner: Vec::new(),
             written: Arc::default(),

@@ -365,19 +365,13 @@ fn real_path_of(fd: &impl std::os::fd::AsRawFd) -> Option<PathBuf> {
     std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()
 }
 
-/// Up to `want` bytes from `offset` of a file just opened, of `len` bytes
-/// when it was looked at (`is_dir`: it is a directory, which reads refuse
-/// as `EISDIR`). The buffer is made for
-/// the bytes the file holds there, so that a small file is read in one
-/// `read(2)` and the one that finds its end, not in reads that double from
-/// 32 bytes.
-fn read_opened(
-    mut file: impl Read + Seek,
-    (is_dir, len): (bool, u64),
-    offset: u64,
-    want: u64,
-) -> io::Result<Vec<u8>> {
-    if is_dir {
+/// Up to `want` bytes from `offset` of `file`, just opened (a directory's
+/// read is refused as `EISDIR`). The buffer is made for the bytes the file
+/// holds there, so that a small file is read in one `read(2)` and the one
+/// that finds its end, not in reads that double from 32 bytes.
+fn read_opened(mut file: &std::fs::File, offset: u64, want: u64) -> io::Result<Vec<u8>> {
+    let metadata = file.metadata()?;
+    if metadata.is_dir() {
         return Err(io::Error::from_raw_os_error(
             rustix::io::Errno::ISDIR.raw_os_error(),
         ));
@@ -387,7 +381,7 @@ fn read_opened(
     }
     // What the file held when it was looked at; it may grow or shrink
     // since, which the read follows.
-    let expected = len.saturating_sub(offset).min(want);
+    let expected = metadata.len().saturating_sub(offset).min(want);
     let mut buf = Vec::with_capacity(usize::try_from(expected).unwrap_or(0));
     file.take(want).read_to_end(&mut buf)?;
     Ok(buf)
@@ -460,13 +454,11 @@ impl FsRead for LocalFs {
             options
                 .read(true)
                 .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
-            let file = dir.open_with(rel, &options)?;
+            let file = dir.open_with(rel, &options)?.into_std();
             if self.hidden(&file) {
                 return Ok(None);
             }
-            let metadata = file.metadata()?;
-            let shape = (metadata.is_dir(), metadata.len());
-            read_opened(file, shape, offset, want).map(Some)
+            read_opened(&file, offset, want).map(Some)
         })?
         .ok_or_else(|| protected(path))
     }
@@ -478,12 +470,7 @@ impl FsRead for LocalFs {
         if self.hidden(&file) {
             return Err(protected(path));
         }
-        let read = || -> io::Result<Vec<u8>> {
-            let metadata = file.metadata()?;
-            let shape = (metadata.is_dir(), metadata.len());
-            read_opened(&file, shape, offset, max_bytes.min(MAX_READ_CHUNK))
-        };
-        read().map_err(|e| io_error(&e, path))
+        read_opened(&file, offset, max_bytes.min(MAX_READ_CHUNK)).map_err(|e| io_error(&e, path))
     }
 
     fn list_dir(&self, path: &str) -> Result<Vec<DirEntry>, FsError> {
